@@ -1,0 +1,3 @@
+"""Path decompositions of attention networks (Dong et al. 2021, Sec. 3)."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""Bounds and constructions from the three papers."""
+
+__all__: list[str] = []

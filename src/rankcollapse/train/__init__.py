@@ -1,0 +1,3 @@
+"""Training loops for the learning experiments."""
+
+__all__: list[str] = []
