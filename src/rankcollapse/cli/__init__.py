@@ -41,9 +41,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except RankCollapseError as err:
-        from rankcollapse.cli._console import console
+        from rankcollapse.cli._console import err_console
 
-        console.print(f"[bold red]error:[/] {err}", highlight=False)
+        err_console.print(f"[bold red]error:[/] {err}", highlight=False)
         return 2
     except KeyboardInterrupt:
         print("interrupted; finished work is kept.", file=sys.stderr)

@@ -1,5 +1,6 @@
-"""The one place that owns the terminal."""
+"""The one place that owns the terminal: results to stdout, errors and progress to stderr."""
 
 from rich.console import Console
 
-console = Console(stderr=False, soft_wrap=True)
+console = Console(soft_wrap=True)
+err_console = Console(stderr=True, soft_wrap=True)

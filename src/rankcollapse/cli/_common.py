@@ -1,0 +1,85 @@
+"""What several subcommands share: per-layer metric tables, terminal summaries, output files."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pandas as pd
+import torch
+
+from rankcollapse.cli._console import console
+
+
+def layer_table(
+    states: list[torch.Tensor] | torch.Tensor,
+    mask: torch.Tensor | None = None,
+    *,
+    metrics: list[str] | None = None,
+    source_dtype: torch.dtype | None = None,
+) -> pd.DataFrame:
+    """Tidy rows (layer, sample, metric, value, at_floor) for a stack of hidden states."""
+    from rankcollapse.metrics import measure_states, metrics_frame
+
+    frames = [
+        metrics_frame(
+            measure_states(x, mask, metrics=metrics, source_dtype=source_dtype or x.dtype),
+            layer=layer,
+        )
+        for layer, x in enumerate(states)
+    ]
+    return pd.concat(frames, ignore_index=True)
+
+
+def print_layer_means(df: pd.DataFrame, title: str) -> None:
+    """A rich table: one row per layer, one column per metric (mean over samples).
+
+    A mean whose samples all sit at the dtype floor is shown as '<floor'.
+    """
+    from rich.table import Table
+
+    means = df.pivot_table(index="layer", columns="metric", values="value", aggfunc="mean")
+    floors = df.pivot_table(index="layer", columns="metric", values="at_floor", aggfunc="all")
+    metric_names = list(dict.fromkeys(df["metric"]))
+    table = Table(title=title)
+    table.add_column("layer", justify="right")
+    for name in metric_names:
+        table.add_column(name, justify="right")
+    for layer in means.index:
+        cells = [
+            "<floor" if bool(floors.loc[layer, name]) else f"{means.loc[layer, name]:.3g}"
+            for name in metric_names
+        ]
+        table.add_row(str(layer), *cells)
+    console.print(table)
+
+
+def write_collapse_outputs(df: pd.DataFrame, out: Path, *, hue: str | None, title: str) -> None:
+    """results.csv (long format) and collapse.png (metric against layer, log y, band over samples)."""
+    from rankcollapse.experiments._plots import band_plot
+
+    out.mkdir(parents=True, exist_ok=True)
+    df.to_csv(out / "results.csv", index=False)
+    fig = band_plot(df, x="layer", hue=hue, panel="metric", logy=True, title=title)
+    fig.savefig(out / "collapse.png", dpi=110, bbox_inches="tight")
+    console.print(f"wrote [bold]{out / 'results.csv'}[/] and [bold]{out / 'collapse.png'}[/]")
+
+
+def add_metrics_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--metrics",
+        default=None,
+        help="comma-separated metric names (see `rankcollapse metrics`); default: all state metrics",
+    )
+
+
+def parse_metrics(value: str | None) -> list[str] | None:
+    """Split a comma list and check every name against the registry before any work starts."""
+    if value is None:
+        return None
+    from rankcollapse.metrics import get_metric
+
+    names = [name.strip() for name in value.split(",") if name.strip()]
+    for name in names:
+        get_metric(name)
+    return names

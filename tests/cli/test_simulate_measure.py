@@ -1,0 +1,92 @@
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from rankcollapse.cli import main
+
+
+def test_simulate_default_shows_a_pure_attention_network_collapsing(tmp_path, capsys):
+    assert main(["simulate", "--n-layers", "6", "--out", str(tmp_path)]) == 0
+    df = pd.read_csv(tmp_path / "results.csv")
+    assert {"sample", "layer", "metric", "value", "at_floor"} <= set(df.columns)
+    res = df[df.metric == "res_comp_rel"].groupby("layer")["value"].mean()
+    assert res[0] > 0.5
+    assert res[6] < 1e-6 * res[0]
+    assert (tmp_path / "collapse.png").stat().st_size > 10_000
+    assert "res_comp_rel" in capsys.readou.out().err
+
+
+def test_simulate_with_skip_keeps_the_residual(tmp_path):
+    main(["simulate", "--n-layers", "6", "--skip", "on", "--metrics", "res_comp_rel",
+          "--out", str(tmp_path)])
+    df = pd.read_csv(tmp_path / "results.csv")
+    assert set(df.metric) == {"res_comp_rel"}
+    assert df[df.layer == 6]["value"].mean() > 0.1
+
+
+def test_simulate_rejects_unknown_metric_naming_it(tmp_path, capsys):
+    assert main(["simulate", "--metrics", "mu_rell", "--out", str(tmp_path)]) == 2
+    assert "mu_rell" in capsys.readouterr().err
+    assert not (tmp_path / "results.csv").exists()
+
+
+def _states(layers=3, batch=2, n=5, d=4):
+    g = torch.Generator().manual_seed(0)
+    return torch.randn(layers, batch, n, d, generator=g, dtype=torch.float64)
+
+
+@pytest.mark.parametrize("suffix", [".npy", ".pt", ".safetensors"])
+def test_measure_reads_every_format_and_matches_the_metric(tmp_path, suffix):
+    from rankcollapse.metrics import res_comp_rel
+
+    states = _states()
+    path = tmp_path / f"acts{suffix}"
+    if suffix == ".npy":
+        np.save(path, states.numpy())
+    elif suffix == ".pt":
+        torch.save(states, path)
+    else:
+        from safetensors.torch import save_file
+
+        save_file({"states": states}, path)
+    assert main(["measure", str(path), "--out", str(tmp_path / "out")]) == 0
+    df = pd.read_csv(tmp_path / "out" / "results.csv")
+    got = df[(df.metric == "res_comp_rel") & (df.layer == 1)].sort_values("sample")["value"]
+    np.testing.assert_allclose(got.to_numpy(), res_comp_rel(states[1]).numpy(), rtol=1e-12)
+
+
+def test_measure_ignores_padding_given_a_mask(tmp_path):
+    states = _states(layers=2, batch=1, n=6)
+    padded = states.clone()
+    padded[:, :, 4:] = 1e6  # garbage in the pads must not matter
+    torch.save({"states": padded, "mask": torch.tensor([[1, 1, 1, 1, 0, 0]]).bool()},
+               tmp_path / "padded.pt")
+    torch.save(states[:, :, :4].contiguous(), tmp_path / "plain.pt")
+    main(["measure", str(tmp_path / "padded.pt"), "--out", str(tmp_path / "a")])
+    main(["measure", str(tmp_path / "plain.pt"), "--out", str(tmp_path / "b")])
+    a = pd.read_csv(tmp_path / "a" / "results.csv")
+    b = pd.read_csv(tmp_path / "b" / "results.csv")
+    np.testing.assert_allclose(a["value"], b["value"], rtol=1e-12, atol=0)
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (torch.zeros(7), "expected \\(layers, batch, n, d\\)"),
+        ({"acts": torch.zeros(2, 3, 4)}, "expected one of \\['states', 'hidden_states'\\]"),
+        ({"states": torch.zeros(2, 3, 4), "mask": torch.ones(2, 2)}, "pass a mask of shape \\(2, 3\\)"),
+    ],
+)
+def test_measure_bad_files_get_clear_errors(tmp_path, capsys, content, message):
+    torch.save(content, tmp_path / "bad.pt")
+    assert main(["measure", str(tmp_path / "bad.pt"), "--out", str(tmp_path)]) == 2
+    import re
+
+    assert re.search(message, capsys.readouterr().err)
+
+
+def test_measure_rejects_unsupported_suffix(tmp_path, capsys):
+    (tmp_path / "acts.txt").write_text("1 2 3")
+    assert main(["measure", str(tmp_path / "acts.txt")]) == 2
+    assert "supported: .npy, .pt, .safetensors" in capsys.readouterr().err
