@@ -14,7 +14,7 @@ def test_simulate_default_shows_a_pure_attention_network_collapsing(tmp_path, ca
     assert res[0] > 0.5
     assert res[6] < 1e-6 * res[0]
     assert (tmp_path / "collapse.png").stat().st_size > 10_000
-    assert "res_comp_rel" in capsys.readou.out().err
+    assert "res_comp_rel" in capsys.readouterr().out
 
 
 def test_simulate_with_skip_keeps_the_residual(tmp_path):
