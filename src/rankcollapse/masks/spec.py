@@ -1,0 +1,129 @@
+"""Mask specs: short strings such as "window:1" that name a mask family and its parameters.
+
+Configs and the CLI carry masks as specs; `mask_from_spec(spec, n)` builds the (n, n) mask.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from torch import Tensor
+
+from rankcollapse.errors import ConfigError, unknown_name
+from rankcollapse.masks import families
+from rankcollapse.masks._validation import check_int, check_probability
+
+
+@dataclass(frozen=True)
+class _Family:
+    build: Callable[..., Tensor]  # build(n, *params)
+    params: tuple[str, ...]  # parameter names, in spec order
+    syntax: str
+    description: str
+
+
+_FAMILIES: dict[str, _Family] = {
+    "complete": _Family(families.complete, (), "complete", "every token attends to every token"),
+    "causal": _Family(families.causal, (), "causal", "token i attends to tokens 0..i"),
+    "window": _Family(families.window, ("w",), "window:W", "bidirectional window |i-j| <= W"),
+    "causal_window": _Family(
+        families.causal_window, ("w",), "causal_window:W", "causal window 0 <= i-j <= W"
+    ),
+    "sinks": _Family(
+        families.sinks,
+        ("n_sinks", "w"),
+        "sinks:S:W",
+        "first S tokens global (attend and attended by all) plus window |i-j| <= W",
+    ),
+    "dilated": _Family(
+        families.dilated,
+        ("w", "dilation"),
+        "dilated:W:D",
+        "|i-j| <= W*D and (i-j) % D == 0",
+    ),
+    "random": _Family(
+        lambda n, p, seed: families.random_sparse(n, p, seed=seed),
+        ("p", "seed"),
+        "random:P:SEED",
+        "each edge with probability P (seeded), plus self-loops",
+    ),
+}
+
+MASK_FAMILIES: dict[str, str] = {
+    name: f"{family.syntax}: {family.description}" for name, family in _FAMILIES.items()
+}
+"""Mask family name -> one line with the spec syntax and what the mask is (for CLIs)."""
+
+
+_INT_PARAMS = {  # name -> (lowest allowed value, what it is)
+    "w": (0, "window size"),
+    "n_sinks": (0, "number of global tokens"),
+    "dilation": (1, "stride between attended keys"),
+    "seed": (0, "random seed"),
+}
+
+
+def _parse_value(name: str, text: str) -> int | float:
+    """One spec parameter: `p` is a probability, every other parameter an integer."""
+    if name == "p":
+        try:
+            return check_probability(name, float(text))
+        except ValueError:
+            raise ConfigError(f"p must be a probability in [0, 1], got {text!r}.") from None
+    low, what = _INT_PARAMS[name]
+    try:
+        value = int(text)
+    except ValueError:
+        raise ConfigError(f"{name} must be an integer >= {low}, got {text!r}.") from None
+    return check_int(name, value, low=low, what=what)
+
+
+def parse_mask_spec(spec: str) -> Callable[[int], Tensor]:
+    """Check a mask spec and return the function `n -> (n, n) mask` it names.
+
+    Raises:
+        UnknownNameError: for an unknown family (the message lists the known ones).
+        ConfigError: for a wrong number of parameters or a bad value.
+
+    Example:
+        >>> parse_mask_spec("causal_window:1")(3).int()
+        tensor([[1, 0, 0],
+                [1, 1, 0],
+                [0, 1, 1]], dtype=torch.int32)
+    """
+    if not isinstance(spec, str):
+        raise ConfigError(f"a mask spec must be a string such as 'window:1', got {spec!r}.")
+    name, *texts = spec.strip().split(":")
+    if name not in _FAMILIES:
+        raise unknown_name("mask family", name, _FAMILIES)
+    family = _FAMILIES[name]
+    if len(texts) != len(family.params):
+        wanted = ", ".join(family.params) or "no parameters"
+        raise ConfigError(
+            f"mask spec {spec!r}: '{name}' takes {len(family.params)} parameter(s) ({wanted}), "
+            f"got {len(texts)}; write it as '{family.syntax}'."
+        )
+    try:
+        values = [_parse_value(p, t) for p, t in zip(family.params, texts, strict=True)]
+    except ConfigError as err:
+        raise ConfigError(f"mask spec {spec!r}: {err} Syntax: '{family.syntax}'.") from None
+
+    def build(n: int) -> Tensor:
+        return family.build(n, *values)
+
+    return build
+
+
+def mask_from_spec(spec: str, n: int) -> Tensor:
+    """The (n, n) mask named by a spec such as "complete", "window:1" or "random:0.1:0".
+
+    Syntax per family: see `MASK_FAMILIES`.
+
+    Example:
+        >>> mask_from_spec("window:1", 3).int()
+        tensor([[1, 1, 0],
+                [1, 1, 1],
+                [0, 1, 1]], dtype=torch.int32)
+    """
+    return parse_mask_spec(spec)(n)
