@@ -1,0 +1,65 @@
+"""Trivial baselines of a classification task, measured on the task's own labels."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from rankcollapse.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class TaskData:
+    """One generated data set: inputs, per-token class labels and what the SAN needs to read them.
+
+    Attributes:
+        name: task name ("sorting", "convex-hull", "memorization").
+        inputs: token ids, long `(b, n)`, or point coordinates, float32 `(b, n, 2)`.
+        targets: class of every token, long `(b, n)`.
+        n_classes: number of classes (targets lie in 0..n_classes-1).
+        vocab_size: number of distinct token ids for token inputs, None for points.
+    """
+
+    name: str
+    inputs: Tensor
+    targets: Tensor
+    n_classes: int
+    vocab_size: int | None = None
+
+    @property
+    def n_tokens(self) -> int:
+        return int(self.targets.shape[1])
+
+    def __len__(self) -> int:
+        return int(self.targets.shape[0])
+
+    def baselines(self, *, seed: int = 0) -> dict[str, float]:
+        """The trivial baselines ("random", "majority") measured on this data's targets."""
+        return trivial_baselines(self.targets, self.n_classes, seed=seed)
+
+
+def trivial_baselines(targets: Tensor, n_classes: int, *, seed: int = 0) -> dict[str, float]:
+    """Accuracy of the two trivial predictors, measured on `targets`.
+
+    - "random": a uniformly random class for every token (drawn with `seed`), scored on `targets`;
+      close to 1 / n_classes.
+    - "majority": always the most frequent class of `targets`.
+
+    Example:
+        >>> trivial_baselines(torch.tensor([[0, 0, 0, 1]]), 2)["majority"]
+        0.75
+    """
+    if targets.numel() == 0:
+        raise ConfigError("trivial baselines need at least one label; got an empty target tensor.")
+    if n_classes < 1:
+        raise ConfigError(f"n_classes must be >= 1, got {n_classes}.")
+    flat = targets.reshape(-1)
+    generator = torch.Generator().manual_seed(seed)
+    guesses = torch.randint(n_classes, flat.shape, generator=generator)
+    counts = torch.bincount(flat, minlength=n_classes)
+    return {
+        "random": float((guesses == flat).double().mean()),
+        "majority": float(counts.max().double() / flat.numel()),
+    }
