@@ -10,6 +10,9 @@ from torch import Tensor
 from rankcollapse.errors import ConfigError
 
 
+_GUESS_SALT = 0x5EED_BA5E
+
+
 @dataclass(frozen=True)
 class TaskData:
     """One generated data set: inputs, per-token class labels and what the SAN needs to read them.
@@ -56,7 +59,9 @@ def trivial_baselines(targets: Tensor, n_classes: int, *, seed: int = 0) -> dict
     if n_classes < 1:
         raise ConfigError(f"n_classes must be >= 1, got {n_classes}.")
     flat = targets.reshape(-1)
-    generator = torch.Generator().manual_seed(seed)
+    # Salted: the data generators also seed torch generators with small integers, and guesses
+    # drawn from the data's own stream would copy the inputs.
+    generator = torch.Generator().manual_seed(_GUESS_SALT + seed)
     guesses = torch.randint(n_classes, flat.shape, generator=generator)
     counts = torch.bincount(flat, minlength=n_classes)
     return {
