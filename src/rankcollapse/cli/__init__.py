@@ -17,6 +17,9 @@ COMMAND_MODULES = [
     "metrics_cmd",
     "simulate",
     "measure",
+    "run",
+    "list_cmd",
+    "report_cmd",
 ]
 
 

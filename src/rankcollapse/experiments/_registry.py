@@ -11,12 +11,16 @@ resumes and reports.
 - `run_unit(config, unit) -> pd.DataFrame`: the tidy rows of one unit: identifying columns
   first, then `metric, value` (and `at_floor` where a dtype floor applies).
 - `summarize(config, results) -> Summary`: tables, figures and claims, all computed from
-  `results` (the concatenation of every unit's rows) in the same run.
+  `results` (the concatenation of every unit's rows, in unit order) in the same run.
+  The runner passes `results` as read back from `results.csv` (so `rankcollapse report DIR`
+  rebuilds the same report without recomputing): plain columns of str, int, float and
+  bool; no categoricals, no objects, and "" reads back as NaN.
 """
 
 from __future__ import annotations
 
 import math
+import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -108,17 +112,30 @@ class Experiment:
     def make_config(
         self, preset: str = "quick", overrides: Mapping[str, Any] | None = None
     ) -> BaseModel:
-        """Validate a preset plus overrides; a typo or out-of-range value raises ConfigError."""
+        """Validate a preset plus overrides; a typo or out-of-range value raises ConfigError.
+
+        `overrides` may be nested ({"net": {"depth": 4}}) or use dotted keys ({"net.depth": 4});
+        they are merged key by key over the preset. Unknown keys at any depth are named
+        together with the allowed keys before pydantic sees the values.
+
+        Example:
+            >>> from pydantic import ConfigDict
+            >>> class Cfg(BaseModel):
+            ...     model_config = ConfigDict(extra="forbid")
+            ...     depth: int = 2
+            >>> exp = Experiment("demo", "d", Cfg, {"quick": {}, "paper": {"depth": 12}},
+            ...                  lambda c: [], lambda c, u: None, lambda c, r: Summary())
+            >>> exp.make_config("paper", {"depth": 3}).depth
+            3
+            >>> exp.make_config(overrides={"depht": 3})
+            Traceback (most recent call last):
+            ...
+            rankcollapse.errors.ConfigError: demo has no config key 'depht'. Did you mean 'depth'? Keys: depth.
+        """
         if preset not in self.presets:
             raise unknown_name(f"preset of {self.name}", preset, self.presets)
-        values = {**self.presets[preset], **(overrides or {})}
-        fields = self.config.model_fields
-        for key in overrides or {}:
-            if key not in fields:
-                raise ConfigError(
-                    f"{self.name} has no config key '{key}'.{did_you_mean(key, fields)} "
-                    f"Keys: {', '.join(fields)}."
-                )
+        values = merge_values(self.presets[preset], nest_dotted(overrides or {}))
+        _check_keys(self.name, self.config, values, prefix="")
         try:
             return self.config(**values)
         except ValidationError as err:
@@ -127,6 +144,55 @@ class Experiment:
                 for e in err.errors()
             )
             raise ConfigError(f"invalid config for {self.name}: {problems}") from None
+
+
+def nest_dotted(values: Mapping[str, Any]) -> dict[str, Any]:
+    """{"net.depth": 4} -> {"net": {"depth": 4}}; nested dicts are kept as they are.
+
+    Example:
+        >>> nest_dotted({"net.depth": 4, "seeds": [0, 1]})
+        {'net': {'depth': 4}, 'seeds': [0, 1]}
+    """
+    nested: dict[str, Any] = {}
+    for key, value in values.items():
+        *parents, leaf = str(key).split(".")
+        target = nested
+        for part in parents:
+            target = target.setdefault(part, {})
+        target[leaf] = (
+            merge_values(target.get(leaf, {}), value) if isinstance(value, Mapping) else value
+        )
+    return nested
+
+
+def merge_values(base: Any, update: Any) -> Any:
+    """`update` over `base`, recursing into mappings (lists and scalars are replaced whole)."""
+    if not (isinstance(base, Mapping) and isinstance(update, Mapping)):
+        return update
+    merged = dict(base)
+    for key, value in update.items():
+        merged[key] = merge_values(base[key], value) if key in base else value
+    return merged
+
+
+def _submodel(annotation: Any) -> type[BaseModel] | None:
+    """The pydantic model inside a field annotation (`Sub`, `Sub | None`), if there is one."""
+    candidates = (annotation, *typing.get_args(annotation))
+    return next((c for c in candidates if isinstance(c, type) and issubclass(c, BaseModel)), None)
+
+
+def _check_keys(name: str, model: type[BaseModel], values: Mapping[str, Any], prefix: str) -> None:
+    fields = model.model_fields
+    for key, value in values.items():
+        if key not in fields:
+            allowed = ", ".join(prefix + f for f in fields)
+            raise ConfigError(
+                f"{name} has no config key '{prefix}{key}'."
+                f"{did_you_mean(str(key), fields)} Keys: {allowed}."
+            )
+        sub = _submodel(fields[key].annotation)
+        if sub is not None and isinstance(value, Mapping):
+            _check_keys(name, sub, value, prefix=f"{prefix}{key}.")
 
 
 _REGISTRY: dict[str, Experiment] = {}

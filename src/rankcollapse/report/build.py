@@ -1,0 +1,129 @@
+"""Build a run's report from what is stored in its folder, without recomputing any unit.
+
+Reads `config.yaml`, `manifest.json` and `results.csv`, calls the experiment's `summarize`
+on the results as read back, and writes `claims.json`, `figures/*.png`, `tables/*.csv` and
+`report.html`. `rankcollapse run` ends by calling this same function, so a rebuilt report
+is byte-identical to the first one.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import yaml
+from pydantic import BaseModel
+
+from rankcollapse.errors import InputError
+from rankcollapse.experiments import Claim, Experiment, Summary, get_experiment
+from rankcollapse.report.html import render_html
+from rankcollapse.runner._store import write_atomic
+
+RUN_FILES = ("config.yaml", "manifest.json", "results.csv")
+
+
+@dataclass
+class Report:
+    path: Path
+    experiment: Experiment
+    config: BaseModel
+    manifest: dict[str, Any]
+    results: pd.DataFrame
+    summary: Summary
+
+
+def read_results(path: str | Path) -> pd.DataFrame:
+    """A stored `results.csv`, exactly as every unit's rows were (float64 round trip)."""
+    return pd.read_csv(path, keep_default_na=False, na_values=[""], float_precision="round_trip")
+
+
+def build_report(out_dir: str | Path, experiment: Experiment | None = None) -> Report:
+    """Rebuild claims, figures, tables and `report.html` of the run stored in `out_dir`.
+
+    `experiment` defaults to the registered one named in `manifest.json`.
+    """
+    out_dir = Path(out_dir)
+    missing = [name for name in RUN_FILES if not (out_dir / name).is_file()]
+    if missing:
+        raise InputError(
+            f"{str(out_dir)!r} has no {', '.join(missing)}; pass the folder of a finished run "
+            "(e.g. results/toy-collapse/<hash>/, the path `rankcollapse run` printed)."
+        )
+    manifest = json.loads((out_dir / "manifest.json").read_text())
+    exp = experiment or get_experiment(manifest["experiment"])
+    config = exp.config.model_validate(yaml.safe_load((out_dir / "config.yaml").read_text()))
+    results = read_results(out_dir / "results.csv")
+    summary = exp.summarize(config, results)
+
+    pngs = {_file_name(name): _png(fig) for name, fig in summary.figures.items()}
+    _replace_folder(out_dir / "figures", {f"{name}.png": data for name, data in pngs.items()})
+    _replace_folder(
+        out_dir / "tables",
+        {f"{_file_name(n)}.csv": t.to_csv(index=False).encode() for n, t in summary.tables.items()},
+    )
+    claims = [claim_record(claim) for claim in summary.claims]
+    write_atomic(out_dir / "claims.json", (json.dumps(claims, indent=2) + "\n").encode())
+    html = render_html(
+        experiment=exp,
+        config_text=(out_dir / "config.yaml").read_text(),
+        manifest=manifest,
+        summary=summary,
+        pngs=pngs,
+    )
+    path = out_dir / "report.html"
+    write_atomic(path, html.encode())
+    return Report(path, exp, config, manifest, results, summary)
+
+
+def claim_record(claim: Claim) -> dict[str, Any]:
+    """A claim as plain JSON (non-finite numbers become null)."""
+    return {
+        "id": claim.id,
+        "text": claim.text,
+        "quantity": claim.quantity,
+        "relation": claim.relation,
+        "threshold": _plain(claim.threshold),
+        "expected": claim.expected,
+        "measured": _plain(claim.measured),
+        "passed": bool(claim.passed),
+        "note": claim.note,
+    }
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if hasattr(value, "item") and getattr(value, "ndim", 0) == 0:  # numpy / torch scalars
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def _png(fig: Any) -> bytes:
+    buffer = io.BytesIO()
+    # No "Software" metadata: the bytes then depend on the figure only, and rebuilds match.
+    fig.savefig(buffer, format="png", dpi=100, metadata={"Software": None})
+    return buffer.getvalue()
+
+
+def _file_name(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", name).strip("-") or "figure"
+
+
+def _replace_folder(folder: Path, files: dict[str, bytes]) -> None:
+    """Write `files` into `folder` and remove what an earlier build left there."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for old in folder.iterdir():
+        if old.is_file() and old.name not in files:
+            old.unlink()
+    for name, data in files.items():
+        write_atomic(folder / name, data)
