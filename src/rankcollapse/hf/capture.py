@@ -1,0 +1,183 @@
+"""Run a real model with a variant, mask and temperature applied, and stream its states.
+
+`run_batch` is the one forward pass every probe goes through: it installs the variant's hooks
+(`variants.py`), the custom attention (`attention.py`) when a mask, a temperature or the
+attention probabilities need it, and capture hooks that hand each layer's residual-stream state to
+a callback as soon as the block has run. Nothing is kept unless the callback keeps it, so metrics
+stream layer by layer and peak memory stays near one layer's activations.
+
+States are the raw outputs of the blocks (layer 0 = the input of the first block, i.e. the
+embedding output; ALBERT: after its embedding projection). The final norm of pre-LN models
+(GPT-2's ln_f, Llama's norm) is never applied: for post-LN models every state is a norm output,
+for pre-LN models none is (hf-notes.md: never mix the two in one curve).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from rankcollapse.errors import ConfigError, InputError
+from rankcollapse.hf.architectures import block_list, submodule
+from rankcollapse.hf.attention import AttentionSettings, attention_settings
+from rankcollapse.hf.models import LoadedModel
+from rankcollapse.hf.variants import Variant, get_variant, variant_applied
+
+
+@dataclass(frozen=True)
+class LayerCapture:
+    """What a callback receives after each layer.
+
+    Attributes:
+        layer: 0 for the embedding output, l for the output of block l (1-based).
+        states: (b, n, d) residual stream; for pre-LN models the raw stream, never final-normed.
+        attention: (b, h, n, n) probabilities of block `layer` (before dropout), or None for layer
+            0 and when they were not asked for.
+    """
+
+    layer: int
+    states: Tensor
+    attention: Tensor | None = None
+
+
+def check_mask(loaded: LoadedModel, mask: Tensor | None, n_tokens: int, temperature: float) -> None:
+    """Fail before any work when a mask or temperature cannot be applied to this model."""
+    if temperature <= 0:
+        raise ConfigError(f"temperature must be > 0, got {temperature}; 1.0 keeps the model's own.")
+    if (mask is not None or temperature != 1.0) and not loaded.arch.attention_interface:
+        raise ConfigError(
+            f"model '{loaded.name}' ({loaded.arch.name}) does not support masks or temperature: "
+            f"{loaded.arch.notes}. Drop --mask/--temperature, or use a model of "
+            "bert, albert, gpt2, llama."
+        )
+    if mask is None:
+        return
+    if mask.dtype != torch.bool or mask.ndim != 2 or mask.shape[0] != mask.shape[1]:
+        raise InputError(
+            f"attention mask must be a square boolean (n, n) tensor, got dtype {mask.dtype} and "
+            f"shape {tuple(mask.shape)}; build one with rankcollapse.masks."
+        )
+    if mask.shape[0] != n_tokens:
+        raise InputError(
+            f"attention mask is {mask.shape[0]} x {mask.shape[1]} but the context has {n_tokens} "
+            f"tokens; build the mask for n = {n_tokens} (e.g. mask_from_spec(spec, {n_tokens}))."
+        )
+    if not bool(mask.diagonal().all()):
+        missing = (~mask.diagonal()).nonzero().flatten().tolist()[:5]
+        raise InputError(f"attention mask lacks self-loops at tokens {missing}; set m[i, i] = True.")
+
+
+@contextmanager
+def applied(
+    loaded: LoadedModel,
+    *,
+    variant: Variant | str = "transformer",
+    mask: Tensor | None = None,
+    token_mask: Tensor | None = None,
+    temperature: float = 1.0,
+    train_mode: bool = False,
+    record: Callable | None = None,
+) -> Iterator[None]:
+    """Inside this block, `loaded.model` runs with the variant, mask, temperature and mode.
+
+    `record(module, probs)` receives every attention call's probabilities (custom attention).
+    The model's own attention implementation is kept when nothing needs the custom one.
+    """
+    variant = get_variant(variant) if isinstance(variant, str) else variant
+    model = loaded.model
+    was_training = model.training
+    custom = loaded.arch.attention_interface and (
+        mask is not None or temperature != 1.0 or record is not None
+    )
+    with ExitStack() as stack:
+        stack.enter_context(variant_applied(model, loaded.arch, variant))
+        if custom:
+            settings = AttentionSettings(mask, token_mask, temperature, record)
+            stack.enter_context(attention_settings(model, settings))
+        model.train(train_mode)
+        try:
+            yield
+        finally:
+            model.train(was_training)
+
+
+def run_batch(
+    loaded: LoadedModel,
+    input_ids: Tensor,
+    token_mask: Tensor | None = None,
+    *,
+    on_layer: Callable[[LayerCapture], None],
+    variant: Variant | str = "transformer",
+    mask: Tensor | None = None,
+    temperature: float = 1.0,
+    train_mode: bool = False,
+    attention: bool = False,
+) -> None:
+    """One forward pass; `on_layer` is called with every layer's state as soon as it exists.
+
+    Args:
+        loaded: from `load_model` or `wrap_model`.
+        input_ids: (b, n) token ids.
+        token_mask: (b, n) bool, True for real tokens (None: all real). Pads are excluded from
+            attention by the model (or by the replacement mask) and must be excluded from metrics
+            by the callback.
+        on_layer: called n_layers + 1 times, in order, with a `LayerCapture`.
+        variant: a name of `VARIANTS` or a `Variant`.
+        mask: boolean (n, n) attention mask replacing the model's own pattern in every layer.
+        temperature: softmax temperature (logits / T on top of the model's scaling).
+        train_mode: run with dropout on (the model is put back in its previous mode afterwards).
+        attention: also capture each block's attention probabilities.
+    """
+    n_tokens = input_ids.shape[-1]
+    check_mask(loaded, mask, n_tokens, temperature)
+    if token_mask is None:
+        token_mask = torch.ones_like(input_ids, dtype=torch.bool)
+    arch, model = loaded.arch, loaded.model
+    blocks = block_list(model, arch)
+    state = {"layer": 0, "probs": None}
+
+    def to_tokens_as_rows(x: Tensor) -> Tensor:
+        return x.transpose(0, 1) if arch.seq_first else x  # XLNet keeps (n, b, d)
+
+    def before_first_block(module, args, kwargs):
+        if state["layer"] == 0:
+            x = args[0] if args else kwargs["hidden_states"]
+            on_layer(LayerCapture(0, to_tokens_as_rows(x)))
+
+    def after_block(module, args, output):
+        state["layer"] += 1
+        x = output[0] if isinstance(output, tuple) else output
+        on_layer(LayerCapture(state["layer"], to_tokens_as_rows(x), state["probs"]))
+        state["probs"] = None
+
+    def record(module, probs):
+        state["probs"] = probs
+
+    def record_xlnet(module, args, output):
+        if args[0].ndim == 4:  # rel_attn.dropout's first call per block: (b, h, n, n) probs
+            state["probs"] = args[0]
+
+    handles = [blocks[0].register_forward_pre_hook(before_first_block, with_kwargs=True)]
+    handles += [block.register_forward_hook(after_block) for block in blocks]
+    if attention and not arch.attention_interface:
+        for block in blocks:
+            handles.append(submodule(block, arch.attention_branch).register_forward_hook(record_xlnet))
+    use_record = record if attention and arch.attention_interface else None
+    try:
+        with applied(
+            loaded,
+            variant=variant,
+            mask=mask,
+            token_mask=token_mask,
+            temperature=temperature,
+            train_mode=train_mode,
+            record=use_record,
+        ), torch.no_grad():
+            model(input_ids=input_ids, attention_mask=token_mask.long())
+    finally:
+        for handle in handles:
+            handle.remove()
