@@ -25,9 +25,10 @@ from __future__ import annotations
 import math
 
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
-from rankcollapse.errors import ConfigError
+from rankcollapse.errors import ConfigError, InputError
+from rankcollapse.nets import Block, ToyNet
 
 SKIP = -1
 """Route entry: the layer's skip connection (the path does not go through any head there)."""
@@ -96,3 +97,108 @@ def sample_paths(
     through_head = torch.zeros(shape, dtype=torch.bool).scatter(-1, order[..., :length], True)
     heads = torch.randint(n_heads, shape, generator=generator)
     return torch.where(through_head, heads, torch.full_like(heads, SKIP))
+
+
+def path_restricted_forward(
+    net: ToyNet, x: Tensor, routes: Tensor, *, normalise: bool = True
+) -> Tensor:
+    """Run `net` on `x` restricted to `routes`, summing the routes of each group (module doc).
+
+    Args:
+        net: a `ToyNet` without MLP blocks (Dong's SAN; any skip, norm, mask, heads).
+        x: input tokens, shape (b, n, d_model).
+        routes: long tensor (n_routes, n_layers) or (n_groups, n_routes, n_layers) with entries
+            `SKIP`, `FULL` or a head index; every group is evaluated in the same batched pass.
+        normalise: apply the non-affine LayerNorm after each head step and to the final sum.
+
+    Returns:
+        (b, n, d_model), or (n_groups, b, n, d_model) for grouped routes: the (normalised) sum
+        of the routes' final states.
+
+    Example:
+        >>> from rankcollapse.nets import NetConfig, ToyNet
+        >>> net = ToyNet(NetConfig(n_layers=2, n_heads=2, d_model=4, skip="on", norm="post"))
+        >>> x = torch.randn(3, 5, 4, dtype=torch.float64)
+        >>> full = torch.full((1, 2), FULL)
+        >>> torch.equal(path_restricted_forward(net, x, full, normalise=False), net(x).output)
+        True
+    """
+    n_layers = net.config.n_layers
+    _check_routes(net, x, routes)
+    grouped = routes.ndim == 3
+    groups = routes if grouped else routes[None]
+    n_groups, n_routes = groups.shape[:2]
+    flat = groups.reshape(-1, n_layers)  # (s, L): every route of every group
+    b, n, d = x.shape
+    x = x.to(net.dtype)
+    mask_bias = net.mask_bias(n, x.device)
+    states = x.expand(len(flat), b, n, d)  # (s, b, n, d)
+    for layer, block in enumerate(net.layers):
+        choice = flat[:, layer]
+        new_states = states.clone()
+        through_head = (choice >= 0).nonzero().squeeze(1)
+        if len(through_head):
+            heads = choice[through_head]
+            new_states[through_head] = _one_head(
+                block, states[through_head], heads, mask_bias, normalise, net.config.norm_eps
+            )
+        whole = (choice == FULL).nonzero().squeeze(1)
+        if len(whole):
+            out, _ = block(states[whole].reshape(-1, n, d), mask_bias)
+            new_states[whole] = out.reshape(len(whole), b, n, d)
+        states = new_states
+    total = states.reshape(n_groups, n_routes, b, n, d).sum(dim=1)
+    if normalise:
+        total = plain_layer_norm(total, eps=net.config.norm_eps)
+    return total if grouped else total[0]
+
+
+def plain_layer_norm(x: Tensor, *, eps: float = 1e-5) -> Tensor:
+    """LayerNorm without gain or bias: each token centred and scaled to unit variance."""
+    return nn.functional.layer_norm(x, x.shape[-1:], eps=eps)
+
+
+def _one_head(
+    block: Block, states: Tensor, heads: Tensor, mask_bias: Tensor, normalise: bool, eps: float
+) -> Tensor:
+    """P_h(u) u W_h + 1 b_h^T for route states (m, b, n, d), head h per route, u = norm_in(Y)."""
+    m, b, n, d = states.shape
+    attn = block.attn
+    u = block.norm_in(states.reshape(m * b, n, d))
+    probs = attn.attention(u, mask_bias).reshape(m, b, -1, n, n)  # (m, b, H, n, n)
+    picked = probs[torch.arange(m), :, heads]  # (m, b, n, n)
+    w_h = attn.head_matrices()[heads]  # (m, d, d)
+    # Head h's own share of the biases: its value bias through its W_O slice, plus b_O.
+    b_h = torch.einsum("hv,hvd->hd", attn.b_v, attn.w_o)[heads] + attn.b_o  # (m, d)
+    out = picked @ u.reshape(m, b, n, d) @ w_h[:, None] + b_h[:, None, None, :]
+    return plain_layer_norm(out, eps=eps) if normalise else out
+
+
+def _check_routes(net: ToyNet, x: Tensor, routes: Tensor) -> None:
+    config = net.config
+    if config.mlp:
+        raise ConfigError(
+            "the path-restricted forward covers self-attention networks without MLP blocks "
+            "(Dong's SAN); build the network with mlp=False."
+        )
+    if not isinstance(routes, Tensor) or routes.ndim not in (2, 3) or routes.dtype != torch.long:
+        shape = tuple(routes.shape) if isinstance(routes, Tensor) else type(routes).__name__
+        raise InputError(
+            f"routes must be a long tensor (n_routes, n_layers) or (n_groups, n_routes, "
+            f"n_layers), got {shape}; build them with sample_paths."
+        )
+    if routes.shape[-1] != config.n_layers or routes.shape[-2] == 0:
+        raise InputError(
+            f"routes have shape {tuple(routes.shape)} but the network has {config.n_layers} "
+            "layers; give one entry per layer and at least one route."
+        )
+    bad = (routes < FULL) | (routes >= config.n_heads)
+    if bad.any():
+        raise InputError(
+            f"route entry {int(routes[bad][0])} is not allowed; entries are SKIP ({SKIP}), "
+            f"FULL ({FULL}) or a head index 0..{config.n_heads - 1}."
+        )
+    if x.ndim != 3 or x.shape[-1] != config.d_model:
+        raise InputError(
+            f"x must have shape (b, n, {config.d_model}), got {tuple(x.shape)}."
+        )
