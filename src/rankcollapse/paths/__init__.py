@@ -18,7 +18,7 @@ from rankcollapse.paths.decompose import (
     path_matrices,
 )
 from rankcollapse.paths.frozen import FrozenAttention, FrozenMLP, FrozenNet, FrozenNorm, Sublayer
-from rankcollapse.paths.sampling import FULL, SKIP, sample_paths
+from rankcollapse.paths.sampling import FULL, SKIP, path_restricted_forward, sample_paths
 
 __all__ = [
     "FULL",
@@ -41,5 +41,6 @@ __all__ = [
     "mean_path_length",
     "n_paths",
     "path_matrices",
+    "path_restricted_forward",
     "sample_paths",
 ]
