@@ -67,10 +67,10 @@ def _norm_affine(norm: FrozenNorm | None, parts: Tensor, bias: Tensor) -> tuple[
     """Apply a frozen norm to stacked linear parts (..., b, n, d) and the bias term."""
     if norm is None:
         return parts, bias
-    inv = norm.inv_scale(parts.sum(0) + bias)  # frozen from the real activation
+    scale = norm.token_scale(parts.sum(0) + bias)  # frozen from the real activation
     shift = norm.constant()
-    bias = norm.linear(bias, inv)
-    return norm.linear(parts, inv), bias + shift if shift is not None else bias
+    bias = norm.linear(bias, scale)
+    return norm.linear(parts, scale), bias + shift if shift is not None else bias
 
 
 def _branch_inputs(sub: Sublayer, parts: Tensor, bias: Tensor):
@@ -99,7 +99,7 @@ def decompose_by_length(net: FrozenNet) -> LengthDecomposition:
         >>> attn = FrozenAttention(torch.full((1, 1, 2, 2), 0.5, dtype=torch.float64),
         ...                        2 * torch.eye(2, dtype=torch.float64)[None],
         ...                        torch.eye(2, dtype=torch.float64)[None])
-        >>> parts = decompose_by_length(FrozenNet(x, [Sublayer(attn, skip=1.0)], [0])).components
+        >>> parts = decompose_by_length(FrozenNet(x, [Sublayer(attn, skip=1.0)])).components
         >>> parts[0, 0].tolist(), parts[1, 0].tolist()
         ([[1.0, 0.0], [0.0, 1.0]], [[1.0, 1.0], [1.0, 1.0]])
     """
@@ -118,6 +118,7 @@ def decompose_by_length(net: FrozenNet) -> LengthDecomposition:
         if sub.skip:
             new_bias = new_bias + sub.skip * bias
         parts, bias = _norm_affine(sub.norm_out, through, new_bias)
+    parts, bias = _norm_affine(net.final_norm, parts, bias)
     n_lengths = net.n_layers + 1
     if parts.shape[0] < n_lengths:  # no skip anywhere: short lengths are empty, not missing
         pad = torch.zeros(n_lengths - parts.shape[0], *parts.shape[1:], dtype=parts.dtype)
@@ -147,7 +148,7 @@ def enumerate_paths(net: FrozenNet, *, max_paths: int = MAX_PATHS) -> Enumeratio
         >>> attn = FrozenAttention(torch.full((1, 2, 2, 2), 0.5, dtype=torch.float64),
         ...                        torch.eye(2, dtype=torch.float64).repeat(2, 1, 1),
         ...                        torch.eye(2, dtype=torch.float64).repeat(2, 1, 1))
-        >>> result = enumerate_paths(FrozenNet(x, [Sublayer(attn, skip=1.0)], [0]))
+        >>> result = enumerate_paths(FrozenNet(x, [Sublayer(attn, skip=1.0)]))
         >>> result.paths, result.lengths.tolist()
         ([(-1,), (0,), (1,)], [0, 1, 1])
     """
@@ -176,6 +177,7 @@ def enumerate_paths(net: FrozenNet, *, max_paths: int = MAX_PATHS) -> Enumeratio
         adds = [int(step != SKIP and sub.branch.counts) for step in steps]
         paths = [path + (step,) for step in steps for path in paths]
         lengths = [length + add for add in adds for length in lengths]
+    terms, bias = _norm_affine(net.final_norm, terms, bias)
     return Enumeration(terms, paths, torch.tensor(lengths), bias)
 
 
@@ -193,7 +195,7 @@ def path_matrices(net: FrozenNet, path: tuple[int, ...]) -> tuple[Tensor, Tensor
     p_path = torch.eye(n, dtype=net.x.dtype).expand(b, n, n)
     w_path = torch.eye(d, dtype=net.x.dtype)
     for sub, step in zip(net.sublayers, path):
-        if not isinstance(sub.branch, FrozenAttention) or sub.norm_in or sub.norm_out:
+        if not isinstance(sub.branch, FrozenAttention) or sub.norm_in or sub.norm_out or net.final_norm:
             raise ConfigError(
                 "path_matrices needs a network of attention layers without norms or MLPs; "
                 "use enumerate_paths for the terms of other networks."

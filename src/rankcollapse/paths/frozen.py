@@ -24,40 +24,30 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import ClassVar, Literal
+from typing import ClassVar
 
 import torch
 from torch import Tensor
 
-NormKind = Literal["layernorm", "rmsnorm", "unit"]
-
-
 @dataclass(frozen=True)
 class FrozenNorm:
-    """A norm with its per-token scale frozen: y = s_i * centre(x_i) * gain + shift.
+    """A norm with its per-token scale frozen: y_i = s_i * centre(x_i) * gain + shift.
 
-    `kind`: "layernorm" (centres, divides by sqrt(var + eps)), "rmsnorm" (divides by
-    sqrt(mean square + eps)) or "unit" (divides by the token's Euclidean norm, Wu et al.).
+    `token_scale` maps the real activation (..., n, d) to the per-token scale s (..., n, 1)
+    (the norm module's own formula: 1 / sqrt(var + eps) for LayerNorm, 1 / sqrt(mean square +
+    eps) for RMSNorm, 1 / ||x_i|| for Wu's unit norm); `centre` subtracts each token's mean.
     """
 
-    kind: NormKind
+    token_scale: Callable[[Tensor], Tensor]
+    centre: bool
     gain: Tensor | None = None  # (d,)
     shift: Tensor | None = None  # (d,)
-    eps: float = 0.0
 
-    def inv_scale(self, x: Tensor) -> Tensor:
-        """Per-token 1 / sigma from the real activation x (..., n, d) -> (..., n, 1)."""
-        if self.kind == "layernorm":
-            return torch.rsqrt(x.var(-1, unbiased=False, keepdim=True) + self.eps)
-        if self.kind == "rmsnorm":
-            return torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
-        return 1.0 / (x.norm(dim=-1, keepdim=True) + self.eps)
-
-    def linear(self, x: Tensor, inv: Tensor) -> Tensor:
+    def linear(self, x: Tensor, scale: Tensor) -> Tensor:
         """The linear part: centring and gain on the right, the frozen scale on the left."""
-        if self.kind == "layernorm":
+        if self.centre:
             x = x - x.mean(-1, keepdim=True)
-        y = x * inv
+        y = x * scale
         return y * self.gain if self.gain is not None else y
 
     def constant(self) -> Tensor | None:
@@ -163,14 +153,13 @@ class Sublayer:
 
 @dataclass(frozen=True)
 class FrozenNet:
-    """A network frozen at input `x` (b, n, d): sublayers in order, attention ones carrying P_h.
-
-    `layer_of[i]` is the transformer layer of sublayer i (0-based).
+    """A network frozen at input `x` (b, n, d): sublayers in order, attention ones carrying P_h,
+    then an optional final norm (e.g. Llama's, applied before `last_hidden_state`).
     """
 
     x: Tensor
     sublayers: list[Sublayer]
-    layer_of: list[int]
+    final_norm: FrozenNorm | None = None
 
     @property
     def n_layers(self) -> int:

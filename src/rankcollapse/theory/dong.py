@@ -1,0 +1,168 @@
+"""Dong et al. 2021's bounds on the residual of pure attention (Thm 2.2, Cor 2.3, 3.1, 3.2).
+
+With r_l = ||res(X^l)||_{1,inf} (composite norm sqrt(||.||_1 ||.||_inf)):
+
+- Thm 2.2 (one head, no skip, no MLP): r_l <= c r_{l-1}^3 per layer, c = 4 gamma beta / sqrt(d_qk),
+  beta >= ||W_QK||_1 ||W_V||_{1,inf}; unrolled, r_L <= c^{(3^L - 1)/2} r_0^{3^L}.
+- Cor 2.3 (H heads): c -> H c, beta the largest over heads (W_V,h read as W_h = W_V,h W_O,h).
+- Cor 3.2 (MLP of Lipschitz constant lambda after each layer): c -> lambda H c.
+- Cor 3.1 (skips): no such bound; a skip network with zero value weights keeps r_L = r_0.
+
+The bound says something only while sqrt(c) r_0 < 1 (`informative`): then the unrolled bound
+falls doubly exponentially; otherwise it grows and says nothing.
+
+gamma: the paper's constant from its softmax perturbation argument (it bounds how far
+softmax(1 r^T + E) moves from softmax(r) for small E; the argument holds while the entries of E
+stay within the range where exp(x) <= 1 + 2x). We use gamma = 1 unless told otherwise, and
+every result states the gamma it used.
+
+Token-wise MLP, lambda: for f(x) = act(x W_1 + b_1) W_2 + b_2 with |act'| <= a, the residual
+of f(X) about f(x) obeys ||.||_1 <= a ||W_1||_1 ||W_2||_1 ||res||_1 and likewise for ||.||_inf,
+so lambda = a ||W_1||_{1,inf} ||W_2||_{1,inf} bounds it in the composite norm.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from rankcollapse.errors import ConfigError
+
+#: Largest slope of each MLP activation (GELU's is 1.1289 at x ~ 0.75).
+ACTIVATION_SLOPE = {"relu": 1.0, "tanh": 1.0, "gelu": 1.1289}
+
+
+def norm_1(w: Tensor) -> Tensor:
+    """||W||_1: largest absolute column sum (..., p, q) -> (...)."""
+    return w.abs().sum(-2).amax(-1)
+
+
+def norm_inf(w: Tensor) -> Tensor:
+    """||W||_inf: largest absolute row sum (..., p, q) -> (...)."""
+    return w.abs().sum(-1).amax(-1)
+
+
+def norm_1_inf(w: Tensor) -> Tensor:
+    """The composite ||W||_{1,inf} = sqrt(||W||_1 ||W||_inf) of Dong et al. (not a true norm).
+
+    Example:
+        >>> norm_1_inf(torch.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=torch.float64))
+        tensor(6.4807, dtype=torch.float64)
+    """
+    return torch.sqrt(norm_1(w) * norm_inf(w))
+
+
+@dataclass(frozen=True)
+class DongConstants:
+    """The constants of one layer's cubic bound r_l <= c r_{l-1}^3 (c already includes H, lambda)."""
+
+    beta: float  # max over heads of ||W_QK,h||_1 ||W_h||_{1,inf}
+    d_qk: float  # the softmax scale's d_qk (1/sqrt(d_qk))
+    n_heads: int
+    lipschitz: float  # lambda of the MLP after the layer (1 without one)
+    gamma: float
+
+    @property
+    def c(self) -> float:
+        return self.lipschitz * self.n_heads * 4 * self.gamma * self.beta / math.sqrt(self.d_qk)
+
+
+def layer_constants(
+    w_q: Tensor,
+    w_k: Tensor,
+    w_vo: Tensor,
+    *,
+    d_qk: float,
+    gamma: float = 1.0,
+    lipschitz: float = 1.0,
+) -> DongConstants:
+    """Constants of one multi-head layer from its weights.
+
+    Args:
+        w_q, w_k: per-head query and key weights, shape (h, d, d_qk).
+        w_vo: per-head value-output products W_h = W_V,h W_O,h, shape (h, d, d).
+        d_qk: the softmax scale is 1 / sqrt(d_qk).
+        gamma: the paper's softmax constant (stated with every result).
+        lipschitz: lambda of an MLP applied after the layer (Cor 3.2), 1 without one.
+
+    Example:
+        >>> eye = torch.eye(2, dtype=torch.float64)[None]
+        >>> layer_constants(eye, eye, eye, d_qk=4.0).c
+        2.0
+    """
+    if gamma <= 0 or lipschitz <= 0 or d_qk <= 0:
+        raise ConfigError(
+            f"gamma, lipschitz and d_qk must be positive, got gamma={gamma}, "
+            f"lipschitz={lipschitz}, d_qk={d_qk}."
+        )
+    w_qk = w_q @ w_k.transpose(-1, -2)  # (h, d, d)
+    beta = (norm_1(w_qk) * norm_1_inf(w_vo)).max()
+    return DongConstants(float(beta), float(d_qk), int(w_q.shape[0]), float(lipschitz), gamma)
+
+
+def mlp_lipschitz(w_in: Tensor, w_out: Tensor, activation: str) -> float:
+    """lambda = a ||W_1||_{1,inf} ||W_2||_{1,inf}: Lipschitz constant of a token-wise MLP on residuals.
+
+    Example:
+        >>> mlp_lipschitz(torch.eye(3, dtype=torch.float64), torch.eye(3, dtype=torch.float64), "relu")
+        1.0
+    """
+    if activation not in ACTIVATION_SLOPE:
+        raise ConfigError(
+            f"no known slope for activation '{activation}'; known: {', '.join(ACTIVATION_SLOPE)}."
+        )
+    return float(ACTIVATION_SLOPE[activation] * norm_1_inf(w_in) * norm_1_inf(w_out))
+
+
+def informative(c: float, r0: float) -> bool:
+    """Whether the unrolled bound shrinks: sqrt(c) r_0 < 1 (Dong et al. after Thm 2.2).
+
+    Example:
+        >>> informative(4.0, 0.4), informative(4.0, 0.6)
+        (True, False)
+    """
+    return math.sqrt(c) * r0 < 1
+
+
+def log10_unrolled_bound(c: float, r0: float, n_layers: int) -> float:
+    """log10 of c^{(3^L - 1)/2} r_0^{3^L}, computed in logs (the value itself under/overflows).
+
+    Example:
+        >>> log10_unrolled_bound(1.0, 0.1, 2)
+        -9.0
+    """
+    power = 3**n_layers
+    if r0 == 0:
+        return -math.inf
+    return (power - 1) / 2 * math.log10(c) + power * math.log10(r0)
+
+
+def log10_stepwise_bound(cs: list[float], r0: float) -> list[float]:
+    """log10 of the bound chained layer by layer with per-layer constants: b_l = c_l b_{l-1}^3.
+
+    Returns L + 1 values, index 0 = log10 r_0. Equals `log10_unrolled_bound` when all c_l agree.
+
+    Example:
+        >>> log10_stepwise_bound([1.0, 1.0], 0.1)
+        [-1.0, -3.0, -9.0]
+    """
+    logs = [math.log10(r0) if r0 > 0 else -math.inf]
+    for c in cs:
+        logs.append(math.log10(c) + 3 * logs[-1])
+    return logs
+
+
+def log10_one_step_bounds(cs: list[float], measured: list[float]) -> list[float]:
+    """log10 of c_l r_{l-1}^3 with the measured r_{l-1}: the per-layer (cubic) bound, l = 1..L.
+
+    Example:
+        >>> log10_one_step_bounds([10.0], [0.1, 0.0005])
+        [-2.0]
+    """
+    return [
+        math.log10(c) + 3 * math.log10(r) if r > 0 else -math.inf
+        for c, r in zip(cs, measured[:-1])
+    ]
