@@ -1,0 +1,43 @@
+"""Metrics of rank collapse: pure functions of hidden states (..., n, d) and attention (..., n, n).
+
+State metrics `fn(x, mask=None)`, attention metrics `fn(a, mask=None, *, edges=None)`, each
+returning a float64 tensor of shape (...); the registry `METRICS` (formula and reference read
+from the docstrings); the suites `measure_states` / `measure_attention`, which share one Gram
+matrix per sequence and flag values at the floor of the source dtype; `metrics_frame` for
+tidy results.
+"""
+
+from rankcollapse.metrics._floor import FLOOR_FACTOR, dtype_floor
+from rankcollapse.metrics.attention import attn_dist_uniform, attn_entropy, attn_min_edge
+from rankcollapse.metrics.cosine import abs_cos_mean, cos_mean
+from rankcollapse.metrics.registry import DEFAULT_METRICS, METRICS, MetricInfo, get_metric
+from rankcollapse.metrics.residual import mu, mu_rel, rank1_rel, res_comp, res_comp_rel
+from rankcollapse.metrics.spectral import effective_rank, min_sv, numerical_rank, stable_rank
+from rankcollapse.metrics.suite import MetricValue, measure_attention, measure_states, metrics_frame
+
+__all__ = [
+    "DEFAULT_METRICS",
+    "FLOOR_FACTOR",
+    "METRICS",
+    "MetricInfo",
+    "MetricValue",
+    "abs_cos_mean",
+    "attn_dist_uniform",
+    "attn_entropy",
+    "attn_min_edge",
+    "cos_mean",
+    "dtype_floor",
+    "effective_rank",
+    "get_metric",
+    "measure_attention",
+    "measure_states",
+    "metrics_frame",
+    "min_sv",
+    "mu",
+    "mu_rel",
+    "numerical_rank",
+    "rank1_rel",
+    "res_comp",
+    "res_comp_rel",
+    "stable_rank",
+]

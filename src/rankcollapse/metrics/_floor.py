@@ -1,0 +1,30 @@
+"""The floor of a dtype: the rule, defined once, for when a value is rounding noise.
+
+A relative quantity (a residual divided by the state's own norm, or sigma_min / sigma_max)
+sits at the floor of the dtype that produced the activations when it is at most
+FLOOR_FACTOR x eps(dtype): about 1.2e-6 for float32 and 2.2e-15 for float64. Below that the
+"signal" is what rounding left behind, and plots must not read it as collapse speed.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from rankcollapse.errors import InputError
+
+FLOOR_FACTOR = 10.0
+
+
+def dtype_floor(dtype: torch.dtype) -> float:
+    """FLOOR_FACTOR x machine epsilon of `dtype`.
+
+    Example:
+        >>> dtype_floor(torch.float64) == 10 * torch.finfo(torch.float64).eps
+        True
+    """
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise InputError(
+            f"source_dtype is {dtype!r}; pass the floating dtype that produced the activations, "
+            "e.g. torch.float32."
+        )
+    return FLOOR_FACTOR * torch.finfo(dtype).eps

@@ -1,0 +1,41 @@
+"""Norms and means over real tokens. Pad rows are exactly 0 (see `check_tokens`), so sums over
+all rows are sums over real rows; only counts and maxima need the mask.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+
+def safe_div(num: Tensor, den: Tensor) -> Tensor:
+    """num / den, and 0 where den == 0 (a zero state: relative quantities of it are 0)."""
+    return torch.where(den == 0, torch.zeros_like(num), num / torch.where(den == 0, 1.0, den))
+
+
+def masked_mean(x: Tensor, mask: Tensor) -> Tensor:
+    """Mean of the real tokens, shape (..., 1, d); `x` has zero pad rows."""
+    n_real = mask.sum(-1, keepdim=True).unsqueeze(-1).to(x.dtype)  # (..., 1, 1)
+    return x.sum(-2, keepdim=True) / n_real
+
+
+def centre(x: Tensor, mask: Tensor) -> Tensor:
+    """X - 1 m^T on real tokens, pad rows kept at 0 (formed directly, not from norms)."""
+    return (x - masked_mean(x, mask)) * mask.unsqueeze(-1).to(x.dtype)
+
+
+def frobenius(x: Tensor) -> Tensor:
+    """||X||_F over the last two dims, shape (...)."""
+    return torch.linalg.vector_norm(x, dim=(-2, -1))
+
+
+def composite_norm(x: Tensor) -> Tensor:
+    """Dong's ||X||_{1,inf} = sqrt(||X||_1 ||X||_inf), shape (...).
+
+    ||X||_1 is the largest absolute column sum (a sum over tokens), ||X||_inf the largest
+    absolute row sum (a sum over features); zero pad rows change neither.
+    """
+    magnitude = x.abs()
+    norm_1 = magnitude.sum(-2).amax(-1)  # (...) max over features of sums over tokens
+    norm_inf = magnitude.sum(-1).amax(-1)  # (...) max over tokens of sums over features
+    return torch.sqrt(norm_1 * norm_inf)

@@ -1,0 +1,154 @@
+"""Checked hidden states and the quantities several metrics share, each computed once.
+
+Every state metric is a function of a `Tokens`; its public form `fn(x, mask)` builds one, and
+`measure_states` builds a single one for all metrics, so they share one Gram matrix per
+sequence: X X^T (n x n) when n <= d, else X^T X (d x d).
+
+How the shared quantities stay accurate (see the numerics spec):
+- Squaring: Gram eigenvalues carry an absolute error of about eps x sigma_max^2, so a
+  singular value sigma_i from them has a relative error of about eps (sigma_max / sigma_i)^2.
+  The spectrum is taken from the Gram matrix when sigma_min / sigma_max >= GRAM_RCOND
+  (relative error then below ~1e-9 for n = 128); ill-conditioned sequences (collapsed or
+  rank-deficient states) get a float64 SVD of their own instead.
+- Cancellation: ||X - X_1||_F = sqrt(||X||_F^2 - sigma_1^2) loses every digit when the state
+  is nearly rank 1. Below RANK1_EXPLICIT (relative) the residual X - u_1 u_1^T X is formed
+  explicitly from the Gram matrix's top eigenvector, and its norm taken.
+- Centring: residuals from the mean are formed as X - 1 m^T, never as a difference of norms.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from functools import cached_property
+
+import torch
+from torch import Tensor
+
+from rankcollapse._validation import check_tokens
+from rankcollapse.metrics._norms import centre, frobenius, safe_div
+
+GRAM_RCOND = 1e-3
+RANK1_EXPLICIT = 1e-3
+
+
+@contextmanager
+def lapack_single_thread() -> Iterator[None]:
+    """Run batched small LAPACK calls (eigh, svd) on one thread.
+
+    torch loops over the batch and lets OpenMP split every 128 x 128 problem; on a loaded
+    2-core machine that was 40x slower than one thread (6.9 s vs 0.16 s for 104 eigvalsh).
+    """
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
+class Tokens:
+    """Hidden states checked once (float64, pad rows 0) with lazily shared quantities.
+
+    Args:
+        x: hidden states, shape (..., n, d), any float dtype.
+        mask: True for real tokens, shape (..., n); None = all real.
+    """
+
+    def __init__(self, x: Tensor, mask: Tensor | None = None) -> None:
+        self.x, self.mask = check_tokens(x, mask)
+        self.dtype = x.dtype
+        n, d = self.x.shape[-2:]
+        self.n_real = self.mask.sum(-1)  # (...)
+        self.n_sv = self.n_real.clamp(max=d)  # (...) number of singular values, min(n_real, d)
+        self.gram_of_tokens = n <= d
+
+    @cached_property
+    def centred(self) -> Tensor:
+        """X - 1 m^T with m the mean real token; pad rows stay 0. Shape (..., n, d)."""
+        return centre(self.x, self.mask)
+
+    @cached_property
+    def norm_sq(self) -> Tensor:
+        """||X||_F^2, shape (...)."""
+        return self.x.square().sum((-2, -1))
+
+    @cached_property
+    def gram(self) -> Tensor:
+        """X X^T (..., n, n) when n <= d, else X^T X (..., d, d): the same nonzero spectrum."""
+        return self.x @ self.x.mT if self.gram_of_tokens else self.x.mT @ self.x
+
+    @cached_property
+    def gram_eigenvalues(self) -> Tensor:
+        """sigma_i^2 from the Gram matrix, descending, >= 0, exactly 0 past n_sv: (..., k).
+
+        Accurate to about eps x sigma_max^2 in absolute terms only (the squaring trap).
+        """
+        with lapack_single_thread():
+            lam = torch.linalg.eigvalsh(self.gram).flip(-1).clamp(min=0)
+        return lam * self._in_spectrum(lam)
+
+    def _in_spectrum(self, values: Tensor) -> Tensor:
+        """True for the first n_sv entries of each sequence's spectrum, (..., k)."""
+        index = torch.arange(values.shape[-1], device=values.device)
+        return index < self.n_sv.unsqueeze(-1)
+
+    @cached_property
+    def singular_values(self) -> Tensor:
+        """The min(n_real, d) singular values of each sequence, descending, 0 past them: (..., k).
+
+        From the Gram eigenvalues when sigma_min / sigma_max >= GRAM_RCOND, else from a
+        float64 SVD of that sequence.
+        """
+        lam = self.gram_eigenvalues
+        sv = lam.sqrt()
+        smallest = lam.gather(-1, (self.n_sv - 1).unsqueeze(-1)).squeeze(-1)  # (...)
+        ill = smallest < GRAM_RCOND**2 * lam[..., 0]
+        if bool(ill.any()):
+            k = sv.shape[-1]
+            flat_sv, flat_ill = sv.reshape(-1, k).clone(), ill.reshape(-1)
+            with lapack_single_thread():
+                exact = torch.linalg.svdvals(self.x.reshape(-1, *self.x.shape[-2:])[flat_ill])
+            flat_sv[flat_ill] = exact
+            sv = flat_sv.reshape(sv.shape)
+            sv = sv * self._in_spectrum(sv)
+        return sv
+
+    @cached_property
+    def rank1_residual(self) -> Tensor:
+        """||X - X_1||_F with X_1 the best rank-1 approximation, shape (...)."""
+        tail = (self.norm_sq - self.gram_eigenvalues[..., 0]).clamp(min=0)
+        residual = tail.sqrt()
+        near = tail < RANK1_EXPLICIT**2 * self.norm_sq  # nearly rank 1: the difference cancels
+        if bool(near.any()):
+            k = self.gram.shape[-1]
+            flat, flat_near = residual.reshape(-1).clone(), near.reshape(-1)
+            x = self.x.reshape(-1, *self.x.shape[-2:])[flat_near]  # (m, n, d)
+            with lapack_single_thread():
+                _, vectors = torch.linalg.eigh(self.gram.reshape(-1, k, k)[flat_near])
+            top = vectors[..., -1:]  # (m, k, 1) top eigenvector
+            if self.gram_of_tokens:
+                explicit = x - top @ (top.mT @ x)  # u_1 u_1^T X
+            else:
+                explicit = x - (x @ top) @ top.mT  # X v_1 v_1^T
+            flat[flat_near] = frobenius(explicit)
+            residual = flat.reshape(residual.shape)
+        return residual
+
+    @cached_property
+    def cosines(self) -> Tensor:
+        """Cosine of every pair of tokens, (..., n, n); 0 for pads and for zero vectors.
+
+        From the shared Gram matrix when n <= d; when n > d the shared Gram is d x d, so the
+        n x n token products are formed here.
+        """
+        products = self.gram if self.gram_of_tokens else self.x @ self.x.mT  # (..., n, n)
+        norms = products.diagonal(dim1=-2, dim2=-1).sqrt()  # (..., n)
+        return safe_div(products, norms.unsqueeze(-1) * norms.unsqueeze(-2))
+
+    @cached_property
+    def distinct_pairs(self) -> Tensor:
+        """True for pairs (i, j) of real tokens with i != j, (..., n, n)."""
+        n = self.mask.shape[-1]
+        eye = torch.eye(n, dtype=torch.bool, device=self.mask.device)
+        return self.mask.unsqueeze(-1) & self.mask.unsqueeze(-2) & ~eye

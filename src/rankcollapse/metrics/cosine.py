@@ -1,0 +1,67 @@
+"""Pairwise cosines between tokens: anisotropy (all tokens pointing one way) as it grows."""
+
+from __future__ import annotations
+
+import torch  # noqa: F401 (the docstring examples use it)
+from torch import Tensor
+
+from rankcollapse.metrics._tokens import Tokens
+
+
+def cos_mean(x: Tensor, mask: Tensor | None = None) -> Tensor:
+    """Mean cosine similarity over distinct pairs of real tokens.
+
+    Formula: mean over i != j of x_i . x_j / (||x_i|| ||x_j||), real tokens only.
+    Reference: Wu et al. 2024, pairwise cosine (spec wu2024.md sec. 4).
+
+    A zero token has cosine 0 with every other token.
+
+    Args:
+        x: hidden states, shape (..., n, d), any float dtype.
+        mask: True for real tokens, shape (..., n). Pads never enter.
+
+    Returns:
+        float64 tensor of shape (...) in [-1, 1]; 1 when all real tokens are parallel.
+
+    Example:
+        >>> cos_mean(torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]))
+        tensor(0.4714, dtype=torch.float64)
+    """
+    return _cos_mean(Tokens(x, mask))
+
+
+def _cos_mean(t: Tokens) -> Tensor:
+    return _pair_mean(t, t.cosines)
+
+
+def abs_cos_mean(x: Tensor, mask: Tensor | None = None) -> Tensor:
+    """Mean absolute cosine similarity over distinct pairs of real tokens.
+
+    Formula: mean over i != j of |x_i . x_j| / (||x_i|| ||x_j||), real tokens only.
+    Reference: Wu et al. 2024, mean |cosine|, anisotropy (spec wu2024.md sec. 4).
+
+    Args:
+        x: hidden states, shape (..., n, d), any float dtype.
+        mask: True for real tokens, shape (..., n). Pads never enter.
+
+    Returns:
+        float64 tensor of shape (...) in [0, 1]; 1 when all real tokens lie on one line.
+
+    Example:
+        >>> abs_cos_mean(torch.tensor([[1.0, 0.0], [-1.0, 0.0]]))
+        tensor(1., dtype=torch.float64)
+    """
+    return _abs_cos_mean(Tokens(x, mask))
+
+
+def _abs_cos_mean(t: Tokens) -> Tensor:
+    return _pair_mean(t, t.cosines.abs())
+
+
+def _pair_mean(t: Tokens, values: Tensor) -> Tensor:
+    """Mean of values (..., n, n) over distinct real pairs."""
+    n_pairs = t.n_real * (t.n_real - 1)  # >= 2: check_tokens guarantees 2 real tokens
+    return (values * t.distinct_pairs).sum((-2, -1)) / n_pairs
+
+
+__all__ = ["abs_cos_mean", "cos_mean"]

@@ -1,0 +1,159 @@
+"""The metric suite: many metrics of one batch, sharing one Gram matrix, with floor flags.
+
+The floor rule (defined once, in `metrics._floor`): a value is flagged `at_floor` when the
+relative quantity behind it is at most FLOOR_FACTOR x eps(source_dtype), the dtype that
+produced the activations. Which relative quantity:
+- res_comp_rel and res_comp: res_comp_rel; mu_rel and mu: mu_rel (mean-centred residuals);
+- min_sv: min_sv / sigma_max;
+- rank1_rel, stable_rank, effective_rank, numerical_rank, cos_mean, abs_cos_mean: rank1_rel
+  (once everything past sigma_1 is rounding noise, these count or average noise);
+- attn_dist_uniform: itself, against the attention's own dtype; other attention metrics
+  are never at a floor.
+The metric functions themselves never flag; only this suite does, since it knows the dtype.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import NamedTuple
+
+import pandas as pd
+import torch
+from torch import Tensor
+
+from rankcollapse.errors import InputError
+from rankcollapse.metrics._floor import dtype_floor
+from rankcollapse.metrics._norms import safe_div
+from rankcollapse.metrics._tokens import Tokens
+from rankcollapse.metrics.attention import Attention
+from rankcollapse.metrics.registry import METRICS, names_of_kind
+from rankcollapse.metrics.residual import _mu_rel, _rank1_rel, _res_comp_rel
+from rankcollapse.metrics.spectral import _min_sv
+
+
+class MetricValue(NamedTuple):
+    """One metric over a batch: `value` float64 (...), `at_floor` bool (...)."""
+
+    value: Tensor
+    at_floor: Tensor
+
+
+def _min_sv_rel(t: Tokens) -> Tensor:
+    return safe_div(_min_sv(t), t.singular_values[..., 0])
+
+
+_FLOOR_QUANTITY: dict[str, Callable[[Tokens], Tensor]] = {
+    "res_comp_rel": _res_comp_rel,
+    "res_comp": _res_comp_rel,
+    "mu_rel": _mu_rel,
+    "mu": _mu_rel,
+    "min_sv": _min_sv_rel,
+}  # every other state metric: _rank1_rel
+
+
+def measure_states(
+    x: Tensor,
+    mask: Tensor | None = None,
+    *,
+    metrics: list[str] | tuple[str, ...] | None = None,
+    source_dtype: torch.dtype | None = None,
+) -> dict[str, MetricValue]:
+    """State metrics of a batch of hidden states, sharing one Gram matrix per sequence.
+
+    Args:
+        x: hidden states, shape (..., n, d), any float dtype.
+        mask: True for real tokens, shape (..., n). Pads never enter.
+        metrics: state-metric names; None = DEFAULT_METRICS (all state metrics).
+        source_dtype: the dtype that produced the activations (for the floor flags);
+            None = x.dtype.
+
+    Returns:
+        {name: MetricValue(value float64 (...), at_floor bool (...))}, in the order asked.
+
+    Example:
+        >>> out = measure_states(torch.ones(3, 4, 2), metrics=["mu_rel", "stable_rank"])
+        >>> out["mu_rel"].value, out["mu_rel"].at_floor
+        (tensor([0., 0., 0.], dtype=torch.float64), tensor([True, True, True]))
+    """
+    names = names_of_kind(metrics, "states")
+    floor = None if source_dtype is None else dtype_floor(source_dtype)
+    t = Tokens(x, mask)
+    floor = dtype_floor(t.dtype) if floor is None else floor
+    values = {}
+    for name in names:
+        quantity = _FLOOR_QUANTITY.get(name, _rank1_rel)(t)
+        values[name] = MetricValue(METRICS[name].kernel(t), quantity <= floor)
+    return values
+
+
+def measure_attention(
+    a: Tensor,
+    mask: Tensor | None = None,
+    *,
+    edges: Tensor | None = None,
+    metrics: list[str] | tuple[str, ...] | None = None,
+) -> dict[str, MetricValue]:
+    """Attention metrics of a batch of attention matrices, checked once.
+
+    Args:
+        a: attention, shape (..., n, n), rows sum to 1, any float dtype.
+        mask: True for real tokens, shape (..., n) (for heads (b, h, n, n): mask[:, None, :]).
+        edges: allowed edges, boolean, broadcastable to a.shape; None = all real pairs.
+        metrics: attention-metric names; None = all attention metrics.
+
+    Returns:
+        {name: MetricValue(value float64 (...), at_floor bool (...))}, in the order asked.
+
+    Example:
+        >>> out = measure_attention(torch.full((2, 3, 3), 1 / 3), metrics=["attn_dist_uniform"])
+        >>> out["attn_dist_uniform"].at_floor
+        tensor([True, True])
+    """
+    names = names_of_kind(metrics, "attention")
+    p = Attention.of(a, mask, edges)
+    floor = dtype_floor(a.dtype)
+    values = {}
+    for name in names:
+        value = METRICS[name].kernel(p)
+        at_floor = value <= floor if name == "attn_dist_uniform" else torch.zeros_like(value).bool()
+        values[name] = MetricValue(value, at_floor)
+    return values
+
+
+RESULT_COLUMNS = ("sample", "metric", "value", "at_floor")
+
+
+def metrics_frame(values: dict[str, MetricValue], **ids: object) -> pd.DataFrame:
+    """Long table of suite results: ids as leading columns, then sample, metric, value, at_floor.
+
+    `sample` is the flattened batch index (0 for an unbatched input).
+
+    Example:
+        >>> out = measure_states(torch.eye(3).expand(2, 3, 3), metrics=["stable_rank"])
+        >>> frame = metrics_frame(out, layer=4)
+        >>> list(frame.columns), frame["value"].tolist()
+        (['layer', 'sample', 'metric', 'value', 'at_floor'], [3.0, 3.0])
+    """
+    clash = [key for key in ids if key in RESULT_COLUMNS]
+    if clash:
+        raise InputError(
+            f"id column(s) {clash} clash with the result columns {list(RESULT_COLUMNS)}; "
+            "rename them (e.g. 'seq' instead of 'sample')."
+        )
+    parts = [
+        pd.DataFrame(
+            {
+                "sample": range(result.value.numel()),
+                "metric": name,
+                "value": result.value.reshape(-1).tolist(),
+                "at_floor": result.at_floor.reshape(-1).tolist(),
+            }
+        )
+        for name, result in values.items()
+    ]
+    frame = (
+        pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=RESULT_COLUMNS)
+    )
+    for position, (key, value) in enumerate(ids.items()):
+        frame.insert(position, key, value)
+    return frame
