@@ -45,7 +45,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rankcollapse.cli._console import console
+    from rankcollapse.cli._console import err_console
     from rankcollapse.errors import ConfigError
     from rankcollapse.experiments import experiment_names
     from rankcollapse.runner import execute, parse_overrides, plan
@@ -61,14 +61,14 @@ def run(args: argparse.Namespace) -> int:
         plans = [plan(args.name, args.preset, overrides, args.config, out=args.out)]
     # Every config is valid and every unit list built: only now does work start.
     for p in plans:
-        with _progress_bar(console) as progress:
+        with _progress_bar(err_console) as progress:
             result = execute(p, args.jobs, progress)
         print_claims(result)
     return 0
 
 
 class _progress_bar:
-    """A rich progress bar driven by the runner's (name, done, total) callback."""
+    """A rich progress bar (on stderr) driven by the runner's (name, done, total) callback."""
 
     def __init__(self, console) -> None:
         from rich.progress import (

@@ -40,7 +40,9 @@ class Report:
 
 def read_results(path: str | Path) -> pd.DataFrame:
     """A stored `results.csv`, exactly as every unit's rows were (float64 round trip)."""
-    return pd.read_csv(path, keep_default_na=False, na_values=[""], float_precision="round_trip")
+    # pandas 3 parses floats exactly by default and deprecates the option that pandas 2 needs.
+    exact = {} if int(pd.__version__.split(".")[0]) >= 3 else {"float_precision": "round_trip"}
+    return pd.read_csv(path, keep_default_na=False, na_values=[""], **exact)
 
 
 def build_report(out_dir: str | Path, experiment: Experiment | None = None) -> Report:
@@ -61,8 +63,10 @@ def build_report(out_dir: str | Path, experiment: Experiment | None = None) -> R
     results = read_results(out_dir / "results.csv")
     summary = exp.summarize(config, results)
 
-    pngs = {_file_name(name): _png(fig) for name, fig in summary.figures.items()}
-    _replace_folder(out_dir / "figures", {f"{name}.png": data for name, data in pngs.items()})
+    pngs = {name: _png(fig) for name, fig in summary.figures.items()}
+    _replace_folder(
+        out_dir / "figures", {f"{_file_name(name)}.png": data for name, data in pngs.items()}
+    )
     _replace_folder(
         out_dir / "tables",
         {f"{_file_name(n)}.csv": t.to_csv(index=False).encode() for n, t in summary.tables.items()},

@@ -64,7 +64,7 @@ def render_html(
     for name, data in pngs.items():
         encoded = base64.b64encode(data).decode()
         parts += [
-            f'<figure id="figure-{escape(name)}">',
+            f'<figure id="figure-{escape(name.replace(" ", "-"))}">',
             f'<img alt="{escape(name)}" src="data:image/png;base64,{encoded}">',
             f"<figcaption>{escape(name)}</figcaption></figure>",
         ]

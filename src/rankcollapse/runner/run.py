@@ -16,6 +16,7 @@ from __future__ import annotations
 import datetime as dt
 import importlib.metadata
 import multiprocessing
+import os
 import pickle
 import platform
 import re
@@ -284,7 +285,7 @@ def _run_parallel(
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(jobs, mp_context=context, initializer=_init_worker) as pool:
         futures = {
-            pool.submit(_timed_call, exp.run_unit, plan.config, plan.units[i]): i for i in pending
+            pool.submit(_worker_call, exp.run_unit, plan.config, plan.units[i]): i for i in pending
         }
         remaining = set(futures)
         failure: tuple[int, BaseException] | None = None
@@ -310,10 +311,14 @@ def _run_parallel(
 
 
 def _init_worker() -> None:
-    # Units of one run share the machine: one thread each, so jobs processes use jobs cores.
-    import torch
+    # Units of one run share the machine: one thread each, so `jobs` processes use `jobs` cores.
+    os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = "1"
 
-    torch.set_num_threads(1)
+
+def _worker_call(run_unit: Callable, config: BaseModel, unit: Unit) -> tuple[pd.DataFrame, float]:
+    if "torch" in sys.modules:  # imported by now if the experiment uses it
+        sys.modules["torch"].set_num_threads(1)
+    return _timed_call(run_unit, config, unit)
 
 
 def _timed_call(run_unit: Callable, config: BaseModel, unit: Unit) -> tuple[pd.DataFrame, float]:

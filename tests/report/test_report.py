@@ -1,0 +1,137 @@
+"""The report: one self-contained HTML file with every figure and the claims table, rebuilt
+byte for byte from the stored results by `build_report` and `rankcollapse report DIR`."""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+from pydantic import BaseModel, ConfigDict, Field
+
+from rankcollapse import cli
+from rankcollapse.errors import InputError
+from rankcollapse.experiments import Claim, Experiment, Summary, _registry
+from rankcollapse.experiments._plots import band_plot, heatmap
+from rankcollapse.report import build_report
+from rankcollapse.runner import run_experiment
+
+
+class Config(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    depth: int = Field(3, ge=1)
+    seeds: list[int] = [0, 1]
+
+
+def units(config: Config) -> list[dict]:
+    return [{"variant": v, "seed": s} for v in ("san", "skip") for s in config.seeds]
+
+
+def run_unit(config: Config, unit: dict) -> pd.DataFrame:
+    rng = np.random.default_rng(unit["seed"])
+    rate = 0.1 if unit["variant"] == "san" else 0.9
+    values = rate ** np.arange(config.depth + 1) * (
+        1 + 0.01 * rng.standard_normal(config.depth + 1)
+    )
+    return pd.DataFrame(
+        {
+            **unit,
+            "layer": range(config.depth + 1),
+            "metric": "res",
+            "value": values,
+            "at_floor": False,
+        }
+    )
+
+
+def summarize(config: Config, results: pd.DataFrame) -> Summary:
+    last = results[results["layer"] == config.depth].groupby("variant")["value"].mean()
+    table = results.pivot_table(index="layer", columns="variant", values="value").reset_index()
+    return Summary(
+        tables={"mean residual": table},
+        figures={
+            "residual vs layer": band_plot(results, title="residual <&> per layer"),
+            "heat": heatmap(table[["san", "skip"]].to_numpy()),
+        },
+        claims=[
+            Claim.check(
+                "san-collapses", "pure attention collapses", "san last", last["san"], "<", 0.01
+            ),
+            Claim.check(
+                "skip-collapses", "skips collapse too", "skip last", last["skip"], "<", 0.01
+            ),
+        ],
+        notes=["values are synthetic"],
+    )
+
+
+SYNTH = Experiment("synth", "Synthetic decay for report tests.", Config,
+                   {"quick": {}, "paper": {"depth": 12}}, units, run_unit, summarize)  # fmt: skip
+
+
+def never(config: Config, unit: dict) -> pd.DataFrame:
+    raise AssertionError("a report must not run units")
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    return run_experiment(SYNTH, out=tmp_path_factory.mktemp("report") / "run")
+
+
+def test_report_embeds_every_figure_as_png_and_needs_nothing_online(run):
+    html = run.report_path.read_text()
+    images = re.findall(r'src="data:image/png;base64,([^"]+)"', html)
+    assert len(images) == 2
+    figures = sorted(p.read_bytes() for p in (run.out_dir / "figures").iterdir())
+    assert sorted(base64.b64decode(i) for i in images) == figures
+    assert "residual vs layer" in html and "heat" in html
+    assert not re.search(r'(src|href)="(https?:)?//', html)
+
+
+def test_report_has_the_claims_table_with_measured_values_pass_and_fail(run):
+    html = run.report_path.read_text()
+    san = run.results.query("variant == 'san' and layer == 3")["value"].mean()
+    assert '<table class="claims">' in html
+    assert re.search(rf"san-collapses.*<td>{san:.4g}</td>.*PASS", html, re.DOTALL)
+    assert re.search(r"skip-collapses.*FAIL", html, re.DOTALL)
+    assert [c.passed for c in run.claims] == [True, False]
+
+
+def test_report_shows_config_tables_notes_and_what_was_run(run):
+    html = run.report_path.read_text()
+    assert "depth: 3" in html and "mean residual" in html and "values are synthetic" in html
+    assert "residual &lt;&amp;&gt;" not in html  # titles live inside the PNGs, not the HTML
+    assert "Synthetic decay for report tests." in html
+    assert "1 of 2 claims passed" in html
+
+
+def test_rebuilding_the_report_gives_identical_files_without_running_units(run):
+    files = [
+        "report.html",
+        "claims.json",
+        "figures/residual-vs-layer.png",
+        "tables/mean-residual.csv",
+    ]
+    before = {f: (run.out_dir / f).read_bytes() for f in files}
+    (run.out_dir / "report.html").unlink()
+    rebuilt = build_report(run.out_dir, experiment=dataclasses.replace(SYNTH, run_unit=never))
+    assert {f: (run.out_dir / f).read_bytes() for f in files} == before
+    pd.testing.assert_frame_equal(rebuilt.results, run.results, check_exact=True)
+
+
+def test_report_command_rebuilds_an_identical_report(run, monkeypatch, capsys):
+    monkeypatch.setitem(_registry._REGISTRY, "synth", SYNTH)
+    monkeypatch.setattr(cli, "COMMAND_MODULES", ["run", "list_cmd", "report_cmd"])
+    before = run.report_path.read_bytes()
+    run.report_path.write_text("stale")
+    assert cli.main(["report", str(run.out_dir)]) == 0
+    assert run.report_path.read_bytes() == before
+    assert "1 of 2 claims passed" in capsys.readouterr().out
+
+
+def test_report_of_a_folder_without_a_run_says_what_is_missing(tmp_path):
+    with pytest.raises(InputError, match=r"has no config.yaml, manifest.json, results.csv; pass"):
+        build_report(tmp_path)

@@ -1,0 +1,36 @@
+"""`jobs > 1`: units run in spawned workers and the results do not depend on `jobs`."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+from tiny_experiment import TINY
+
+from rankcollapse.errors import UnitError
+from rankcollapse.runner import run_experiment
+
+
+@pytest.mark.slow
+def test_jobs_1_and_jobs_2_give_identical_results_and_claims(tmp_path):
+    overrides = {"log_dir": str(tmp_path)}
+    one = run_experiment(TINY, overrides=overrides, out=tmp_path / "one", jobs=1)
+    two = run_experiment(TINY, overrides=overrides, out=tmp_path / "two", jobs=2)
+    assert two.n_computed == 6
+    pd.testing.assert_frame_equal(one.results, two.results, check_exact=True)
+    assert one.claims == two.claims
+    assert (tmp_path / "one" / "results.csv").read_bytes() == (
+        tmp_path / "two" / "results.csv"
+    ).read_bytes()
+    assert two.manifest["torch_threads"] == 1 and two.manifest["jobs"] == 2
+
+
+@pytest.mark.slow
+def test_a_failing_unit_in_a_worker_is_named_and_finished_units_are_kept(tmp_path):
+    (tmp_path / "fail-2").touch()
+    overrides = {"log_dir": str(tmp_path)}
+    with pytest.raises(UnitError, match=r'tiny unit \{"item":2,"seed":\d\} failed.*rerun'):
+        run_experiment(TINY, overrides=overrides, out=tmp_path / "run", jobs=2)
+    (tmp_path / "fail-2").unlink()
+    resumed = run_experiment(TINY, overrides=overrides, out=tmp_path / "run", jobs=1)
+    assert resumed.n_cached >= 4 - 1  # items 0 and 1 finished, except any cancelled in flight
+    assert resumed.n_cached + resumed.n_computed == 6

@@ -1,0 +1,80 @@
+"""A throwaway experiment for the runner tests (not registered): cheap, deterministic units,
+and a call log plus a failure switch in `config.log_dir`, so tests can count recomputation
+and simulate a unit that dies midway.
+
+Units: one per (item, seed). Claims: one that passes, one that fails.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pandas as pd
+import torch
+from pydantic import BaseModel, ConfigDict, Field
+
+from rankcollapse.experiments import Claim, Experiment, Summary
+from rankcollapse.experiments._plots import band_plot
+
+
+class Net(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    depth: int = Field(3, ge=1, le=8)
+    norm: str = "none"
+
+
+class Config(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    items: int = Field(3, ge=1, le=20)
+    seeds: list[int] = [0, 1]
+    net: Net = Net()
+    log_dir: str = ""
+
+
+PRESETS = {"quick": {}, "paper": {"items": 10, "seeds": [0, 1, 2]}}
+
+
+def units(config: Config) -> list[dict]:
+    return [{"item": i, "seed": s} for i in range(config.items) for s in config.seeds]
+
+
+def run_unit(config: Config, unit: dict) -> pd.DataFrame:
+    log = Path(config.log_dir)
+    with open(log / "calls.log", "a") as f:
+        f.write(f"{unit['item']}-{unit['seed']}\n")
+    if (log / f"fail-{unit['item']}").exists():
+        raise RuntimeError(f"simulated crash in item {unit['item']}")
+    g = torch.Generator().manual_seed(1000 * unit["seed"] + unit["item"])
+    x = torch.randn(16, 16, generator=g, dtype=torch.float64)
+    rows = []
+    for layer in range(config.net.depth + 1):
+        value = float((x - x.mean(0)).norm() / x.norm())
+        rows.append({**unit, "layer": layer, "metric": "res", "value": value, "at_floor": False})
+        x = torch.softmax(x @ x.T / 4, dim=-1) @ x
+    return pd.DataFrame(rows)
+
+
+def summarize(config: Config, results: pd.DataFrame) -> Summary:
+    means = results.groupby("layer", as_index=False)["value"].mean()
+    last = float(means["value"].iloc[-1])
+    return Summary(
+        tables={"mean per layer": means},
+        figures={"res vs layer": band_plot(results, hue="metric", title="tiny")},
+        claims=[
+            Claim.check("positive", "the residual stays positive", "last mean", last, ">", 0.0),
+            Claim.check("impossible", "the residual exceeds 1e9", "last mean", last, ">", 1e9),
+        ],
+        notes=[f"pid-free note: {os.sep == '/'}"],
+    )
+
+
+TINY = Experiment(
+    name="tiny",
+    description="A throwaway experiment for runner tests.",
+    config=Config,
+    presets=PRESETS,
+    units=units,
+    run_unit=run_unit,
+    summarize=summarize,
+)
