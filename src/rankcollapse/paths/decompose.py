@@ -80,6 +80,7 @@ def _branch_inputs(sub: Sublayer, parts: Tensor, bias: Tensor):
     return inputs, input_bias, gate
 
 
+@torch.no_grad()
 def decompose_by_length(net: FrozenNet) -> LengthDecomposition:
     """Sum of all paths of each length k = 0..L, by the recursion of Dong et al. Sec. 3.
 
@@ -118,7 +119,6 @@ def decompose_by_length(net: FrozenNet) -> LengthDecomposition:
         if sub.skip:
             new_bias = new_bias + sub.skip * bias
         parts, bias = _norm_affine(sub.norm_out, through, new_bias)
-    parts, bias = _norm_affine(net.final_norm, parts, bias)
     n_lengths = net.n_layers + 1
     if parts.shape[0] < n_lengths:  # no skip anywhere: short lengths are empty, not missing
         pad = torch.zeros(n_lengths - parts.shape[0], *parts.shape[1:], dtype=parts.dtype)
@@ -131,6 +131,7 @@ def count_enumerated(net: FrozenNet) -> int:
     return math.prod(s.branch.n_branches + (1 if s.skip else 0) for s in net.sublayers)
 
 
+@torch.no_grad()
 def enumerate_paths(net: FrozenNet, *, max_paths: int = MAX_PATHS) -> Enumeration:
     """Every path's term separately (exponential: for small toy networks only).
 
@@ -177,10 +178,10 @@ def enumerate_paths(net: FrozenNet, *, max_paths: int = MAX_PATHS) -> Enumeratio
         adds = [int(step != SKIP and sub.branch.counts) for step in steps]
         paths = [path + (step,) for step in steps for path in paths]
         lengths = [length + add for add in adds for length in lengths]
-    terms, bias = _norm_affine(net.final_norm, terms, bias)
     return Enumeration(terms, paths, torch.tensor(lengths), bias)
 
 
+@torch.no_grad()
 def path_matrices(net: FrozenNet, path: tuple[int, ...]) -> tuple[Tensor, Tensor]:
     """P_path (b, n, n) and W_path (d, d) of one path of a network without norms and MLPs.
 
@@ -195,7 +196,7 @@ def path_matrices(net: FrozenNet, path: tuple[int, ...]) -> tuple[Tensor, Tensor
     p_path = torch.eye(n, dtype=net.x.dtype).expand(b, n, n)
     w_path = torch.eye(d, dtype=net.x.dtype)
     for sub, step in zip(net.sublayers, path):
-        if not isinstance(sub.branch, FrozenAttention) or sub.norm_in or sub.norm_out or net.final_norm:
+        if not isinstance(sub.branch, FrozenAttention) or sub.norm_in or sub.norm_out:
             raise ConfigError(
                 "path_matrices needs a network of attention layers without norms or MLPs; "
                 "use enumerate_paths for the terms of other networks."

@@ -153,13 +153,15 @@ class Sublayer:
 
 @dataclass(frozen=True)
 class FrozenNet:
-    """A network frozen at input `x` (b, n, d): sublayers in order, attention ones carrying P_h,
-    then an optional final norm (e.g. Llama's, applied before `last_hidden_state`).
+    """A network frozen at input `x` (b, n, d): sublayers in order, attention ones carrying P_h.
+
+    `reference` is the real network's output for `x` (from its own forward pass), against which
+    every decomposition can be checked.
     """
 
     x: Tensor
     sublayers: list[Sublayer]
-    final_norm: FrozenNorm | None = None
+    reference: Tensor | None = None
 
     @property
     def n_layers(self) -> int:

@@ -17,29 +17,23 @@ from rankcollapse.paths.frozen import FrozenAttention, FrozenMLP, FrozenNet, Fro
 _SLOPE_AT_ZERO = {nn.ReLU: 0.0, nn.GELU: 0.5, nn.Tanh: 1.0}
 
 
-def _detached(*tensors: Tensor) -> list[Tensor]:
-    return [t.detach() for t in tensors]
-
-
 def _norm(module: nn.Module) -> FrozenNorm | None:
     if isinstance(module, LayerNorm):
-        gain, shift = _detached(module.gain, module.beta)
-        return FrozenNorm(module.token_scale, centre=True, gain=gain, shift=shift)
+        return FrozenNorm(module.token_scale, centre=True, gain=module.gain, shift=module.beta)
     if isinstance(module, RMSNorm):
-        return FrozenNorm(module.token_scale, centre=False, gain=module.gain.detach())
+        return FrozenNorm(module.token_scale, centre=False, gain=module.gain)
     if isinstance(module, UnitNorm):
         return FrozenNorm(module.token_scale, centre=False)
     return None  # nn.Identity: no norm at this position
 
 
 def _mlp(mlp: MLP) -> FrozenMLP:
-    w_in, w_out, b_in, b_out = _detached(mlp.w_1, mlp.w_2, mlp.b_1, mlp.b_2)
     return FrozenMLP(
-        w_in=w_in,
-        w_out=w_out,
+        w_in=mlp.w_1,
+        w_out=mlp.w_2,
         activation=mlp.act,
-        b_in=b_in,
-        b_out=b_out,
+        b_in=mlp.b_1,
+        b_out=mlp.b_2,
         slope_at_zero=_SLOPE_AT_ZERO[type(mlp.act)],
     )
 
@@ -61,7 +55,7 @@ def freeze_toy(net: ToyNet, x: Tensor) -> FrozenNet:
     sublayers = []
     for block, probs in zip(net.layers, trace.attention):
         attn = block.attn
-        branch = FrozenAttention(probs, *_detached(attn.w_v, attn.w_o, attn.b_v, attn.b_o))
+        branch = FrozenAttention(probs, attn.w_v, attn.w_o, attn.b_v, attn.b_o)
         sublayers.append(
             Sublayer(branch, block.skip.scale, _norm(block.norm_in), _norm(block.norm_out))
         )
@@ -75,4 +69,4 @@ def freeze_toy(net: ToyNet, x: Tensor) -> FrozenNet:
                     _norm(mlp_block.norm_out),
                 )
             )
-    return FrozenNet(x, sublayers)
+    return FrozenNet(x, sublayers, reference=trace.output)

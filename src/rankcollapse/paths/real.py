@@ -1,0 +1,142 @@
+"""Freeze a real Hugging Face transformer at one input: an exact decomposition of the full model.
+
+Going further than Dong et al. (who decompose pure attention networks), the whole pretrained
+block is made linear in the embedding output X^0 for the given input by freezing, from the
+model's own forward pass:
+
+- every head's attention probabilities P_h (captured by `rankcollapse.hf.run_batch`);
+- every LayerNorm's / RMSNorm's per-token scale 1 / sigma_i (a left diagonal factor; the
+  centring, the gain and the shift stay as they are: right factors and a constant);
+- every MLP's activation gate: BERT's GELU(z) as g * z with g = GELU(z) / z per element, and
+  Llama's gated MLP SiLU(x W_gate) * (x W_up) with the SiLU(x W_gate) factor as the gate.
+
+The MLP is one more branch of its sublayer (a path through it keeps its length, which counts
+attention heads). Then  X^L = sum_k C_k + bias term  exactly, with X^L the last block's output
+(the raw residual stream for pre-LN Llama: the final norm is not applied, as in `run_batch`).
+
+Supported: the BERT family (BERT, RoBERTa, MiniLM; post-LN) and the Llama family (Llama,
+SmolLM2; pre-RMSNorm, grouped-query attention). Llama's RMSNorm computes in float32 even in a
+float64 model, so its outputs agree with the decomposition only to float32 rounding unless the
+norm is run in float64 (the tests do that with a forward hook).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from rankcollapse.errors import UnknownNameError
+from rankcollapse.hf import LoadedModel, run_batch
+from rankcollapse.hf.architectures import block_list, submodule
+from rankcollapse.paths.frozen import FrozenAttention, FrozenMLP, FrozenNet, FrozenNorm, Sublayer
+
+#: Architectures (names of `rankcollapse.hf.ARCHITECTURES`) that `freeze_real` decomposes.
+DECOMPOSABLE = ("bert", "llama")
+
+
+def _layer_norm(module: nn.LayerNorm) -> FrozenNorm:
+    eps = module.eps
+
+    def token_scale(x: Tensor) -> Tensor:
+        return torch.rsqrt(x.var(-1, unbiased=False, keepdim=True) + eps)
+
+    return FrozenNorm(token_scale, centre=True, gain=module.weight, shift=module.bias)
+
+
+def _rms_norm(module: nn.Module) -> FrozenNorm:
+    eps = module.variance_epsilon
+
+    def token_scale(x: Tensor) -> Tensor:
+        return torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)
+
+    return FrozenNorm(token_scale, centre=False, gain=module.weight)
+
+
+def _attention(loaded: LoadedModel, block: nn.Module, probs: Tensor) -> FrozenAttention:
+    """Per-head value and output matrices (grouped-query heads share their key-value group's)."""
+    config, arch = loaded.model.config, loaded.arch
+    n_heads = config.num_attention_heads
+    head_dim = getattr(config, "head_dim", None) or config.hidden_size // n_heads
+    n_kv = getattr(config, "num_key_value_heads", None) or n_heads
+    group = torch.arange(n_heads) // (n_heads // n_kv)  # the key-value head of each query head
+    value = submodule(submodule(block, arch.attention), arch.v)
+    out = submodule(block, arch.attention_out)
+    d_model = value.weight.shape[1]
+    w_v = value.weight.view(n_kv, head_dim, d_model).transpose(1, 2)[group]  # (h, d, d_v)
+    b_v = value.bias.view(n_kv, head_dim)[group] if value.bias is not None else None
+    w_o = out.weight.view(d_model, n_heads, head_dim).permute(1, 2, 0)  # (h, d_v, d)
+    return FrozenAttention(probs, w_v, w_o, b_v, out.bias)
+
+
+def _bert_sublayers(loaded: LoadedModel, block: nn.Module, probs: Tensor) -> list[Sublayer]:
+    arch = loaded.arch
+    intermediate, output = (submodule(block, path) for path in arch.mlp)
+    mlp = FrozenMLP(
+        w_in=intermediate.dense.weight.T,
+        w_out=output.weight.T,
+        activation=intermediate.intermediate_act_fn,
+        b_in=intermediate.dense.bias,
+        b_out=output.bias,
+        slope_at_zero=0.5,  # GELU'(0)
+    )
+    return [  # post-LN: LayerNorm(x + branch)
+        Sublayer(_attention(loaded, block, probs), 1.0,
+                 norm_out=_layer_norm(submodule(block, arch.attention_norm))),
+        Sublayer(mlp, 1.0, norm_out=_layer_norm(submodule(block, arch.mlp_norm))),
+    ]
+
+
+def _llama_sublayers(loaded: LoadedModel, block: nn.Module, probs: Tensor) -> list[Sublayer]:
+    arch = loaded.arch
+    gated = submodule(block, arch.mlp[0])
+    mlp = FrozenMLP(
+        w_in=gated.up_proj.weight.T,
+        w_out=gated.down_proj.weight.T,
+        activation=gated.act_fn,
+        b_in=gated.up_proj.bias,
+        b_out=gated.down_proj.bias,
+        w_gate=gated.gate_proj.weight.T,
+        b_gate=gated.gate_proj.bias,
+    )
+    return [  # pre-LN: x + branch(RMSNorm(x))
+        Sublayer(_attention(loaded, block, probs), 1.0,
+                 norm_in=_rms_norm(submodule(block, arch.attention_norm))),
+        Sublayer(mlp, 1.0, norm_in=_rms_norm(submodule(block, arch.mlp_norm))),
+    ]
+
+
+_SUBLAYERS = {"bert": _bert_sublayers, "llama": _llama_sublayers}
+
+
+@torch.no_grad()
+def freeze_real(
+    loaded: LoadedModel, input_ids: Tensor, token_mask: Tensor | None = None
+) -> FrozenNet:
+    """The full model frozen at `input_ids` (b, n): input X^0 = embedding output, reference =
+    the last block's output, both from one forward pass of the unmodified model.
+
+    Raises:
+        UnknownNameError: for an architecture outside `DECOMPOSABLE`.
+    """
+    if loaded.arch.name not in DECOMPOSABLE:
+        raise UnknownNameError(
+            f"path decomposition of '{loaded.name}' ({loaded.arch.name}) is not supported; "
+            f"supported architectures: {', '.join(DECOMPOSABLE)} (BERT, RoBERTa, MiniLM, Llama, "
+            "SmolLM2). Use a model of those families, or a toy network."
+        )
+    states: list[Tensor] = []
+    attention: list[Tensor] = []
+
+    def keep(capture) -> None:
+        states.append(capture.states.detach().clone())
+        if capture.attention is not None:
+            attention.append(capture.attention.detach().clone())
+
+    run_batch(loaded, input_ids, token_mask, on_layer=keep, attention=True)
+    blocks = block_list(loaded.model, loaded.arch)
+    sublayers = [
+        sub
+        for block, probs in zip(blocks, attention)
+        for sub in _SUBLAYERS[loaded.arch.name](loaded, block, probs.to(states[0].dtype))
+    ]
+    return FrozenNet(states[0], sublayers, reference=states[-1])
