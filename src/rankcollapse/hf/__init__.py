@@ -4,6 +4,8 @@ from rankcollapse.hf.architectures import ARCHITECTURES, Architecture, architect
 from rankcollapse.hf.attention import AttentionSettings, attention_settings, custom_attention
 from rankcollapse.hf.capture import LayerCapture, applied, run_batch
 from rankcollapse.hf.models import MODELS, LoadedModel, load_model, wrap_model
+from rankcollapse.hf.probe import probe
+from rankcollapse.hf.text import load_paragraphs, load_windows, sample_corpus
 from rankcollapse.hf.variants import (
     DONG_VARIANTS,
     VARIANTS,
@@ -32,7 +34,11 @@ __all__ = [
     "describe",
     "get_variant",
     "load_model",
+    "load_paragraphs",
+    "load_windows",
+    "probe",
     "run_batch",
+    "sample_corpus",
     "variant_applied",
     "wrap_model",
 ]

@@ -1,0 +1,1 @@
+"""Data shipped with rankcollapse: the built-in sample corpus (corpus.txt)."""

@@ -1,0 +1,222 @@
+"""Probe a real model: per-layer metrics of its residual stream, for several variants, as a
+tidy DataFrame. The Python twin of `rankcollapse probe`.
+
+Metrics stream: each layer's states are measured as soon as the block has run (float64, with
+the dtype-floor flag of the model's dtype) and dropped unless `keep_states=True`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import torch
+from torch import Tensor
+
+from rankcollapse.errors import ConfigError, InputError
+from rankcollapse.hf.capture import LayerCapture, check_mask, run_batch
+from rankcollapse.hf.models import Init, LoadedModel, load_model
+from rankcollapse.hf.text import load_paragraphs, load_windows
+from rankcollapse.hf.variants import get_variant
+from rankcollapse.masks import causal, mask_from_spec
+from rankcollapse.metrics import (
+    DEFAULT_METRICS,
+    get_metric,
+    measure_attention,
+    measure_states,
+    metrics_frame,
+)
+
+ID_COLUMNS = ["model", "init", "variant", "mask", "temperature", "mode", "layer", "layer_kind"]
+
+
+def resolve_mask(mask: str | Tensor | None, n_tokens: int) -> tuple[Tensor | None, str]:
+    """(boolean (n, n) mask or None, its label); None keeps the model's own pattern ("model")."""
+    if mask is None or (isinstance(mask, str) and mask == "model"):
+        return None, "model"
+    if isinstance(mask, str):
+        return mask_from_spec(mask, n_tokens), mask
+    return mask, "custom"
+
+
+def _split_metrics(metrics: Sequence[str] | None) -> tuple[list[str], list[str]]:
+    names = list(DEFAULT_METRICS) if metrics is None else list(metrics)
+    kinds = {name: get_metric(name).kind for name in names}
+    return [n for n in names if kinds[n] == "states"], [n for n in names if kinds[n] == "attention"]
+
+
+def _check_context(loaded: LoadedModel, n_tokens: int) -> None:
+    limit = getattr(loaded.model.config, "max_position_embeddings", None)
+    if limit is not None and n_tokens > limit:
+        raise InputError(
+            f"{n_tokens} tokens exceed the context of '{loaded.name}' ({limit} positions); "
+            f"pass --tokens {limit} or fewer."
+        )
+
+
+def probe(
+    model: str | LoadedModel,
+    *,
+    init: Init = "pretrained",
+    variants: Sequence[str] = ("transformer",),
+    mask: str | Tensor | None = None,
+    temperature: float = 1.0,
+    train_mode: bool = False,
+    text: str | Path | None = None,
+    random_tokens: bool = False,
+    padded: bool = False,
+    n_samples: int = 32,
+    n_tokens: int = 128,
+    metrics: Sequence[str] | None = None,
+    seed: int = 0,
+    batch_size: int | None = None,
+    keep_states: bool = False,
+) -> pd.DataFrame:
+    """Per-layer metrics of a real model's residual stream, one row per (variant, layer,
+    sample, metric).
+
+    Args:
+        model: a name of `MODELS`, a local model directory, or a `LoadedModel`.
+        init: "pretrained" or "random" (ignored when `model` is already loaded).
+        variants: names of `VARIANTS` ("san", "san+mlp", "san+skip", "transformer", "wu:...").
+        mask: None (the model's own pattern), a spec of `rankcollapse.masks.mask_from_spec`
+            ("causal", "window:1", ...) or a boolean (n, n) tensor.
+        temperature: softmax temperature (logits / T).
+        train_mode: dropout on.
+        text: None (the sample corpus), a Path to a text file, or the text as a str.
+        random_tokens: random token ids instead of text.
+        padded: one paragraph per sample, truncated to `n_tokens`, right-padded; pads never
+            enter attention (as keys) nor metrics.
+        n_samples, n_tokens: windows of exactly `n_tokens` real tokens.
+        metrics: names of `rankcollapse.metrics.METRICS` (default `DEFAULT_METRICS`); attention
+            metrics are averaged over heads per sample.
+        seed: seed of the random init, the window choice and random tokens.
+        batch_size: samples per forward pass (default all).
+        keep_states: also keep every layer's states: `frame.attrs["states"][variant]` is a list
+            of (n_samples, n, d) float tensors, index = layer.
+
+    Returns:
+        Tidy DataFrame: model, init, variant, mask, temperature, mode, layer, layer_kind
+        ("embedding" for layer 0, "block" after; never a final-norm output), sample, metric,
+        value (float64), at_floor, quantized.
+    """
+    variant_objs = [get_variant(v) for v in variants]
+    state_metrics, attention_metrics = _split_metrics(metrics)
+    loaded = model if isinstance(model, LoadedModel) else load_model(model, init=init, seed=seed)
+    _check_context(loaded, n_tokens)
+    if padded:
+        input_ids, token_mask = load_paragraphs(
+            loaded.tokenizer, text=text, n_samples=n_samples, max_tokens=n_tokens
+        )
+    else:
+        input_ids, token_mask = load_windows(
+            loaded.tokenizer,
+            text=text,
+            n_samples=n_samples,
+            n_tokens=n_tokens,
+            random_tokens=random_tokens,
+            seed=seed,
+        )
+    attn_mask, mask_label = resolve_mask(mask, input_ids.shape[1])
+    check_mask(loaded, attn_mask, input_ids.shape[1], temperature)
+    if batch_size is not None and batch_size < 1:
+        raise ConfigError(f"batch_size must be >= 1, got {batch_size}.")
+    step = batch_size or n_samples
+    allowed = attn_mask
+    if allowed is None and loaded.arch.causal:
+        allowed = causal(input_ids.shape[1])
+
+    ids = {
+        "model": loaded.name,
+        "init": loaded.init,
+        "mask": mask_label,
+        "temperature": temperature,
+        "mode": "train" if train_mode else "eval",
+    }
+    frames: list[pd.DataFrame] = []
+    kept: dict[str, list[list[Tensor]]] = {}
+    for variant in variant_objs:
+        kept[variant.name] = []
+        for start in range(0, n_samples, step):
+            batch_ids = input_ids[start : start + step]
+            batch_mask = token_mask[start : start + step]
+
+            def on_layer(c: LayerCapture, start=start, batch_mask=batch_mask) -> None:
+                layer_ids = {
+                    **ids,
+                    "variant": variant.name,
+                    "layer": c.layer,
+                    "layer_kind": "embedding" if c.layer == 0 else "block",
+                }
+                if state_metrics:
+                    values = measure_states(
+                        c.states, batch_mask, metrics=state_metrics, source_dtype=c.states.dtype
+                    )
+                    frames.append(_offset(metrics_frame(values, **layer_ids), start))
+                if attention_metrics and c.attention is not None:
+                    frames.append(
+                        _offset(_attention_frame(c.attention, batch_mask, allowed,
+                                                 attention_metrics, layer_ids), start)
+                    )
+                if keep_states:
+                    per_layer = kept[variant.name]
+                    if len(per_layer) <= c.layer:
+                        per_layer.append([])
+                    per_layer[c.layer].append(c.states.detach().clone())
+
+            run_batch(
+                loaded,
+                batch_ids,
+                batch_mask,
+                on_layer=on_layer,
+                variant=variant,
+                mask=attn_mask,
+                temperature=temperature,
+                train_mode=train_mode,
+                attention=bool(attention_metrics),
+            )
+    frame = pd.concat(frames, ignore_index=True)
+    frame["quantized"] = loaded.info.get("quantized", "no")
+    first = [c for c in ID_COLUMNS if c in frame.columns]
+    frame = frame[first + [c for c in frame.columns if c not in first]]
+    if keep_states:
+        frame.attrs["states"] = {
+            name: [torch.cat(chunks) for chunks in layers] for name, layers in kept.items()
+        }
+    return frame
+
+
+def _offset(frame: pd.DataFrame, start: int) -> pd.DataFrame:
+    frame["sample"] = frame["sample"] + start
+    return frame
+
+
+def _attention_frame(
+    probs: Tensor,
+    token_mask: Tensor,
+    allowed: Tensor | None,
+    names: list[str],
+    layer_ids: dict[str, Any],
+) -> pd.DataFrame:
+    """Attention metrics per (sample, head), averaged over heads: one row per sample.
+
+    `allowed` is the (n, n) pattern the model attended with (the injected mask, or causal for a
+    decoder's own pattern); None = every real pair.
+    """
+    mask = token_mask[:, None, :]  # (b, 1, n): the same real tokens for every head
+    edges = mask[..., None, :] & mask[..., :, None]  # (b, 1, n, n)
+    if allowed is not None:
+        edges = edges & allowed
+    values = measure_attention(probs, mask, edges=edges, metrics=names)
+    rows = []
+    for name, mv in values.items():
+        value = mv.value.mean(dim=1)  # (b,)
+        at_floor = mv.at_floor.any(dim=1)
+        for sample in range(probs.shape[0]):
+            rows.append(
+                {**layer_ids, "sample": sample, "metric": name,
+                 "value": float(value[sample]), "at_floor": bool(at_floor[sample])}
+            )
+    return pd.DataFrame(rows)

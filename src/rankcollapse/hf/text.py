@@ -1,0 +1,125 @@
+"""Inputs for real models: windows of real text, padded paragraphs, or random token ids.
+
+The built-in sample corpus (`rankcollapse/data/corpus.txt`) was written for the project: a few
+dozen varied English paragraphs (narrative, science, instructions, letters, news), about 6000
+words, enough for 32 windows of 128 tokens with either shipped tokenizer. Windows are cut from
+the text tokenized without special tokens, so every window holds exactly `n_tokens` real tokens.
+"""
+
+from __future__ import annotations
+
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from rankcollapse.errors import InputError
+
+
+def sample_corpus() -> str:
+    """The built-in sample corpus.
+
+    Example:
+        >>> len(sample_corpus().split()) > 5000
+        True
+    """
+    return files("rankcollapse.data").joinpath("corpus.txt").read_text(encoding="utf-8")
+
+
+def _read(text: str | Path | None) -> tuple[str, str]:
+    """(text, where it came from): a Path is read, a str is the text itself, None the corpus."""
+    if text is None:
+        return sample_corpus(), "the built-in sample corpus"
+    if isinstance(text, Path):
+        if not text.is_file():
+            raise InputError(f"text file {str(text)!r} does not exist; pass an existing file.")
+        content, where = text.read_text(encoding="utf-8", errors="replace"), f"text file {str(text)!r}"
+    else:
+        content, where = text, "the given text"
+    if not content.strip():
+        raise InputError(f"{where} is empty; pass a file with text in it, or no file for the sample corpus.")
+    return content, where
+
+
+def _token_ids(tokenizer: Any, text: str) -> list[int]:
+    return tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"]
+
+
+def load_windows(
+    tokenizer: Any,
+    *,
+    text: str | Path | None = None,
+    n_samples: int = 32,
+    n_tokens: int = 128,
+    random_tokens: bool = False,
+    seed: int = 0,
+) -> tuple[Tensor, Tensor]:
+    """`n_samples` windows of exactly `n_tokens` real tokens.
+
+    Args:
+        tokenizer: a Hugging Face tokenizer.
+        text: None (sample corpus), a `Path` to a text file, or the text itself as a str.
+        n_samples, n_tokens: how many windows, how long.
+        random_tokens: uniform random ids over the non-special vocabulary instead of text.
+        seed: which non-overlapping windows are drawn (or which random ids).
+
+    Returns:
+        input_ids (n_samples, n_tokens) long and token_mask (n_samples, n_tokens) all True.
+    """
+    if n_samples < 1 or n_tokens < 2:
+        raise InputError(
+            f"need n_samples >= 1 and n_tokens >= 2, got n_samples={n_samples}, n_tokens={n_tokens}."
+        )
+    gen = torch.Generator().manual_seed(seed)
+    if random_tokens:
+        special = set(tokenizer.all_special_ids)
+        vocab = torch.tensor([i for i in range(len(tokenizer)) if i not in special])
+        ids = vocab[torch.randint(len(vocab), (n_samples, n_tokens), generator=gen)]
+        return ids, torch.ones_like(ids, dtype=torch.bool)
+    content, where = _read(text)
+    ids = torch.tensor(_token_ids(tokenizer, content), dtype=torch.long)
+    n_windows = len(ids) // n_tokens
+    if n_windows < n_samples:
+        raise InputError(
+            f"{where} has {len(ids)} tokens with this tokenizer, enough for {n_windows} windows "
+            f"of {n_tokens}, but {n_samples} x {n_tokens} = {n_samples * n_tokens} were requested. "
+            "Pass a longer text, or fewer samples (--samples) or tokens (--tokens)."
+        )
+    chosen = torch.randperm(n_windows, generator=gen)[:n_samples].sort().values
+    windows = ids[: n_windows * n_tokens].view(n_windows, n_tokens)[chosen]
+    return windows, torch.ones_like(windows, dtype=torch.bool)
+
+
+def load_paragraphs(
+    tokenizer: Any,
+    *,
+    text: str | Path | None = None,
+    n_samples: int = 32,
+    max_tokens: int = 128,
+) -> tuple[Tensor, Tensor]:
+    """The first `n_samples` paragraphs (blank-line separated), each truncated to `max_tokens`,
+    right-padded into one batch.
+
+    Returns:
+        input_ids (n_samples, n_max) and token_mask (n_samples, n_max), False on pads.
+    """
+    content, where = _read(text)
+    paragraphs = [p for p in content.split("\n\n") if p.strip()]
+    rows = [ids[:max_tokens] for ids in (_token_ids(tokenizer, p) for p in paragraphs)]
+    rows = [r for r in rows if len(r) >= 2]
+    if len(rows) < n_samples:
+        raise InputError(
+            f"{where} has {len(rows)} paragraphs of >= 2 tokens but {n_samples} were requested; "
+            "pass a longer text or fewer samples."
+        )
+    rows = rows[:n_samples]
+    width = max(len(r) for r in rows)
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    ids = torch.full((n_samples, width), pad, dtype=torch.long)
+    mask = torch.zeros((n_samples, width), dtype=torch.bool)
+    for i, r in enumerate(rows):
+        ids[i, : len(r)] = torch.tensor(r)
+        mask[i, : len(r)] = True
+    return ids, mask
