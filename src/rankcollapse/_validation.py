@@ -41,7 +41,9 @@ def _check_float(t: object, name: str, what: str) -> Tensor:
     return t
 
 
-def check_mask_shape(mask: Tensor | None, shape: tuple[int, ...], name: str, full: Tensor) -> Tensor:
+def check_mask_shape(
+    mask: Tensor | None, shape: tuple[int, ...], name: str, full: Tensor
+) -> Tensor:
     """A boolean token mask of exactly `shape` (all True when `mask` is None).
 
     Integer masks holding only 0 and 1 (as Hugging Face `attention_mask`) are accepted.
@@ -105,7 +107,9 @@ def _check_finite(t: Tensor, keep: Tensor, name: str, what: str, unit: str) -> N
     )
 
 
-def check_tokens(x: Tensor, mask: Tensor | None = None, *, name: str = "x") -> tuple[Tensor, Tensor]:
+def check_tokens(
+    x: Tensor, mask: Tensor | None = None, *, name: str = "x"
+) -> tuple[Tensor, Tensor]:
     """Check hidden states and their token mask.
 
     Args:

@@ -143,7 +143,7 @@ def rank1_rel(x: Tensor, mask: Tensor | None = None) -> Tensor:
         mask: True for real tokens, shape (..., n). Pads never enter.
 
     Returns:
-        float64 tensor of shape (...) in [0, 1]; 0 when the real tokens are parallel.
+        float64 tensor of shape (...) in [0, 1]; 0 (to ~1e-16) when the real tokens are parallel.
 
     Example:
         >>> rank1_rel(torch.tensor([[1.0, 2.0], [2.0, 4.0]]))

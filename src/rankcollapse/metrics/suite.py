@@ -151,9 +151,7 @@ def metrics_frame(values: dict[str, MetricValue], **ids: object) -> pd.DataFrame
         )
         for name, result in values.items()
     ]
-    frame = (
-        pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=RESULT_COLUMNS)
-    )
+    frame = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=RESULT_COLUMNS)
     for position, (key, value) in enumerate(ids.items()):
         frame.insert(position, key, value)
     return frame
