@@ -137,8 +137,8 @@ class SelfAttention(nn.Module):
         w_q, w_k: (n_heads, d_model, d_qk); w_v: (n_heads, d_model, d_v);
         w_o: (n_heads, d_v, d_model), the slice of the output projection of each head (a fixed
             block of the identity, not a parameter, when `out_proj` is off);
-        b_q, b_k: (n_heads, d_qk); b_v: (n_heads, d_v); b_o: (d_model,) (zero constants when
-            biases are off).
+        b_q, b_k: (n_heads, d_qk); b_v: (n_heads, d_v); b_o: (d_model,) (zero constants, not
+            parameters, when biases are off; b_o also when `out_proj` is off).
     """
 
     def __init__(
