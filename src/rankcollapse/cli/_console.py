@@ -1,6 +1,11 @@
 """The one place that owns the terminal: results to stdout, errors and progress to stderr."""
 
+import sys
+
 from rich.console import Console
 
-console = Console(soft_wrap=True)
-err_console = Console(stderr=True, soft_wrap=True)
+# Piped or captured output gets a wide page, so tables of many metrics are never squeezed.
+_WIDTH = None if sys.stdout.isatty() else 200
+
+console = Console(soft_wrap=True, width=_WIDTH)
+err_console = Console(stderr=True, soft_wrap=True, width=_WIDTH)
