@@ -1,5 +1,15 @@
 """Path decompositions of attention networks (Dong et al. 2021, Sec. 3)."""
 
+from typing import Any
+
+from rankcollapse.paths.analysis import (
+    BIAS,
+    COMPONENT_METRICS,
+    attention_products,
+    length_frame,
+    products_frame,
+    rank1_distance,
+)
 from rankcollapse.paths.counting import (
     REFERENCE_ARCHITECTURES,
     architecture_paths,
@@ -18,9 +28,23 @@ from rankcollapse.paths.decompose import (
     path_matrices,
 )
 from rankcollapse.paths.frozen import FrozenAttention, FrozenMLP, FrozenNet, FrozenNorm, Sublayer
+from rankcollapse.paths.toy import freeze_toy
 from rankcollapse.paths.sampling import FULL, SKIP, path_restricted_forward, sample_paths
 
+
+def __getattr__(name: str) -> Any:
+    # freeze_real needs rankcollapse.hf, which imports transformers (seconds): load it on use.
+    if name in ("freeze_real", "DECOMPOSABLE"):
+        from rankcollapse.paths import real
+
+        return getattr(real, name)
+    raise AttributeError(f"module 'rankcollapse.paths' has no attribute '{name}'")
+
+
 __all__ = [
+    "BIAS",
+    "COMPONENT_METRICS",
+    "DECOMPOSABLE",
     "FULL",
     "MAX_PATHS",
     "REFERENCE_ARCHITECTURES",
@@ -33,14 +57,20 @@ __all__ = [
     "LengthDecomposition",
     "Sublayer",
     "architecture_paths",
+    "attention_products",
     "count_enumerated",
     "count_paths",
     "decompose_by_length",
     "enumerate_paths",
+    "freeze_real",
+    "freeze_toy",
     "layers_and_heads",
+    "length_frame",
     "mean_path_length",
     "n_paths",
     "path_matrices",
+    "products_frame",
+    "rank1_distance",
     "path_restricted_forward",
     "sample_paths",
 ]
