@@ -20,6 +20,8 @@ COMMAND_MODULES = [
     "run",
     "list_cmd",
     "report_cmd",
+    "probe",
+    "variants",
 ]
 
 
