@@ -112,7 +112,14 @@ def band_plot(
             ax.set_ylim(bottom=bottom / 2)
     any_floor = bool(floor_points)
     if hue:
-        panels[-1][1].legend(fontsize=8, title=hue, title_fontsize=8)
+        entries = {}  # label -> handle, one per hue across all panels
+        for _, ax in panels:
+            for handle, label in zip(*ax.get_legend_handles_labels()):
+                entries.setdefault(label, handle)
+        fig.legend(
+            entries.values(), entries.keys(), loc="outside right center",
+            fontsize=8, title=hue, title_fontsize=8,
+        )  # fmt: skip
     _suptitle(fig, title, FLOOR_NOTE if any_floor else None)
     return fig
 

@@ -7,12 +7,14 @@ results and build the report.
     DIR/config.yaml, manifest.json, results.csv, then claims.json, figures/, report.html
 
 Every config is validated, and every unit list built, before any unit runs. Units are
-independent; with `jobs > 1` they run in spawned worker processes (one torch thread each)
-and their rows are assembled in unit order, so the results do not depend on `jobs`.
+independent; with `jobs > 1` they run in spawned worker processes; every unit runs with one
+torch thread (in a worker or not) and rows are assembled in unit order, so the results do not
+depend on `jobs`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import importlib.metadata
 import multiprocessing
@@ -22,7 +24,7 @@ import platform
 import re
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -236,12 +238,13 @@ def execute(plan: Plan, jobs: int = 1, progress: Progress | None = None) -> RunR
             progress(exp.name, done, len(plan.units))
 
     if jobs == 1:
-        for i in pending:
-            try:
-                unit_rows, unit_seconds = _timed_call(exp.run_unit, plan.config, plan.units[i])
-            except Exception as err:
-                raise _unit_error(exp.name, plan.units[i], err, done, len(plan.units)) from err
-            finished(i, unit_rows, unit_seconds)
+        with _one_torch_thread():
+            for i in pending:
+                try:
+                    unit_rows, unit_seconds = _timed_call(exp.run_unit, plan.config, plan.units[i])
+                except Exception as err:
+                    raise _unit_error(exp.name, plan.units[i], err, done, len(plan.units)) from err
+                finished(i, unit_rows, unit_seconds)
     else:
         _run_parallel(plan, pending, jobs, finished, lambda: done)
 
@@ -310,14 +313,29 @@ def _run_parallel(
         raise _unit_error(exp.name, plan.units[i], err, n_done(), len(plan.units)) from err
 
 
+@contextlib.contextmanager
+def _one_torch_thread() -> Iterator[None]:
+    """Run units with one torch thread, as in a worker, so results do not depend on `jobs`
+    (small units are also much faster so on a busy machine); restore the setting after."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
 def _init_worker() -> None:
     # Units of one run share the machine: one thread each, so `jobs` processes use `jobs` cores.
     os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = "1"
 
 
 def _worker_call(run_unit: Callable, config: BaseModel, unit: Unit) -> tuple[pd.DataFrame, float]:
-    if "torch" in sys.modules:  # imported by now if the experiment uses it
-        sys.modules["torch"].set_num_threads(1)
+    import torch
+
+    torch.set_num_threads(1)
     return _timed_call(run_unit, config, unit)
 
 
@@ -350,8 +368,6 @@ def config_yaml(config: BaseModel) -> str:
 def _manifest(
     plan: Plan, jobs: int, started: str, n_cached: int, n_pending: int, n_corrupt: int
 ) -> dict[str, Any]:
-    import torch
-
     packages = {"rankcollapse": __version__, "python": platform.python_version()}
     for package in PACKAGES:
         try:
@@ -371,7 +387,7 @@ def _manifest(
         "platform": platform.platform(),
         "command": " ".join(sys.argv),
         "packages": packages,
-        "torch_threads": 1 if jobs > 1 else torch.get_num_threads(),
+        "torch_threads": 1,  # per unit, whatever `jobs` is (see _one_torch_thread)
         "jobs": jobs,
         "seeds": _seeds(plan.config.model_dump(mode="json"), plan.units),
         "n_units": len(plan.units),

@@ -1,0 +1,121 @@
+"""toy-collapse: units, rows and claims on a tiny config, and the claims' arithmetic."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from rankcollapse.errors import ConfigError
+from rankcollapse.experiments import get_experiment
+from rankcollapse.experiments.toy_collapse import (
+    doubly_exponential_claim,
+    layer_table,
+    run_unit,
+    summarize,
+    units,
+)
+
+EXP = get_experiment("toy-collapse")
+TINY = {"depth": 5, "d_model": 16, "n_tokens": 8, "n_samples": 3, "seeds": [0, 1]}
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    config = EXP.make_config("quick", TINY)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # as the runner does; tiny tensors are slower with more threads
+    try:
+        results = pd.concat([run_unit(config, u) for u in units(config)], ignore_index=True)
+    finally:
+        torch.set_num_threads(threads)
+    return config, results
+
+
+def test_one_unit_per_variant_and_seed():
+    config = EXP.make_config("quick", {"variants": ["san", "skip"], "seeds": [3, 4]})
+    assert units(config) == [
+        {"variant": "san", "seed": 3},
+        {"variant": "san", "seed": 4},
+        {"variant": "skip", "seed": 3},
+        {"variant": "skip", "seed": 4},
+    ]
+
+
+def test_rows_are_tidy_with_every_layer_sample_and_metric(tiny):
+    _, results = tiny
+    assert list(results.columns) == [
+        "variant", "seed", "layer", "sample", "metric", "value", "at_floor",
+    ]  # fmt: skip
+    assert len(results) == 5 * 2 * (5 + 1) * 3 * 2
+    assert set(results["metric"]) == {"res_comp_rel", "mu_rel"}
+    assert results["value"].dtype == np.float64
+
+
+def test_every_variant_sees_the_same_input_for_a_seed(tiny):
+    _, results = tiny
+    layer0 = results[(results["layer"] == 0) & (results["metric"] == "mu_rel")]
+    spread = layer0.groupby(["seed", "sample"])["value"].agg(lambda v: v.max() - v.min())
+    assert spread.max() == 0.0
+
+
+def test_a_unit_is_deterministic_by_seed(tiny):
+    config, results = tiny
+    again = run_unit(config, {"variant": "mlp", "seed": 1})
+    expected = results[(results["variant"] == "mlp") & (results["seed"] == 1)]
+    np.testing.assert_array_equal(again["value"].to_numpy(), expected["value"].to_numpy())
+
+
+def test_the_three_claims_pass_on_a_tiny_config(tiny):
+    config, results = tiny
+    claims = {c.id: c for c in summarize(config, results).claims}
+    assert set(claims) == {"san-doubly-exponential", "skip-keeps-residual", "mlp-ln-do-not-prevent"}
+    failed = {i: (c.measured, c.note) for i, c in claims.items() if not c.passed}
+    assert not failed
+
+
+def test_summary_has_the_figure_and_per_layer_tables(tiny):
+    config, results = tiny
+    summary = summarize(config, results)
+    assert list(summary.figures) == ["residual vs layer"]
+    wide = summary.tables["mean res_comp_rel per layer"]
+    assert list(wide.columns) == ["layer", "san", "skip", "mlp", "ln", "skip-mlp-ln"]
+    res = results[results["metric"] == "res_comp_rel"]
+    assert wide.loc[2, "skip"] == pytest.approx(
+        res.query("variant == 'skip' and layer == 2")["value"].mean()
+    )
+
+
+def test_doubly_exponential_claim_passes_for_cubic_decay_and_fails_for_geometric():
+    layers = np.arange(5)
+    cubic = 0.5 ** (3.0**layers)  # r_l = r_{l-1}^3: contraction factors shrink
+    geometric = 0.5**layers * 0.9  # constant factor 0.5
+    for values, passes in ((cubic, True), (geometric, False)):
+        table = pd.DataFrame({"layer": layers, "geo_mean": values, "any_at_floor": False})
+        claim = doubly_exponential_claim(table)
+        assert claim.passed is passes, claim
+
+
+def test_doubly_exponential_claim_ignores_layers_at_the_floor():
+    values = [1.0, 0.5, 0.125, 1e-16, 1e-16, 1e-16]  # factors 0.5, 0.25, then floor noise
+    table = pd.DataFrame(
+        {"layer": range(6), "geo_mean": values, "any_at_floor": [False] * 3 + [True] * 3}
+    )
+    claim = doubly_exponential_claim(table)
+    assert claim.measured == pytest.approx(0.5) and claim.passed
+    assert "layers 0...2" in claim.note
+
+
+def test_layer_table_geometric_mean_matches_hand_value():
+    res = pd.DataFrame(
+        {"variant": "san", "layer": [0, 0], "value": [0.1, 0.001], "at_floor": [False, True]}
+    )
+    row = layer_table(res).iloc[0]
+    assert row["geo_mean"] == pytest.approx(0.01) and row["mean"] == pytest.approx(0.0505)
+    assert row["any_at_floor"]
+
+
+def test_unknown_variant_names_the_allowed_variants():
+    with pytest.raises(ConfigError, match=r"variants.0: Input should be 'san', 'skip', 'mlp'"):
+        EXP.make_config("quick", {"variants": ["pure"]})
