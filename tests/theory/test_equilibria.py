@@ -45,9 +45,7 @@ def test_theorem3_sign_choices_give_distinct_equilibria():
 def test_theorem3_rank2_equilibrium_matches_hand_computation():
     # N = 3, k = 2: m = 2 tokens at e_3, token 3 = (0, -2/w, sqrt(1 - 4/w^2)); w = 4.
     x = theorem3_equilibrium(3, 3, 4.0, [1, 1])
-    expected = torch.tensor(
-        [[0, 0, 1], [0, 0, 1], [0, -0.5, math.sqrt(0.75)]], dtype=torch.float64
-    )
+    expected = torch.tensor([[0, 0, 1], [0, 0, 1], [0, -0.5, math.sqrt(0.75)]], dtype=torch.float64)
     assert torch.allclose(x, expected, atol=1e-15)
 
 

@@ -15,6 +15,7 @@ from rankcollapse.experiments._registry import (
 
 # Experiment modules (each registers itself):
 from rankcollapse.experiments import toy_collapse  # noqa: F401
+from rankcollapse.experiments import wu2024_equilibria  # noqa: F401
 
 __all__ = [
     "Claim",

@@ -33,7 +33,7 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
-from rankcollapse.errors import ConfigError, InputError
+from rankcollapse.errors import ConfigError
 
 
 def _check_theorem3(n_tokens: int, d_model: int, w: float) -> None:
@@ -90,7 +90,11 @@ def attention_step(x: Tensor, w_v: Tensor, *, norm: bool = True) -> Tensor:
         tensor([[0.0000, 1.0000],
                 [0.3162, 0.9487]], dtype=torch.float64)
     """
-    y = causal_uniform_attention(x.shape[-2]) @ x @ w_v
+    return _step(x, causal_uniform_attention(x.shape[-2]), w_v, norm)
+
+
+def _step(x: Tensor, a: Tensor, w_v: Tensor, norm: bool) -> Tensor:
+    y = a @ x @ w_v
     return unit_norm(y) if norm else y
 
 
@@ -99,15 +103,16 @@ def trajectory(x: Tensor, w_v: Tensor, n_layers: int, *, norm: bool = True) -> T
 
     All leading (batch) dimensions run in one pass per layer.
     """
+    a = causal_uniform_attention(x.shape[-2])
     states = [x]
     for _ in range(n_layers):
-        states.append(attention_step(states[-1], w_v, norm=norm))
+        states.append(_step(states[-1], a, w_v, norm))
     return torch.stack(states)
 
 
-def fixed_point_residual(x: Tensor, w_v: Tensor) -> float:
-    """Largest absolute entry of LN(A X W_V) - X: 0 for an exact equilibrium."""
-    return float((attention_step(x, w_v) - x).abs().max())
+def fixed_point_residual(x: Tensor, w_v: Tensor) -> Tensor:
+    """Largest absolute entry of LN(A X W_V) - X per state, shape (...): 0 at an equilibrium."""
+    return (attention_step(x, w_v) - x).abs().amax(dim=(-2, -1))
 
 
 def theorem3_equilibrium(n_tokens: int, d_model: int, w: float, signs: Sequence[int]) -> Tensor:
