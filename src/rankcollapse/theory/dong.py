@@ -26,10 +26,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import pandas as pd
 import torch
 from torch import Tensor
 
 from rankcollapse.errors import ConfigError
+from rankcollapse.metrics import dtype_floor, res_comp, res_comp_rel
+from rankcollapse.nets import NetConfig, ToyNet
 
 #: Largest slope of each MLP activation (GELU's is 1.1289 at x ~ 0.75).
 ACTIVATION_SLOPE = {"relu": 1.0, "tanh": 1.0, "gelu": 1.1289}
@@ -166,3 +169,98 @@ def log10_one_step_bounds(cs: list[float], measured: list[float]) -> list[float]
         math.log10(c) + 3 * math.log10(r) if r > 0 else -math.inf
         for c, r in zip(cs, measured[:-1])
     ]
+
+
+def toy_constants(net: ToyNet, *, gamma: float = 1.0) -> list[DongConstants]:
+    """Per-layer constants of a toy network from its weights (Thm 2.2, Cor 2.3, Cor 3.2).
+
+    lambda is the MLP's (`mlp_lipschitz`) when the network has an MLP without its own skip,
+    else 1. The scale d_qk is the network's softmax temperature.
+    """
+    config = net.config
+    constants = []
+    for block in net.layers:
+        lipschitz = 1.0
+        if config.mlp and not config.mlp_skip:
+            mlp = block.mlp_block.mlp
+            lipschitz = mlp_lipschitz(mlp.w_1.detach(), mlp.w_2.detach(), config.activation)
+        attn = block.attn
+        constants.append(
+            layer_constants(
+                attn.w_q.detach(),
+                attn.w_k.detach(),
+                attn.head_matrices().detach(),
+                d_qk=net.temperature,
+                gamma=gamma,
+                lipschitz=lipschitz,
+            )
+        )
+    return constants
+
+
+def bound_frame(net: ToyNet, x: Tensor, *, gamma: float = 1.0) -> pd.DataFrame:
+    """Measured r_l against the bounds, per layer and sample, for a toy network on input x.
+
+    Rows (layer, sample, metric, value, at_floor): `r` (measured ||res(X^l)||_{1,inf},
+    mean-centred), `log10_r`, `log10_one_step` (c_l r_{l-1}^3 from the measured r_{l-1}),
+    `log10_unrolled` (the chained bound from r_0), and per sample `informative`
+    (sqrt(c) r_0 < 1 with c the largest c_l) and `c` (that c). `at_floor` marks measured values
+    whose relative residual sits at the floor of the network's dtype: rounding, not a residual
+    the bound speaks about. The network must have no skip (Cor 3.1: no bound exists
+    with skips) and no norm (the theorems have none).
+    """
+    config = net.config
+    if config.skip != "off" or config.norm != "none" or (config.mlp and config.mlp_skip):
+        raise ConfigError(
+            f"Dong et al.'s bounds hold for networks without skips or norms (got skip="
+            f"'{config.skip}', norm='{config.norm}', mlp_skip={config.mlp_skip if config.mlp else '-'}"
+            "); use skip='off', norm='none' and, with an MLP, mlp_skip=False."
+        )
+    with torch.no_grad():
+        states = net(x).states
+    r = torch.stack([res_comp(s) for s in states]).tolist()  # (L + 1, b)
+    floor = dtype_floor(net.dtype)
+    at_floor = (torch.stack([res_comp_rel(s) for s in states]) <= floor).tolist()
+    cs = [k.c for k in toy_constants(net, gamma=gamma)]
+    c = max(cs)
+    rows = []
+    for sample in range(len(r[0])):
+        measured = [r_l[sample] for r_l in r]
+        one_step = [math.nan, *log10_one_step_bounds(cs, measured)]
+        chained = log10_stepwise_bound(cs, measured[0])
+        for layer, value in enumerate(measured):
+            log_r = math.log10(value) if value > 0 else -math.inf
+            floored = at_floor[layer][sample]
+            for metric, number, flag in (
+                ("r", value, floored),
+                ("log10_r", log_r, floored),
+                ("log10_one_step", one_step[layer], False),
+                ("log10_unrolled", chained[layer], False),
+            ):
+                rows.append((layer, sample, metric, number, flag))
+        rows.append((0, sample, "informative", float(informative(c, measured[0])), False))
+        rows.append((0, sample, "c", c, False))
+    return pd.DataFrame(rows, columns=["layer", "sample", "metric", "value", "at_floor"])
+
+
+def skip_network_without_collapse(
+    n_layers: int, n_heads: int, d_model: int, *, seed: int = 0
+) -> ToyNet:
+    """Cor 3.1's construction: a network with skips whose residual never shrinks.
+
+    Skip connections on and every value matrix zero: each layer is X + SA(X) = X + 0, so
+    X^L = X^0 and r_L = r_0 at any depth, whatever the attention does.
+
+    Example:
+        >>> from rankcollapse.nets import random_tokens
+        >>> net = skip_network_without_collapse(8, 2, 4)
+        >>> x = random_tokens(1, 5, 4, seed=0)
+        >>> bool(torch.equal(net(x).output, x))
+        True
+    """
+    net = ToyNet(NetConfig(n_layers=n_layers, n_heads=n_heads, d_model=d_model, skip="on",
+                           seed=seed))
+    with torch.no_grad():
+        for block in net.blocks:
+            block.attn.w_v.zero_()
+    return net
