@@ -14,8 +14,14 @@ from rankcollapse.runner import run_experiment
 def test_jobs_1_and_jobs_2_give_identical_results_and_claims(tmp_path):
     overrides = {"log_dir": str(tmp_path)}
     one = run_experiment(TINY, overrides=overrides, out=tmp_path / "one", jobs=1)
-    two = run_experiment(TINY, overrides=overrides, out=tmp_path / "two", jobs=2)
+    # the last unit waits until the four that finished before it started are on disk
+    (tmp_path / "wait-2-1").write_text(f"{tmp_path / 'two' / 'units'} 4")
+    seen = []
+    two = run_experiment(
+        TINY, overrides=overrides, out=tmp_path / "two", jobs=2, progress=lambda *a: seen.append(a)
+    )
     assert two.n_computed == 6
+    assert [done for _, done, _ in seen] == list(range(7))  # each unit stored as it finishes
     pd.testing.assert_frame_equal(one.results, two.results, check_exact=True)
     assert one.claims == two.claims
     assert (tmp_path / "one" / "results.csv").read_bytes() == (

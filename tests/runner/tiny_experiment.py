@@ -3,11 +3,14 @@ and a call log plus a failure switch in `config.log_dir`, so tests can count rec
 and simulate a unit that dies midway.
 
 Units: one per (item, seed). Claims: one that passes, one that fails.
+Switches in `log_dir`: `fail-ITEM` makes that item's units raise; `wait-ITEM-SEED` holding
+"FOLDER N" makes that unit wait until N unit files are stored in FOLDER.
 """
 
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -45,6 +48,14 @@ def run_unit(config: Config, unit: dict) -> pd.DataFrame:
         f.write(f"{unit['item']}-{unit['seed']}\n")
     if (log / f"fail-{unit['item']}").exists():
         raise RuntimeError(f"simulated crash in item {unit['item']}")
+    wait = log / f"wait-{unit['item']}-{unit['seed']}"
+    if wait.exists():  # "FOLDER N": hold this unit until N unit files are stored in FOLDER
+        folder, n = wait.read_text().split()
+        deadline = time.monotonic() + 60
+        while len(list(Path(folder).glob("*.pkl"))) < int(n):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"fewer than {n} units were stored in {folder} within 60 s")
+            time.sleep(0.05)
     g = torch.Generator().manual_seed(1000 * unit["seed"] + unit["item"])
     x = torch.randn(16, 16, generator=g, dtype=torch.float64)
     rows = []

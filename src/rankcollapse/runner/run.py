@@ -25,7 +25,7 @@ import re
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -294,7 +294,7 @@ def _run_parallel(
         failure: tuple[int, BaseException] | None = None
         try:
             while remaining:
-                done, remaining = wait(remaining, return_when=FIRST_EXCEPTION)
+                done, remaining = wait(remaining, return_when=FIRST_COMPLETED)
                 for future in sorted(done, key=futures.get):
                     if future.cancelled():
                         continue
@@ -316,7 +316,7 @@ def _run_parallel(
 @contextlib.contextmanager
 def _one_torch_thread() -> Iterator[None]:
     """Run units with one torch thread, as in a worker, so results do not depend on `jobs`
-    (small units are also much faster so on a busy machine); restore the setting after."""
+    (small units are also much faster on a busy machine); restore the setting after."""
     import torch
 
     before = torch.get_num_threads()
