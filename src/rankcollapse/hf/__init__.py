@@ -15,8 +15,10 @@ from rankcollapse.hf.variants import (
     get_variant,
     variant_applied,
 )
+from rankcollapse.hf.qk_rank import qk_ranks
 
 __all__ = [
+    "qk_ranks",
     "ARCHITECTURES",
     "DONG_VARIANTS",
     "MODELS",

@@ -3,8 +3,18 @@
 from rankcollapse.nets.config import NetConfig
 from rankcollapse.nets.layers import MLP, Block, SelfAttention, Skip
 from rankcollapse.nets.toy import ToyNet, Trace, random_tokens
+from rankcollapse.nets.rank_attention import (
+    RankAttention,
+    RankEncoder,
+    StackedRankAttention,
+    UnitNorm,
+)
 
 __all__ = [
+    "RankAttention",
+    "RankEncoder",
+    "StackedRankAttention",
+    "UnitNorm",
     "MLP",
     "Block",
     "NetConfig",

@@ -1,3 +1,17 @@
 """Data generators for the learning experiments (seeded streams, trivial baselines)."""
 
-__all__: list[str] = []
+from rankcollapse.tasks.neighbours import (
+    NeighbourBatch,
+    NeighbourTask,
+    farthest_point,
+    nearest_neighbour,
+    relative_mse,
+)
+
+__all__ = [
+    "NeighbourBatch",
+    "NeighbourTask",
+    "farthest_point",
+    "nearest_neighbour",
+    "relative_mse",
+]

@@ -22,8 +22,24 @@ from rankcollapse.theory.wu import (
     rate_no_norm,
     rate_unit_norm,
 )
+from rankcollapse.theory.amsel import (
+    Construction,
+    fit_output_maps,
+    full_rank_error_two_points,
+    full_rank_head,
+    qk_parameters,
+    random_low_rank_heads,
+    random_rank_one_error_two_points,
+)
 
 __all__ = [
+    "Construction",
+    "fit_output_maps",
+    "full_rank_error_two_points",
+    "full_rank_head",
+    "qk_parameters",
+    "random_low_rank_heads",
+    "random_rank_one_error_two_points",
     "DongConstants",
     "MaskGraph",
     "bound_curve",

@@ -1,3 +1,17 @@
 """Training loops for the learning experiments."""
 
-__all__: list[str] = []
+from rankcollapse.train.grid import (
+    GridPoint,
+    GridResult,
+    TrainSettings,
+    train_grid,
+    train_one_by_one,
+)
+
+__all__ = [
+    "GridPoint",
+    "GridResult",
+    "TrainSettings",
+    "train_grid",
+    "train_one_by_one",
+]

@@ -1,0 +1,297 @@
+"""Attention with the query-key rank decoupled from the width and the number of heads.
+
+Amsel, Yehudai, Bruna 2024 (arXiv 2407.16153), Sec. 3: head h has W_Q,h, W_K,h in R^{r x d}
+(rank r = `d_qk`, free of d and H) and a full value-output map M_h in R^{d x d}:
+
+    f(Y, X)_i = sum_h sum_j softmax_j( <W_Q,h y_i, W_K,h x_j> ) M_h x_j,
+
+with a hardmax variant (one-hot on the argmax, the zero-temperature limit). Queries Y and
+keys X are separate (cross-attention, the theory); pass Y = X for self-attention.
+
+- `RankAttention`: one layer, any dtype (float32 to train, float64 for constructions).
+- `StackedRankAttention`: many (r, H, seed) configurations as one module, the heads of
+  every configuration side by side, so one optimiser step trains them all.
+- `RankEncoder`: the off-the-shelf encoder of Sec. 7 (torch's own encoder layers, post-norm
+  with unit normalisation, m parallel attention modules averaged per layer).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import torch
+from torch import Tensor, nn
+
+from rankcollapse.errors import ConfigError
+
+
+def check_rank_heads(d_model: int, d_qk: int, n_heads: int) -> None:
+    """Raise ConfigError unless 1 <= d_qk <= d_model and n_heads >= 1."""
+    if d_model < 1:
+        raise ConfigError(f"d_model={d_model}; attention needs d_model >= 1.")
+    if not 1 <= d_qk <= d_model:
+        raise ConfigError(
+            f"query-key rank d_qk={d_qk} is not allowed for d_model={d_model}: the rank of "
+            f"W_Q^T W_K is at most d, so pass 1 <= d_qk <= {d_model}."
+        )
+    if n_heads < 1:
+        raise ConfigError(f"n_heads={n_heads}; a layer needs at least one head (n_heads >= 1).")
+
+
+def hardmax(scores: Tensor) -> Tensor:
+    """One-hot on the argmax of the last axis (the zero-temperature limit of softmax).
+
+    Example:
+        >>> hardmax(torch.tensor([[0.1, 2.0, -1.0]]))
+        tensor([[0., 1., 0.]])
+    """
+    index = scores.argmax(-1, keepdim=True)
+    return torch.zeros_like(scores).scatter_(-1, index, 1.0)
+
+
+def rank_attention(
+    queries: Tensor, x: Tensor, w_q: Tensor, w_k: Tensor, w_o: Tensor, *, hard: bool = False
+) -> Tensor:
+    """The generalised multi-head layer, per head: sum_j softmax_j(<W_Q y, W_K x_j>) M x_j.
+
+    Args:
+        queries: (..., q, d). x: keys and values, (..., n, d).
+        w_q, w_k: (..., H, r, d). w_o: the maps M_h, (..., H, d, d). Leading axes broadcast.
+        hard: hardmax instead of softmax.
+
+    Returns:
+        per-head outputs, shape (..., H, q, d); sum over the head axis for the layer output.
+    """
+    q = torch.einsum("...id,...hrd->...hir", queries, w_q)  # (..., H, q, r)
+    k = torch.einsum("...jd,...hrd->...hjr", x, w_k)  # (..., H, n, r)
+    scores = q @ k.transpose(-1, -2)  # (..., H, q, n)
+    weights = hardmax(scores) if hard else scores.softmax(-1)
+    values = torch.einsum("...jd,...hed->...hje", x, w_o)  # M_h x_j: (..., H, n, d)
+    return weights @ values  # (..., H, q, d)
+
+
+def init_rank_weights(
+    d_model: int, d_qk: int, n_heads: int, *, seed: int, dtype: torch.dtype = torch.float32
+) -> tuple[Tensor, Tensor, Tensor]:
+    """Seeded initial (w_q, w_k, w_o) of shapes (H, r, d), (H, r, d), (H, d, d).
+
+    W_Q, W_K have N(0, 1/d) entries (unit-scale scores on unit inputs); M_h has N(0, 1/(d H))
+    entries so the layer output starts at unit scale whatever H is.
+    """
+    check_rank_heads(d_model, d_qk, n_heads)
+    g = torch.Generator().manual_seed(seed)
+    std_qk, std_o = 1 / math.sqrt(d_model), 1 / math.sqrt(d_model * n_heads)
+    w_q = torch.randn(n_heads, d_qk, d_model, generator=g, dtype=torch.float64) * std_qk
+    w_k = torch.randn(n_heads, d_qk, d_model, generator=g, dtype=torch.float64) * std_qk
+    w_o = torch.randn(n_heads, d_model, d_model, generator=g, dtype=torch.float64) * std_o
+    return w_q.to(dtype), w_k.to(dtype), w_o.to(dtype)
+
+
+class RankAttention(nn.Module):
+    """H heads of query-key rank r on d-dimensional tokens, soft or hard.
+
+    Example:
+        >>> layer = RankAttention(4, d_qk=1, n_heads=3, seed=0)
+        >>> layer(torch.randn(2, 5, 1, 4), torch.randn(2, 5, 6, 4)).shape
+        torch.Size([2, 5, 1, 4])
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        *,
+        d_qk: int,
+        n_heads: int,
+        hard: bool = False,
+        seed: int = 0,
+        dtype: torch.dtype = torch.float32,
+    ) -> None:
+        super().__init__()
+        w_q, w_k, w_o = init_rank_weights(d_model, d_qk, n_heads, seed=seed, dtype=dtype)
+        self.d_model, self.d_qk, self.n_heads, self.hard = d_model, d_qk, n_heads, hard
+        self.w_q, self.w_k, self.w_o = nn.Parameter(w_q), nn.Parameter(w_k), nn.Parameter(w_o)
+
+    @classmethod
+    def from_weights(
+        cls, w_q: Tensor, w_k: Tensor, w_o: Tensor, *, hard: bool = False
+    ) -> RankAttention:
+        """A layer with the given weights (shapes (H, r, d), (H, r, d), (H, d, d))."""
+        n_heads, d_qk, d_model = w_q.shape
+        if w_k.shape != w_q.shape or w_o.shape != (n_heads, d_model, d_model):
+            raise ConfigError(
+                f"weights do not fit one layer: w_q {tuple(w_q.shape)}, w_k {tuple(w_k.shape)}, "
+                f"w_o {tuple(w_o.shape)}; need (H, r, d), (H, r, d), (H, d, d)."
+            )
+        layer = cls(d_model, d_qk=d_qk, n_heads=n_heads, hard=hard, dtype=w_q.dtype)
+        with torch.no_grad():
+            layer.w_q.copy_(w_q), layer.w_k.copy_(w_k), layer.w_o.copy_(w_o)
+        return layer
+
+    def qk_products(self) -> Tensor:
+        """W_Q,h^T W_K,h per head, shape (H, d, d): the bilinear form <W_Q y, W_K x>."""
+        return self.w_q.transpose(-1, -2) @ self.w_k
+
+    def forward(self, queries: Tensor, x: Tensor) -> Tensor:
+        """queries (..., q, d), x (..., n, d) -> (..., q, d)."""
+        return rank_attention(queries, x, self.w_q, self.w_k, self.w_o, hard=self.hard).sum(-3)
+
+
+class StackedRankAttention(nn.Module):
+    """Many configurations (d_qk, n_heads, seed) of `RankAttention` as one module.
+
+    The heads of every configuration sit side by side on one axis (head k belongs to
+    configuration `owner[k]`); ranks below the largest are zero-padded and masked, so each
+    configuration computes exactly what its own `RankAttention` (same seed) computes, and the
+    gradient of one configuration's loss never reaches another's parameters.
+
+    Example:
+        >>> stack = StackedRankAttention(4, d_qk=[1, 4], n_heads=[3, 1], seeds=[0, 0])
+        >>> stack(torch.randn(2, 5, 1, 4), torch.randn(2, 5, 6, 4)).shape
+        torch.Size([2, 5, 1, 4])
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        *,
+        d_qk: Sequence[int],
+        n_heads: Sequence[int],
+        seeds: Sequence[int],
+        hard: bool = False,
+        dtype: torch.dtype = torch.float32,
+    ) -> None:
+        super().__init__()
+        if not len(d_qk) == len(n_heads) == len(seeds) >= 1:
+            raise ConfigError(
+                f"d_qk, n_heads and seeds must list the same configurations; got lengths "
+                f"{len(d_qk)}, {len(n_heads)}, {len(seeds)}."
+            )
+        r_max = max(d_qk)
+        w_q, w_k, w_o, rank_mask, owner = [], [], [], [], []
+        for c, (r, h, seed) in enumerate(zip(d_qk, n_heads, seeds, strict=True)):
+            q, k, o = init_rank_weights(d_model, r, h, seed=seed, dtype=dtype)
+            pad = (0, 0, 0, r_max - r)  # zero rows below rank r
+            w_q.append(nn.functional.pad(q, pad)), w_k.append(nn.functional.pad(k, pad))
+            w_o.append(o)
+            rank_mask.append((torch.arange(r_max) < r).expand(h, r_max))
+            owner += [c] * h
+        self.d_model, self.hard, self.n_configs = d_model, hard, len(d_qk)
+        self.d_qk, self.n_heads, self.seeds = list(d_qk), list(n_heads), list(seeds)
+        self.w_q = nn.Parameter(torch.cat(w_q))  # (K, r_max, d), K = total heads
+        self.w_k = nn.Parameter(torch.cat(w_k))
+        self.w_o = nn.Parameter(torch.cat(w_o))  # (K, d, d)
+        self.register_buffer("rank_mask", torch.cat(rank_mask).unsqueeze(-1).to(dtype))
+        self.register_buffer("owner", torch.tensor(owner))
+
+    def config_weights(self, c: int) -> tuple[Tensor, Tensor, Tensor]:
+        """Configuration c's own (w_q, w_k, w_o), unpadded: shapes (H, r, d), (H, r, d), (H, d, d)."""
+        heads, r = self.owner == c, self.d_qk[c]
+        return self.w_q[heads, :r].detach(), self.w_k[heads, :r].detach(), self.w_o[heads].detach()
+
+    def forward(self, queries: Tensor, x: Tensor) -> Tensor:
+        """queries (C, ..., q, d), x (C, ..., n, d), one slice per configuration -> (C, ..., q, d)."""
+        lead = (slice(None),) + (None,) * (queries.dim() - 3)  # broadcast weights over batch
+        w_q, w_k = (self.w_q * self.rank_mask)[lead], (self.w_k * self.rank_mask)[lead]
+        w_o = self.w_o[lead]
+        per_head = rank_attention(  # one head per row: (K, ..., 1, q, d)
+            queries[self.owner], x[self.owner], w_q.unsqueeze(-3), w_k.unsqueeze(-3),
+            w_o.unsqueeze(-3), hard=self.hard,
+        ).squeeze(-3)
+        out = torch.zeros(self.n_configs, *per_head.shape[1:], dtype=per_head.dtype)
+        return out.index_add(0, self.owner, per_head)
+
+
+class UnitNorm(nn.Module):
+    """x -> g x / ||x|| with one learnable scalar g (the paper's replacement for LayerNorm).
+
+    A LayerNorm before the first attention centres each key and stalls the full-rank model.
+
+    Example:
+        >>> UnitNorm()(torch.tensor([[3.0, 4.0]])).detach()
+        tensor([[0.6000, 0.8000]])
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gain = nn.Parameter(torch.ones(()))
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.gain * x / x.norm(dim=-1, keepdim=True).clamp_min(1e-12)
+
+
+class AveragedAttention(nn.Module):
+    """m parallel `nn.MultiheadAttention` modules, averaged: m H heads at rank d / H."""
+
+    def __init__(self, d_model: int, n_heads: int, width_multiplier: int) -> None:
+        super().__init__()
+        self.modules_ = nn.ModuleList(
+            nn.MultiheadAttention(d_model, n_heads, dropout=0.0, batch_first=True)
+            for _ in range(width_multiplier)
+        )
+
+    def forward(self, query: Tensor, key: Tensor, value: Tensor, **kwargs) -> tuple[Tensor, None]:
+        kwargs["need_weights"] = False
+        outputs = [attn(query, key, value, **kwargs)[0] for attn in self.modules_]
+        return torch.stack(outputs).mean(0), None
+
+
+class UnitNormEncoderLayer(nn.TransformerEncoderLayer):
+    """torch's post-norm encoder layer with both norms replaced by `UnitNorm`, no dropout."""
+
+    def __init__(self, d_model: int, n_heads: int, d_ff: int, width_multiplier: int) -> None:
+        super().__init__(d_model, n_heads, d_ff, dropout=0.0, batch_first=True)
+        self.norm1, self.norm2 = UnitNorm(), UnitNorm()
+        if width_multiplier > 1:
+            self.self_attn = AveragedAttention(d_model, n_heads, width_multiplier)
+
+    def forward(self, x: Tensor) -> Tensor:  # torch's slow path; its fused kernel wants LayerNorm
+        x = self.norm1(x + self._sa_block(x, None, None))
+        return self.norm2(x + self._ff_block(x))
+
+
+class RankEncoder(nn.Module):
+    """The off-the-shelf encoder of Sec. 7: unit vectors in, unit-scale vectors out.
+
+    n_layers torch encoder layers, H heads of rank d / H each, `width_multiplier` m parallel
+    attention modules per layer (m = 1, 8, 64 give d^2, d^2.5, d^3 query-key parameters at
+    d = 64); no embedding, no head.
+
+    Example:
+        >>> RankEncoder(8, n_heads=2, n_layers=1, d_ff=16, seed=0)(torch.randn(3, 5, 8)).shape
+        torch.Size([3, 5, 8])
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        *,
+        n_heads: int,
+        n_layers: int,
+        d_ff: int = 2048,
+        width_multiplier: int = 1,
+        seed: int = 0,
+    ) -> None:
+        super().__init__()
+        if d_model % max(n_heads, 1) or n_heads < 1:
+            raise ConfigError(
+                f"n_heads={n_heads} must divide d_model={d_model} (torch's heads have rank "
+                f"d / H); pass a divisor of {d_model}."
+            )
+        if n_layers < 1 or width_multiplier < 1 or d_ff < 1:
+            raise ConfigError(
+                f"n_layers={n_layers}, width_multiplier={width_multiplier}, d_ff={d_ff}: "
+                "each must be >= 1."
+            )
+        self.n_heads, self.d_qk = n_heads, d_model // n_heads
+        with torch.random.fork_rng():
+            torch.manual_seed(seed)  # torch's layers draw from the global generator
+            self.layers = nn.ModuleList(
+                UnitNormEncoderLayer(d_model, n_heads, d_ff, width_multiplier)
+                for _ in range(n_layers)
+            )
+
+    def forward(self, x: Tensor) -> Tensor:
+        for layer in self.layers:
+            x = layer(x)
+        return x

@@ -1,0 +1,229 @@
+"""Train a whole grid of (d_qk, n_heads, seed) attention layers as one batched model.
+
+Every configuration is a slice of one `StackedRankAttention`: one forward pass, one backward
+pass and one optimiser step per training step serve them all. The configurations stay
+independent: the summed loss sends each one's gradient only to its own heads, the optimiser
+(AdamW without weight decay, written out below) keeps per-head state, and a configuration
+whose loss has plateaued is frozen while the others go on. So a configuration trained in a
+grid ends where it ends when trained alone with the same seed (up to float rounding), which
+`train_one_by_one` (the same loop, one configuration at a time) checks.
+
+Data: fresh samples every step from a seeded stream per seed (`NeighbourTask.stream`);
+configurations sharing a seed share their batches. Reported errors are relative MSEs (the
+trivial predictor 0 scores 1 on the same samples).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pandas as pd
+import torch
+from torch import Tensor
+
+from rankcollapse.errors import ConfigError
+from rankcollapse.nets.rank_attention import StackedRankAttention, check_rank_heads
+from rankcollapse.tasks.neighbours import NeighbourTask, relative_mse
+
+
+@dataclass(frozen=True)
+class GridPoint:
+    """One configuration: query-key rank, number of heads, seed (init and data)."""
+
+    d_qk: int
+    n_heads: int
+    seed: int
+
+
+@dataclass(frozen=True)
+class TrainSettings:
+    """Optimiser, schedule and stopping rule (the paper: AdamW lr 0.01, betas (0.9, 0.95))."""
+
+    steps: int = 3000
+    batch_size: int = 256
+    lr: float = 0.01
+    betas: tuple[float, float] = (0.9, 0.95)
+    eps: float = 1e-8
+    warmup: int = 100  # linear warm-up steps, then cosine decay to 0 at `steps`
+    log_every: int = 50  # steps averaged into one point of the loss curve
+    patience: int = 10  # curve points without a relative improvement of `min_improvement`
+    min_improvement: float = 0.01
+    eval_samples: int = 4096
+    eval_seed: int = 1_000_003  # the held-out samples every configuration is scored on
+
+    def __post_init__(self) -> None:
+        for name in ("steps", "batch_size", "log_every", "patience", "eval_samples"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{name}={getattr(self, name)}; it must be >= 1.")
+        if not self.lr > 0:
+            raise ConfigError(f"lr={self.lr}; pass a learning rate > 0.")
+
+    def lr_at(self, step: int) -> float:
+        """Linear warm-up over `warmup` steps, then cosine decay to 0."""
+        if step < self.warmup:
+            return self.lr * (step + 1) / self.warmup
+        progress = (step - self.warmup) / max(self.steps - self.warmup, 1)
+        return self.lr * 0.5 * (1 + math.cos(math.pi * progress))
+
+
+@dataclass
+class GridResult:
+    """Loss curves (one row per configuration and curve point) and final scores."""
+
+    curves: pd.DataFrame  # d_qk, n_heads, seed, step, metric, value
+    final: pd.DataFrame  # d_qk, n_heads, seed, metric, value
+    model: StackedRankAttention | None = None
+
+
+class _StackedAdamW:
+    """AdamW (no weight decay) with per-head state, step count and an on/off switch per head."""
+
+    def __init__(self, params: Sequence[Tensor], n_heads: int, settings: TrainSettings) -> None:
+        self.params, self.settings = list(params), settings
+        self.moments = [(torch.zeros_like(p), torch.zeros_like(p)) for p in self.params]
+        self.steps = torch.zeros(n_heads, dtype=torch.float64)
+
+    @torch.no_grad()
+    def step(self, lr: float, active: Tensor) -> None:
+        """One update of the heads where `active` (K,) is True; frozen heads keep all state."""
+        b1, b2 = self.settings.betas
+        self.steps += active
+        bias1 = (1 - b1**self.steps).clamp_min(1e-12)  # (K,)
+        bias2 = (1 - b2**self.steps).clamp_min(1e-12)
+        for p, (m, v) in zip(self.params, self.moments, strict=True):
+            on = active.view(-1, *[1] * (p.dim() - 1))
+            shape = on.shape
+            m.copy_(torch.where(on, b1 * m + (1 - b1) * p.grad, m))
+            v.copy_(torch.where(on, b2 * v + (1 - b2) * p.grad.square(), v))
+            m_hat = m / bias1.view(shape).to(m.dtype)
+            v_hat = v / bias2.view(shape).to(v.dtype)
+            p.sub_(torch.where(on, lr * m_hat / (v_hat.sqrt() + self.settings.eps), 0.0))
+            p.grad = None
+
+
+def _check_grid(task: NeighbourTask, points: Sequence[GridPoint]) -> None:
+    if not points:
+        raise ConfigError("the grid is empty; pass at least one GridPoint.")
+    for p in points:
+        check_rank_heads(task.d_model, p.d_qk, p.n_heads)
+
+
+def _batch(streams, seed_index: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """One fresh batch per seed, handed to each configuration of that seed: (C, b, ., d)."""
+    batches = [next(s) for s in streams]
+    stack = lambda name: torch.stack([getattr(b, name) for b in batches])[seed_index]  # noqa: E731
+    return stack("queries"), stack("x"), stack("target")
+
+
+def _qk_alignment(model: StackedRankAttention, c: int, sign: float) -> float:
+    """Cosine between sum_h W_Q,h^T W_K,h and sign * I (the full-rank solution's direction)."""
+    w_q, w_k, _ = model.config_weights(c)
+    product = (w_q.transpose(-1, -2) @ w_k).sum(0).double()
+    eye = torch.eye(product.shape[0], dtype=torch.float64)
+    return float(sign * (product * eye).sum() / (product.norm() * eye.norm()).clamp_min(1e-300))
+
+
+def train_grid(
+    task: NeighbourTask,
+    points: Sequence[GridPoint],
+    settings: TrainSettings = TrainSettings(),
+    *,
+    hard: bool = False,
+    keep_model: bool = False,
+) -> GridResult:
+    """Train every configuration of `points` on `task` at once (float32), one optimiser step each.
+
+    Returns the loss curves (`train_rel_mse`, the mean over `log_every` steps) and, per
+    configuration, `eval_rel_mse` (held-out samples), `best_train_rel_mse` (the minimum of the
+    curve, the paper's convention), `steps_run` and `qk_alignment` (cosine of the summed
+    W_Q^T W_K with +I for "nearest", -I for "farthest").
+    """
+    _check_grid(task, points)
+    model = StackedRankAttention(
+        task.d_model,
+        d_qk=[p.d_qk for p in points],
+        n_heads=[p.n_heads for p in points],
+        seeds=[p.seed for p in points],
+        hard=hard,
+    )
+    seeds = sorted({p.seed for p in points})
+    seed_index = torch.tensor([seeds.index(p.seed) for p in points])
+    streams = [task.stream(settings.batch_size, seed=s) for s in seeds]
+    optimiser = _StackedAdamW(model.parameters(), len(model.owner), settings)
+    n_configs = len(points)
+    active = torch.ones(n_configs, dtype=torch.bool)
+    best = torch.full((n_configs,), math.inf, dtype=torch.float64)
+    since_best = torch.zeros(n_configs, dtype=torch.long)
+    steps_run = torch.zeros(n_configs, dtype=torch.long)
+    window, curve_rows = [], []
+    for step in range(settings.steps):
+        queries, x, target = _batch(streams, seed_index)
+        error = (model(queries, x) - target).square().sum(-1)  # (C, b, q)
+        per_config = error.flatten(1).mean(1)  # (C,)
+        per_config.sum().backward()  # each term reaches only its own configuration's heads
+        optimiser.step(settings.lr_at(step), active[model.owner])
+        steps_run += active
+        trivial = target.square().sum(-1).flatten(1).mean(1)  # the zero predictor, same samples
+        window.append((per_config.detach() / trivial).double())
+        if (step + 1) % settings.log_every == 0:
+            mean = torch.stack(window).mean(0)
+            window = []
+            for c, p in enumerate(points):
+                if active[c]:
+                    curve_rows.append((p.d_qk, p.n_heads, p.seed, step + 1, float(mean[c])))
+            improved = mean < best * (1 - settings.min_improvement)
+            best = torch.where(active & (mean < best), mean, best)
+            since_best = torch.where(improved, 0, since_best + 1)
+            active &= since_best < settings.patience  # plateau: stop this configuration
+            if not active.any():
+                break
+    curves = pd.DataFrame(curve_rows, columns=["d_qk", "n_heads", "seed", "step", "value"])
+    curves.insert(4, "metric", "train_rel_mse")
+    final = _final_scores(task, points, settings, model, curves, steps_run)
+    return GridResult(curves, final, model if keep_model else None)
+
+
+@torch.no_grad()
+def _final_scores(task, points, settings, model, curves, steps_run) -> pd.DataFrame:
+    held_out = task.sample(
+        settings.eval_samples, torch.Generator().manual_seed(settings.eval_seed), torch.float32
+    )
+    chunk = 512
+    predictions = []
+    for start in range(0, settings.eval_samples, chunk):
+        part = slice(start, start + chunk)
+        expand = lambda t: t[part].expand(len(points), *t[part].shape)  # noqa: E731
+        predictions.append(model(expand(held_out.queries), expand(held_out.x)))
+    prediction = torch.cat(predictions, dim=1)  # (C, samples, q, d)
+    sign = -1.0 if task.target == "farthest" else 1.0
+    rows = []
+    for c, p in enumerate(points):
+        ids = (p.d_qk, p.n_heads, p.seed)
+        curve = curves[(curves.d_qk == p.d_qk) & (curves.n_heads == p.n_heads)]
+        curve = curve[curve.seed == p.seed]
+        best = float(curve.value.min()) if len(curve) else math.nan
+        rows += [
+            (*ids, "eval_rel_mse", float(relative_mse(prediction[c], held_out.target))),
+            (*ids, "best_train_rel_mse", best),
+            (*ids, "steps_run", float(steps_run[c])),
+            (*ids, "qk_alignment", _qk_alignment(model, c, sign)),
+        ]
+    return pd.DataFrame(rows, columns=["d_qk", "n_heads", "seed", "metric", "value"])
+
+
+def train_one_by_one(
+    task: NeighbourTask,
+    points: Sequence[GridPoint],
+    settings: TrainSettings = TrainSettings(),
+    *,
+    hard: bool = False,
+) -> GridResult:
+    """The same loop, one configuration after another (the reference for `train_grid`)."""
+    _check_grid(task, points)
+    results = [train_grid(task, [p], settings, hard=hard) for p in points]
+    return GridResult(
+        pd.concat([r.curves for r in results], ignore_index=True),
+        pd.concat([r.final for r in results], ignore_index=True),
+    )
