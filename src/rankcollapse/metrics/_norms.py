@@ -21,7 +21,8 @@ def masked_mean(x: Tensor, mask: Tensor) -> Tensor:
 
 def centre(x: Tensor, mask: Tensor) -> Tensor:
     """X - 1 m^T on real tokens, pad rows kept at 0 (formed directly, not from norms)."""
-    return (x - masked_mean(x, mask)) * mask.unsqueeze(-1).to(x.dtype)
+    centred = x - masked_mean(x, mask)
+    return centred if bool(mask.all()) else centred * mask.unsqueeze(-1).to(x.dtype)
 
 
 def frobenius(x: Tensor) -> Tensor:
@@ -35,7 +36,6 @@ def composite_norm(x: Tensor) -> Tensor:
     ||X||_1 is the largest absolute column sum (a sum over tokens), ||X||_inf the largest
     absolute row sum (a sum over features); zero pad rows change neither.
     """
-    magnitude = x.abs()
-    norm_1 = magnitude.sum(-2).amax(-1)  # (...) max over features of sums over tokens
-    norm_inf = magnitude.sum(-1).amax(-1)  # (...) max over tokens of sums over features
+    norm_1 = torch.linalg.vector_norm(x, ord=1, dim=-2).amax(-1)  # (...) max over features
+    norm_inf = torch.linalg.vector_norm(x, ord=1, dim=-1).amax(-1)  # (...) max over tokens
     return torch.sqrt(norm_1 * norm_inf)

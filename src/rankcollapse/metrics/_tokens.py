@@ -26,18 +26,20 @@ import torch
 from torch import Tensor
 
 from rankcollapse._validation import check_tokens
-from rankcollapse.metrics._norms import centre, frobenius, safe_div
+from rankcollapse.metrics._norms import centre, composite_norm, frobenius, safe_div
 
 GRAM_RCOND = 1e-3
 RANK1_EXPLICIT = 1e-3
 
 
 @contextmanager
-def lapack_single_thread() -> Iterator[None]:
-    """Run batched small LAPACK calls (eigh, svd) on one thread.
+def single_thread() -> Iterator[None]:
+    """Run torch on one intra-op thread inside the block, then restore the thread count.
 
-    torch loops over the batch and lets OpenMP split every 128 x 128 problem; on a loaded
-    2-core machine that was 40x slower than one thread (6.9 s vs 0.16 s for 104 eigvalsh).
+    Metric work is many small or memory-bound ops (batched 128 x 128 eigenproblems, reductions),
+    for which OpenMP's barriers cost more than a second core gains on a shared 2-core machine:
+    measured under load, 104 batched eigvalsh took 6.9 s on 2 threads and 0.16 s on one, and
+    the whole suite over 13 BERT-base layers 13 s on 2 threads and 6.3 s on one.
     """
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -69,9 +71,24 @@ class Tokens:
         return centre(self.x, self.mask)
 
     @cached_property
+    def composite(self) -> Tensor:
+        """||X||_{1,inf}, shape (...)."""
+        return composite_norm(self.x)
+
+    @cached_property
+    def centred_composite(self) -> Tensor:
+        """||X - 1 m^T||_{1,inf}, shape (...)."""
+        return composite_norm(self.centred)
+
+    @cached_property
+    def centred_frobenius(self) -> Tensor:
+        """||X - 1 m^T||_F, shape (...)."""
+        return frobenius(self.centred)
+
+    @cached_property
     def norm_sq(self) -> Tensor:
         """||X||_F^2, shape (...)."""
-        return self.x.square().sum((-2, -1))
+        return torch.linalg.vector_norm(self.x, dim=(-2, -1)).square()
 
     @cached_property
     def gram(self) -> Tensor:
@@ -84,7 +101,7 @@ class Tokens:
 
         Accurate to about eps x sigma_max^2 in absolute terms only (the squaring trap).
         """
-        with lapack_single_thread():
+        with single_thread():
             lam = torch.linalg.eigvalsh(self.gram).flip(-1).clamp(min=0)
         return lam * self._in_spectrum(lam)
 
@@ -107,7 +124,7 @@ class Tokens:
         if bool(ill.any()):
             k = sv.shape[-1]
             flat_sv, flat_ill = sv.reshape(-1, k).clone(), ill.reshape(-1)
-            with lapack_single_thread():
+            with single_thread():
                 exact = torch.linalg.svdvals(self.x.reshape(-1, *self.x.shape[-2:])[flat_ill])
             flat_sv[flat_ill] = exact
             sv = flat_sv.reshape(sv.shape)
@@ -124,7 +141,7 @@ class Tokens:
             k = self.gram.shape[-1]
             flat, flat_near = residual.reshape(-1).clone(), near.reshape(-1)
             x = self.x.reshape(-1, *self.x.shape[-2:])[flat_near]  # (m, n, d)
-            with lapack_single_thread():
+            with single_thread():
                 _, vectors = torch.linalg.eigh(self.gram.reshape(-1, k, k)[flat_near])
             top = vectors[..., -1:]  # (m, k, 1) top eigenvector
             if self.gram_of_tokens:
@@ -144,11 +161,5 @@ class Tokens:
         """
         products = self.gram if self.gram_of_tokens else self.x @ self.x.mT  # (..., n, n)
         norms = products.diagonal(dim1=-2, dim2=-1).sqrt()  # (..., n)
-        return safe_div(products, norms.unsqueeze(-1) * norms.unsqueeze(-2))
-
-    @cached_property
-    def distinct_pairs(self) -> Tensor:
-        """True for pairs (i, j) of real tokens with i != j, (..., n, n)."""
-        n = self.mask.shape[-1]
-        eye = torch.eye(n, dtype=torch.bool, device=self.mask.device)
-        return self.mask.unsqueeze(-1) & self.mask.unsqueeze(-2) & ~eye
+        inverse = safe_div(torch.ones_like(norms), norms)  # 0 for pads and zero tokens
+        return products * inverse.unsqueeze(-1) * inverse.unsqueeze(-2)

@@ -59,9 +59,10 @@ def _abs_cos_mean(t: Tokens) -> Tensor:
 
 
 def _pair_mean(t: Tokens, values: Tensor) -> Tensor:
-    """Mean of values (..., n, n) over distinct real pairs."""
+    """Mean of values (..., n, n), 0 on pad rows and columns, over distinct real pairs."""
     n_pairs = t.n_real * (t.n_real - 1)  # >= 2: check_tokens guarantees 2 real tokens
-    return (values * t.distinct_pairs).sum((-2, -1)) / n_pairs
+    off_diagonal = values.sum((-2, -1)) - values.diagonal(dim1=-2, dim2=-1).sum(-1)
+    return off_diagonal / n_pairs
 
 
 __all__ = ["abs_cos_mean", "cos_mean"]

@@ -14,7 +14,7 @@ from __future__ import annotations
 import torch  # noqa: F401 (the docstring examples use it)
 from torch import Tensor
 
-from rankcollapse.metrics._norms import composite_norm, frobenius, safe_div
+from rankcollapse.metrics._norms import safe_div
 from rankcollapse.metrics._tokens import Tokens
 
 
@@ -43,7 +43,7 @@ def res_comp_rel(x: Tensor, mask: Tensor | None = None) -> Tensor:
 
 
 def _res_comp_rel(t: Tokens) -> Tensor:
-    return safe_div(_res_comp(t), composite_norm(t.x))
+    return safe_div(t.centred_composite, t.composite)
 
 
 def res_comp(x: Tensor, mask: Tensor | None = None) -> Tensor:
@@ -71,7 +71,7 @@ def res_comp(x: Tensor, mask: Tensor | None = None) -> Tensor:
 
 
 def _res_comp(t: Tokens) -> Tensor:
-    return composite_norm(t.centred)
+    return t.centred_composite
 
 
 def mu(x: Tensor, mask: Tensor | None = None) -> Tensor:
@@ -98,7 +98,7 @@ def mu(x: Tensor, mask: Tensor | None = None) -> Tensor:
 
 
 def _mu(t: Tokens) -> Tensor:
-    return frobenius(t.centred)
+    return t.centred_frobenius
 
 
 def mu_rel(x: Tensor, mask: Tensor | None = None) -> Tensor:
@@ -124,7 +124,7 @@ def mu_rel(x: Tensor, mask: Tensor | None = None) -> Tensor:
 
 
 def _mu_rel(t: Tokens) -> Tensor:
-    return safe_div(_mu(t), t.norm_sq.sqrt())
+    return safe_div(t.centred_frobenius, t.norm_sq.sqrt())
 
 
 def rank1_rel(x: Tensor, mask: Tensor | None = None) -> Tensor:

@@ -24,7 +24,7 @@ from torch import Tensor
 from rankcollapse.errors import InputError
 from rankcollapse.metrics._floor import dtype_floor
 from rankcollapse.metrics._norms import safe_div
-from rankcollapse.metrics._tokens import Tokens
+from rankcollapse.metrics._tokens import Tokens, single_thread
 from rankcollapse.metrics.attention import Attention
 from rankcollapse.metrics.registry import METRICS, names_of_kind
 from rankcollapse.metrics.residual import _mu_rel, _rank1_rel, _res_comp_rel
@@ -60,6 +60,8 @@ def measure_states(
 ) -> dict[str, MetricValue]:
     """State metrics of a batch of hidden states, sharing one Gram matrix per sequence.
 
+    Runs on one torch thread (see `metrics._tokens.single_thread` for the measured reason).
+
     Args:
         x: hidden states, shape (..., n, d), any float dtype.
         mask: True for real tokens, shape (..., n). Pads never enter.
@@ -77,12 +79,13 @@ def measure_states(
     """
     names = names_of_kind(metrics, "states")
     floor = None if source_dtype is None else dtype_floor(source_dtype)
-    t = Tokens(x, mask)
-    floor = dtype_floor(t.dtype) if floor is None else floor
-    values = {}
-    for name in names:
-        quantity = _FLOOR_QUANTITY.get(name, _rank1_rel)(t)
-        values[name] = MetricValue(METRICS[name].kernel(t), quantity <= floor)
+    with single_thread():
+        t = Tokens(x, mask)
+        floor = dtype_floor(t.dtype) if floor is None else floor
+        values = {}
+        for name in names:
+            quantity = _FLOOR_QUANTITY.get(name, _rank1_rel)(t)
+            values[name] = MetricValue(METRICS[name].kernel(t), quantity <= floor)
     return values
 
 
@@ -110,13 +113,16 @@ def measure_attention(
         tensor([True, True])
     """
     names = names_of_kind(metrics, "attention")
-    p = Attention.of(a, mask, edges)
-    floor = dtype_floor(a.dtype)
-    values = {}
-    for name in names:
-        value = METRICS[name].kernel(p)
-        at_floor = value <= floor if name == "attn_dist_uniform" else torch.zeros_like(value).bool()
-        values[name] = MetricValue(value, at_floor)
+    with single_thread():
+        p = Attention.of(a, mask, edges)
+        floor = dtype_floor(a.dtype)
+        values = {}
+        for name in names:
+            value = METRICS[name].kernel(p)
+            never = torch.zeros_like(value, dtype=torch.bool)
+            values[name] = MetricValue(
+                value, value <= floor if name == "attn_dist_uniform" else never
+            )
     return values
 
 
@@ -131,7 +137,7 @@ def metrics_frame(values: dict[str, MetricValue], **ids: object) -> pd.DataFrame
     Example:
         >>> out = measure_states(torch.eye(3).expand(2, 3, 3), metrics=["stable_rank"])
         >>> frame = metrics_frame(out, layer=4)
-        >>> list(frame.columns), frame["value"].tolist()
+        >>> list(frame.columns), frame["value"].round(12).tolist()
         (['layer', 'sample', 'metric', 'value', 'at_floor'], [3.0, 3.0])
     """
     clash = [key for key in ids if key in RESULT_COLUMNS]
