@@ -150,3 +150,8 @@ def test_a_bad_choice_names_the_allowed_values():
         ConfigError, match=r"variants.1: Input should be 'san' or 'skip' \(got 'skp'\)"
     ):
         make().make_config("quick", {"variants": ["san", "skp"]})
+
+
+def test_a_preset_holding_a_sub_config_object_is_merged_field_by_field():
+    exp = make(presets={"quick": {"net": Inner(depth=5, norm="pre")}, "paper": {}})
+    assert exp.make_config("quick", {"net.norm": "post"}).net == Inner(depth=5, norm="post")

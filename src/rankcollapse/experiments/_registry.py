@@ -166,7 +166,12 @@ def nest_dotted(values: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def merge_values(base: Any, update: Any) -> Any:
-    """`update` over `base`, recursing into mappings (lists and scalars are replaced whole)."""
+    """`update` over `base`, recursing into mappings (lists and scalars are replaced whole).
+
+    A pydantic model in `base` (e.g. a preset holding a sub-config) is merged as its fields.
+    """
+    if isinstance(base, BaseModel) and isinstance(update, Mapping):
+        base = base.model_dump()
     if not (isinstance(base, Mapping) and isinstance(update, Mapping)):
         return update
     merged = dict(base)
