@@ -1,5 +1,9 @@
 """Data generators for the learning experiments (seeded streams, trivial baselines)."""
 
+from rankcollapse.tasks._baselines import TaskData, trivial_baselines
+from rankcollapse.tasks.circle import CircleData, circle_data
+from rankcollapse.tasks.convex_hull import convex_hull_data, hull_vertex_labels
+from rankcollapse.tasks.memorization import label_ceiling, memorization_data
 from rankcollapse.tasks.neighbours import (
     NeighbourBatch,
     NeighbourTask,
@@ -7,6 +11,7 @@ from rankcollapse.tasks.neighbours import (
     nearest_neighbour,
     relative_mse,
 )
+from rankcollapse.tasks.sorting import sorting_data
 
 __all__ = [
     "NeighbourBatch",
@@ -14,4 +19,13 @@ __all__ = [
     "farthest_point",
     "nearest_neighbour",
     "relative_mse",
+    "CircleData",
+    "TaskData",
+    "circle_data",
+    "convex_hull_data",
+    "hull_vertex_labels",
+    "label_ceiling",
+    "memorization_data",
+    "sorting_data",
+    "trivial_baselines",
 ]

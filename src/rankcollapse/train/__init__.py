@@ -7,6 +7,15 @@ from rankcollapse.train.grid import (
     train_grid,
     train_one_by_one,
 )
+from rankcollapse.train.loop import (
+    CheckpointStore,
+    DirectoryStore,
+    MemoryStore,
+    TrainConfig,
+    checkpoint_key,
+    train,
+)
+from rankcollapse.train.san import SAN, CircleNet, SANConfig, TrainedModel, accuracy, train_model
 
 __all__ = [
     "GridPoint",
@@ -14,4 +23,16 @@ __all__ = [
     "TrainSettings",
     "train_grid",
     "train_one_by_one",
+    "SAN",
+    "CheckpointStore",
+    "CircleNet",
+    "DirectoryStore",
+    "MemoryStore",
+    "SANConfig",
+    "TrainConfig",
+    "TrainedModel",
+    "accuracy",
+    "checkpoint_key",
+    "train",
+    "train_model",
 ]
