@@ -120,3 +120,20 @@ def test_metrics_frame_of_nothing_has_the_result_columns():
         "value",
         "at_floor",
     ]
+
+
+def test_values_carry_no_gradient():
+    x = torch.randn(2, 5, 4, requires_grad=True)
+    assert not any(result.value.requires_grad for result in measure_states(x).values())
+
+
+def test_one_feature_states_are_rank_one():
+    out = measure_states(torch.randn(6, 1, dtype=torch.float64))
+    assert out["rank1_rel"].value.item() == 0.0
+    assert out["numerical_rank"].value.item() == 1.0
+    assert out["abs_cos_mean"].value.item() == 1.0
+
+
+def test_an_all_zero_state_reads_zero_everywhere():
+    out = measure_states(torch.zeros(4, 3))
+    assert all(result.value.item() == 0.0 for result in out.values())

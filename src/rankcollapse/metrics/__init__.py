@@ -4,7 +4,7 @@ State metrics `fn(x, mask=None)`, attention metrics `fn(a, mask=None, *, edges=N
 returning a float64 tensor of shape (...); the registry `METRICS` (formula and reference read
 from the docstrings); the suites `measure_states` / `measure_attention`, which share one Gram
 matrix per sequence and flag values at the floor of the source dtype; `metrics_frame` for
-tidy results.
+tidy results. Values carry no gradient: inputs are detached.
 """
 
 from rankcollapse.metrics._floor import FLOOR_FACTOR, dtype_floor

@@ -58,7 +58,8 @@ class Tokens:
     """
 
     def __init__(self, x: Tensor, mask: Tensor | None = None) -> None:
-        self.x, self.mask = check_tokens(x, mask)
+        # Measurements, not training signals: no autograd graph over (..., n, d) float64 copies.
+        self.x, self.mask = check_tokens(x.detach() if isinstance(x, Tensor) else x, mask)
         self.dtype = x.dtype
         n, d = self.x.shape[-2:]
         self.n_real = self.mask.sum(-1)  # (...)

@@ -25,7 +25,7 @@ class Attention(NamedTuple):
 
     @classmethod
     def of(cls, a: Tensor, mask: Tensor | None = None, edges: Tensor | None = None) -> Attention:
-        return cls(*check_attention(a, mask, edges))
+        return cls(*check_attention(a.detach() if isinstance(a, Tensor) else a, mask, edges))
 
     def row_mean(self, per_row: Tensor) -> Tensor:
         """Mean of a per-query quantity (..., n) over the real query rows, shape (...)."""
