@@ -1,0 +1,38 @@
+import math
+
+import pandas as pd
+import pytest
+
+from rankcollapse.errors import ConfigError, UnknownNameError
+from rankcollapse.experiments import get_experiment
+from rankcollapse.experiments.dong2021_path_lengths import run_unit, summarize, units
+
+EXP = get_experiment("dong2021-path-lengths")
+
+
+def _run(config):
+    return pd.concat([run_unit(config, u) for u in units(config)], ignore_index=True)
+
+
+def test_rows_count_every_length_of_every_architecture():
+    config = EXP.make_config("quick")
+    results = _run(config)
+    bert = results[(results["architecture"] == "bert-base") & (results["metric"] == "n_paths")]
+    assert bert["value"].tolist() == [float(math.comb(12, k) * 12**k) for k in range(13)]
+    assert list(results.columns[:4]) == ["architecture", "n_layers", "n_heads", "length"]
+
+
+def test_claims_pass_and_the_figure_is_made():
+    config = EXP.make_config("quick")
+    summary = summarize(config, _run(config))
+    assert {c.id: c.passed for c in summary.claims} == {
+        "bert-base-long-paths": True, "most-paths-are-long": True}
+    assert "path length distribution" in summary.figures
+
+
+def test_a_typo_in_an_architecture_fails_with_the_known_names():
+    config = EXP.make_config("quick", {"architectures": ["bert-bse"]})
+    with pytest.raises(UnknownNameError, match="Did you mean 'bert-base'"):
+        run_unit(config, units(config)[0])
+    with pytest.raises(ConfigError, match="architecture"):
+        EXP.make_config("quick", {"architecture": ["bert-base"]})
