@@ -16,10 +16,14 @@ from rankcollapse.experiments._registry import (
 # Experiment modules (each registers itself):
 from rankcollapse.experiments import toy_collapse  # noqa: F401
 from rankcollapse.experiments import wu2024_equilibria  # noqa: F401
+from rankcollapse.experiments import wu2024_masks  # noqa: F401
+from rankcollapse.experiments import dong2021_rank_collapse  # noqa: F401
 from rankcollapse.experiments import dong2021_path_lengths  # noqa: F401
 from rankcollapse.experiments import dong2021_bounds  # noqa: F401
 from rankcollapse.experiments import paths_by_length  # noqa: F401
 from rankcollapse.experiments import wu2024_rates  # noqa: F401
+from rankcollapse.experiments import dong2021_path_effectiveness  # noqa: F401
+from rankcollapse.experiments import dong2021_circle  # noqa: F401
 
 __all__ = [
     "Claim",

@@ -114,7 +114,8 @@ def _xlnet_base(vocab_size: int) -> Any:
 def _gpt2(vocab_size: int) -> Any:
     from transformers import GPT2Config
 
-    return GPT2Config(vocab_size=vocab_size)  # defaults are GPT-2 small
+    # Defaults are GPT-2 small; its bos/eos ids (50256) do not exist in the borrowed vocabulary.
+    return GPT2Config(vocab_size=vocab_size, bos_token_id=None, eos_token_id=None)
 
 
 def _llama_small(vocab_size: int) -> Any:
@@ -191,7 +192,9 @@ def _load_pretrained(name: str) -> tuple[nn.Module, Any, dict[str, Any]]:
         model = AutoModel.from_pretrained(path, use_safetensors=True, **local)
         tokenizer = AutoTokenizer.from_pretrained(path, **local)
         info = {"source": str(path), "quantized": "no"}
-    return model.float().eval(), tokenizer, info
+    # Loaded in float32 already (GGUF is dequantised to float32; transformers refuses .float()
+    # on a model it marks as quantized).
+    return model.eval(), tokenizer, info
 
 
 def _check_architecture_of_directory(path: Path) -> None:

@@ -49,7 +49,7 @@ def _split_metrics(metrics: Sequence[str] | None) -> tuple[list[str], list[str]]
 
 def _check_context(loaded: LoadedModel, n_tokens: int) -> None:
     limit = getattr(loaded.model.config, "max_position_embeddings", None)
-    if limit is not None and n_tokens > limit:
+    if limit is not None and 0 < limit < n_tokens:
         raise InputError(
             f"{n_tokens} tokens exceed the context of '{loaded.name}' ({limit} positions); "
             f"pass --tokens {limit} or fewer."

@@ -53,7 +53,7 @@ from typing import Literal
 import torch
 from torch import nn
 
-from rankcollapse.errors import unknown_name
+from rankcollapse.errors import ConfigError, unknown_name
 from rankcollapse.hf.architectures import Architecture, block_list, submodule
 
 
@@ -147,12 +147,30 @@ def _main(output):
     return output[0] if isinstance(output, tuple) else output
 
 
+def _part(block: nn.Module, path: str, arch: Architecture, variant: Variant) -> nn.Module:
+    """The block's module at `path`, or an error: the variant is not defined for this model."""
+    try:
+        return submodule(block, path)
+    except AttributeError:
+        raise ConfigError(
+            f"variant '{variant.name}' is not defined for this {arch.name} model: its blocks "
+            f"have no module '{path}', which the {arch.name} adapter names for it. Use "
+            "'transformer', or a model laid out like the library's own "
+            f"{arch.name} (see rankcollapse/hf/architectures.py)."
+        ) from None
+
+
 def _hook_block(block: nn.Module, arch: Architecture, variant: Variant) -> list:
     """Register this variant's hooks on one block; return the handles."""
     handles = []
     seen: dict[str, torch.Tensor] = {}
-    attention_norm = submodule(block, arch.attention_norm)
-    mlp_norm = submodule(block, arch.mlp_norm)
+    if variant.is_identity:
+        return handles
+    # Resolve every part first, so a missing one fails before any hook is registered.
+    attention_norm = _part(block, arch.attention_norm, arch, variant)
+    mlp_norm = _part(block, arch.mlp_norm, arch, variant)
+    branch = _part(block, arch.attention_branch, arch, variant)
+    mlp = _part(block, arch.mlp[-1], arch, variant)
 
     def keep(key):
         def hook(module, args, output):
@@ -165,7 +183,6 @@ def _hook_block(block: nn.Module, arch: Architecture, variant: Variant) -> list:
 
     if arch.norm_position == "post":
         if not variant.attention_skip:
-            branch = submodule(block, arch.attention_branch)
             handles.append(branch.register_forward_hook(keep("branch")))
             handles.append(
                 attention_norm.register_forward_pre_hook(lambda m, args: (seen["branch"], *args[1:]))
@@ -191,7 +208,6 @@ def _hook_block(block: nn.Module, arch: Architecture, variant: Variant) -> list:
         handles.append(attention_norm.register_forward_hook(identity))
         handles.append(mlp_norm.register_forward_hook(identity))
     if not variant.mlp:
-        mlp = submodule(block, arch.mlp[-1])
         handles.append(mlp.register_forward_hook(lambda m, args, out: torch.zeros_like(out)))
     return handles
 

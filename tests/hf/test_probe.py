@@ -1,0 +1,151 @@
+"""probe(): tidy frame, pads never enter a metric, and every bad input fails early and clearly."""
+
+import pytest
+import torch
+
+from rankcollapse.errors import ConfigError, InputError, UnknownNameError
+from rankcollapse.hf import load_model, load_windows, probe, run_batch, wrap_model
+from rankcollapse.masks import causal, complete
+from rankcollapse.metrics import measure_states
+
+TEXT = "\n\n".join(
+    [
+        "The cat sat on the warm mat and watched the birds outside the window all afternoon.",
+        "Rain fell on the old town.",
+        "Every morning the baker lit the oven before dawn, and the smell of bread filled the street.",
+    ]
+)
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return load_model("minilm").tokenizer  # cached per process; ~1 s
+
+
+@pytest.fixture(scope="module")
+def tiny_bert(tokenizer):
+    from transformers import BertConfig, BertModel
+
+    config = BertConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=64, vocab_size=len(tokenizer), max_position_embeddings=64)
+    config._attn_implementation = "eager"
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        model = BertModel(config).eval()
+    return wrap_model(model, name="tiny-bert", tokenizer=tokenizer)
+
+
+def test_probe_returns_tidy_rows_for_every_variant_layer_sample_metric(tiny_bert):
+    df = probe(tiny_bert, variants=["san", "transformer"], n_samples=3, n_tokens=16,
+               metrics=["res_comp_rel", "attn_entropy"])
+    assert list(df.columns[:10]) == ["model", "init", "variant", "mask", "temperature", "mode",
+                                     "layer", "layer_kind", "sample", "metric"]
+    states = df[df["metric"] == "res_comp_rel"]
+    assert len(states) == 2 * 3 * 3  # variants x layers x samples
+    assert set(df.loc[df["layer"] == 0, "layer_kind"]) == {"embedding"}
+    attention = df[df["metric"] == "attn_entropy"]
+    assert sorted(attention["layer"].unique()) == [1, 2]  # no attention before block 1
+
+
+def test_padded_batch_gives_the_same_metrics_as_unpadded_sequences(tiny_bert):
+    metrics = ["res_comp_rel", "mu_rel", "stable_rank", "abs_cos_mean"]
+    batch = probe(tiny_bert, padded=True, text=TEXT, n_samples=3, n_tokens=32, metrics=metrics)
+    paragraphs = TEXT.split("\n\n")
+    for sample, paragraph in enumerate(paragraphs):
+        alone = probe(tiny_bert, padded=True, text=paragraph, n_samples=1, n_tokens=32,
+                      metrics=metrics)
+        mine = batch[batch["sample"] == sample].reset_index(drop=True)
+        assert mine[["layer", "metric"]].equals(alone[["layer", "metric"]])
+        torch.testing.assert_close(
+            torch.tensor(mine["value"].to_numpy()), torch.tensor(alone["value"].to_numpy()),
+            rtol=1e-4, atol=1e-6,
+        )
+
+
+def test_pads_never_enter_a_metric_even_under_an_injected_mask(tiny_bert, tokenizer):
+    ids, mask = load_windows(tokenizer, text=TEXT, n_samples=2, n_tokens=8)
+    padded = torch.cat([ids, torch.zeros(2, 3, dtype=torch.long)], dim=1)
+    token_mask = torch.cat([mask, torch.zeros(2, 3, dtype=torch.bool)], dim=1)
+    short, long = [], []
+    run_batch(tiny_bert, ids, mask, on_layer=short.append, mask=complete(8))
+    run_batch(tiny_bert, padded, token_mask, on_layer=long.append, mask=complete(11))
+    for a, b in zip(short, long):
+        torch.testing.assert_close(
+            measure_states(a.states, mask)["res_comp_rel"].value,
+            measure_states(b.states, token_mask)["res_comp_rel"].value,
+        )
+
+
+def test_keep_states_returns_every_layer(tiny_bert):
+    df = probe(tiny_bert, n_samples=2, n_tokens=8, metrics=["mu"], keep_states=True)
+    states = df.attrs["states"]["transformer"]
+    assert len(states) == 3 and states[0].shape == (2, 8, 32)
+
+
+def test_windows_hold_exactly_n_real_tokens_and_depend_on_seed(tokenizer):
+    a, mask = load_windows(tokenizer, n_samples=32, n_tokens=128, seed=0)
+    b, _ = load_windows(tokenizer, n_samples=32, n_tokens=128, seed=1)
+    assert a.shape == (32, 128) and bool(mask.all())
+    assert not torch.equal(a, b)
+
+
+def test_random_tokens_avoid_special_ids(tokenizer):
+    ids, _ = load_windows(tokenizer, n_samples=4, n_tokens=64, random_tokens=True)
+    assert not set(ids.flatten().tolist()) & set(tokenizer.all_special_ids)
+
+
+def test_unknown_model_error_lists_known_models():
+    with pytest.raises(UnknownNameError,
+                       match="unknown model 'minilm6'. Known: minilm, smollm2, bert-base.*local model directory.*Did you mean 'minilm'"):
+        load_model("minilm6")
+
+
+def test_random_preset_has_no_pretrained_weights():
+    with pytest.raises(ConfigError, match="'bert-base' is a random-init preset.*init='random'"):
+        load_model("bert-base")
+
+
+def test_unsupported_architecture_names_the_supported_ones():
+    from transformers import DistilBertConfig, DistilBertModel
+
+    model = DistilBertModel(DistilBertConfig(dim=32, n_layers=1, n_heads=2, hidden_dim=64, vocab_size=50))
+    with pytest.raises(UnknownNameError,
+                       match="unsupported architecture 'distilbert'. Supported model types: bert, roberta, albert, xlnet, gpt2, llama"):
+        wrap_model(model, name="distil")
+
+
+def test_variant_not_defined_for_a_model_whose_blocks_lack_the_part(make_tiny, ids):
+    loaded = make_tiny("bert")
+    for layer in loaded.model.encoder.layer:
+        layer.attention.output.dropout = None  # a BERT-like model laid out differently
+    with pytest.raises(ConfigError, match="variant 'san' is not defined for this bert model.*attention.output.dropout"):
+        run_batch(loaded, ids, on_layer=lambda c: None, variant="san")
+    assert not any(m._forward_hooks for m in loaded.model.modules())
+
+
+def test_mask_larger_than_the_context_is_rejected(tiny_bert):
+    with pytest.raises(InputError, match="mask is 200 x 200 but the context has 16 tokens"):
+        probe(tiny_bert, n_samples=2, n_tokens=16, mask=causal(200))
+
+
+def test_more_tokens_than_the_model_has_positions_is_rejected(tiny_bert):
+    with pytest.raises(InputError, match="100 tokens exceed the context of 'tiny-bert' \\(64 positions\\)"):
+        probe(tiny_bert, n_samples=1, n_tokens=100)
+
+
+def test_empty_text_file_is_rejected(tiny_bert, tmp_path):
+    empty = tmp_path / "empty.txt"
+    empty.write_text("  \n")
+    with pytest.raises(InputError, match="empty.txt' is empty"):
+        probe(tiny_bert, text=empty, n_samples=1, n_tokens=8)
+
+
+def test_too_few_tokens_says_how_many_there_are(tokenizer):
+    n_real = len(tokenizer(TEXT, add_special_tokens=False)["input_ids"])
+    with pytest.raises(InputError, match=f"has {n_real} tokens with this tokenizer.*fewer samples"):
+        load_windows(tokenizer, text=TEXT, n_samples=4, n_tokens=32)
+
+
+def test_unknown_metric_is_rejected_before_loading(tiny_bert):
+    with pytest.raises(UnknownNameError, match="unknown metric 'res_comp_rell'"):
+        probe(tiny_bert, metrics=["res_comp_rell"])
