@@ -24,6 +24,7 @@ from rankcollapse.experiments import paths_by_length  # noqa: F401
 from rankcollapse.experiments import wu2024_rates  # noqa: F401
 from rankcollapse.experiments import dong2021_path_effectiveness  # noqa: F401
 from rankcollapse.experiments import dong2021_circle  # noqa: F401
+from rankcollapse.experiments import amsel2024_constructions  # noqa: F401
 
 __all__ = [
     "Claim",

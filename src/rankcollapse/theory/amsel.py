@@ -136,14 +136,19 @@ def qk_parameters(d_model: int, d_qk: int, n_heads: int) -> int:
     return n_heads * 2 * d_qk * d_model
 
 
+_HALVES = ((0.0, math.pi / 2), (math.pi / 2, math.pi))
+
+
 def _sphere_coordinate_mean(fn, d_model: int) -> float:
     """E[fn(z)] for z = <e, y>, y uniform on S^{d-1}: z = cos(theta), density ~ sin^{d-2}."""
     if d_model < 2:
         raise ConfigError(f"d_model={d_model}; the closed forms need d_model >= 2.")
     weight = lambda theta: math.sin(theta) ** (d_model - 2)  # noqa: E731
     total = integrate.quad(weight, 0, math.pi)[0]
-    value = integrate.quad(lambda theta: fn(math.cos(theta)) * weight(theta), 0, math.pi, limit=200)
-    return value[0] / total
+    integrand = lambda theta: fn(math.cos(theta)) * weight(theta)  # noqa: E731
+    # split at z = 0, where the large-temperature integrands concentrate
+    value = sum(integrate.quad(integrand, a, b, limit=200)[0] for a, b in _HALVES)
+    return value / total
 
 
 def full_rank_error_two_points(d_model: int, temperature: float) -> float:
@@ -160,7 +165,8 @@ def full_rank_error_two_points(d_model: int, temperature: float) -> float:
         0.5
     """
     s = math.sqrt(2) * temperature
-    return _sphere_coordinate_mean(lambda z: 2 / (1 + math.exp(min(s * abs(z), 700))) ** 2, d_model)
+    sigmoid_minus = lambda a: math.exp(-a) / (1 + math.exp(-a))  # noqa: E731  (a >= 0)
+    return _sphere_coordinate_mean(lambda z: 2 * sigmoid_minus(s * abs(z)) ** 2, d_model)
 
 
 def random_rank_one_error_two_points(d_model: int) -> float:
