@@ -36,6 +36,7 @@ def composite_norm(x: Tensor) -> Tensor:
     ||X||_1 is the largest absolute column sum (a sum over tokens), ||X||_inf the largest
     absolute row sum (a sum over features); zero pad rows change neither.
     """
-    norm_1 = torch.linalg.vector_norm(x, ord=1, dim=-2).amax(-1)  # (...) max over features
-    norm_inf = torch.linalg.vector_norm(x, ord=1, dim=-1).amax(-1)  # (...) max over tokens
+    magnitude = x.abs()  # one pass for both sums: faster than two fused ord-1 norms here
+    norm_1 = magnitude.sum(-2).amax(-1)  # (...) max over features of sums over tokens
+    norm_inf = magnitude.sum(-1).amax(-1)  # (...) max over tokens of sums over features
     return torch.sqrt(norm_1 * norm_inf)

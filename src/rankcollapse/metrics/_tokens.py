@@ -8,8 +8,8 @@ How the shared quantities stay accurate (see the numerics spec):
 - Squaring: Gram eigenvalues carry an absolute error of about eps x sigma_max^2, so a
   singular value sigma_i from them has a relative error of about eps (sigma_max / sigma_i)^2.
   The spectrum is taken from the Gram matrix when sigma_min / sigma_max >= GRAM_RCOND
-  (relative error then below ~1e-9 for n = 128); ill-conditioned sequences (collapsed or
-  rank-deficient states) get a float64 SVD of their own instead.
+  (relative error then about 1e6 x eps x a small multiple, 1e-10 to 1e-8); ill-conditioned
+  sequences (collapsed or rank-deficient states) get a float64 SVD of their own instead.
 - Cancellation: ||X - X_1||_F = sqrt(||X||_F^2 - sigma_1^2) loses every digit when the state
   is nearly rank 1. Below RANK1_EXPLICIT (relative) the residual X - u_1 u_1^T X is formed
   explicitly from the Gram matrix's top eigenvector, and its norm taken.
