@@ -22,6 +22,7 @@ COMMAND_MODULES = [
     "report_cmd",
     "probe",
     "variants",
+    "paths",
 ]
 
 

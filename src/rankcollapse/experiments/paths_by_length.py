@@ -134,7 +134,7 @@ def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
     return frame
 
 
-def _products_figure(products: pd.DataFrame) -> Figure:
+def products_figure(products: pd.DataFrame) -> Figure:
     models = list(dict.fromkeys(products["model"]))
     fig = Figure(figsize=(3.4 * len(models), 3.2), layout="constrained")
     axes = fig.subplots(1, len(models), squeeze=False)[0]
@@ -199,7 +199,7 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
         "collapse of each length's component": band_plot(
             lengths[lengths["metric"] == "res_comp_rel"], x="length", hue="label", logy=True,
             title="res_comp_rel of C_k", ylabel="relative residual"),
-        "attention products vs rank 1": _products_figure(products.assign(model=products["label"])),
+        "attention products vs rank 1": products_figure(products.assign(model=products["label"])),
     }
     table = lengths[lengths["metric"].isin(["share", "norm_ratio", "res_comp_rel"])].pivot_table(
         index=["label", "length"], columns="metric", values="value", aggfunc="mean").reset_index()

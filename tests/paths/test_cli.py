@@ -1,0 +1,34 @@
+"""`rankcollapse paths`: files written, numbers in them, errors before work."""
+
+import pandas as pd
+
+from rankcollapse.cli import main
+
+
+def test_count_writes_exact_counts(tmp_path):
+    assert main(["paths", "count", "--layers", "3", "--heads", "2", "--out", str(tmp_path)]) == 0
+    df = pd.read_csv(tmp_path / "paths.csv")
+    assert df["n_paths"].tolist() == [1, 6, 12, 8]
+    assert (tmp_path / "paths.png").is_file()
+
+
+def test_decompose_of_a_toy_is_exact_and_written(tmp_path, capsys):
+    argv = ["paths", "decompose", "--layers", "2", "--heads", "2", "--width", "8", "--tokens",
+            "4", "--samples", "2", "--norm", "post", "--out", str(tmp_path)]
+    assert main(argv) == 0
+    df = pd.read_csv(tmp_path / "components.csv")
+    shares = df[df["metric"] == "share"].groupby("sample")["value"].sum()
+    assert shares.round(12).tolist() == [1.0, 1.0]
+    assert "max relative error" in capsys.readouterr().out
+
+
+def test_products_writes_one_row_per_path_and_sample(tmp_path):
+    argv = ["paths", "products", "--layers", "3", "--heads", "2", "--width", "8", "--tokens",
+            "4", "--samples", "2", "--n-paths", "5", "--out", str(tmp_path)]
+    assert main(argv) == 0
+    assert len(pd.read_csv(tmp_path / "products.csv")) == 3 * 5 * 2
+
+
+def test_half_a_network_size_is_refused(capsys, tmp_path):
+    assert main(["paths", "count", "--layers", "3", "--out", str(tmp_path)]) == 2
+    assert "give both --layers and --heads" in capsys.readouterr().err
