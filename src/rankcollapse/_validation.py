@@ -82,8 +82,9 @@ def _check_enough_tokens(mask: Tensor, name: str, full: Tensor) -> None:
         )
     where = tuple(int(i) for i in too_short.nonzero()[0])
     count = int(too_short.sum())
+    sequence = _sample(where).rstrip(", ") or "the sequence"
     raise InputError(
-        f"{name} has {int(n_real[where])} real token(s) in {_sample(where).rstrip(', ') or 'the sequence'}"
+        f"{name} has {int(n_real[where])} real token(s) in {sequence}"
         f" ({count} sequence(s) have fewer than {MIN_TOKENS}); metrics need at least "
         f"{MIN_TOKENS} real tokens per sequence; drop those sequences or check the mask."
     )
@@ -204,9 +205,10 @@ def check_attention(
     off = ((row_sums - 1).abs() > tol) & mask
     if bool(off.any()):
         where = tuple(int(i) for i in off.nonzero()[0])
+        first = f"{_sample(where[:-1])}query {where[-1]} sums to {float(row_sums[where]):.6g}"
         raise InputError(
             f"{name} has {int(off.sum())} real query row(s) not summing to 1 over the real keys "
-            f"(first: {_sample(where[:-1])}query {where[-1]} sums to {float(row_sums[where]):.6g}); "
+            f"(first: {first}); "
             "attention rows must sum to 1; check that the mask is the one the model used."
         )
     allowed = _allowed_edges(edges, pairs, name, a)

@@ -1,4 +1,4 @@
-"""Bad input fails at the boundary with a message that says what, what is allowed, and how to fix."""
+"""Bad input fails at the boundary, saying what was wrong, what is allowed and how to fix it."""
 
 import pytest
 import torch

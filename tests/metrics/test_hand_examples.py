@@ -1,4 +1,4 @@
-"""Every metric on small examples computed by hand (2 x 3: n <= d, 3 x 2: n > d, 2 x 2 attention)."""
+"""Every metric on examples computed by hand: 2 x 3 (n <= d), 3 x 2 (n > d), 2 x 2 attention."""
 
 import math
 
