@@ -72,3 +72,20 @@ def test_claims_fail_when_the_pretrained_san_never_collapses():
     assert by_id["pretrained-transformer-keeps"].passed
     assert by_id["init-san-collapses"].passed
     assert not by_id["init-skip-stays"].passed  # 0.01 at the last layer
+
+
+def test_causal_decoders_are_reported_in_notes_not_in_the_encoder_claims():
+    config = EXP.make_config("quick", {"arms": [{"model": "minilm", "init": "pretrained"},
+                                                {"model": "smollm2", "init": "pretrained"}]})
+    late = [1.0] + [0.5] * 12 + [1e-3] * 18  # 30 layers, below 0.01 from layer 13
+    results = synthetic({
+        ("minilm", "pretrained", "san"): [1.0, 0.7, 0.4, 0.06, 3e-4, 2e-7, 1e-7],
+        ("minilm", "pretrained", "transformer"): [1.0, 0.9, 0.9, 0.8, 0.8, 0.6, 0.9],
+        ("smollm2", "pretrained", "san"): late,
+        ("smollm2", "pretrained", "transformer"): [1.0] * 31,
+    })
+    summary = EXP.summarize(config, results)
+    by_id = {c.id: c for c in summary.claims}
+    assert by_id["pretrained-san-collapses"].passed
+    assert by_id["pretrained-san-collapses"].measured == 4.0  # MiniLM only
+    assert any("smollm2: 13 of 30" in note for note in summary.notes)
