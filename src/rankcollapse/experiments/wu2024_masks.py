@@ -144,9 +144,13 @@ def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
 
 
 def toy_curves(
-    config: Config, mask: str, *, variants: list[str], temperature: float | None = None
+    config: BaseModel, mask: str, *, variants: list[str], temperature: float | None = None
 ) -> pd.DataFrame:
-    """mu and mu_rel per layer of the toy network, every variant, one batched pass each."""
+    """mu and mu_rel per layer of the toy network, every variant, one batched pass each.
+
+    `config` is any config with the toy fields (toy_samples, toy_tokens, toy_d_model,
+    toy_layers, seed); `temperature` is the d_QK of the softmax scale (None: the head's d_qk).
+    """
     x = random_tokens(config.toy_samples, config.toy_tokens, config.toy_d_model, seed=config.seed)
     frames = []
     for variant in variants:
@@ -189,9 +193,13 @@ def _load(name: str, init: str, seed: int, n_layers: int | None) -> LoadedModel:
 
 
 def real_curves(
-    config: Config, model: str, mask: str, *, variants: list[str], temperature: float = 1.0
+    config: BaseModel, model: str, mask: str, *, variants: list[str], temperature: float = 1.0
 ) -> pd.DataFrame:
-    """mu and mu_rel per layer of a real model for each variant and mode, via `hf.probe`."""
+    """mu and mu_rel per layer of a real model for each variant and mode, via `hf.probe`.
+
+    `config` is any config with modes, n_samples, n_tokens and seed; `temperature` divides
+    the logits on top of the model's own scaling.
+    """
     loaded = load_real(config, model)
     frames = []
     for mode in config.modes:
