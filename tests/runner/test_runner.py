@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -11,7 +12,8 @@ import yaml
 from tiny_experiment import TINY
 
 from rankcollapse.errors import ConfigError, UnitError
-from rankcollapse.runner import parse_overrides, plan, run_experiment
+from rankcollapse.experiments import _registry
+from rankcollapse.runner import parse_overrides, plan, run_all, run_experiment
 
 
 def calls(log_dir: Path) -> list[str]:
@@ -160,8 +162,6 @@ def test_jobs_below_one_is_rejected(tmp_path):
 
 
 def test_a_unit_that_returns_no_metric_value_columns_is_named(tmp_path):
-    import dataclasses
-
     broken = dataclasses.replace(TINY, run_unit=lambda c, u: pd.DataFrame({"x": [1]}))
     with pytest.raises(UnitError, match=r'tiny unit \{"item":0,"seed":0\} returned \[\'x\'\]'):
         run_experiment(broken, overrides={"log_dir": str(tmp_path)}, out=tmp_path / "run")
@@ -174,3 +174,16 @@ def test_progress_reports_every_unit_and_starts_from_the_reused_ones(tmp_path):
     seen.clear()
     run_tiny(tmp_path, overrides={"items": 1}, progress=lambda *a: seen.append(a))
     assert seen == [("tiny", 2, 2)]
+
+
+def test_run_all_validates_every_config_before_running_any(tmp_path, monkeypatch):
+    strict = dataclasses.replace(
+        TINY, name="z-strict", presets={"quick": {"items": 99}, "paper": {}}
+    )
+    monkeypatch.setattr(_registry, "_REGISTRY", {"tiny": TINY, "z-strict": strict})
+    with pytest.raises(ConfigError, match=r"invalid config for z-strict: items: .*\(got 99\)"):
+        run_all(overrides={"log_dir": str(tmp_path)}, results_root=tmp_path / "res")
+    assert calls(tmp_path) == []  # "tiny" comes first and is valid, yet did not run
+    monkeypatch.setattr(_registry, "_REGISTRY", {"tiny": TINY})
+    (result,) = run_all(overrides={"log_dir": str(tmp_path)}, results_root=tmp_path / "res")
+    assert result.out_dir == tmp_path / "res" / "tiny" / result.config_hash[:10]

@@ -187,13 +187,21 @@ def run_experiment(
 
 def run_all(
     preset: str = "quick",
+    overrides: Mapping[str, Any] | None = None,
+    config_file: str | Path | None = None,
     *,
     jobs: int = 1,
     progress: Progress | None = None,
     results_root: str | Path = "results",
 ) -> list[RunResult]:
-    """Run every registered experiment; all configs are validated before the first unit runs."""
-    plans = [plan(name, preset, results_root=results_root) for name in experiment_names()]
+    """Run every registered experiment into results_root/NAME/<config hash>/.
+
+    Every config is validated (and every unit list built) before the first unit runs.
+    """
+    plans = [
+        plan(name, preset, overrides, config_file, results_root=results_root)
+        for name in experiment_names()
+    ]
     return [execute(p, jobs, progress) for p in plans]
 
 
