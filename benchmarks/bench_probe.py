@@ -50,7 +50,9 @@ def child(arm: str) -> None:
     def run() -> None:
         if arm == "baseline":
             with torch.no_grad():
-                out = loaded.model(input_ids=ids, attention_mask=mask.long(), output_hidden_states=True)
+                out = loaded.model(
+                    input_ids=ids, attention_mask=mask.long(), output_hidden_states=True
+                )
             del out
         else:
             probe(loaded, n_samples=N_SAMPLES, n_tokens=N_TOKENS, metrics=["res_comp_rel"])
@@ -62,7 +64,11 @@ def child(arm: str) -> None:
     before = _status_kb("VmRSS")
     run()
     peak = _status_kb("VmHWM")
-    print(json.dumps({"arm": arm, "before_mb": before / 1024, "peak_extra_mb": (peak - before) / 1024}))
+    print(
+        json.dumps(
+            {"arm": arm, "before_mb": before / 1024, "peak_extra_mb": (peak - before) / 1024}
+        )
+    )
 
 
 def memory() -> dict[str, dict]:
@@ -110,11 +116,15 @@ def main() -> None:
         return
     load = os.getloadavg()[0]
     t = timing(args.repeats)
-    print(f"MiniLM, {N_SAMPLES} x {N_TOKENS} tokens, best of {args.repeats} (load average {load:.1f}):")
+    print(
+        f"MiniLM, {N_SAMPLES} x {N_TOKENS} tokens, best of {args.repeats} (load average {load:.1f}):"
+    )
     print(f"  forward with output_hidden_states : {t['forward']:.2f} s")
     print(f"  probe, default metric suite        : {t['probe']:.2f} s")
     print(f"  metric suite alone (7 states)      : {t['suite']:.2f} s")
-    print(f"  ratio probe / forward              : {t['probe'] / t['forward']:.2f} (target <= 1.15)")
+    print(
+        f"  ratio probe / forward              : {t['probe'] / t['forward']:.2f} (target <= 1.15)"
+    )
     if args.skip_memory:
         return
     m = memory()

@@ -23,19 +23,51 @@ def tiny_model(arch: str, attn_implementation: str = "eager"):
     )
 
     configs = {
-        "bert": (BertModel, BertConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                                       intermediate_size=64, vocab_size=VOCAB)),
-        "albert": (AlbertModel, AlbertConfig(hidden_size=32, embedding_size=16, num_hidden_layers=2,
-                                             num_attention_heads=2, intermediate_size=64,
-                                             vocab_size=VOCAB)),
-        "xlnet": (XLNetModel, XLNetConfig(d_model=32, n_layer=2, n_head=2, d_inner=64,
-                                          vocab_size=VOCAB)),
-        "gpt2": (GPT2Model, GPT2Config(n_embd=32, n_layer=2, n_head=2, vocab_size=VOCAB,
-                                       bos_token_id=0, eos_token_id=0)),
-        "llama": (LlamaModel, LlamaConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                                          num_key_value_heads=2, intermediate_size=64,
-                                          vocab_size=VOCAB, bos_token_id=0, eos_token_id=0,
-                                          pad_token_id=0)),
+        "bert": (
+            BertModel,
+            BertConfig(
+                hidden_size=32,
+                num_hidden_layers=2,
+                num_attention_heads=2,
+                intermediate_size=64,
+                vocab_size=VOCAB,
+            ),
+        ),
+        "albert": (
+            AlbertModel,
+            AlbertConfig(
+                hidden_size=32,
+                embedding_size=16,
+                num_hidden_layers=2,
+                num_attention_heads=2,
+                intermediate_size=64,
+                vocab_size=VOCAB,
+            ),
+        ),
+        "xlnet": (
+            XLNetModel,
+            XLNetConfig(d_model=32, n_layer=2, n_head=2, d_inner=64, vocab_size=VOCAB),
+        ),
+        "gpt2": (
+            GPT2Model,
+            GPT2Config(
+                n_embd=32, n_layer=2, n_head=2, vocab_size=VOCAB, bos_token_id=0, eos_token_id=0
+            ),
+        ),
+        "llama": (
+            LlamaModel,
+            LlamaConfig(
+                hidden_size=32,
+                num_hidden_layers=2,
+                num_attention_heads=4,
+                num_key_value_heads=2,
+                intermediate_size=64,
+                vocab_size=VOCAB,
+                bos_token_id=0,
+                eos_token_id=0,
+                pad_token_id=0,
+            ),
+        ),
     }
     cls, config = configs[arch]
     config._attn_implementation = attn_implementation

@@ -119,6 +119,4 @@ def test_xlnet_rejects_masks_and_temperature(make_tiny, ids):
 
 def test_hooks_are_removed_after_a_run(tiny, ids):
     capture(tiny, ids, variant="san", attention=True)
-    assert all(
-        not m._forward_hooks and not m._forward_pre_hooks for m in tiny.model.modules()
-    )
+    assert all(not m._forward_hooks and not m._forward_pre_hooks for m in tiny.model.modules())

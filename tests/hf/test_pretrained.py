@@ -26,7 +26,7 @@ def captured(loaded, ids, **kw):
 
 
 def test_minilm_transformer_states_equal_output_hidden_states(minilm):
-    ids, mask = load_windows(minilm.tokenizer, n_samples=2, n_tokens=32)
+    ids, _ = load_windows(minilm.tokenizer, n_samples=2, n_tokens=32)
     with torch.no_grad():
         ref = minilm.model(input_ids=ids, output_hidden_states=True).hidden_states
     ours = captured(minilm, ids)
@@ -40,10 +40,12 @@ def test_minilm_transformer_states_equal_output_hidden_states(minilm):
 
 
 def test_minilm_probe_shows_collapse_without_skip(minilm):
-    df = probe(minilm, variants=["san", "transformer"], n_samples=4, n_tokens=64,
-               metrics=["res_comp_rel"])
+    df = probe(
+        minilm, variants=["san", "transformer"], n_samples=4, n_tokens=64, metrics=["res_comp_rel"]
+    )
     last = df[df["layer"] == 6].groupby("variant")["value"].mean()
-    assert last["san"] < 1e-3 < 0.1 < last["transformer"]
+    assert last["san"] < 1e-3
+    assert last["transformer"] > 0.1
 
 
 def test_smollm2_loads_offline_as_a_quantized_llama(smollm2):

@@ -8,12 +8,10 @@ from rankcollapse.hf import load_model, load_windows, probe, run_batch, wrap_mod
 from rankcollapse.masks import causal, complete
 from rankcollapse.metrics import measure_states
 
-TEXT = "\n\n".join(
-    [
-        "The cat sat on the warm mat and watched the birds outside the window all afternoon.",
-        "Rain fell on the old town.",
-        "Every morning the baker lit the oven before dawn, and the smell of bread filled the street.",
-    ]
+TEXT = (
+    "The cat sat on the warm mat and watched the birds outside the window all afternoon.\n\n"
+    "Rain fell on the old town.\n\n"
+    "Every morning the baker lit the oven before dawn, and the smell of bread filled the street."
 )
 
 
@@ -26,8 +24,14 @@ def tokenizer():
 def tiny_bert(tokenizer):
     from transformers import BertConfig, BertModel
 
-    config = BertConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                        intermediate_size=64, vocab_size=len(tokenizer), max_position_embeddings=64)
+    config = BertConfig(
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        vocab_size=len(tokenizer),
+        max_position_embeddings=64,
+    )
     config._attn_implementation = "eager"
     with torch.random.fork_rng():
         torch.manual_seed(0)
@@ -36,10 +40,25 @@ def tiny_bert(tokenizer):
 
 
 def test_probe_returns_tidy_rows_for_every_variant_layer_sample_metric(tiny_bert):
-    df = probe(tiny_bert, variants=["san", "transformer"], n_samples=3, n_tokens=16,
-               metrics=["res_comp_rel", "attn_entropy"])
-    assert list(df.columns[:10]) == ["model", "init", "variant", "mask", "temperature", "mode",
-                                     "layer", "layer_kind", "sample", "metric"]
+    df = probe(
+        tiny_bert,
+        variants=["san", "transformer"],
+        n_samples=3,
+        n_tokens=16,
+        metrics=["res_comp_rel", "attn_entropy"],
+    )
+    assert list(df.columns[:10]) == [
+        "model",
+        "init",
+        "variant",
+        "mask",
+        "temperature",
+        "mode",
+        "layer",
+        "layer_kind",
+        "sample",
+        "metric",
+    ]
     states = df[df["metric"] == "res_comp_rel"]
     assert len(states) == 2 * 3 * 3  # variants x layers x samples
     assert set(df.loc[df["layer"] == 0, "layer_kind"]) == {"embedding"}
@@ -52,13 +71,16 @@ def test_padded_batch_gives_the_same_metrics_as_unpadded_sequences(tiny_bert):
     batch = probe(tiny_bert, padded=True, text=TEXT, n_samples=3, n_tokens=32, metrics=metrics)
     paragraphs = TEXT.split("\n\n")
     for sample, paragraph in enumerate(paragraphs):
-        alone = probe(tiny_bert, padded=True, text=paragraph, n_samples=1, n_tokens=32,
-                      metrics=metrics)
+        alone = probe(
+            tiny_bert, padded=True, text=paragraph, n_samples=1, n_tokens=32, metrics=metrics
+        )
         mine = batch[batch["sample"] == sample].reset_index(drop=True)
         assert mine[["layer", "metric"]].equals(alone[["layer", "metric"]])
         torch.testing.assert_close(
-            torch.tensor(mine["value"].to_numpy()), torch.tensor(alone["value"].to_numpy()),
-            rtol=1e-4, atol=1e-6,
+            torch.tensor(mine["value"].to_numpy()),
+            torch.tensor(alone["value"].to_numpy()),
+            rtol=1e-4,
+            atol=1e-6,
         )
 
 
@@ -95,8 +117,10 @@ def test_random_tokens_avoid_special_ids(tokenizer):
 
 
 def test_unknown_model_error_lists_known_models():
-    with pytest.raises(UnknownNameError,
-                       match="unknown model 'minilm6'. Known: minilm, smollm2, bert-base.*local model directory.*Did you mean 'minilm'"):
+    with pytest.raises(
+        UnknownNameError,
+        match="unknown model 'minilm6'. Known: minilm, smollm2, bert-base.*local model directory.*Did you mean 'minilm'",
+    ):
         load_model("minilm6")
 
 
@@ -108,9 +132,13 @@ def test_random_preset_has_no_pretrained_weights():
 def test_unsupported_architecture_names_the_supported_ones():
     from transformers import DistilBertConfig, DistilBertModel
 
-    model = DistilBertModel(DistilBertConfig(dim=32, n_layers=1, n_heads=2, hidden_dim=64, vocab_size=50))
-    with pytest.raises(UnknownNameError,
-                       match="unsupported architecture 'distilbert'. Supported model types: bert, roberta, albert, xlnet, gpt2, llama"):
+    model = DistilBertModel(
+        DistilBertConfig(dim=32, n_layers=1, n_heads=2, hidden_dim=64, vocab_size=50)
+    )
+    with pytest.raises(
+        UnknownNameError,
+        match="unsupported architecture 'distilbert'. Supported model types: bert, roberta, albert, xlnet, gpt2, llama",
+    ):
         wrap_model(model, name="distil")
 
 
@@ -118,7 +146,10 @@ def test_variant_not_defined_for_a_model_whose_blocks_lack_the_part(make_tiny, i
     loaded = make_tiny("bert")
     for layer in loaded.model.encoder.layer:
         layer.attention.output.dropout = None  # a BERT-like model laid out differently
-    with pytest.raises(ConfigError, match="variant 'san' is not defined for this bert model.*attention.output.dropout"):
+    with pytest.raises(
+        ConfigError,
+        match="variant 'san' is not defined for this bert model.*attention.output.dropout",
+    ):
         run_batch(loaded, ids, on_layer=lambda c: None, variant="san")
     assert not any(m._forward_hooks for m in loaded.model.modules())
 
@@ -129,7 +160,9 @@ def test_mask_larger_than_the_context_is_rejected(tiny_bert):
 
 
 def test_more_tokens_than_the_model_has_positions_is_rejected(tiny_bert):
-    with pytest.raises(InputError, match="100 tokens exceed the context of 'tiny-bert' \\(64 positions\\)"):
+    with pytest.raises(
+        InputError, match="100 tokens exceed the context of 'tiny-bert' \\(64 positions\\)"
+    ):
         probe(tiny_bert, n_samples=1, n_tokens=100)
 
 

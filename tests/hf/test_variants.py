@@ -1,5 +1,6 @@
 """Each ablation matches a hand-computed block on a tiny random model."""
 
+import itertools
 import math
 
 import pytest
@@ -35,12 +36,14 @@ def bert_mlp(layer, y):
     return layer.output.dense(F.gelu(layer.intermediate.dense(y)))
 
 
+def bert_post_mlp(layer, y):
+    return layer.output.LayerNorm(y + bert_mlp(layer, y))
+
+
 BERT_BLOCKS = {
     # variant: block(layer, x) by hand
     "san": lambda L, x: L.attention.output.LayerNorm(bert_branch(L, x)),
-    "san+mlp": lambda L, x: (
-        lambda y: L.output.LayerNorm(y + bert_mlp(L, y))
-    )(L.attention.output.LayerNorm(bert_branch(L, x))),
+    "san+mlp": lambda L, x: bert_post_mlp(L, L.attention.output.LayerNorm(bert_branch(L, x))),
     "san+skip": lambda L, x: L.attention.output.LayerNorm(x + bert_branch(L, x)),
     "wu:san": lambda L, x: bert_branch(L, x),
     "wu:san+skip": lambda L, x: x + bert_branch(L, x),
@@ -74,7 +77,7 @@ def test_albert_san_skip_reuses_one_block_without_mlp(make_tiny, ids):
     got = states(loaded, ids, "san+skip")
     block = loaded.model.encoder.albert_layer_groups[0].albert_layers[0]
     att = block.attention
-    for x, y in zip(got[:-1], got[1:]):
+    for x, y in itertools.pairwise(got):
         with torch.no_grad():
             context, _ = att(x)  # the library's attention sub-layer: LayerNorm(x + branch)
         assert torch.equal(y, context)
@@ -93,6 +96,10 @@ def test_albert_san_is_layernorm_of_branch(make_tiny, ids):
     assert torch.equal(got[1], expected)
 
 
+def gpt2_pre_mlp(block, y):
+    return y + block.mlp(block.ln_2(y))
+
+
 def gpt2_attention(block, x):
     out, _ = block.attn(x)
     return out
@@ -102,7 +109,7 @@ def gpt2_attention(block, x):
     "variant, by_hand",
     [
         ("san", lambda B, x: gpt2_attention(B, B.ln_1(x))),
-        ("san+mlp", lambda B, x: (lambda y: y + B.mlp(B.ln_2(y)))(gpt2_attention(B, B.ln_1(x)))),
+        ("san+mlp", lambda B, x: gpt2_pre_mlp(B, gpt2_attention(B, B.ln_1(x)))),
         ("san+skip", lambda B, x: x + gpt2_attention(B, B.ln_1(x))),
         ("wu:san", lambda B, x: gpt2_attention(B, x)),
         ("wu:san+skip", lambda B, x: x + gpt2_attention(B, x)),
@@ -112,12 +119,14 @@ def test_gpt2_variant_block_matches_hand_computation(make_tiny, ids, variant, by
     loaded = make_tiny("gpt2")
     got = states(loaded, ids, variant)
     n = ids.shape[1]
-    bias = torch.where(torch.ones(n, n, dtype=torch.bool).tril(), 0.0, torch.finfo(torch.float32).min)
+    bias = torch.where(
+        torch.ones(n, n, dtype=torch.bool).tril(), 0.0, torch.finfo(torch.float32).min
+    )
     for block, x, y in zip(loaded.model.h, got[:-1], got[1:]):
         with torch.no_grad():
             # the causal mask, passed explicitly as the model does
             orig = block.attn.forward
-            block.attn.forward = lambda hs, **kw: orig(hs, attention_mask=bias[None, None])
+            block.attn.forward = lambda hs, f=orig, **kw: f(hs, attention_mask=bias[None, None])
             try:
                 expected = by_hand(block, x)
             finally:
@@ -181,7 +190,9 @@ def test_describe_names_modules_per_architecture():
 
 
 def test_unknown_variant_error_lists_known_variants():
-    with pytest.raises(UnknownNameError, match="unknown variant 'san\\+mpl'.*Did you mean 'san\\+mlp'"):
+    with pytest.raises(
+        UnknownNameError, match="unknown variant 'san\\+mpl'.*Did you mean 'san\\+mlp'"
+    ):
         get_variant("san+mpl")
 
 

@@ -34,20 +34,34 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="attention mask replacing the model's own in every layer: complete, causal, window:W, "
         "causal_window:W, sinks:S:W, ... (see rankcollapse.masks.MASK_FAMILIES)",
     )
-    parser.add_argument("--temperature", type=float, default=1.0, help="softmax temperature T (logits / T)")
+    parser.add_argument(
+        "--temperature", type=float, default=1.0, help="softmax temperature T (logits / T)"
+    )
     parser.add_argument("--train-mode", action="store_true", help="run with dropout on")
     source = parser.add_mutually_exclusive_group()
-    source.add_argument("--text", type=Path, default=None, help="text file (default: built-in sample corpus)")
-    source.add_argument("--random-tokens", action="store_true", help="random token ids instead of text")
+    source.add_argument(
+        "--text", type=Path, default=None, help="text file (default: built-in sample corpus)"
+    )
+    source.add_argument(
+        "--random-tokens", action="store_true", help="random token ids instead of text"
+    )
     parser.add_argument(
-        "--padded", action="store_true", help="one paragraph per sample, padded (pads never enter metrics)"
+        "--padded",
+        action="store_true",
+        help="one paragraph per sample, padded (pads never enter metrics)",
     )
     parser.add_argument("--samples", type=int, default=32, help="number of sequences")
     parser.add_argument("--tokens", type=int, default=128, help="tokens per sequence")
     add_metrics_option(parser)
-    parser.add_argument("--seed", type=int, default=0, help="seed of random init, windows and random tokens")
-    parser.add_argument("--batch-size", type=int, default=None, help="sequences per forward pass (default: all)")
-    parser.add_argument("--out", type=Path, default=None, help="output folder (default: results/probe/<model>)")
+    parser.add_argument(
+        "--seed", type=int, default=0, help="seed of random init, windows and random tokens"
+    )
+    parser.add_argument(
+        "--batch-size", type=int, default=None, help="sequences per forward pass (default: all)"
+    )
+    parser.add_argument(
+        "--out", type=Path, default=None, help="output folder (default: results/probe/<model>)"
+    )
     parser.set_defaults(func=run)
 
 

@@ -43,11 +43,15 @@ from rankcollapse.experiments._registry import Claim, Experiment, Summary, Unit,
 
 NAME = "dong2021-rank-collapse"
 NEAR_ZERO = 0.01  # "fall to about 0": 1% of the input's relative residual scale
-CLEARLY_NONZERO = 0.05  # "well above 0" / "clearly non-zero": 5x NEAR_ZERO, ~1e5 x the float32 floor
+CLEARLY_NONZERO = (
+    0.05  # "well above 0" / "clearly non-zero": 5x NEAR_ZERO, ~1e5 x the float32 floor
+)
 HANDFUL = 6  # "within a handful of layers"
 METRIC = "res_comp_rel"
 
-ModelName = Literal["minilm", "smollm2", "bert-base", "albert-base", "xlnet-base", "gpt2", "llama-small"]
+ModelName = Literal[
+    "minilm", "smollm2", "bert-base", "albert-base", "xlnet-base", "gpt2", "llama-small"
+]
 VariantName = Literal["san", "san+mlp", "san+skip", "transformer"]
 # Causal decoders (not in the paper): their attention is a causal mask, under which pure attention
 # collapses more slowly (Wu et al. 2024); the paper's claims are about bidirectional encoders.
@@ -127,7 +131,9 @@ def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
     overrides = None
     if unit["init"] == "random" and config.random_layers is not None:
         overrides = {"num_hidden_layers": config.random_layers}
-    loaded = load_model(unit["model"], init=unit["init"], seed=config.seed, config_overrides=overrides)
+    loaded = load_model(
+        unit["model"], init=unit["init"], seed=config.seed, config_overrides=overrides
+    )
     frame = probe(
         loaded,
         variants=config.variants,
@@ -254,16 +260,22 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
         {f"{m}: {q}" for m, q in zip(results["model"], results["quantized"]) if q != "no"}
     )
     notes = [
-        "Variants by hooks: no attention skip = the post-attention LayerNorm acts on the "
-        "attention output alone (post-LN) or the block returns the attention branch alone "
-        "(pre-LN); no MLP = the MLP sub-layer is an exact identity (`rankcollapse variants`).",
-        "ALBERT quirk: the authors' ALBERT 'no MLP' still left a GELU and a residual; here "
-        "ALBERT's MLP sub-layer is an exact identity like every other model's. ALBERT's one "
-        "shared block is applied at every depth; its layer 0 is the output of the embedding "
-        "projection.",
-        "Pre-LN models (GPT-2, Llama/SmolLM2): states are the raw residual stream, never the "
-        "final norm's output; post-LN models (BERT, MiniLM, ALBERT, XLNet): every state is a "
-        "LayerNorm output.",
+        (
+            "Variants by hooks: no attention skip = the post-attention LayerNorm acts on the "
+            "attention output alone (post-LN) or the block returns the attention branch alone "
+            "(pre-LN); no MLP = the MLP sub-layer is an exact identity (`rankcollapse variants`)."
+        ),
+        (
+            "ALBERT quirk: the authors' ALBERT 'no MLP' still left a GELU and a residual; here "
+            "ALBERT's MLP sub-layer is an exact identity like every other model's. ALBERT's one "
+            "shared block is applied at every depth; its layer 0 is the output of the embedding "
+            "projection."
+        ),
+        (
+            "Pre-LN models (GPT-2, Llama/SmolLM2): states are the raw residual stream, never the "
+            "final norm's output; post-LN models (BERT, MiniLM, ALBERT, XLNet): every state is a "
+            "LayerNorm output."
+        ),
         "Random-init presets use MiniLM's WordPiece tokenizer (their embeddings are random).",
         "Values at the float32 floor are flagged at_floor (hollow markers in the figure).",
     ]
@@ -277,7 +289,9 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
             "(Wu et al. 2024), so init-san-collapses covers the encoders only."
         )
     late_decoders = table[
-        (table["init"] == "pretrained") & (table["variant"] == "san") & table["model"].isin(DECODERS)
+        (table["init"] == "pretrained")
+        & (table["variant"] == "san")
+        & table["model"].isin(DECODERS)
     ]
     if not late_decoders.empty:
         first = first_layer_near_zero(late_decoders)

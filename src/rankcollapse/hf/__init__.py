@@ -5,6 +5,7 @@ from rankcollapse.hf.attention import AttentionSettings, attention_settings, cus
 from rankcollapse.hf.capture import LayerCapture, applied, run_batch
 from rankcollapse.hf.models import MODELS, LoadedModel, load_model, wrap_model
 from rankcollapse.hf.probe import probe
+from rankcollapse.hf.qk_rank import qk_ranks
 from rankcollapse.hf.text import load_paragraphs, load_windows, sample_corpus
 from rankcollapse.hf.variants import (
     DONG_VARIANTS,
@@ -15,10 +16,8 @@ from rankcollapse.hf.variants import (
     get_variant,
     variant_applied,
 )
-from rankcollapse.hf.qk_rank import qk_ranks
 
 __all__ = [
-    "qk_ranks",
     "ARCHITECTURES",
     "DONG_VARIANTS",
     "MODELS",
@@ -39,6 +38,7 @@ __all__ = [
     "load_paragraphs",
     "load_windows",
     "probe",
+    "qk_ranks",
     "run_batch",
     "sample_corpus",
     "variant_applied",

@@ -188,6 +188,8 @@ def block_list(base_model: nn.Module, arch: Architecture) -> list[nn.Module]:
 
 def n_layers(base_model: nn.Module, arch: Architecture) -> int:
     """Depth as applied in the forward pass (ALBERT: applications of its shared block)."""
-    return base_model.config.num_hidden_layers if arch.shared_layers else len(
-        block_list(base_model, arch)
+    return (
+        base_model.config.num_hidden_layers
+        if arch.shared_layers
+        else len(block_list(base_model, arch))
     )

@@ -68,7 +68,9 @@ def check_mask(loaded: LoadedModel, mask: Tensor | None, n_tokens: int, temperat
         )
     if not bool(mask.diagonal().all()):
         missing = (~mask.diagonal()).nonzero().flatten().tolist()[:5]
-        raise InputError(f"attention mask lacks self-loops at tokens {missing}; set m[i, i] = True.")
+        raise InputError(
+            f"attention mask lacks self-loops at tokens {missing}; set m[i, i] = True."
+        )
 
 
 @contextmanager
@@ -165,18 +167,23 @@ def run_batch(
     handles += [block.register_forward_hook(after_block) for block in blocks]
     if attention and not arch.attention_interface:
         for block in blocks:
-            handles.append(submodule(block, arch.attention_branch).register_forward_hook(record_xlnet))
+            handles.append(
+                submodule(block, arch.attention_branch).register_forward_hook(record_xlnet)
+            )
     use_record = record if attention and arch.attention_interface else None
     try:
-        with applied(
-            loaded,
-            variant=variant,
-            mask=mask,
-            token_mask=token_mask,
-            temperature=temperature,
-            train_mode=train_mode,
-            record=use_record,
-        ), torch.no_grad():
+        with (
+            applied(
+                loaded,
+                variant=variant,
+                mask=mask,
+                token_mask=token_mask,
+                temperature=temperature,
+                train_mode=train_mode,
+                record=use_record,
+            ),
+            torch.no_grad(),
+        ):
             model(input_ids=input_ids, attention_mask=token_mask.long())
     finally:
         for handle in handles:

