@@ -26,7 +26,15 @@ def test_bounded_variants_carry_bounds_and_the_others_do_not(tiny):
     with_bounds = set(results.loc[results["metric"] == "log10_one_step", "variant"])
     assert with_bounds == {"san-1head", "san", "san+mlp"}
     assert list(results.columns) == [
-        "variant", "seed", "spread", "layer", "sample", "metric", "value", "at_floor"]
+        "variant",
+        "seed",
+        "spread",
+        "layer",
+        "sample",
+        "metric",
+        "value",
+        "at_floor",
+    ]
 
 
 def test_claims_hold_on_a_tiny_run(tiny):

@@ -26,7 +26,9 @@ def test_claims_pass_and_the_figure_is_made():
     config = EXP.make_config("quick")
     summary = summarize(config, _run(config))
     assert {c.id: c.passed for c in summary.claims} == {
-        "bert-base-long-paths": True, "most-paths-are-long": True}
+        "bert-base-long-paths": True,
+        "most-paths-are-long": True,
+    }
     assert "path length distribution" in summary.figures
 
 

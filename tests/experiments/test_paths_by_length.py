@@ -6,8 +6,15 @@ from rankcollapse.experiments import get_experiment
 from rankcollapse.experiments.paths_by_length import run_unit, summarize, units
 
 EXP = get_experiment("paths-by-length")
-TINY = {"toy_layers": 3, "toy_heads": 2, "toy_width": 8, "n_tokens": 5, "n_samples": 2,
-        "n_paths": 3, "models": []}
+TINY = {
+    "toy_layers": 3,
+    "toy_heads": 2,
+    "toy_width": 8,
+    "n_tokens": 5,
+    "n_samples": 2,
+    "n_paths": 3,
+    "models": [],
+}
 
 
 def _run(config):
@@ -33,8 +40,10 @@ def test_toy_units_are_exact_and_pure_san_lives_at_length_l():
 def test_real_model_names_become_units_with_their_init():
     config = EXP.make_config("quick", {"models": ["minilm:random", "smollm2"]})
     reals = [u for u in units(config) if not u["model"].startswith("toy-")]
-    assert reals == [{"model": "minilm", "init": "random", "seed": 0},
-                     {"model": "smollm2", "init": "pretrained", "seed": 0}]
+    assert reals == [
+        {"model": "minilm", "init": "random", "seed": 0},
+        {"model": "smollm2", "init": "pretrained", "seed": 0},
+    ]
 
 
 @pytest.mark.slow

@@ -13,8 +13,24 @@ def test_count_writes_exact_counts(tmp_path):
 
 
 def test_decompose_of_a_toy_is_exact_and_written(tmp_path, capsys):
-    argv = ["paths", "decompose", "--layers", "2", "--heads", "2", "--width", "8", "--tokens",
-            "4", "--samples", "2", "--norm", "post", "--out", str(tmp_path)]
+    argv = [
+        "paths",
+        "decompose",
+        "--layers",
+        "2",
+        "--heads",
+        "2",
+        "--width",
+        "8",
+        "--tokens",
+        "4",
+        "--samples",
+        "2",
+        "--norm",
+        "post",
+        "--out",
+        str(tmp_path),
+    ]
     assert main(argv) == 0
     df = pd.read_csv(tmp_path / "components.csv")
     shares = df[df["metric"] == "share"].groupby("sample")["value"].sum()
@@ -23,8 +39,24 @@ def test_decompose_of_a_toy_is_exact_and_written(tmp_path, capsys):
 
 
 def test_products_writes_one_row_per_path_and_sample(tmp_path):
-    argv = ["paths", "products", "--layers", "3", "--heads", "2", "--width", "8", "--tokens",
-            "4", "--samples", "2", "--n-paths", "5", "--out", str(tmp_path)]
+    argv = [
+        "paths",
+        "products",
+        "--layers",
+        "3",
+        "--heads",
+        "2",
+        "--width",
+        "8",
+        "--tokens",
+        "4",
+        "--samples",
+        "2",
+        "--n-paths",
+        "5",
+        "--out",
+        str(tmp_path),
+    ]
     assert main(argv) == 0
     assert len(pd.read_csv(tmp_path / "products.csv")) == 3 * 5 * 2
 

@@ -33,9 +33,7 @@ def test_without_skips_every_path_has_full_length():
 def test_bert_base_mass_sits_at_lengths_10_to_12():
     df = count_paths(12, 12)
     assert df.loc[df["length"].between(10, 12), "share"].sum() > 0.8
-    assert mean_path_length(12, 12) == pytest.approx(
-        sum(df["length"] * df["share"]), rel=1e-12
-    )
+    assert mean_path_length(12, 12) == pytest.approx(sum(df["length"] * df["share"]), rel=1e-12)
 
 
 def test_huge_counts_stay_exact_integers():
@@ -44,8 +42,10 @@ def test_huge_counts_stay_exact_integers():
 
 
 def test_reference_architectures_read_from_their_configs():
-    sizes = {name: tuple(architecture_paths(name)[["n_layers", "n_heads"]].iloc[0])
-             for name in REFERENCE_ARCHITECTURES}
+    sizes = {
+        name: tuple(architecture_paths(name)[["n_layers", "n_heads"]].iloc[0])
+        for name in REFERENCE_ARCHITECTURES
+    }
     assert sizes == {
         "distilbert": (6, 12),
         "bert-base": (12, 12),
@@ -56,8 +56,9 @@ def test_reference_architectures_read_from_their_configs():
 
 
 def test_a_local_model_directory_is_read_from_its_config_alone(tmp_path):
-    (tmp_path / "config.json").write_text('{"model_type": "bert", "num_hidden_layers": 3, '
-                                          '"num_attention_heads": 2}')
+    (tmp_path / "config.json").write_text(
+        '{"model_type": "bert", "num_hidden_layers": 3, "num_attention_heads": 2}'
+    )
     assert layers_and_heads(tmp_path) == (3, 2)
     assert architecture_paths(str(tmp_path))["n_paths"].tolist() == [1, 6, 12, 8]
 

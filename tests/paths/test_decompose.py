@@ -29,8 +29,15 @@ def _relative_error(a, b):
 
 
 VARIANTS = [
-    dict(skip=skip, norm=norm, norm_kind=kind, mlp=mlp, bias=True, activation="gelu",
-         skip_scale=0.7)
+    {
+        "skip": skip,
+        "norm": norm,
+        "norm_kind": kind,
+        "mlp": mlp,
+        "bias": True,
+        "activation": "gelu",
+        "skip_scale": 0.7,
+    }
     for skip, norm, kind, mlp in itertools.product(
         ["off", "on", "scaled"], ["none", "pre", "post"], ["layernorm", "unit"], [False, True]
     )
@@ -38,8 +45,11 @@ VARIANTS = [
 ]
 
 
-@pytest.mark.parametrize("options", VARIANTS, ids=lambda o: "-".join(
-    f"{o['skip']}/{o['norm']}/{o['norm_kind']}/mlp={o['mlp']}".split()))
+@pytest.mark.parametrize(
+    "options",
+    VARIANTS,
+    ids=lambda o: "-".join(f"{o['skip']}/{o['norm']}/{o['norm_kind']}/mlp={o['mlp']}".split()),
+)
 def test_enumeration_and_per_length_sums_equal_the_output(options):
     net = _net(**options)
     x = random_tokens(2, 5, 8, seed=0)

@@ -11,23 +11,37 @@ from rankcollapse.paths import decompose_by_length, freeze_real, length_frame
 
 def _tiny_bert():
     torch.manual_seed(0)
-    config = tf.BertConfig(hidden_size=32, num_hidden_layers=3, num_attention_heads=4,
-                           intermediate_size=64, vocab_size=100)
+    config = tf.BertConfig(
+        hidden_size=32,
+        num_hidden_layers=3,
+        num_attention_heads=4,
+        intermediate_size=64,
+        vocab_size=100,
+    )
     return wrap_model(tf.BertModel(config).eval().double(), name="tiny-bert")
 
 
 def _tiny_llama():
     torch.manual_seed(0)
-    config = tf.LlamaConfig(hidden_size=32, num_hidden_layers=3, num_attention_heads=4,
-                            num_key_value_heads=2, intermediate_size=64, vocab_size=100)
+    config = tf.LlamaConfig(
+        hidden_size=32,
+        num_hidden_layers=3,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        intermediate_size=64,
+        vocab_size=100,
+    )
     model = tf.LlamaModel(config).eval().double()
 
     def float64_rms_norm(module, args, output):
         # Llama's RMSNorm computes in float32 whatever the model dtype; redo it in float64 so
         # the real output is float64-exact and comparable to float64 precision.
         x = args[0]
-        return module.weight * x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True)
-                                               + module.variance_epsilon)
+        return (
+            module.weight
+            * x
+            * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + module.variance_epsilon)
+        )
 
     for module in model.modules():
         if type(module).__name__.endswith("RMSNorm"):
@@ -52,7 +66,9 @@ def test_per_length_components_plus_bias_equal_the_real_output(make):
 
 def test_shares_of_all_lengths_and_the_bias_add_up_to_one():
     loaded = _tiny_bert()
-    frozen = freeze_real(loaded, torch.randint(100, (2, 6), generator=torch.Generator().manual_seed(2)))
+    frozen = freeze_real(
+        loaded, torch.randint(100, (2, 6), generator=torch.Generator().manual_seed(2))
+    )
     frame = length_frame(decompose_by_length(frozen))
     shares = frame.query("metric == 'share'").groupby("sample")["value"].sum()
     assert shares.tolist() == pytest.approx([1.0, 1.0], abs=1e-12)

@@ -28,14 +28,21 @@ def test_constant_scales_with_heads_gamma_and_lipschitz():
     eye = torch.eye(3, dtype=torch.float64)
     one = layer_constants(eye[None], eye[None], eye[None], d_qk=9.0)
     assert one.c == pytest.approx(4 / 3)  # 4 gamma beta / sqrt(d_qk), beta = 1
-    three = layer_constants(eye.repeat(3, 1, 1), eye.repeat(3, 1, 1), 2 * eye.repeat(3, 1, 1),
-                            d_qk=9.0, gamma=0.5, lipschitz=2.0)
+    three = layer_constants(
+        eye.repeat(3, 1, 1),
+        eye.repeat(3, 1, 1),
+        2 * eye.repeat(3, 1, 1),
+        d_qk=9.0,
+        gamma=0.5,
+        lipschitz=2.0,
+    )
     assert three.c == pytest.approx(2 * 3 * 4 * 0.5 * 2 / 3)
 
 
 def test_chained_bound_equals_the_unrolled_formula_for_equal_constants():
     assert log10_stepwise_bound([5.0] * 4, 0.01)[-1] == pytest.approx(
-        log10_unrolled_bound(5.0, 0.01, 4))
+        log10_unrolled_bound(5.0, 0.01, 4)
+    )
 
 
 def test_gelu_mlp_lipschitz_uses_its_largest_slope():
@@ -47,8 +54,9 @@ def test_gelu_mlp_lipschitz_uses_its_largest_slope():
 def test_bound_is_never_below_the_measured_residual_where_informative(n_heads, mlp):
     checked = 0
     for seed in range(4):
-        net = ToyNet(NetConfig(n_layers=4, n_heads=n_heads, d_model=8, mlp=mlp,
-                               mlp_skip=False, seed=seed))
+        net = ToyNet(
+            NetConfig(n_layers=4, n_heads=n_heads, d_model=8, mlp=mlp, mlp_skip=False, seed=seed)
+        )
         x0 = random_tokens(4, 6, 8, seed=seed)
         for delta in (1e-1, 1e-2, 1e-3):  # nearly identical tokens: sqrt(c) r_0 < 1
             frame = bound_frame(net, x0[:, :1] + delta * x0)
@@ -68,8 +76,10 @@ def test_per_layer_constants_match_the_weights():
     constants = toy_constants(net, gamma=2.0)
     attn = net.layers[1].attn
     w_qk = attn.w_q.detach() @ attn.w_k.detach().transpose(-1, -2)
-    beta = max(float(w_qk[h].abs().sum(0).max() * norm_1_inf(attn.head_matrices()[h].detach()))
-               for h in range(2))
+    beta = max(
+        float(w_qk[h].abs().sum(0).max() * norm_1_inf(attn.head_matrices()[h].detach()))
+        for h in range(2)
+    )
     assert constants[1].beta == pytest.approx(beta)
     assert constants[1].c == pytest.approx(2 * 4 * 2.0 * beta / math.sqrt(net.temperature))
 

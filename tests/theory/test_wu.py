@@ -15,10 +15,15 @@ from rankcollapse.theory import (
 )
 
 
-@pytest.mark.parametrize("make, radius, n_centers", [
-    (lambda n: complete(n), 1, 9), (lambda n: causal(n), 1, 1),
-    (lambda n: window(n, 1), 4, 9), (lambda n: causal_window(n, 1), 8, 1),
-])
+@pytest.mark.parametrize(
+    "make, radius, n_centers",
+    [
+        (lambda n: complete(n), 1, 9),
+        (lambda n: causal(n), 1, 1),
+        (lambda n: window(n, 1), 4, 9),
+        (lambda n: causal_window(n, 1), 8, 1),
+    ],
+)
 def test_mask_graph_radius_and_centers_for_nine_tokens(make, radius, n_centers):
     graph = mask_graph(make(9))
     assert (graph.radius, graph.n_centers) == (radius, n_centers)

@@ -24,9 +24,12 @@ def _add_network_options(parser: argparse.ArgumentParser) -> None:
     toy.add_argument("--norm", choices=["none", "pre", "post"], default="none", help="norm (none)")
     toy.add_argument("--mlp", action="store_true", help="add an MLP block after each layer")
     real = parser.add_argument_group("real model")
-    real.add_argument("--model", default=None,
-                      help="a model name of `rankcollapse probe` (bert or llama family) or a "
-                      "local model directory")
+    real.add_argument(
+        "--model",
+        default=None,
+        help="a model name of `rankcollapse probe` (bert or llama family) or a "
+        "local model directory",
+    )
     real.add_argument("--init", choices=["pretrained", "random"], default="pretrained")
     parser.add_argument("--tokens", type=int, default=16, help="tokens per sequence (16)")
     parser.add_argument("--samples", type=int, default=4, help="sequences (4)")
@@ -44,21 +47,27 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     count = commands.add_parser("count", help="number and share of paths of each length")
     count.add_argument("--layers", type=int, default=None, help="L (with --heads)")
     count.add_argument("--heads", type=int, default=None, help="H (with --layers)")
-    count.add_argument("--arch", nargs="*", default=None,
-                       help="reference architectures or local model directories "
-                       "(default: distilbert bert-base bert-large gpt2 llama-small)")
+    count.add_argument(
+        "--arch",
+        nargs="*",
+        default=None,
+        help="reference architectures or local model directories "
+        "(default: distilbert bert-base bert-large gpt2 llama-small)",
+    )
     count.add_argument("--no-skip", action="store_true", help="count without skip connections")
     count.add_argument("--out", type=Path, default=Path("results/paths-count"))
     count.set_defaults(func=run_count)
 
     decompose = commands.add_parser(
-        "decompose", help="exact total of the paths of each length: norms, shares, collapse")
+        "decompose", help="exact total of the paths of each length: norms, shares, collapse"
+    )
     _add_network_options(decompose)
     decompose.add_argument("--out", type=Path, default=Path("results/paths-decompose"))
     decompose.set_defaults(func=run_decompose)
 
     products = commands.add_parser(
-        "products", help="distance of attention products along sampled paths to rank 1")
+        "products", help="distance of attention products along sampled paths to rank 1"
+    )
     _add_network_options(products)
     products.add_argument("--n-paths", type=int, default=20, help="paths per length (20)")
     products.add_argument("--out", type=Path, default=Path("results/paths-products"))
@@ -91,21 +100,28 @@ def run_count(args: argparse.Namespace) -> int:
         df.insert(0, "architecture", f"L={args.layers}, H={args.heads}")
         frames.append(df)
     if args.arch is not None or args.layers is None:
-        frames += [architecture_paths(a, skip=skip)
-                   for a in (args.arch or list(REFERENCE_ARCHITECTURES))]
+        frames += [
+            architecture_paths(a, skip=skip) for a in (args.arch or list(REFERENCE_ARCHITECTURES))
+        ]
     df = pd.concat(frames, ignore_index=True)
     table = Table(title="share of paths per length" + ("" if skip else " (no skips)"))
     for column in ("architecture", "length", "n_paths", "share"):
         table.add_column(column, justify="right")
     for row in df.itertuples():
         if row.share > 1e-3:  # the table shows the lengths that matter; the CSV has them all
-            table.add_row(row.architecture, str(row.length), f"{row.n_paths:.4g}",
-                          f"{row.share:.4f}")
+            table.add_row(
+                row.architecture, str(row.length), f"{row.n_paths:.4g}", f"{row.share:.4f}"
+            )
     console.print(table)
     args.out.mkdir(parents=True, exist_ok=True)
     df.to_csv(args.out / "paths.csv", index=False)
-    figure = line_plot(df.assign(value=df["share"]), x="length", hue="architecture",
-                       title="Share of paths of each length", ylabel="share of paths")
+    figure = line_plot(
+        df.assign(value=df["share"]),
+        x="length",
+        hue="architecture",
+        title="Share of paths of each length",
+        ylabel="share of paths",
+    )
     figure.savefig(args.out / "paths.png", dpi=110, bbox_inches="tight")
     console.print(f"wrote [bold]{args.out / 'paths.csv'}[/] and [bold]{args.out / 'paths.png'}[/]")
     return 0
@@ -126,14 +142,22 @@ def _frozen(args: argparse.Namespace):
         from rankcollapse.paths import freeze_real
 
         loaded = load_model(args.model, init=args.init, seed=args.seed, dtype=torch.float64)
-        ids, token_mask = load_windows(loaded.tokenizer, n_samples=args.samples,
-                                       n_tokens=args.tokens, seed=args.seed)
+        ids, token_mask = load_windows(
+            loaded.tokenizer, n_samples=args.samples, n_tokens=args.tokens, seed=args.seed
+        )
         return freeze_real(loaded, ids, token_mask), f"{args.model} ({args.init})"
     from rankcollapse.nets import NetConfig, ToyNet, random_tokens
     from rankcollapse.paths import freeze_toy
 
-    config = NetConfig(n_layers=args.layers, n_heads=args.heads, d_model=args.width,
-                       skip=args.skip, norm=args.norm, mlp=args.mlp, seed=args.seed)
+    config = NetConfig(
+        n_layers=args.layers,
+        n_heads=args.heads,
+        d_model=args.width,
+        skip=args.skip,
+        norm=args.norm,
+        mlp=args.mlp,
+        seed=args.seed,
+    )
     x = random_tokens(args.samples, args.tokens, args.width, seed=10_000 + args.seed)
     label = f"toy L={args.layers} H={args.heads} skip={args.skip} norm={args.norm} mlp={args.mlp}"
     return freeze_toy(ToyNet(config), x), label
@@ -161,11 +185,18 @@ def run_decompose(args: argparse.Namespace) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     df.to_csv(args.out / "components.csv", index=False)
     shown = df[(df["length"] >= 0) & df["metric"].isin(["norm_ratio", "res_comp_rel"])]
-    figure = band_plot(shown, x="length", hue=None, panel="metric", logy=True,
-                       title=f"Path components by length: {label}")
+    figure = band_plot(
+        shown,
+        x="length",
+        hue=None,
+        panel="metric",
+        logy=True,
+        title=f"Path components by length: {label}",
+    )
     figure.savefig(args.out / "components.png", dpi=110, bbox_inches="tight")
-    console.print(f"wrote [bold]{args.out / 'components.csv'}[/] and "
-                  f"[bold]{args.out / 'components.png'}[/]")
+    console.print(
+        f"wrote [bold]{args.out / 'components.csv'}[/] and [bold]{args.out / 'components.png'}[/]"
+    )
     return 0
 
 
@@ -187,8 +218,10 @@ def run_products(args: argparse.Namespace) -> int:
     console.print(table)
     args.out.mkdir(parents=True, exist_ok=True)
     df.to_csv(args.out / "products.csv", index=False)
-    products_figure(df.assign(model=label)).savefig(args.out / "products.png", dpi=110,
-                                                     bbox_inches="tight")
-    console.print(f"wrote [bold]{args.out / 'products.csv'}[/] and "
-                  f"[bold]{args.out / 'products.png'}[/]")
+    products_figure(df.assign(model=label)).savefig(
+        args.out / "products.png", dpi=110, bbox_inches="tight"
+    )
+    console.print(
+        f"wrote [bold]{args.out / 'products.csv'}[/] and [bold]{args.out / 'products.png'}[/]"
+    )
     return 0

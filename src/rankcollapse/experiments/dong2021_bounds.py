@@ -79,8 +79,15 @@ class Config(BaseModel):
 
 PRESETS = {
     "quick": {},
-    "paper": {"depth": 12, "n_heads": 12, "d_model": 768, "n_tokens": 128, "n_samples": 32,
-              "spreads": [1.0, 0.3, 0.01, 0.001, 0.0001], "seeds": [0, 1, 2, 3, 4]},
+    "paper": {
+        "depth": 12,
+        "n_heads": 12,
+        "d_model": 768,
+        "n_tokens": 128,
+        "n_samples": 32,
+        "spreads": [1.0, 0.3, 0.01, 0.001, 0.0001],
+        "seeds": [0, 1, 2, 3, 4],
+    },
 }
 
 
@@ -94,8 +101,9 @@ def _inputs(config: Config, seed: int):
 
     from rankcollapse.nets import random_tokens
 
-    z = random_tokens(config.n_samples, config.n_tokens + 1, config.d_model,
-                      seed=DATA_SEED_OFFSET + seed)
+    z = random_tokens(
+        config.n_samples, config.n_tokens + 1, config.d_model, seed=DATA_SEED_OFFSET + seed
+    )
     return torch.cat([z[:, :1] + spread * z[:, 1:] for spread in config.spreads])
 
 
@@ -108,18 +116,18 @@ def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
 
     variant, seed = unit["variant"], unit["seed"]
     if variant == "cor3.1":
-        net = skip_network_without_collapse(config.depth, config.n_heads, config.d_model,
-                                            seed=seed)
+        net = skip_network_without_collapse(config.depth, config.n_heads, config.d_model, seed=seed)
     else:
         options = {"n_heads": config.n_heads, **VARIANTS[variant]}
-        net = ToyNet(NetConfig(n_layers=config.depth, d_model=config.d_model, seed=seed,
-                               **options))
+        net = ToyNet(NetConfig(n_layers=config.depth, d_model=config.d_model, seed=seed, **options))
     x = _inputs(config, seed)
     with torch.no_grad():
         states = net(x).states
     frames = [
-        metrics_frame(measure_states(s, metrics=["res_comp", "res_comp_rel"],
-                                     source_dtype=net.dtype), layer=layer)
+        metrics_frame(
+            measure_states(s, metrics=["res_comp", "res_comp_rel"], source_dtype=net.dtype),
+            layer=layer,
+        )
         for layer, s in enumerate(states)
     ]
     if variant in BOUNDED:
@@ -157,10 +165,12 @@ def bound_margins(results: pd.DataFrame) -> pd.DataFrame:
     wide = wide[wide.index.get_level_values("layer") > 0]
     keep = informative.reindex(wide.index.droplevel("layer")).to_numpy() == 1.0
     wide = wide[keep]
-    return pd.DataFrame({
-        "one_step": wide["log10_one_step"] - wide["log10_r"],
-        "unrolled": wide["log10_unrolled"] - wide["log10_r"],
-    })
+    return pd.DataFrame(
+        {
+            "one_step": wide["log10_one_step"] - wide["log10_r"],
+            "unrolled": wide["log10_unrolled"] - wide["log10_r"],
+        }
+    )
 
 
 def _figure(config: Config, results: pd.DataFrame) -> Figure:
@@ -171,12 +181,14 @@ def _figure(config: Config, results: pd.DataFrame) -> Figure:
     for ax, variant in zip(axes, config.variants):
         rows = results[results["variant"] == variant]
         measured = rows[rows["metric"] == "res_comp"].assign(
-            log=lambda d: np.log10(d["value"].clip(lower=1e-300)))
+            log=lambda d: np.log10(d["value"].clip(lower=1e-300))
+        )
         for spread, part in measured.groupby("spread", sort=False):
             stats = part.groupby("layer")["log"].agg(["mean", "std"])
             ax.plot(stats.index, stats["mean"], "o-", ms=3, label=f"measured, spread {spread:g}")
-            ax.fill_between(stats.index, stats["mean"] - stats["std"],
-                            stats["mean"] + stats["std"], alpha=0.15)
+            ax.fill_between(
+                stats.index, stats["mean"] - stats["std"], stats["mean"] + stats["std"], alpha=0.15
+            )
         floored = measured[measured["at_floor"]].groupby("layer")["log"].mean()
         ax.plot(floored.index, floored, "o", mfc="none", color="grey", label="at float64 floor")
         keys = ["seed", "sample"]
@@ -186,16 +198,23 @@ def _figure(config: Config, results: pd.DataFrame) -> Figure:
             bound = bound.replace([-np.inf, np.inf], np.nan)
             if len(bound):
                 line = bound.groupby("layer")["value"].mean()
-                ax.plot(line.index, line, style,
-                        label=metric.removeprefix("log10_").replace("_", "-") + " bound")
+                ax.plot(
+                    line.index,
+                    line,
+                    style,
+                    label=metric.removeprefix("log10_").replace("_", "-") + " bound",
+                )
         ax.set_title(variant, fontsize=10)
         ax.set_xlabel("layer")
         ax.set_ylim(-20, 5)
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("log10 ||res(X^l)||_{1,inf}")
     axes[0].legend(fontsize=6)
-    fig.suptitle(f"Measured residual vs Dong et al.'s bounds (gamma = {config.gamma:g}; bounds "
-                 "averaged over the samples where they are informative)", fontsize=10)
+    fig.suptitle(
+        f"Measured residual vs Dong et al.'s bounds (gamma = {config.gamma:g}; bounds "
+        "averaged over the samples where they are informative)",
+        fontsize=10,
+    )
     return fig
 
 
@@ -206,48 +225,68 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
     if pure:
         ratios = log_ratios(results[results["variant"].isin(pure)])
         median = float(ratios.median()) if len(ratios) else math.nan
-        claims.append(Claim.check(
-            "cubic-contraction",
-            "Pure SANs contract cubically: log rho_l / log rho_{l-1} is near 3 (Thm 2.2).",
-            "|median log-residual ratio - 3| over pure-SAN layers above the float64 floor",
-            abs(median - 3), "<", 0.5,
-            note=f"median ratio {median:.3g} over {len(ratios)} layer steps",
-        ))
+        claims.append(
+            Claim.check(
+                "cubic-contraction",
+                "Pure SANs contract cubically: log rho_l / log rho_{l-1} is near 3 (Thm 2.2).",
+                "|median log-residual ratio - 3| over pure-SAN layers above the float64 floor",
+                abs(median - 3),
+                "<",
+                0.5,
+                note=f"median ratio {median:.3g} over {len(ratios)} layer steps",
+            )
+        )
         margins = bound_margins(results)
         holds = float(((margins >= 0).all(axis=1)).mean()) if len(margins) else math.nan
-        claims.append(Claim.check(
-            "bound-holds",
-            "The bound is never below the measured residual where it is informative.",
-            "share of (informative sample, layer above floor) with both bounds >= r_l",
-            holds, ">=", 1.0,
-            note=f"{len(margins)} layer values checked; smallest margin "
-            f"{margins.min().min() if len(margins) else math.nan:.3g} decades",
-        ))
+        claims.append(
+            Claim.check(
+                "bound-holds",
+                "The bound is never below the measured residual where it is informative.",
+                "share of (informative sample, layer above floor) with both bounds >= r_l",
+                holds,
+                ">=",
+                1.0,
+                note=f"{len(margins)} layer values checked; smallest margin "
+                f"{margins.min().min() if len(margins) else math.nan:.3g} decades",
+            )
+        )
         scalars = results[results["metric"].isin(["c", "informative"])]
-        constants = scalars.pivot_table(index="variant", columns="metric", values="value",
-                                        aggfunc="mean").rename(
-            columns={"c": "mean c", "informative": "share informative"}).reset_index()
+        constants = (
+            scalars.pivot_table(index="variant", columns="metric", values="value", aggfunc="mean")
+            .rename(columns={"c": "mean c", "informative": "share informative"})
+            .reset_index()
+        )
     if "cor3.1" in config.variants:
         res = results[(results["variant"] == "cor3.1") & (results["metric"] == "res_comp")]
         first = res[res["layer"] == 0].set_index(["seed", "sample"])["value"]
         last = res[res["layer"] == config.depth].set_index(["seed", "sample"])["value"]
-        claims.append(Claim.check(
-            "skip-keeps-residual",
-            "A skip network with zero value weights never shrinks its residual (Cor 3.1).",
-            "max |r_L / r_0 - 1| of the Cor 3.1 construction",
-            float((last / first - 1).abs().max()), "<", 1e-12,
-        ))
+        claims.append(
+            Claim.check(
+                "skip-keeps-residual",
+                "A skip network with zero value weights never shrinks its residual (Cor 3.1).",
+                "max |r_L / r_0 - 1| of the Cor 3.1 construction",
+                float((last / first - 1).abs().max()),
+                "<",
+                1e-12,
+            )
+        )
     return Summary(
         tables={"constants per variant": constants} if len(constants) else {},
         figures={"residual vs bounds": _figure(config, results)},
         claims=claims,
         notes=[
-            f"gamma = {config.gamma:g} (the paper's softmax constant); c includes H and, for "
-            "san+mlp, lambda = max|act'| ||W_1||_{1,inf} ||W_2||_{1,inf}.",
-            "The bound says something only where sqrt(c) r_0 < 1 ('share informative'); "
-            "elsewhere it grows and is drawn only for completeness.",
-            "Residuals are mean-centred (res_comp); at_floor marks relative residuals at the "
-            "float64 floor, excluded from the ratio and bound checks.",
+            (
+                f"gamma = {config.gamma:g} (the paper's softmax constant); c includes H and, for "
+                "san+mlp, lambda = max|act'| ||W_1||_{1,inf} ||W_2||_{1,inf}."
+            ),
+            (
+                "The bound says something only where sqrt(c) r_0 < 1 ('share informative'); "
+                "elsewhere it grows and is drawn only for completeness."
+            ),
+            (
+                "Residuals are mean-centred (res_comp); at_floor marks relative residuals at the "
+                "float64 floor, excluded from the ratio and bound checks."
+            ),
         ],
     )
 

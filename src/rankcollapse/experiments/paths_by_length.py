@@ -27,7 +27,6 @@ from __future__ import annotations
 
 from typing import Literal
 
-import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 from pydantic import BaseModel, ConfigDict, Field
@@ -77,19 +76,38 @@ class Config(BaseModel):
 PRESETS = {
     "quick": {},
     "paper": {
-        "toy_layers": 12, "toy_heads": 12, "toy_width": 768,
-        "models": ["minilm:pretrained", "minilm:random", "bert-base:random",
-                   "smollm2:pretrained", "llama-small:random"],
-        "n_tokens": 128, "n_samples": 8, "n_paths": 20, "seeds": [0, 1, 2],
+        "toy_layers": 12,
+        "toy_heads": 12,
+        "toy_width": 768,
+        "models": [
+            "minilm:pretrained",
+            "minilm:random",
+            "bert-base:random",
+            "smollm2:pretrained",
+            "llama-small:random",
+        ],
+        "n_tokens": 128,
+        "n_samples": 8,
+        "n_paths": 20,
+        "seeds": [0, 1, 2],
     },
 }
 
 
 def units(config: Config) -> list[Unit]:
-    toys = [{"model": f"toy-{v}", "init": "random", "seed": s}
-            for v in config.toy_variants for s in config.seeds]
-    reals = [{"model": m.split(":")[0], "init": m.split(":")[1] if ":" in m else "pretrained",
-              "seed": config.seeds[0]} for m in config.models]
+    toys = [
+        {"model": f"toy-{v}", "init": "random", "seed": s}
+        for v in config.toy_variants
+        for s in config.seeds
+    ]
+    reals = [
+        {
+            "model": m.split(":")[0],
+            "init": m.split(":")[1] if ":" in m else "pretrained",
+            "seed": config.seeds[0],
+        }
+        for m in config.models
+    ]
     return toys + reals
 
 
@@ -98,10 +116,18 @@ def _toy(config: Config, unit: Unit):
     from rankcollapse.paths import freeze_toy
 
     options = TOY_VARIANTS[unit["model"].removeprefix("toy-")]
-    net = ToyNet(NetConfig(n_layers=config.toy_layers, n_heads=config.toy_heads,
-                           d_model=config.toy_width, seed=unit["seed"], **options))
-    x = random_tokens(config.n_samples, config.n_tokens, config.toy_width,
-                      seed=DATA_SEED_OFFSET + unit["seed"])
+    net = ToyNet(
+        NetConfig(
+            n_layers=config.toy_layers,
+            n_heads=config.toy_heads,
+            d_model=config.toy_width,
+            seed=unit["seed"],
+            **options,
+        )
+    )
+    x = random_tokens(
+        config.n_samples, config.n_tokens, config.toy_width, seed=DATA_SEED_OFFSET + unit["seed"]
+    )
     return freeze_toy(net, x)
 
 
@@ -113,8 +139,9 @@ def _real(config: Config, unit: Unit):
     from rankcollapse.paths import freeze_real
 
     loaded = load_model(unit["model"], init=unit["init"], seed=unit["seed"], dtype=torch.float64)
-    ids, token_mask = load_windows(loaded.tokenizer, n_samples=config.n_samples,
-                                   n_tokens=config.n_tokens, seed=unit["seed"])
+    ids, token_mask = load_windows(
+        loaded.tokenizer, n_samples=config.n_samples, n_tokens=config.n_tokens, seed=unit["seed"]
+    )
     return freeze_real(loaded, ids, token_mask)
 
 
@@ -124,9 +151,17 @@ def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
     frozen = _toy(config, unit) if unit["model"].startswith("toy-") else _real(config, unit)
     result = decompose_by_length(frozen)
     error = (result.output - frozen.reference).abs().amax((-2, -1)) / frozen.reference.abs().amax(
-        (-2, -1))
-    exact = pd.DataFrame({"length": -1, "sample": range(len(error)), "metric": "exact_error",
-                          "value": error.tolist(), "at_floor": False})
+        (-2, -1)
+    )
+    exact = pd.DataFrame(
+        {
+            "length": -1,
+            "sample": range(len(error)),
+            "metric": "exact_error",
+            "value": error.tolist(),
+            "at_floor": False,
+        }
+    )
     products = products_frame(frozen.attention(), n_paths=config.n_paths, seed=unit["seed"])
     frame = pd.concat([length_frame(result), exact, products], ignore_index=True)
     for position, (key, value) in enumerate(unit.items()):
@@ -164,57 +199,93 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
     ):
         if len(subset):
             worst = subset.groupby("label")["value"].max()
-            claims.append(Claim.check(
-                claim_id, f"Components plus bias equal the output of {scope}.",
-                "max relative error of sum of components + bias vs the real output",
-                float(worst.max()), "<", level,
-                note="; ".join(f"{k}: {v:.2g}" for k, v in worst.items()),
-            ))
+            claims.append(
+                Claim.check(
+                    claim_id,
+                    f"Components plus bias equal the output of {scope}.",
+                    "max relative error of sum of components + bias vs the real output",
+                    float(worst.max()),
+                    "<",
+                    level,
+                    note="; ".join(f"{k}: {v:.2g}" for k, v in worst.items()),
+                )
+            )
     share = results[results["metric"] == "share"]
     if "san" in config.toy_variants:
         san = share[(share["model"] == "toy-san") & (share["length"] == config.toy_layers)]
-        claims.append(Claim.check(
-            "pure-san-single-length", "A pure SAN's output is all at length L.",
-            "max |share of length L - 1| (toy-san)", float((san["value"] - 1).abs().max()),
-            "<", 1e-12,
-        ))
+        claims.append(
+            Claim.check(
+                "pure-san-single-length",
+                "A pure SAN's output is all at length L.",
+                "max |share of length L - 1| (toy-san)",
+                float((san["value"] - 1).abs().max()),
+                "<",
+                1e-12,
+            )
+        )
     products = results[results["metric"] == "rank1_dist"]
     medians = products.groupby(["label", "length"])["value"].median().unstack()
     ratio = medians.apply(lambda row: row.dropna().iloc[-1] / row.dropna().iloc[0], axis=1)
-    claims.append(Claim.check(
-        "long-products-near-rank-one",
-        "Longer chains of attention are closer to rank 1 (chained attention).",
-        "max over models of median rank1_dist at length L / at length 1",
-        float(ratio.max()), "<", 1.0,
-        note="; ".join(f"{k}: {v:.2g}" for k, v in ratio.items()),
-    ))
+    claims.append(
+        Claim.check(
+            "long-products-near-rank-one",
+            "Longer chains of attention are closer to rank 1 (chained attention).",
+            "max over models of median rank1_dist at length L / at length 1",
+            float(ratio.max()),
+            "<",
+            1.0,
+            note="; ".join(f"{k}: {v:.2g}" for k, v in ratio.items()),
+        )
+    )
     lengths = results[results["length"] >= 0]
     figures = {
         "share of the output per length": line_plot(
-            share[share["length"] >= 0], x="length", hue="label",
-            title="Share <C_k, X^L> / ||X^L||^2 per path length", ylabel="share"),
+            share[share["length"] >= 0],
+            x="length",
+            hue="label",
+            title="Share <C_k, X^L> / ||X^L||^2 per path length",
+            ylabel="share",
+        ),
         "norm of each length's component": band_plot(
-            lengths[lengths["metric"] == "norm_ratio"], x="length", hue="label", logy=True,
-            title="||C_k|| / ||X^L|| per path length", ylabel="norm ratio", floor_column=None),
+            lengths[lengths["metric"] == "norm_ratio"],
+            x="length",
+            hue="label",
+            logy=True,
+            title="||C_k|| / ||X^L|| per path length",
+            ylabel="norm ratio",
+            floor_column=None,
+        ),
         "collapse of each length's component": band_plot(
-            lengths[lengths["metric"] == "res_comp_rel"], x="length", hue="label", logy=True,
-            title="res_comp_rel of C_k", ylabel="relative residual"),
+            lengths[lengths["metric"] == "res_comp_rel"],
+            x="length",
+            hue="label",
+            logy=True,
+            title="res_comp_rel of C_k",
+            ylabel="relative residual",
+        ),
         "attention products vs rank 1": products_figure(products.assign(model=products["label"])),
     }
-    table = lengths[lengths["metric"].isin(["share", "norm_ratio", "res_comp_rel"])].pivot_table(
-        index=["label", "length"], columns="metric", values="value", aggfunc="mean").reset_index()
+    table = (
+        lengths[lengths["metric"].isin(["share", "norm_ratio", "res_comp_rel"])]
+        .pivot_table(index=["label", "length"], columns="metric", values="value", aggfunc="mean")
+        .reset_index()
+    )
     return Summary(
         tables={"per-length means": table, "median rank1_dist": medians.reset_index()},
         figures=figures,
         claims=claims,
         notes=[
-            "Frozen from the forward pass: attention probabilities, every norm's per-token "
-            "scale, every MLP's activation gate (GELU(z)/z; Llama's SiLU gate). Everything else "
-            "(centring, gains, shifts, biases) is exact; biases form the separate bias term "
-            "(length -1 in the tables).",
+            (
+                "Frozen from the forward pass: attention probabilities, every norm's per-token "
+                "scale, every MLP's activation gate (GELU(z)/z; Llama's SiLU gate). Everything else "
+                "(centring, gains, shifts, biases) is exact; biases form the separate bias term "
+                "(length -1 in the tables)."
+            ),
             "A path's length counts attention heads only; an MLP branch keeps it.",
-            "Real models run in float64; Llama's RMSNorm runs in float32 internally, which "
-            "sets its exact_error at float32's level.",
+            (
+                "Real models run in float64; Llama's RMSNorm runs in float32 internally, which "
+                "sets its exact_error at float32's level."
+            ),
         ],
     )
 

@@ -68,8 +68,12 @@ PRESETS = {
 
 
 def units(config: Config) -> list[Unit]:
-    return [{"mask": m, "norm": n, "seed": s}
-            for m in config.masks for n in config.norms for s in config.seeds]
+    return [
+        {"mask": m, "norm": n, "seed": s}
+        for m in config.masks
+        for n in config.norms
+        for s in config.seeds
+    ]
 
 
 def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
@@ -78,19 +82,34 @@ def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
     from rankcollapse.masks import mask_from_spec
     from rankcollapse.metrics import dtype_floor, measure_states, metrics_frame
     from rankcollapse.nets import NetConfig, ToyNet, random_tokens
-    from rankcollapse.theory import fitted_rate, mask_graph, min_allowed_weight, rate_no_norm
-    from rankcollapse.theory import rate_unit_norm
+    from rankcollapse.theory import (
+        fitted_rate,
+        mask_graph,
+        min_allowed_weight,
+        rate_no_norm,
+        rate_unit_norm,
+    )
 
     norm = {"norm": "post", "norm_kind": "unit"} if unit["norm"] == "unit" else {}
-    net = ToyNet(NetConfig(n_layers=config.depth, d_model=config.d_model, mask=unit["mask"],
-                           value_init="orthogonal", seed=unit["seed"], **norm))
-    x = random_tokens(config.n_samples, config.n_tokens, config.d_model,
-                      seed=DATA_SEED_OFFSET + unit["seed"])
+    net = ToyNet(
+        NetConfig(
+            n_layers=config.depth,
+            d_model=config.d_model,
+            mask=unit["mask"],
+            value_init="orthogonal",
+            seed=unit["seed"],
+            **norm,
+        )
+    )
+    x = random_tokens(
+        config.n_samples, config.n_tokens, config.d_model, seed=DATA_SEED_OFFSET + unit["seed"]
+    )
     with torch.no_grad():
         trace = net(x, return_attention=True)
     frames = [
-        metrics_frame(measure_states(s, metrics=["mu", "mu_rel"], source_dtype=net.dtype),
-                      layer=layer)
+        metrics_frame(
+            measure_states(s, metrics=["mu", "mu_rel"], source_dtype=net.dtype), layer=layer
+        )
         for layer, s in enumerate(trace.states)
     ]
     frame = pd.concat(frames, ignore_index=True)
@@ -105,12 +124,18 @@ def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
     above = mu[~mu["at_floor"]].groupby("layer")["value"].mean()
     # Where mu reached the floor, the sequence stops informing the rate.
     floor_value = dtype_floor(net.dtype) * float(mu[mu["layer"] == 0]["value"].mean())
-    measured = fitted_rate(above.reindex(range(config.depth + 1)).fillna(0.0).to_numpy(),
-                           floor=floor_value)
-    scalars = pd.DataFrame({
-        "layer": math.nan, "sample": -1, "metric": list(UNIT_ROWS),
-        "value": [eps, graph.radius, graph.n_centers, bound_rate, measured], "at_floor": False,
-    })
+    measured = fitted_rate(
+        above.reindex(range(config.depth + 1)).fillna(0.0).to_numpy(), floor=floor_value
+    )
+    scalars = pd.DataFrame(
+        {
+            "layer": math.nan,
+            "sample": -1,
+            "metric": list(UNIT_ROWS),
+            "value": [eps, graph.radius, graph.n_centers, bound_rate, measured],
+            "at_floor": False,
+        }
+    )
     frame = pd.concat([frame, scalars], ignore_index=True)
     for position, (key, value) in enumerate(unit.items()):
         frame.insert(position, key, value)
@@ -120,8 +145,9 @@ def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
 def rate_table(results: pd.DataFrame) -> pd.DataFrame:
     """One row per mask and norm: graph facts, eps and both rates (means over seeds)."""
     scalars = results[results["metric"].isin(UNIT_ROWS)]
-    table = scalars.pivot_table(index=["mask", "norm"], columns="metric", values="value",
-                                aggfunc="mean", sort=False).reset_index()
+    table = scalars.pivot_table(
+        index=["mask", "norm"], columns="metric", values="value", aggfunc="mean", sort=False
+    ).reset_index()
     table["measured - bound"] = table["measured_rate"] - table["bound_rate"]
     return table
 
@@ -132,8 +158,9 @@ def _figure(config: Config, results: pd.DataFrame, table: pd.DataFrame) -> Figur
     for ax, norm in zip(axes, config.norms):
         for i, mask in enumerate(config.masks):
             color = f"C{i}"
-            mu = results[(results["metric"] == "mu") & (results["norm"] == norm)
-                         & (results["mask"] == mask)]
+            mu = results[
+                (results["metric"] == "mu") & (results["norm"] == norm) & (results["mask"] == mask)
+            ]
             mean = mu.groupby("layer")["value"].mean()
             ax.plot(mean.index, mean.clip(lower=1e-300), "-", color=color, label=f"{mask}")
             row = table[(table["mask"] == mask) & (table["norm"] == norm)].iloc[0]
@@ -155,33 +182,45 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
     plain = table[table["norm"] == "none"]
     if len(plain):
         worst = plain.loc[plain["measured - bound"].idxmax()]
-        claims.append(Claim.check(
-            "bound-is-upper",
-            "Every mask collapses at least as fast as Thm 1's bound (an upper bound).",
-            "max over masks of measured rate - bound rate (no norm)",
-            float(plain["measured - bound"].max()), "<=", 0.0,
-            note=f"closest: {worst['mask']} (measured {worst['measured_rate']:.3g}, bound "
-            f"{worst['bound_rate']:.3g} per layer)",
-        ))
+        claims.append(
+            Claim.check(
+                "bound-is-upper",
+                "Every mask collapses at least as fast as Thm 1's bound (an upper bound).",
+                "max over masks of measured rate - bound rate (no norm)",
+                float(plain["measured - bound"].max()),
+                "<=",
+                0.0,
+                note=f"closest: {worst['mask']} (measured {worst['measured_rate']:.3g}, bound "
+                f"{worst['bound_rate']:.3g} per layer)",
+            )
+        )
         rates = plain.set_index("mask")["measured_rate"]
         if {"complete", "causal_window:1"} <= set(rates.index):
-            claims.append(Claim.check(
-                "local-masks-slower",
-                "The complete mask collapses faster than the most local mask.",
-                "measured rate(complete) - measured rate(causal_window:1)",
-                float(rates["complete"] - rates["causal_window:1"]), "<", 0.0,
-                note="; ".join(f"{k}: {v:.3g}" for k, v in rates.items()),
-            ))
+            claims.append(
+                Claim.check(
+                    "local-masks-slower",
+                    "The complete mask collapses faster than the most local mask.",
+                    "measured rate(complete) - measured rate(causal_window:1)",
+                    float(rates["complete"] - rates["causal_window:1"]),
+                    "<",
+                    0.0,
+                    note="; ".join(f"{k}: {v:.3g}" for k, v in rates.items()),
+                )
+            )
     return Summary(
         tables={"rates per mask": table},
         figures={"mu vs layer with bounds": _figure(config, results, table)},
         claims=claims,
         notes=[
-            "Rates are natural-log slopes per layer (negative = collapse). The bound's rate is "
-            "log(1 - eps^r)/r (no norm) or log(1 - n eps^{2r})/(2r) (unit norm, Cor 1, which "
-            "assumes strongly connected masks or non-negative initial cosines).",
-            "eps is measured on the mask's allowed edges over all layers and samples of a unit; "
-            "C = mu(X^0) in the drawn bound curves (the theorem gives no closed form).",
+            (
+                "Rates are natural-log slopes per layer (negative = collapse). The bound's rate is "
+                "log(1 - eps^r)/r (no norm) or log(1 - n eps^{2r})/(2r) (unit norm, Cor 1, which "
+                "assumes strongly connected masks or non-negative initial cosines)."
+            ),
+            (
+                "eps is measured on the mask's allowed edges over all layers and samples of a unit; "
+                "C = mu(X^0) in the drawn bound curves (the theorem gives no closed form)."
+            ),
             "Measured rates use the layers where mean mu is above 10 x float64 eps x mu(X^0).",
         ],
     )

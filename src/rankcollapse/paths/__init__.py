@@ -28,8 +28,8 @@ from rankcollapse.paths.decompose import (
     path_matrices,
 )
 from rankcollapse.paths.frozen import FrozenAttention, FrozenMLP, FrozenNet, FrozenNorm, Sublayer
-from rankcollapse.paths.toy import freeze_toy
 from rankcollapse.paths.sampling import FULL, SKIP, path_restricted_forward, sample_paths
+from rankcollapse.paths.toy import freeze_toy
 
 
 def __getattr__(name: str) -> Any:
@@ -69,8 +69,8 @@ __all__ = [
     "mean_path_length",
     "n_paths",
     "path_matrices",
+    "path_restricted_forward",
     "products_frame",
     "rank1_distance",
-    "path_restricted_forward",
     "sample_paths",
 ]

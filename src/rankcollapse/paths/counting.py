@@ -174,7 +174,9 @@ def architecture_paths(name: str, *, skip: bool = True) -> pd.DataFrame:
     elif Path(name).is_dir():
         n_layers, n_heads = layers_and_heads(name)
     else:
-        raise unknown_name("architecture", name, REFERENCE_ARCHITECTURES, "or a local model directory")
+        raise unknown_name(
+            "architecture", name, REFERENCE_ARCHITECTURES, "or a local model directory"
+        )
     df = count_paths(n_layers, n_heads, skip=skip)
     df.insert(0, "n_heads", n_heads)
     df.insert(0, "n_layers", n_layers)

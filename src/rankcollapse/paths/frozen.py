@@ -29,6 +29,7 @@ from typing import ClassVar
 import torch
 from torch import Tensor
 
+
 @dataclass(frozen=True)
 class FrozenNorm:
     """A norm with its per-token scale frozen: y_i = s_i * centre(x_i) * gain + shift.

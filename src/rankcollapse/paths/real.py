@@ -80,8 +80,11 @@ def _bert_sublayers(loaded: LoadedModel, block: nn.Module, probs: Tensor) -> lis
         slope_at_zero=0.5,  # GELU'(0)
     )
     return [  # post-LN: LayerNorm(x + branch)
-        Sublayer(_attention(loaded, block, probs), 1.0,
-                 norm_out=_layer_norm(submodule(block, arch.attention_norm))),
+        Sublayer(
+            _attention(loaded, block, probs),
+            1.0,
+            norm_out=_layer_norm(submodule(block, arch.attention_norm)),
+        ),
         Sublayer(mlp, 1.0, norm_out=_layer_norm(submodule(block, arch.mlp_norm))),
     ]
 
@@ -99,8 +102,11 @@ def _llama_sublayers(loaded: LoadedModel, block: nn.Module, probs: Tensor) -> li
         b_gate=gated.gate_proj.bias,
     )
     return [  # pre-LN: x + branch(RMSNorm(x))
-        Sublayer(_attention(loaded, block, probs), 1.0,
-                 norm_in=_rms_norm(submodule(block, arch.attention_norm))),
+        Sublayer(
+            _attention(loaded, block, probs),
+            1.0,
+            norm_in=_rms_norm(submodule(block, arch.attention_norm)),
+        ),
         Sublayer(mlp, 1.0, norm_in=_rms_norm(submodule(block, arch.mlp_norm))),
     ]
 

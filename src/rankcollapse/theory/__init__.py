@@ -1,5 +1,14 @@
 """Bounds and constructions from the three papers."""
 
+from rankcollapse.theory.amsel import (
+    Construction,
+    fit_output_maps,
+    full_rank_error_two_points,
+    full_rank_head,
+    qk_parameters,
+    random_low_rank_heads,
+    random_rank_one_error_two_points,
+)
 from rankcollapse.theory.dong import (
     DongConstants,
     bound_frame,
@@ -22,29 +31,17 @@ from rankcollapse.theory.wu import (
     rate_no_norm,
     rate_unit_norm,
 )
-from rankcollapse.theory.amsel import (
-    Construction,
-    fit_output_maps,
-    full_rank_error_two_points,
-    full_rank_head,
-    qk_parameters,
-    random_low_rank_heads,
-    random_rank_one_error_two_points,
-)
 
 __all__ = [
     "Construction",
-    "fit_output_maps",
-    "full_rank_error_two_points",
-    "full_rank_head",
-    "qk_parameters",
-    "random_low_rank_heads",
-    "random_rank_one_error_two_points",
     "DongConstants",
     "MaskGraph",
     "bound_curve",
     "bound_frame",
+    "fit_output_maps",
     "fitted_rate",
+    "full_rank_error_two_points",
+    "full_rank_head",
     "informative",
     "layer_constants",
     "log10_one_step_bounds",
@@ -54,6 +51,9 @@ __all__ = [
     "min_allowed_weight",
     "mlp_lipschitz",
     "norm_1_inf",
+    "qk_parameters",
+    "random_low_rank_heads",
+    "random_rank_one_error_two_points",
     "rate_no_norm",
     "rate_unit_norm",
     "skip_network_without_collapse",

@@ -166,8 +166,7 @@ def log10_one_step_bounds(cs: list[float], measured: list[float]) -> list[float]
         [-2.0]
     """
     return [
-        math.log10(c) + 3 * math.log10(r) if r > 0 else -math.inf
-        for c, r in zip(cs, measured[:-1])
+        math.log10(c) + 3 * math.log10(r) if r > 0 else -math.inf for c, r in zip(cs, measured[:-1])
     ]
 
 
@@ -258,8 +257,9 @@ def skip_network_without_collapse(
         >>> bool(torch.equal(net(x).output, x))
         True
     """
-    net = ToyNet(NetConfig(n_layers=n_layers, n_heads=n_heads, d_model=d_model, skip="on",
-                           seed=seed))
+    net = ToyNet(
+        NetConfig(n_layers=n_layers, n_heads=n_heads, d_model=d_model, skip="on", seed=seed)
+    )
     with torch.no_grad():
         for block in net.blocks:
             block.attn.w_v.zero_()
