@@ -26,6 +26,9 @@ from rankcollapse.experiments import wu2024_rates  # noqa: F401
 from rankcollapse.experiments import dong2021_path_effectiveness  # noqa: F401
 from rankcollapse.experiments import dong2021_circle  # noqa: F401
 from rankcollapse.experiments import amsel2024_constructions  # noqa: F401
+from rankcollapse.experiments import amsel2024_encoder  # noqa: F401
+from rankcollapse.experiments import amsel2024_depth  # noqa: F401
+from rankcollapse.experiments import amsel2024_rank_vs_heads  # noqa: F401
 
 __all__ = [
     "Claim",

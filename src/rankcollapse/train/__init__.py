@@ -4,6 +4,7 @@ from rankcollapse.train.grid import (
     GridPoint,
     GridResult,
     TrainSettings,
+    train_encoder,
     train_grid,
     train_one_by_one,
 )
@@ -21,6 +22,7 @@ __all__ = [
     "GridPoint",
     "GridResult",
     "TrainSettings",
+    "train_encoder",
     "train_grid",
     "train_one_by_one",
     "SAN",

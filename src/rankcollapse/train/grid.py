@@ -227,3 +227,57 @@ def train_one_by_one(
         pd.concat([r.curves for r in results], ignore_index=True),
         pd.concat([r.final for r in results], ignore_index=True),
     )
+
+
+def train_encoder(
+    model: torch.nn.Module,
+    task: NeighbourTask,
+    settings: TrainSettings = TrainSettings(),
+    *,
+    seed: int = 0,
+) -> GridResult:
+    """One self-attention model `x -> model(x)` (e.g. `RankEncoder`) on the farthest-point task.
+
+    The same schedule, stopping rule and scores as `train_grid`, with torch's AdamW (no weight
+    decay). Rows carry no configuration columns: the caller adds its own.
+    """
+    if task.target != "farthest":
+        raise ConfigError(
+            f"train_model feeds every point as a query (self-attention), so it needs the "
+            f"farthest-point target; got target='{task.target}'."
+        )
+    optimiser = torch.optim.AdamW(
+        model.parameters(), lr=settings.lr, betas=settings.betas, eps=settings.eps, weight_decay=0
+    )
+    stream = task.stream(settings.batch_size, seed=seed)
+    best, since_best, window, rows, step = math.inf, 0, [], [], 0
+    model.train()
+    for step in range(settings.steps):
+        batch = next(stream)
+        for group in optimiser.param_groups:
+            group["lr"] = settings.lr_at(step)
+        loss = (model(batch.x) - batch.target).square().sum(-1).mean()
+        optimiser.zero_grad()
+        loss.backward()
+        optimiser.step()
+        window.append(loss.item() / float(batch.target.square().sum(-1).mean()))
+        if (step + 1) % settings.log_every == 0:
+            mean = sum(window) / len(window)
+            window = []
+            rows.append((step + 1, "train_rel_mse", mean))
+            since_best = 0 if mean < best * (1 - settings.min_improvement) else since_best + 1
+            best = min(best, mean)
+            if since_best >= settings.patience:
+                break
+    model.eval()
+    held_out = task.sample(
+        settings.eval_samples, torch.Generator().manual_seed(settings.eval_seed), torch.float32
+    )
+    with torch.no_grad():
+        error = float(relative_mse(model(held_out.x), held_out.target))
+    curves = pd.DataFrame(rows, columns=["step", "metric", "value"])
+    final = pd.DataFrame(
+        [("eval_rel_mse", error), ("best_train_rel_mse", best), ("steps_run", float(step + 1))],
+        columns=["metric", "value"],
+    )
+    return GridResult(curves, final)
