@@ -24,7 +24,7 @@ from rankcollapse.experiments import (
 @pytest.mark.parametrize("name", experiment_names())
 def test_every_experiment_has_a_one_line_description(name):
     description = get_experiment(name).description
-    assert description.strip() and "\n" not in description and len(description) <= 120
+    assert description.strip() and "\n" not in description and len(description) <= 150
 
 
 @pytest.mark.parametrize("name", experiment_names())
