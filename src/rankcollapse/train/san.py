@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import torch
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from torch import Tensor, nn
 
 from rankcollapse.errors import ConfigError
@@ -57,6 +57,17 @@ class SANConfig(BaseModel):
     """Width of the token states."""
     seed: int = Field(0, ge=0)
     """Seed of every initial weight."""
+
+    def __init__(self, **values: Any) -> None:
+        try:
+            super().__init__(**values)
+        except ValidationError as err:
+            problems = "; ".join(
+                f"{'.'.join(map(str, e['loc'])) or 'SANConfig'}: "
+                f"{e['msg'].removeprefix('Value error, ')}"
+                for e in err.errors()
+            )
+            raise ConfigError(f"invalid SANConfig: {problems}.") from None
 
     @model_validator(mode="after")
     def _vocabulary_matches_inputs(self) -> SANConfig:
