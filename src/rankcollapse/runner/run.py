@@ -217,6 +217,8 @@ def execute(plan: Plan, jobs: int = 1, progress: Progress | None = None) -> RunR
     started = _now()
     write_atomic(out_dir / "config.yaml", config_yaml(plan.config).encode())
 
+    for partial in unit_dir.glob(".*.tmp"):  # left by a run killed while writing a unit
+        partial.unlink(missing_ok=True)
     rows: list[pd.DataFrame | None] = [None] * len(plan.units)
     seconds = [0.0] * len(plan.units)
     n_corrupt = 0
