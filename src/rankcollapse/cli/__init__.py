@@ -23,6 +23,7 @@ COMMAND_MODULES = [
     "probe",
     "variants",
     "paths",
+    "qk_rank",
 ]
 
 

@@ -1,0 +1,76 @@
+"""`rankcollapse qk-rank MODEL`: per-layer, per-head query-key rank of a real model.
+
+For every layer and query head, the numerical, stable and effective rank of W_Q,h^T W_K,h (the
+d x d bilinear form of the attention scores, rank at most d_head; Amsel et al. 2024). MODEL is
+a name (minilm, smollm2, bert-base, albert-base, xlnet-base, gpt2, llama-small) or a local
+Hugging Face model directory; nothing reaches a hub. Prints a layer x metric table (mean over
+heads, with the smallest and largest head) and writes qk_ranks.csv and one heat map per metric
+(layer x head) to --out.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "qk-rank",
+        help="numerical, stable and effective rank of W_Q^T W_K per layer and head",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("model", help="model name or local model directory")
+    parser.add_argument("--init", choices=["pretrained", "random"], default="pretrained")
+    parser.add_argument(
+        "--rtol", type=float, default=None,
+        help="numerical-rank threshold relative to the largest singular value "
+        "(default: the floor of the weights' dtype)",
+    )
+    parser.add_argument("--out", type=Path, default=None, help="output folder (default: results/qk-rank/<model>)")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from rich.table import Table
+
+    from rankcollapse.cli._console import console
+    from rankcollapse.experiments._plots import heatmap
+    from rankcollapse.hf import load_model
+    from rankcollapse.hf.qk_rank import QK_METRICS, qk_ranks
+
+    loaded = load_model(args.model, init=args.init)
+    df = qk_ranks(loaded, rtol=args.rtol)
+    quantized = loaded.info.get("quantized", "no")
+    note = "" if quantized == "no" else f", weights {quantized}"
+    d_head = int(df.d_head.iloc[0])
+    table = Table(
+        title=f"{loaded.name} ({loaded.init}{note}): rank of W_Q,h^T W_K,h, d_head={d_head} "
+        "(mean over heads \\[min, max])"
+    )
+    table.add_column("layer", justify="right")
+    for metric in QK_METRICS:
+        table.add_column(metric, justify="right")
+    stats = df.groupby(["layer", "metric"]).value.agg(["mean", "min", "max"])
+    for layer in sorted(df.layer.unique()):
+        cells = [
+            f"{stats.loc[(layer, m), 'mean']:.3g} [{stats.loc[(layer, m), 'min']:.3g}, "
+            f"{stats.loc[(layer, m), 'max']:.3g}]"
+            for m in QK_METRICS
+        ]
+        table.add_row(str(layer), *cells)
+    console.print(table)
+    out = args.out or Path("results/qk-rank") / Path(args.model).name
+    out.mkdir(parents=True, exist_ok=True)
+    df.to_csv(out / "qk_ranks.csv", index=False)
+    for metric in QK_METRICS:
+        grid = df[df.metric == metric].pivot(index="layer", columns="head", values="value")
+        fig = heatmap(
+            grid.to_numpy(), xlabels=list(grid.columns), ylabels=list(grid.index),
+            xlabel="head", ylabel="layer", cbar_label=metric,
+            title=f"{loaded.name}: {metric} of W_Q^T W_K (d_head={d_head})",
+        )
+        fig.savefig(out / f"qk_{metric}.png", dpi=110, bbox_inches="tight")
+    console.print(f"wrote [bold]{out / 'qk_ranks.csv'}[/] and heat maps qk_*.png")
+    return 0
