@@ -18,6 +18,7 @@ from rankcollapse.experiments import toy_collapse  # noqa: F401
 from rankcollapse.experiments import wu2024_equilibria  # noqa: F401
 from rankcollapse.experiments import wu2024_masks  # noqa: F401
 from rankcollapse.experiments import wu2024_temperature  # noqa: F401
+from rankcollapse.experiments import wu2024_geometry  # noqa: F401
 from rankcollapse.experiments import dong2021_rank_collapse  # noqa: F401
 from rankcollapse.experiments import dong2021_path_lengths  # noqa: F401
 from rankcollapse.experiments import dong2021_bounds  # noqa: F401
