@@ -2,6 +2,7 @@ import pandas as pd
 import pytest
 import torch
 
+from rankcollapse.errors import ConfigError
 from rankcollapse.experiments import get_experiment
 from rankcollapse.experiments.paths_by_length import run_unit, summarize, units
 
@@ -52,3 +53,10 @@ def test_pretrained_minilm_decomposes_exactly():
     results = _run(config)
     error = results.loc[results["metric"] == "exact_error", "value"]
     assert error.max() < 1e-12
+
+
+def test_a_model_outside_the_bert_and_llama_families_is_refused_before_any_work():
+    with pytest.raises(ConfigError, match="'gpt2' cannot be decomposed.*minilm"):
+        EXP.make_config("quick", {"models": ["gpt2:random"]})
+    with pytest.raises(ConfigError, match="must be pretrained or random"):
+        EXP.make_config("quick", {"models": ["minilm:trained"]})

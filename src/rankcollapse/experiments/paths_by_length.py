@@ -25,11 +25,12 @@ Claims:
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Literal
 
 import pandas as pd
 from matplotlib.figure import Figure
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from rankcollapse.experiments._plots import band_plot, line_plot
 from rankcollapse.experiments._registry import Claim, Experiment, Summary, Unit, register
@@ -44,6 +45,8 @@ TOY_VARIANTS: dict[str, dict] = {
     "transformer": {"skip": "on", "norm": "post", "mlp": True, "activation": "gelu", "bias": True},
 }
 DATA_SEED_OFFSET = 10_000
+# Names of `rankcollapse.hf.MODELS` whose architecture `freeze_real` decomposes (bert, llama).
+DECOMPOSABLE_MODELS = ("minilm", "bert-base", "smollm2", "llama-small")
 TOY_EXACT = 1e-12
 REAL_EXACT = 1e-5  # float32 level: Llama's RMSNorm runs in float32 even in a float64 model
 
@@ -71,6 +74,21 @@ class Config(BaseModel):
     """Sampled paths per length for the attention-product analysis."""
     seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
     """Seeds of toy weights, inputs and path samples."""
+
+    @field_validator("models")
+    @classmethod
+    def _models_decompose(cls, models: list[str]) -> list[str]:
+        for entry in models:
+            name, _, init = entry.partition(":")
+            if init not in ("", "pretrained", "random"):
+                raise ValueError(f"'{entry}': the init after ':' must be pretrained or random")
+            if name not in DECOMPOSABLE_MODELS and not Path(name).is_dir():
+                raise ValueError(
+                    f"'{name}' cannot be decomposed; use one of "
+                    f"{', '.join(DECOMPOSABLE_MODELS)} (bert and llama families) or a local "
+                    "model directory of those families"
+                )
+        return models
 
 
 PRESETS = {

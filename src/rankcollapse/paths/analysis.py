@@ -88,12 +88,11 @@ def attention_products(attention: list[Tensor], routes: Tensor) -> Tensor:
         [[[0.25, 0.75], [0.0, 1.0]], [[0.5, 0.5], [0.0, 1.0]]]
     """
     b, _, n, _ = attention[0].shape
-    product = torch.eye(n, dtype=torch.float64).expand(routes.shape[0], b, n, n)
+    product = torch.eye(n, dtype=torch.float64).repeat(routes.shape[0], b, 1, 1)
     for layer, probs in enumerate(attention):
-        heads = routes[:, layer]
-        through = heads != SKIP
-        chosen = probs.to(torch.float64)[:, heads.clamp_min(0)].transpose(0, 1)  # (paths, b, n, n)
-        product = torch.where(through[:, None, None, None], chosen @ product, product)
+        through = (routes[:, layer] != SKIP).nonzero().flatten()  # only these paths move
+        chosen = probs.to(torch.float64)[:, routes[through, layer]].transpose(0, 1)
+        product[through] = chosen @ product[through]  # (paths through, b, n, n)
     return product
 
 

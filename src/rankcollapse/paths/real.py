@@ -121,6 +121,10 @@ def freeze_real(
     """The full model frozen at `input_ids` (b, n): input X^0 = embedding output, reference =
     the last block's output, both from one forward pass of the unmodified model.
 
+    `token_mask` (b, n) marks real tokens; the model masks pads out of attention and the
+    decomposition stays exact at every position, pads included (tables built from it measure
+    every position, so pass windows without pads, as `load_windows` gives).
+
     Raises:
         UnknownNameError: for an architecture outside `DECOMPOSABLE`.
     """

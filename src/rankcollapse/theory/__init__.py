@@ -22,6 +22,20 @@ from rankcollapse.theory.dong import (
     skip_network_without_collapse,
     toy_constants,
 )
+from rankcollapse.theory.equilibria import (
+    attention_step,
+    causal_uniform_attention,
+    counterexample_basin_arc,
+    counterexample_point_b,
+    fixed_point_residual,
+    ring_inputs,
+    theorem3_equilibria,
+    theorem3_equilibrium,
+    theorem3_stable_rank_bound,
+    theorem3_value_matrix,
+    trajectory,
+    unit_norm,
+)
 from rankcollapse.theory.wu import (
     MaskGraph,
     bound_curve,
@@ -33,6 +47,18 @@ from rankcollapse.theory.wu import (
 )
 
 __all__ = [
+    "attention_step",
+    "causal_uniform_attention",
+    "counterexample_basin_arc",
+    "counterexample_point_b",
+    "fixed_point_residual",
+    "ring_inputs",
+    "theorem3_equilibria",
+    "theorem3_equilibrium",
+    "theorem3_stable_rank_bound",
+    "theorem3_value_matrix",
+    "trajectory",
+    "unit_norm",
     "Construction",
     "DongConstants",
     "MaskGraph",
