@@ -60,7 +60,7 @@ def write_collapse_outputs(df: pd.DataFrame, out: Path, *, hue: str | None, titl
 
     out.mkdir(parents=True, exist_ok=True)
     df.to_csv(out / "results.csv", index=False)
-    fig = band_plot(df, x="layer", hue=hue, panel="metric", logy=True, title=title)
+    fig = band_plot(df, x="layer", hue=hue, panel="metric", logy=True, title=title, sharey=False)
     fig.savefig(out / "collapse.png", dpi=110, bbox_inches="tight")
     console.print(f"wrote [bold]{out / 'results.csv'}[/] and [bold]{out / 'collapse.png'}[/]")
 

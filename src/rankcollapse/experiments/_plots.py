@@ -23,10 +23,24 @@ def ordered_values(column: pd.Series) -> list:
     return list(pd.unique(column))
 
 
-def _panels(df: pd.DataFrame, panel: str | None, *, width: float = 4.2, height: float = 3.4):
+def _panels(
+    df: pd.DataFrame,
+    panel: str | None,
+    *,
+    sharey: bool = True,
+    max_cols: int = 4,
+    width: float = 4.2,
+    height: float = 3.4,
+):
+    """One axis per value of `panel`, wrapped into rows of at most `max_cols`."""
     keys = ordered_values(df[panel]) if panel else [None]
-    fig = Figure(figsize=(width * len(keys), height), layout="constrained")
-    axes = fig.subplots(1, len(keys), squeeze=False, sharey=True)[0]
+    n_cols = min(len(keys), max_cols)
+    n_rows = -(-len(keys) // n_cols)
+    fig = Figure(figsize=(width * n_cols, height * n_rows), layout="constrained")
+    grid = fig.subplots(n_rows, n_cols, squeeze=False, sharey=sharey)
+    axes = grid.ravel()
+    for ax in axes[len(keys) :]:
+        ax.set_visible(False)
     for ax, key in zip(axes, keys):
         if panel:
             ax.set_title(f"{panel} = {key}", fontsize=10)
@@ -56,10 +70,12 @@ def band_plot(
     title: str | None = None,
     ylabel: str | None = None,
     floor_column: str | None = "at_floor",
+    sharey: bool = True,
 ) -> Figure:
     """Mean line and a one-std band over all rows (samples, seeds) sharing `x`, per `hue`.
 
-    One panel per value of `panel`. At an `x` where any row is flagged in `floor_column`,
+    One panel per value of `panel` (rows of at most four; `sharey=False` for panels of
+    different quantities). At an `x` where any row is flagged in `floor_column`,
     the mean is drawn as a hollow marker and left out of the line and band: such a value
     says only "below what the dtype resolves" (on a log axis it is pinned to the bottom
     edge). On a log axis the band's lower edge is clipped to the smallest observed value,
@@ -71,11 +87,11 @@ def band_plot(
         >>> len(band_plot(df).axes)
         1
     """
-    fig, panels = _panels(df, panel)
+    fig, panels = _panels(df, panel, sharey=sharey)
     hues = ordered_values(df[hue]) if hue else [None]
     colors = {h: f"C{i % 10}" for i, h in enumerate(hues)}
     floor_points = []  # (ax, x values, means, colour): drawn once the signal's range is known
-    signal_low = np.inf
+    signal_low = {}  # axis -> smallest positive signal value drawn on it
     for key, ax in panels:
         part = df if key is None else df[df[panel] == key]
         for h in hues:
@@ -93,7 +109,8 @@ def band_plot(
             lo = signal["mean"] - signal["std"]
             if logy:
                 lo = np.maximum(lo, signal["low"])
-                signal_low = min(signal_low, lo[lo > 0].to_numpy().min(initial=np.inf))
+                low = lo[lo > 0].to_numpy().min(initial=np.inf)
+                signal_low[ax] = min(signal_low.get(ax, np.inf), low)
             label = None if h is None else str(h)
             ax.plot(signal.index, signal["mean"], "-o", ms=3, color=colors[h], label=label)
             ax.fill_between(
@@ -104,8 +121,11 @@ def band_plot(
         _style(ax, x=x, ylabel=ylabel if ax is panels[0][1] else None, logx=logx, logy=logy)
     # A floor value is only "below resolution": on a log axis it sits at the bottom edge
     # instead of stretching the axis down to 1e-70.
-    bottom = signal_low / 10 if logy and np.isfinite(signal_low) else None
+    # With a shared y axis every panel uses the lowest signal of all.
+    shared_low = min(signal_low.values(), default=np.inf)
     for ax, xs, means, color in floor_points:
+        low = shared_low if sharey else signal_low.get(ax, np.inf)
+        bottom = low / 10 if logy and np.isfinite(low) else None
         ys = np.maximum(means, bottom) if bottom else means
         ax.plot(xs, ys, "o", ms=5, mfc="none", mec=color, alpha=0.7)
         if bottom:
