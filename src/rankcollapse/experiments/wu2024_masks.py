@@ -53,6 +53,7 @@ from rankcollapse.hf import LoadedModel, load_model, probe
 from rankcollapse.masks import is_quasi_strongly_connected, mask_from_spec, parse_mask_spec, radius
 from rankcollapse.metrics import measure_states, metrics_frame
 from rankcollapse.nets import NetConfig, ToyNet, random_tokens
+from rankcollapse.theory import fitted_rate
 
 NAME = "wu2024-masks"
 
@@ -242,10 +243,8 @@ def collapse_rate(curve: pd.DataFrame) -> tuple[float, int]:
     stats = by_layer.agg(log=("log", "mean"), floor=("at_floor", "any")).sort_index()
     floor = stats["floor"].to_numpy(dtype=bool)
     n_fit = int(floor.argmax()) if floor.any() else len(stats)
-    if n_fit < 2:
-        return float("nan"), n_fit
-    slope = np.polyfit(stats.index[:n_fit].to_numpy(float), stats["log"][:n_fit], 1)[0]
-    return float(-slope), n_fit
+    geometric_mean = np.exp(stats["log"].to_numpy()[:n_fit])  # layers 0 .. n_fit - 1
+    return -fitted_rate(geometric_mean), n_fit
 
 
 def rates_table(results: pd.DataFrame, by: list[str]) -> pd.DataFrame:
