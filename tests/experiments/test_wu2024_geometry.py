@@ -34,8 +34,8 @@ def test_claims_ignore_a_rank_deficient_embedding_layer_but_note_it():
     config = EXP.make_config("quick", {"models": ["minilm"]})
     summary = summarize(config, _frame([0.1, 0.2, 0.3, 0.5], [5, 8, 8, 8]))
     claims = {c.id: c for c in summary.claims}
-    assert claims["full-rank[m/pretrained]"].passed
-    assert claims["cos-grows[m/pretrained]"].measured == pytest.approx(1.0)
+    assert claims["full-rank@m/pretrained"].passed
+    assert claims["cos-grows@m/pretrained"].measured == pytest.approx(1.0)
     assert any("layer 0" in note and "rank-deficient" in note for note in summary.notes)
 
 
@@ -43,9 +43,9 @@ def test_a_rank_drop_in_a_block_fails_the_full_rank_claim():
     config = EXP.make_config("quick", {"models": ["minilm"]})
     summary = summarize(config, _frame([0.1, 0.2, 0.3], [8, 7, 8], min_sv_rel=1e-6))
     claims = {c.id: c for c in summary.claims}
-    assert not claims["full-rank[m/pretrained]"].passed
-    assert claims["full-rank[m/pretrained]"].measured == pytest.approx(0.5)
-    assert not claims["min-sv-away[m/pretrained]"].passed
+    assert not claims["full-rank@m/pretrained"].passed
+    assert claims["full-rank@m/pretrained"].measured == pytest.approx(0.5)
+    assert not claims["min-sv-away@m/pretrained"].passed
 
 
 @pytest.mark.slow

@@ -87,7 +87,7 @@ def test_more_local_masks_collapse_more_slowly_on_a_small_toy(toy_run):
     san = rates[rates["variant"] == "san"].set_index("mask")["rate"]
     assert san["complete"] > san["causal"] > san["window:1"]
     assert san["causal"] > san["causal_window:1"]
-    claim = next(c for c in summary.claims if c.id == "local-masks-slower[toy/eval]")
+    claim = next(c for c in summary.claims if c.id == "local-masks-slower@toy/eval")
     assert claim.passed, claim
 
 

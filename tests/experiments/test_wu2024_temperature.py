@@ -43,8 +43,8 @@ def test_early_drop_is_the_mean_log_decrease_clipped_at_the_floor():
 
 def test_smaller_dqk_slows_early_collapse_most_for_complete_on_a_small_toy(summary):
     claims = {c.id: c for c in summary.claims}
-    assert claims["smaller-dqk-slows[toy/eval]"].passed, claims["smaller-dqk-slows[toy/eval]"]
-    assert claims["complete-most[toy/eval]"].passed, claims["complete-most[toy/eval]"]
+    assert claims["smaller-dqk-slows@toy/eval"].passed, claims["smaller-dqk-slows@toy/eval"]
+    assert claims["complete-most@toy/eval"].passed, claims["complete-most@toy/eval"]
 
 
 def test_early_layers_beyond_the_toy_depth_is_a_config_error():

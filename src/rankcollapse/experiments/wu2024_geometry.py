@@ -19,10 +19,10 @@ output is not a transformer state, and in a model without absolute position embe
 (SmolLM2: RoPE acts inside attention) a window with a repeated token has two identical
 embedding rows, so layer 0 can be rank-deficient for a reason that has nothing to do with
 attention; its numbers stay in the tables and figures.
-- full-rank[model]: every layer of every sample has numerical rank min(n_tokens, d_model).
-- min-sv-away[model]: the median sigma_min / sigma_max stays above 1e-4 at every layer (100x
+- full-rank@model: every layer of every sample has numerical rank min(n_tokens, d_model).
+- min-sv-away@model: the median sigma_min / sigma_max stays above 1e-4 at every layer (100x
   the float32 floor).
-- cos-grows[model]: mean |cosine| rises with depth: Spearman correlation of layer and the
+- cos-grows@model: mean |cosine| rises with depth: Spearman correlation of layer and the
   mean |cos| > 0.
 The random-init models get the same measurements (and claims, labelled) for contrast.
 """
@@ -129,7 +129,7 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
         ranks = part[part["metric"] == "numerical_rank"]
         summary.claims.append(
             Claim.check(
-                f"full-rank[{label}]",
+                f"full-rank@{label}",
                 "The hidden states keep full rank at every layer (block outputs).",
                 "fraction of (layer, sample) states with numerical rank min(n_tokens, d_model)",
                 (ranks["value"] >= ranks["full_rank"]).mean(),
@@ -140,7 +140,7 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
         min_sv = part[part["metric"] == "min_sv_rel"].groupby("layer")["value"].median()
         summary.claims.append(
             Claim.check(
-                f"min-sv-away[{label}]",
+                f"min-sv-away@{label}",
                 "The minimum singular value stays well away from 0 at every layer (block outputs).",
                 "smallest (over layers) median sigma_min / sigma_max",
                 min_sv.min(),
@@ -151,7 +151,7 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
         cos = part[part["metric"] == "abs_cos_mean"].groupby("layer")["value"].mean()
         summary.claims.append(
             Claim.check(
-                f"cos-grows[{label}]",
+                f"cos-grows@{label}",
                 "The mean |cosine| between tokens grows with depth (anisotropy).",
                 "Spearman correlation of layer and mean |cos|",
                 _spearman(cos.index.to_numpy(float), cos.to_numpy()),

@@ -27,12 +27,12 @@ models). A rate of 0.5 means mu shrinks by e^-0.5 per layer on average in that w
 Claims (from this run):
 - san-collapses-every-mask: pure SAN has a positive collapse rate under every quasi-strongly
   connected mask, in every model and mode.
-- local-masks-slower (per model): every mask of radius > 1 (windows) collapses more slowly
+- local-masks-slower@model/mode: every mask of radius > 1 (windows) collapses more slowly
   than every radius-1 mask (complete, causal, sinks) under pure SAN: measured as
   min(rate over radius-1 masks) / max(rate over radius > 1 masks) > 1.
-- rate-follows-radius (per model): the order of the rates follows the mask radius (the
+- rate-follows-radius@model/mode: the order of the rates follows the mask radius (the
   bound's argument): Kendall concordance of (radius, -rate) over mask pairs of different radius.
-- ln-at-init (per random-init model and mode): whether san+ln keeps mu_rel at the last layer
+- ln-at-init@model/mode (random-init models): whether san+ln keeps mu_rel at the last layer
   above 1e-3 under every mask, stated as measured.
 """
 
@@ -328,7 +328,7 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
         if len(global_masks) and len(local_masks):
             summary.claims.append(
                 Claim.check(
-                    f"local-masks-slower[{model}/{mode}]",
+                    f"local-masks-slower@{model}/{mode}",
                     "More local masks collapse more slowly: every radius > 1 mask is slower "
                     "than every radius-1 mask (pure SAN).",
                     "min rate over radius-1 masks / max rate over radius > 1 masks",
@@ -339,7 +339,7 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
             )
         summary.claims.append(
             Claim.check(
-                f"rate-follows-radius[{model}/{mode}]",
+                f"rate-follows-radius@{model}/{mode}",
                 "The order of the collapse rates follows the mask radius (larger radius, slower).",
                 "Kendall concordance of (radius, -rate) over mask pairs of different radius",
                 order_rows[-1]["concordance_with_radius"],
@@ -384,7 +384,7 @@ def _ln_claims(config: Config, results: pd.DataFrame, summary: Summary) -> None:
         part = part[[np.isfinite(mask_radius(m, tokens_of(config, model))) for m in part["mask"]]]
         summary.claims.append(
             Claim.check(
-                f"ln-at-init[{model}/{mode}]",
+                f"ln-at-init@{model}/{mode}",
                 f"At random init ({mode} mode), SAN + LN keeps mu_rel at the last layer above "
                 "1e-3 under every connected mask (stated as measured, either way).",
                 "smallest mean mu_rel at the last layer over masks (san+ln)",

@@ -17,10 +17,10 @@ log mu_rel(0) - log mu_rel(early_layers), with values at the dtype floor clipped
 (so a curve that reaches it early has a finite drop).
 
 Claims (from this run), per model:
-- smaller-dqk-slows[model]: for every mask, the early drop at the smallest d_QK is below the
+- smaller-dqk-slows@model: for every mask, the early drop at the smallest d_QK is below the
   drop at the largest d_QK; measured as the smallest gap drop(max d_QK) - drop(min d_QK) over
   masks, expected > 0.
-- complete-most[model]: that gap is largest under the complete mask.
+- complete-most@model: that gap is largest under the complete mask.
 """
 
 from __future__ import annotations
@@ -156,7 +156,7 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
         gap = by[large] - by[small]
         summary.claims.append(
             Claim.check(
-                f"smaller-dqk-slows[{model}/{mode}]",
+                f"smaller-dqk-slows@{model}/{mode}",
                 f"Smaller d_QK (sharper attention) slows the early collapse of pure SAN under "
                 f"every mask (d_QK {small:g} vs {large:g}, first {config.early_layers} layers).",
                 "smallest gap over masks: drop(max d_QK) - drop(min d_QK) of log mu_rel",
@@ -169,7 +169,7 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
         if "complete" in gap.index:
             summary.claims.append(
                 Claim.check(
-                    f"complete-most[{model}/{mode}]",
+                    f"complete-most@{model}/{mode}",
                     "The slow-down from a smaller d_QK is largest under the complete mask.",
                     "mask with the largest gap is complete",
                     gap.idxmax() == "complete",
