@@ -182,3 +182,26 @@ def test_too_few_tokens_says_how_many_there_are(tokenizer):
 def test_unknown_metric_is_rejected_before_loading(tiny_bert):
     with pytest.raises(UnknownNameError, match="unknown metric 'res_comp_rell'"):
         probe(tiny_bert, metrics=["res_comp_rell"])
+
+
+SMALL = {
+    "num_hidden_layers": 1,
+    "hidden_size": 32,
+    "num_attention_heads": 2,
+    "intermediate_size": 64,
+}
+
+
+def test_random_init_is_seeded_in_eval_mode_and_in_the_asked_dtype():
+    a = load_model("bert-base", init="random", seed=3, dtype=torch.float64, config_overrides=SMALL)
+    b = load_model("bert-base", init="random", seed=3, dtype=torch.float64, config_overrides=SMALL)
+    c = load_model("bert-base", init="random", seed=4, dtype=torch.float64, config_overrides=SMALL)
+    wa, wb, wc = (m.model.encoder.layer[0].attention.self.query.weight for m in (a, b, c))
+    assert wa.dtype == torch.float64 and not a.model.training
+    assert torch.equal(wa, wb) and not torch.equal(wa, wc)
+    assert a.info["init"] == "random (library default, seed 3)"
+
+
+def test_config_overrides_need_a_random_init():
+    with pytest.raises(ConfigError, match="config_overrides .* need init='random'"):
+        load_model("minilm", config_overrides={"num_hidden_layers": 2})
