@@ -73,7 +73,12 @@ def decomposition_vs_forward() -> None:
 
 
 if __name__ == "__main__":
+    threads = torch.get_num_threads()
+    # Tiny tensors: one thread, so a busy machine's scheduling of a second thread does not
+    # stall every small op (it did: x100 swings between identical runs).
+    torch.set_num_threads(1)
     warm_up()
     enumeration_vs_per_length(6, 2)
     enumeration_vs_per_length(8, 3)
+    torch.set_num_threads(threads)
     decomposition_vs_forward()
