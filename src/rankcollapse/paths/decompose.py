@@ -89,7 +89,7 @@ def decompose_by_length(net: FrozenNet) -> LengthDecomposition:
     Reference: Dong, Cordonnier, Loukas 2021, Sec. 3 (path decomposition).
 
     Args:
-        net: a network frozen at its input (see `freeze_toy`, `freeze_hf`).
+        net: a network frozen at its input (see `freeze_toy`, `freeze_real`).
 
     Returns:
         `LengthDecomposition` with L + 1 components and the bias term.
@@ -119,11 +119,7 @@ def decompose_by_length(net: FrozenNet) -> LengthDecomposition:
         if sub.skip:
             new_bias = new_bias + sub.skip * bias
         parts, bias = _norm_affine(sub.norm_out, through, new_bias)
-    n_lengths = net.n_layers + 1
-    if parts.shape[0] < n_lengths:  # no skip anywhere: short lengths are empty, not missing
-        pad = torch.zeros(n_lengths - parts.shape[0], *parts.shape[1:], dtype=parts.dtype)
-        parts = torch.cat([pad, parts])
-    return LengthDecomposition(parts, bias)
+    return LengthDecomposition(parts, bias)  # without skips, lengths below L stay exactly 0
 
 
 def count_enumerated(net: FrozenNet) -> int:
