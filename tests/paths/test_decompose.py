@@ -104,3 +104,9 @@ def test_path_matrices_refuse_a_path_of_the_wrong_length():
     frozen = freeze_toy(_net(skip="on"), random_tokens(1, 4, 8, seed=0))
     with pytest.raises(ConfigError, match="has 2 steps but the network has 3 sublayers"):
         path_matrices(frozen, (0, SKIP))
+
+
+def test_path_matrices_refuse_a_skip_where_there_is_none():
+    frozen = freeze_toy(_net(skip="off"), random_tokens(1, 4, 8, seed=0))
+    with pytest.raises(ConfigError, match="takes the skip at a layer without one"):
+        path_matrices(frozen, (0, SKIP, 1))

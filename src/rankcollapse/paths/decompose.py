@@ -197,6 +197,10 @@ def path_matrices(net: FrozenNet, path: tuple[int, ...]) -> tuple[Tensor, Tensor
                 "path_matrices needs a network of attention layers without norms or MLPs; "
                 "use enumerate_paths for the terms of other networks."
             )
+        if step == SKIP and not sub.skip:
+            raise ConfigError(
+                f"path {path} takes the skip at a layer without one; use a head index there."
+            )
         if step == SKIP:
             w_path = w_path * sub.skip
         else:
