@@ -1,0 +1,105 @@
+"""Decoupled-rank attention: a hand-computed head, hardmax as the zero-temperature limit,
+stacked configurations equal to their own layers, independence of their gradients, bad input."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from rankcollapse.errors import ConfigError
+from rankcollapse.nets import RankAttention, RankEncoder, StackedRankAttention
+from rankcollapse.nets.rank_attention import hardmax
+
+F64 = torch.float64
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """One torch thread, as the runner uses: tiny ops lose more to thread syncs than they gain."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def test_one_head_is_a_softmax_average_of_mapped_points_by_hand():
+    w_q = torch.tensor([[[1.0, 0.0]]], dtype=F64)  # rank 1: scores = y_1 * x_j1
+    w_k = torch.tensor([[[2.0, 0.0]]], dtype=F64)
+    w_o = torch.tensor([[[0.0, 1.0], [1.0, 0.0]]], dtype=F64)  # M swaps the coordinates
+    layer = RankAttention.from_weights(w_q, w_k, w_o)
+    x = torch.tensor([[[1.0, 0.0], [0.0, 1.0]]], dtype=F64)
+    y = torch.tensor([[[0.5, 0.3]]], dtype=F64)
+    p = math.exp(1.0) / (math.exp(1.0) + 1.0)  # scores 0.5 * 2 * 1 = 1 and 0
+    expected = torch.tensor([[[1 - p, p]]], dtype=F64)
+    assert torch.allclose(layer(y, x), expected, atol=1e-15)
+
+
+def test_hardmax_is_the_zero_temperature_limit_of_softmax():
+    torch.manual_seed(0)
+    soft = RankAttention(6, d_qk=2, n_heads=3, seed=1, dtype=F64)
+    hard = RankAttention.from_weights(soft.w_q.detach(), soft.w_k.detach(), soft.w_o.detach(), hard=True)
+    cold = RankAttention.from_weights(
+        1e4 * soft.w_q.detach(), soft.w_k.detach(), soft.w_o.detach()
+    )
+    y, x = torch.randn(4, 2, 6, dtype=F64), torch.randn(4, 5, 6, dtype=F64)
+    assert torch.allclose(cold(y, x), hard(y, x), atol=1e-8)
+    assert hardmax(torch.tensor([3.0, 1.0, 2.0])).tolist() == [1.0, 0.0, 0.0]
+
+
+def test_stacked_configurations_compute_what_their_own_layers_compute():
+    ranks, heads, seeds = [1, 3, 6, 2], [4, 2, 1, 1], [0, 0, 5, 7]
+    stack = StackedRankAttention(6, d_qk=ranks, n_heads=heads, seeds=seeds, dtype=F64)
+    y, x = torch.randn(4, 3, 2, 6, dtype=F64), torch.randn(4, 3, 5, 6, dtype=F64)
+    out = stack(y, x)
+    for c, (r, h, s) in enumerate(zip(ranks, heads, seeds, strict=True)):
+        alone = RankAttention(6, d_qk=r, n_heads=h, seed=s, dtype=F64)
+        assert torch.allclose(out[c], alone(y[c], x[c]), atol=1e-13)
+        assert torch.equal(stack.config_weights(c)[0], alone.w_q.detach())
+
+
+def test_one_configurations_loss_reaches_only_its_own_heads():
+    stack = StackedRankAttention(4, d_qk=[1, 4], n_heads=[3, 1], seeds=[0, 1])
+    stack(torch.randn(2, 3, 2, 4), torch.randn(2, 3, 5, 4))[0].square().sum().backward()
+    owner = stack.owner
+    for grad in (stack.w_q.grad, stack.w_k.grad, stack.w_o.grad):
+        assert grad[owner == 1].abs().max() == 0
+        assert grad[owner == 0].abs().max() > 0
+    assert stack.w_q.grad[owner == 0][:, 1:].abs().max() == 0  # padded ranks stay untouched
+
+
+def test_query_key_products_have_rank_at_most_d_qk():
+    layer = RankAttention(8, d_qk=3, n_heads=2, seed=0, dtype=F64)
+    assert torch.linalg.matrix_rank(layer.qk_products()).tolist() == [3, 3]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"d_qk": 9, "n_heads": 1}, r"d_qk=9 .* d_model=8.*1 <= d_qk <= 8"),
+        ({"d_qk": 0, "n_heads": 1}, r"d_qk=0"),
+        ({"d_qk": 2, "n_heads": 0}, r"n_heads=0.*at least one head"),
+    ],
+)
+def test_bad_rank_or_heads_get_a_clear_error(kwargs, message):
+    with pytest.raises(ConfigError, match=message):
+        RankAttention(8, **kwargs)
+
+
+def test_stacked_lists_must_describe_the_same_configurations():
+    with pytest.raises(ConfigError, match="same configurations.*2, 1, 1"):
+        StackedRankAttention(4, d_qk=[1, 2], n_heads=[1], seeds=[0])
+
+
+def test_encoder_is_seeded_and_its_width_multiplier_adds_attention_modules():
+    x = torch.nn.functional.normalize(torch.randn(3, 5, 8), dim=-1)
+    a, b = RankEncoder(8, n_heads=2, n_layers=2, d_ff=16, seed=3), RankEncoder(8, n_heads=2, n_layers=2, d_ff=16, seed=3)
+    assert torch.equal(a(x), b(x))
+    wide = RankEncoder(8, n_heads=2, n_layers=1, d_ff=16, width_multiplier=4, seed=0)
+    n_attention = sum(isinstance(m, torch.nn.MultiheadAttention) for m in wide.modules())
+    assert n_attention == 4
+    out = wide(x)  # post-norm with unit normalisation: every output row has norm g = 1
+    assert torch.allclose(out.norm(dim=-1), torch.ones(3, 5), atol=1e-5)
+    with pytest.raises(ConfigError, match="n_heads=3 must divide d_model=8"):
+        RankEncoder(8, n_heads=3, n_layers=1)

@@ -1,0 +1,76 @@
+"""Batched grid training: each configuration ends where it ends alone (same seed), frozen
+configurations keep their parameters, the schedule, and bad input."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+import torch
+
+from rankcollapse.errors import ConfigError
+from rankcollapse.nets import RankEncoder
+from rankcollapse.tasks import NeighbourTask
+from rankcollapse.train import GridPoint, TrainSettings, train_encoder, train_grid, train_one_by_one
+
+TASK = NeighbourTask(6, 4, target="farthest")
+SETTINGS = TrainSettings(steps=40, batch_size=16, warmup=5, log_every=10, eval_samples=128)
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """One torch thread, as the runner uses: tiny ops lose more to thread syncs than they gain."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def test_a_batched_grid_gives_each_configuration_its_own_result():
+    points = [GridPoint(1, 3, 0), GridPoint(6, 1, 0), GridPoint(2, 2, 1), GridPoint(3, 1, 1)]
+    grid, alone = train_grid(TASK, points, SETTINGS), train_one_by_one(TASK, points, SETTINGS)
+    keys = ["d_qk", "n_heads", "seed", "metric"]
+    final = grid.final.merge(alone.final, on=keys, suffixes=("_grid", "_alone"))
+    curves = grid.curves.merge(alone.curves, on=[*keys, "step"], suffixes=("_grid", "_alone"))
+    assert len(final) == len(grid.final) == 4 * 4 and len(curves) == 4 * 4
+    pd.testing.assert_series_equal(
+        final.value_grid, final.value_alone, check_names=False, rtol=1e-4
+    )
+    pd.testing.assert_series_equal(
+        curves.value_grid, curves.value_alone, check_names=False, rtol=1e-4
+    )
+
+
+def test_a_plateaued_configuration_is_frozen_while_the_others_go_on():
+    settings = TrainSettings(
+        steps=40, batch_size=8, warmup=0, log_every=10, patience=1, min_improvement=0.99,
+        eval_samples=64,
+    )
+    result = train_grid(TASK, [GridPoint(1, 1, 0), GridPoint(6, 1, 0)], settings, keep_model=True)
+    steps = result.final[result.final.metric == "steps_run"].value.tolist()
+    assert steps == [20.0, 20.0]  # no 99% improvement: both stop after their second window
+    assert result.curves.step.max() == 20
+
+
+def test_learning_rate_warms_up_linearly_then_decays_to_zero():
+    s = TrainSettings(steps=110, lr=0.1, warmup=10)
+    assert s.lr_at(0) == pytest.approx(0.01) and s.lr_at(9) == pytest.approx(0.1)
+    assert s.lr_at(10) == pytest.approx(0.1) and s.lr_at(110) == pytest.approx(0.0)
+
+
+def test_bad_grid_gets_a_clear_error():
+    with pytest.raises(ConfigError, match="grid is empty"):
+        train_grid(TASK, [])
+    with pytest.raises(ConfigError, match="d_qk=7 .* d_model=6"):
+        train_grid(TASK, [GridPoint(7, 1, 0)])
+    with pytest.raises(ConfigError, match="steps=0"):
+        TrainSettings(steps=0)
+
+
+def test_encoder_training_records_a_curve_and_needs_self_attention():
+    model = RankEncoder(6, n_heads=2, n_layers=1, d_ff=8, seed=0)
+    result = train_encoder(model, TASK, SETTINGS, seed=0)
+    assert list(result.curves.step) == [10, 20, 30, 40]
+    assert set(result.final.metric) == {"eval_rel_mse", "best_train_rel_mse", "steps_run"}
+    with pytest.raises(ConfigError, match="farthest-point target; got target='nearest'"):
+        train_encoder(model, NeighbourTask(6, 4), SETTINGS)
+    assert torch.isfinite(torch.tensor(result.final.value.tolist())).all()
