@@ -3,8 +3,9 @@
 1. Time: MiniLM (pretrained) on 32 x 128 tokens of the sample corpus. Baseline: one forward pass
    with `output_hidden_states=True`. Probe: `rankcollapse.hf.probe` with the default metric suite
    (every state metric, float64) on the same windows, variant `transformer`. Both measured in the
-   same process, interleaved, best of `--repeats`; target ratio <= 1.15. The time of the metric
-   suite alone on the baseline's hidden states is printed too, to show where the cost sits.
+   same process, interleaved, best of `--repeats`; target ratio <= 1.15. The capture alone
+   (`run_batch` with hooks, no metrics) and the metric suite alone on the baseline's hidden
+   states are printed too, to show where the cost sits.
 2. Memory: SmolLM2 (30 layers) on the same 32 x 128 windows. Each arm runs in its own
    subprocess: load the model, warm up, `malloc_trim(0)`, reset the kernel's peak-RSS counter
    (`echo 5 > /proc/self/clear_refs`), run, then read the peak (VmHWM) minus the resident size
@@ -55,7 +56,7 @@ def child(arm: str) -> None:
                 )
             del out
         else:
-            probe(loaded, n_samples=N_SAMPLES, n_tokens=N_TOKENS, metrics=["res_comp_rel"])
+            probe(loaded, n_samples=N_SAMPLES, n_tokens=N_TOKENS)  # default metric suite
 
     run()  # warm-up: lazy inits, thread pools
     ctypes.CDLL("libc.so.6").malloc_trim(0)
@@ -84,12 +85,13 @@ def memory() -> dict[str, dict]:
 def timing(repeats: int) -> dict[str, float]:
     import torch
 
-    from rankcollapse.hf import load_model, load_windows, probe
+    from rankcollapse.hf import load_model, load_windows, probe, run_batch
     from rankcollapse.metrics import measure_states
 
     loaded = load_model("minilm")
     ids, mask = load_windows(loaded.tokenizer, n_samples=N_SAMPLES, n_tokens=N_TOKENS)
     best = {"forward": float("inf"), "probe": float("inf"), "suite": float("inf")}
+    best["capture"] = float("inf")
     for _ in range(repeats):
         start = time.perf_counter()
         with torch.no_grad():
@@ -99,6 +101,9 @@ def timing(repeats: int) -> dict[str, float]:
         for x in out.hidden_states:
             measure_states(x, mask, source_dtype=x.dtype)
         best["suite"] = min(best["suite"], time.perf_counter() - start)
+        start = time.perf_counter()
+        run_batch(loaded, ids, mask, on_layer=lambda capture: None)
+        best["capture"] = min(best["capture"], time.perf_counter() - start)
         start = time.perf_counter()
         probe(loaded, n_samples=N_SAMPLES, n_tokens=N_TOKENS)
         best["probe"] = min(best["probe"], time.perf_counter() - start)
@@ -121,6 +126,7 @@ def main() -> None:
     )
     print(f"  forward with output_hidden_states : {t['forward']:.2f} s")
     print(f"  probe, default metric suite        : {t['probe']:.2f} s")
+    print(f"  capture alone (hooks, no metrics)  : {t['capture']:.2f} s")
     print(f"  metric suite alone (7 states)      : {t['suite']:.2f} s")
     print(
         f"  ratio probe / forward              : {t['probe'] / t['forward']:.2f} (target <= 1.15)"
@@ -131,7 +137,7 @@ def main() -> None:
     base, mine = m["baseline"]["peak_extra_mb"], m["probe"]["peak_extra_mb"]
     print(f"SmolLM2 (30 layers), {N_SAMPLES} x {N_TOKENS} tokens, peak RSS above the loaded model:")
     print(f"  forward with output_hidden_states : {base:.0f} MB")
-    print(f"  probe (streaming res_comp_rel)     : {mine:.0f} MB")
+    print(f"  probe (streaming, default suite)   : {mine:.0f} MB")
     print(f"  ratio probe / baseline             : {mine / base:.2f} (target < 1)")
 
 
