@@ -1,10 +1,12 @@
 """`rankcollapse probe` and `rankcollapse variants` end to end (small sizes)."""
 
 import pandas as pd
+import pytest
 
 from rankcollapse.cli import main
 
 
+@pytest.mark.slow  # loads MiniLM and draws a figure
 def test_probe_writes_results_and_figure(tmp_path, capsys):
     code = main(
         ["probe", "minilm", "--variants", "san,transformer", "--samples", "2", "--tokens", "16",
