@@ -228,7 +228,7 @@ def real_curves(
 
 
 def collapse_rate(curve: pd.DataFrame) -> tuple[float, int]:
-    """(rate, fit length) of one curve's rows (layer, sample, value, at_floor) of `mu`.
+    """(rate, number of fitted layers) of one curve's rows (layer, sample, value, at_floor).
 
     Rate = minus the least-squares slope of mean-over-samples log mu against layer, over the
     layers before the first one where any sample is at the dtype floor (NaN if < 2 layers).
@@ -248,13 +248,17 @@ def collapse_rate(curve: pd.DataFrame) -> tuple[float, int]:
 
 
 def rates_table(results: pd.DataFrame, by: list[str]) -> pd.DataFrame:
-    """One collapse rate of `mu` per group of `by`, with its fit window."""
-    mu = results[results["metric"] == "mu"].astype({"at_floor": bool})
-    rows = []
-    for key, curve in mu.groupby(by, sort=False):
-        rate, n_fit = collapse_rate(curve)
-        rows.append({**dict(zip(by, key)), "rate": rate, "fit_layers": f"0..{n_fit - 1}"})
-    return pd.DataFrame(rows)
+    """One collapse rate of `mu` per group of `by`, with its fit window, and beside it the
+    rate of `mu_rel` (the same fit): without LN part of mu's decay can be the norm shrinking."""
+    tables = []
+    for metric, column in (("mu", "rate"), ("mu_rel", "rate_mu_rel")):
+        rows = []
+        curves = results[results["metric"] == metric].astype({"at_floor": bool})
+        for key, curve in curves.groupby(by, sort=False):
+            rate, n_fit = collapse_rate(curve)
+            rows.append({**dict(zip(by, key)), column: rate, f"fit_layers_{metric}": n_fit})
+        tables.append(pd.DataFrame(rows))
+    return tables[0].merge(tables[1], on=by, how="left")
 
 
 def tokens_of(config: BaseModel, model: str) -> int:
