@@ -18,6 +18,8 @@ Claims (computed from this run's results, distance = Euclidean distance between 
 after the last step, relative to their starting distance, mean over seeds):
 - pure-merges: pure attention merges the two tokens (relative final distance < 0.1).
 - skip-keeps-apart, mlp-keeps-apart: with the skip or the MLP they stay apart (> 0.5).
+A trajectory that leaves the disc of 100 radii has diverged: it stops there, its final distance
+is undefined (NaN) and the claim of its variant fails, saying how many seeds diverged.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ VARIANTS: tuple[str, ...] = ("pure", "skip", "mlp")
 LABELS = {"pure": "pure attention", "skip": "attention + skip", "mlp": "attention + MLP"}
 MERGED = 0.1  # relative final distance below which the tokens count as merged
 APART = 0.5  # relative final distance above which they count as kept apart
+DIVERGED = 100.0  # a trajectory leaving the disc of 100 radii has diverged (stopped, then NaN)
 
 
 class Config(BaseModel):
@@ -103,10 +106,7 @@ def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
         store=DirectoryStore(config.checkpoint_dir) if config.checkpoint_dir else None,
     )
     with torch.no_grad():
-        points = [data.inputs[:1]]  # (1, 2 tokens, 2 coordinates)
-        for _ in range(config.n_steps):
-            points.append(trained.model(points[-1]))
-        trajectory = torch.cat(points).double().numpy()  # (n_steps + 1, 2, 2)
+        trajectory = rollout(trained.model, data.inputs[:1], config.n_steps, config.radius)
         train_mse = float(((trained.model(data.inputs) - data.targets) ** 2).double().mean())
     rows = [
         (step, token, axis, float(trajectory[step, token, i]))
@@ -122,11 +122,30 @@ def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
     return frame.assign(variant=variant, seed=seed)[["variant", "seed", *frame.columns]]
 
 
+def rollout(model, pair: torch.Tensor, n_steps: int, radius: float) -> np.ndarray:
+    """Apply `model` to its own output `n_steps` times from `pair` (1, 2, 2).
+
+    Returns float64 (n_steps + 1, 2, 2). Once a point leaves the disc of radius
+    `DIVERGED * radius` (or turns non-finite) the run has diverged: later steps are NaN.
+    """
+    points = [pair]
+    for _ in range(n_steps):
+        nxt = model(points[-1])
+        if not torch.isfinite(nxt).all() or nxt.abs().max() > DIVERGED * radius:
+            break
+        points.append(nxt)
+    trajectory = np.full((n_steps + 1, 2, 2), np.nan)
+    trajectory[: len(points)] = torch.cat(points).double().numpy()
+    return trajectory
+
+
 def summarize(config: Config, results: pd.DataFrame) -> Summary:
     distance = results[results["metric"] == "distance"]
     first = distance[distance["step"] == 0].groupby("variant")["value"].mean()
     last = distance[distance["step"] == config.n_steps].groupby("variant")["value"].mean()
     relative = last / first
+    diverged = distance.groupby(["variant", "seed"])["value"].apply(lambda v: v.isna().any())
+    diverged = diverged.groupby("variant").sum()
     fits = results[results["step"].isna()].pivot_table(
         index="variant", columns="metric", values="value"
     )
@@ -143,7 +162,8 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
                 float(relative["pure"]),
                 "<",
                 MERGED,
-                note=f"train MSE {fits.loc['pure', 'train_mse']:.2e}",
+                note=f"train MSE {fits.loc['pure', 'train_mse']:.2e}; "
+                f"{int(diverged['pure'])} of {len(config.seeds)} seeds diverged",
             )
         )
     for variant in ("skip", "mlp"):
@@ -157,7 +177,8 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
                     float(relative[variant]),
                     ">",
                     APART,
-                    note=f"train MSE {fits.loc[variant, 'train_mse']:.2e}",
+                    note=f"train MSE {fits.loc[variant, 'train_mse']:.2e}; "
+                    f"{int(diverged[variant])} of {len(config.seeds)} seeds diverged",
                 )
             )
     return Summary(

@@ -31,7 +31,7 @@ Claims (per task, computed from this run's results):
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 import numpy as np
 import pandas as pd
@@ -101,7 +101,9 @@ class Config(BaseModel):
     """Convex hull: sizes and training."""
     memorization: TaskSetup
     """Memorization: sizes and training."""
-    n_paths: list[int] = Field(default_factory=lambda: [5, 20], min_length=1)
+    n_paths: list[Annotated[int, Field(ge=1)]] = Field(
+        default_factory=lambda: [5, 20], min_length=1
+    )
     """Numbers of paths kept at inference (one curve each)."""
     n_repeats: int = Field(5, ge=2)
     """Fresh path samples per length and n_paths (mean and std over them)."""
