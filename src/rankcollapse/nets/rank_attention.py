@@ -140,14 +140,16 @@ class RankAttention(nn.Module):
 class StackedRankAttention(nn.Module):
     """Many configurations (d_qk, n_heads, seed) of `RankAttention` as one module.
 
-    The heads of every configuration sit side by side on one axis (head k belongs to
-    configuration `owner[k]`); ranks below the largest are zero-padded and masked, so each
-    configuration computes exactly what its own `RankAttention` (same seed) computes, and the
-    gradient of one configuration's loss never reaches another's parameters.
+    Configurations with the same seed share a data stream (the seed draws the data too).
+    Per stream, the query-key rows of all its heads are stacked unpadded (sum of H r rows) and
+    its value-output maps side by side, so one matrix product projects every head at once; a
+    0/1 matrix sums each head's rows into its scores. Each configuration computes exactly what
+    its own `RankAttention` (same seed) computes, and the gradient of one configuration's loss
+    never reaches another's parameters.
 
     Example:
         >>> stack = StackedRankAttention(4, d_qk=[1, 4], n_heads=[3, 1], seeds=[0, 0])
-        >>> stack(torch.randn(2, 5, 1, 4), torch.randn(2, 5, 6, 4)).shape
+        >>> stack(torch.randn(1, 5, 1, 4), torch.randn(1, 5, 6, 4)).shape  # one stream: seed 0
         torch.Size([2, 5, 1, 4])
     """
 
@@ -167,39 +169,61 @@ class StackedRankAttention(nn.Module):
                 f"d_qk, n_heads and seeds must list the same configurations; got lengths "
                 f"{len(d_qk)}, {len(n_heads)}, {len(seeds)}."
             )
-        r_max = max(d_qk)
-        w_q, w_k, w_o, rank_mask, owner = [], [], [], [], []
-        for c, (r, h, seed) in enumerate(zip(d_qk, n_heads, seeds, strict=True)):
-            q, k, o = init_rank_weights(d_model, r, h, seed=seed, dtype=dtype)
-            pad = (0, 0, 0, r_max - r)  # zero rows below rank r
-            w_q.append(nn.functional.pad(q, pad)), w_k.append(nn.functional.pad(k, pad))
-            w_o.append(o)
-            rank_mask.append((torch.arange(r_max) < r).expand(h, r_max))
-            owner += [c] * h
         self.d_model, self.hard, self.n_configs = d_model, hard, len(d_qk)
         self.d_qk, self.n_heads, self.seeds = list(d_qk), list(n_heads), list(seeds)
-        self.w_q = nn.Parameter(torch.cat(w_q))  # (K, r_max, d), K = total heads
-        self.w_k = nn.Parameter(torch.cat(w_k))
-        self.w_o = nn.Parameter(torch.cat(w_o))  # (K, d, d)
-        self.register_buffer("rank_mask", torch.cat(rank_mask).unsqueeze(-1).to(dtype))
-        self.register_buffer("owner", torch.tensor(owner))
+        self.streams = sorted(set(seeds))  # data stream s belongs to seed streams[s]
+        w_q, w_k, w_o, head_config = [], [], [], []
+        self.config_rows: dict[int, slice] = {}
+        self.config_heads: dict[int, slice] = {}
+        self.stream_slices: list[tuple[slice, slice]] = []  # (rows, heads) of each stream
+        rows = heads = 0
+        for stream_seed in self.streams:  # heads grouped by stream: contiguous slices
+            first_row, first_head = rows, heads
+            for c in (c for c, s in enumerate(seeds) if s == stream_seed):
+                q, k, o = init_rank_weights(d_model, d_qk[c], n_heads[c], seed=seeds[c], dtype=dtype)
+                w_q.append(q.flatten(0, 1)), w_k.append(k.flatten(0, 1)), w_o.append(o)
+                self.config_rows[c] = slice(rows, rows + n_heads[c] * d_qk[c])
+                self.config_heads[c] = slice(heads, heads + n_heads[c])
+                head_config += [c] * n_heads[c]
+                rows, heads = rows + n_heads[c] * d_qk[c], heads + n_heads[c]
+            self.stream_slices.append((slice(first_row, rows), slice(first_head, heads)))
+        self.w_q = nn.Parameter(torch.cat(w_q))  # (R, d): every head's query rows
+        self.w_k = nn.Parameter(torch.cat(w_k))  # (R, d)
+        self.w_o = nn.Parameter(torch.cat(w_o))  # (K, d, d): M_h of every head
+        row_head = torch.cat(
+            [torch.arange(n_heads[c]).repeat_interleave(d_qk[c]) + self.config_heads[c].start
+             for c in sorted(self.config_rows, key=lambda c: self.config_rows[c].start)]
+        )
+        self.register_buffer("head_config", torch.tensor(head_config))  # (K,)
+        self.register_buffer("row_config", self.head_config[row_head])  # (R,)
+        self.register_buffer("row_head", row_head)  # (R,)
+        stream_of = {seed: i for i, seed in enumerate(self.streams)}
+        self.register_buffer("config_stream", torch.tensor([stream_of[s] for s in seeds]))
 
     def config_weights(self, c: int) -> tuple[Tensor, Tensor, Tensor]:
-        """Configuration c's own (w_q, w_k, w_o), unpadded: shapes (H, r, d), (H, r, d), (H, d, d)."""
-        heads, r = self.owner == c, self.d_qk[c]
-        return self.w_q[heads, :r].detach(), self.w_k[heads, :r].detach(), self.w_o[heads].detach()
+        """Configuration c's own (w_q, w_k, w_o): shapes (H, r, d), (H, r, d), (H, d, d)."""
+        shape = (self.n_heads[c], self.d_qk[c], self.d_model)
+        rows, heads = self.config_rows[c], self.config_heads[c]
+        w_q, w_k = self.w_q[rows].detach().reshape(shape), self.w_k[rows].detach().reshape(shape)
+        return w_q, w_k, self.w_o[heads].detach()
 
     def forward(self, queries: Tensor, x: Tensor) -> Tensor:
-        """queries (C, ..., q, d), x (C, ..., n, d), one slice per configuration -> (C, ..., q, d)."""
-        lead = (slice(None),) + (None,) * (queries.dim() - 3)  # broadcast weights over batch
-        w_q, w_k = (self.w_q * self.rank_mask)[lead], (self.w_k * self.rank_mask)[lead]
-        w_o = self.w_o[lead]
-        per_head = rank_attention(  # one head per row: (K, ..., 1, q, d)
-            queries[self.owner], x[self.owner], w_q.unsqueeze(-3), w_k.unsqueeze(-3),
-            w_o.unsqueeze(-3), hard=self.hard,
-        ).squeeze(-3)
-        out = torch.zeros(self.n_configs, *per_head.shape[1:], dtype=per_head.dtype)
-        return out.index_add(0, self.owner, per_head)
+        """queries (S, ..., q, d), x (S, ..., n, d), one slice per stream -> (C, ..., q, d)."""
+        out = torch.zeros(self.n_configs, *queries.shape[1:], dtype=queries.dtype)
+        for s, (rows, heads) in enumerate(self.stream_slices):
+            head_of_row = self.row_head[rows] - heads.start
+            assign = nn.functional.one_hot(head_of_row, heads.stop - heads.start).to(x.dtype)
+            q = queries[s] @ self.w_q[rows].T  # (..., q, R_s): all heads' query coordinates
+            k = x[s] @ self.w_k[rows].T  # (..., n, R_s)
+            scores = (q.unsqueeze(-2) * k.unsqueeze(-3)) @ assign  # (..., q, n, H_s)
+            scores = scores.movedim(-1, -3)  # (..., H_s, q, n)
+            weights = hardmax(scores) if self.hard else scores.softmax(-1)
+            maps = self.w_o[heads]  # (H_s, d, d)
+            values = x[s] @ maps.permute(2, 0, 1).flatten(1)  # M_h x_j for all h: (..., n, H_s d)
+            values = values.unflatten(-1, maps.shape[:2]).movedim(-2, -3)  # (..., H_s, n, d)
+            per_head = (weights @ values).movedim(-3, 0)  # (H_s, ..., q, d)
+            out = out.index_add(0, self.head_config[heads], per_head)
+        return out
 
 
 class UnitNorm(nn.Module):

@@ -78,28 +78,32 @@ class GridResult:
 
 
 class _StackedAdamW:
-    """AdamW (no weight decay) with per-head state, step count and an on/off switch per head."""
+    """AdamW (no weight decay) with an on/off switch and a step count per configuration.
 
-    def __init__(self, params: Sequence[Tensor], n_heads: int, settings: TrainSettings) -> None:
+    `params` pairs each parameter with the configuration owning each of its rows.
+    """
+
+    def __init__(
+        self, params: Sequence[tuple[Tensor, Tensor]], n_configs: int, settings: TrainSettings
+    ) -> None:
         self.params, self.settings = list(params), settings
-        self.moments = [(torch.zeros_like(p), torch.zeros_like(p)) for p in self.params]
-        self.steps = torch.zeros(n_heads, dtype=torch.float64)
+        self.moments = [(torch.zeros_like(p), torch.zeros_like(p)) for p, _ in self.params]
+        self.steps = torch.zeros(n_configs, dtype=torch.float64)
 
     @torch.no_grad()
     def step(self, lr: float, active: Tensor) -> None:
-        """One update of the heads where `active` (K,) is True; frozen heads keep all state."""
+        """One update of the configurations where `active` (C,) is True; the others keep all state."""
         b1, b2 = self.settings.betas
         self.steps += active
-        bias1 = (1 - b1**self.steps).clamp_min(1e-12)  # (K,)
-        bias2 = (1 - b2**self.steps).clamp_min(1e-12)
-        for p, (m, v) in zip(self.params, self.moments, strict=True):
-            on = active.view(-1, *[1] * (p.dim() - 1))
-            shape = on.shape
+        for (p, owner), (m, v) in zip(self.params, self.moments, strict=True):
+            shape = (-1, *[1] * (p.dim() - 1))
+            on = active[owner].view(shape)
+            bias1 = (1 - b1 ** self.steps[owner]).clamp_min(1e-12).view(shape).to(p.dtype)
+            bias2 = (1 - b2 ** self.steps[owner]).clamp_min(1e-12).view(shape).to(p.dtype)
             m.copy_(torch.where(on, b1 * m + (1 - b1) * p.grad, m))
             v.copy_(torch.where(on, b2 * v + (1 - b2) * p.grad.square(), v))
-            m_hat = m / bias1.view(shape).to(m.dtype)
-            v_hat = v / bias2.view(shape).to(v.dtype)
-            p.sub_(torch.where(on, lr * m_hat / (v_hat.sqrt() + self.settings.eps), 0.0))
+            update = lr * (m / bias1) / ((v / bias2).sqrt() + self.settings.eps)
+            p.sub_(torch.where(on, update, 0.0))
             p.grad = None
 
 
@@ -110,10 +114,10 @@ def _check_grid(task: NeighbourTask, points: Sequence[GridPoint]) -> None:
         check_rank_heads(task.d_model, p.d_qk, p.n_heads)
 
 
-def _batch(streams, seed_index: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-    """One fresh batch per seed, handed to each configuration of that seed: (C, b, ., d)."""
+def _batch(streams) -> tuple[Tensor, Tensor, Tensor]:
+    """One fresh batch per data stream (seed): queries, x, target of shape (S, b, ., d)."""
     batches = [next(s) for s in streams]
-    stack = lambda name: torch.stack([getattr(b, name) for b in batches])[seed_index]  # noqa: E731
+    stack = lambda name: torch.stack([getattr(b, name) for b in batches])  # noqa: E731
     return stack("queries"), stack("x"), stack("target")
 
 
@@ -148,22 +152,22 @@ def train_grid(
         seeds=[p.seed for p in points],
         hard=hard,
     )
-    seeds = sorted({p.seed for p in points})
-    seed_index = torch.tensor([seeds.index(p.seed) for p in points])
-    streams = [task.stream(settings.batch_size, seed=s) for s in seeds]
-    optimiser = _StackedAdamW(model.parameters(), len(model.owner), settings)
+    streams = [task.stream(settings.batch_size, seed=s) for s in model.streams]
+    owners = [(model.w_q, model.row_config), (model.w_k, model.row_config), (model.w_o, model.head_config)]
     n_configs = len(points)
+    optimiser = _StackedAdamW(owners, n_configs, settings)
     active = torch.ones(n_configs, dtype=torch.bool)
     best = torch.full((n_configs,), math.inf, dtype=torch.float64)
     since_best = torch.zeros(n_configs, dtype=torch.long)
     steps_run = torch.zeros(n_configs, dtype=torch.long)
     window, curve_rows = [], []
     for step in range(settings.steps):
-        queries, x, target = _batch(streams, seed_index)
+        queries, x, target = _batch(streams)
+        target = target[model.config_stream]  # (C, b, q, d): each configuration's stream
         error = (model(queries, x) - target).square().sum(-1)  # (C, b, q)
         per_config = error.flatten(1).mean(1)  # (C,)
         per_config.sum().backward()  # each term reaches only its own configuration's heads
-        optimiser.step(settings.lr_at(step), active[model.owner])
+        optimiser.step(settings.lr_at(step), active)
         steps_run += active
         trivial = target.square().sum(-1).flatten(1).mean(1)  # the zero predictor, same samples
         window.append((per_config.detach() / trivial).double())
@@ -194,7 +198,7 @@ def _final_scores(task, points, settings, model, curves, steps_run) -> pd.DataFr
     predictions = []
     for start in range(0, settings.eval_samples, chunk):
         part = slice(start, start + chunk)
-        expand = lambda t: t[part].expand(len(points), *t[part].shape)  # noqa: E731
+        expand = lambda t: t[part].expand(len(model.streams), *t[part].shape)  # noqa: E731
         predictions.append(model(expand(held_out.queries), expand(held_out.x)))
     prediction = torch.cat(predictions, dim=1)  # (C, samples, q, d)
     sign = -1.0 if task.target == "farthest" else 1.0
