@@ -109,7 +109,7 @@ def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
     )
     task = NeighbourTask(config.d_model, unit["n_points"], target="farthest")
     result = train_encoder(model, task, settings, seed=unit["seed"])
-    frame = pd.concat([result.curves, result.final.assign(step=pd.NA)], ignore_index=True)
+    frame = pd.concat([result.curves, result.final.assign(step=float("nan"))], ignore_index=True)
     for key, value in reversed(unit.items()):
         frame.insert(0, key, value)
     frame.insert(3, "d_qk", config.d_model // unit["n_heads"])

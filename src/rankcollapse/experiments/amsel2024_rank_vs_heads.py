@@ -121,7 +121,7 @@ def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
         eval_samples=config.eval_samples,
     )
     result = train_grid(task, points, settings)
-    frame = pd.concat([result.curves, result.final.assign(step=pd.NA)], ignore_index=True)
+    frame = pd.concat([result.curves, result.final.assign(step=float("nan"))], ignore_index=True)
     frame.insert(0, "d_model", d)
     columns = ["d_model", "d_qk", "n_heads", "seed", "step", "metric", "value"]
     return frame[columns]
@@ -141,10 +141,11 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
     curves = results[results.metric == "train_rel_mse"].copy()
     curves["config"] = "r=" + curves.d_qk.astype(str) + ", H=" + curves.n_heads.astype(str)
     curves["width"] = "d=" + curves.d_model.astype(str)
-    figures["loss_curves"] = line_plot(
-        curves, x="step", hue="config", panel="width", logy=True,
-        title="Training loss (relative MSE, mean over seeds)", ylabel="relative MSE",
-    )
+    if len(curves):
+        figures["loss_curves"] = line_plot(
+            curves, x="step", hue="config", panel="width", logy=True,
+            title="Training loss (relative MSE, mean over seeds)", ylabel="relative MSE",
+        )
 
     mean = final.groupby(["d_model", "d_qk", "n_heads"]).value.mean().reset_index()
     split_ratios, all_ratios = [], []

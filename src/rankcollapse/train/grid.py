@@ -184,6 +184,7 @@ def train_grid(
             if not active.any():
                 break
     curves = pd.DataFrame(curve_rows, columns=["d_qk", "n_heads", "seed", "step", "value"])
+    curves = curves.astype({"d_qk": int, "n_heads": int, "seed": int, "step": int, "value": float})
     curves.insert(4, "metric", "train_rel_mse")
     final = _final_scores(task, points, settings, model, curves, steps_run)
     return GridResult(curves, final, model if keep_model else None)
@@ -279,7 +280,9 @@ def train_encoder(
     )
     with torch.no_grad():
         error = float(relative_mse(model(held_out.x), held_out.target))
-    curves = pd.DataFrame(rows, columns=["step", "metric", "value"])
+    curves = pd.DataFrame(rows, columns=["step", "metric", "value"]).astype(
+        {"step": int, "metric": str, "value": float}
+    )
     final = pd.DataFrame(
         [("eval_rel_mse", error), ("best_train_rel_mse", best), ("steps_run", float(step + 1))],
         columns=["metric", "value"],
