@@ -102,3 +102,15 @@ def test_rows_are_tidy_and_float64(toy_run):
 def test_unknown_mask_family_fails_before_any_unit():
     with pytest.raises(ConfigError, match="masks"):
         EXP.make_config("quick", {"masks": ["windw:1"]})
+
+
+def test_a_diverged_curve_is_reported_in_the_notes(toy_run):
+    config, results, _ = toy_run
+    diverged = pd.DataFrame(
+        [{"model": "toy", "init": "random", "variant": "san+skip", "mask": "causal",
+          "mode": "train", "layer": np.nan, "sample": np.nan, "metric": "diverged",
+          "value": 1.0, "at_floor": False}]
+    )  # fmt: skip
+    summary = summarize(config, pd.concat([results, diverged], ignore_index=True))
+    assert any("san+skip (train, mask causal)" in note and "overflowed" in note
+               for note in summary.notes)  # fmt: skip

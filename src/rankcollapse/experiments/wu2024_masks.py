@@ -47,6 +47,7 @@ import pandas as pd
 import torch
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from rankcollapse.errors import InputError
 from rankcollapse.experiments._plots import band_plot
 from rankcollapse.experiments._registry import Claim, Experiment, Summary, Unit, register
 from rankcollapse.hf import LoadedModel, load_model, probe
@@ -203,21 +204,31 @@ def real_curves(
     """
     loaded = load_real(config, model)
     frames = []
-    for mode in config.modes:
+    for mode, variant in itertools.product(config.modes, variants):
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(config.seed)  # the dropout masks of train mode
-            frame = probe(
-                loaded,
-                variants=[f"wu:{v}" for v in variants],
-                mask=mask,
-                temperature=temperature,
-                train_mode=mode == "train",
-                n_samples=config.n_samples,
-                n_tokens=config.n_tokens,
-                metrics=METRICS,
-                seed=config.seed,
-            )
-        frames.append(frame)
+            try:
+                frame = probe(
+                    loaded,
+                    variants=[f"wu:{variant}"],
+                    mask=mask,
+                    temperature=temperature,
+                    train_mode=mode == "train",
+                    n_samples=config.n_samples,
+                    n_tokens=config.n_tokens,
+                    metrics=METRICS,
+                    seed=config.seed,
+                )
+            except InputError as err:
+                # Without its norms a pretrained model can overflow float32 (SmolLM2's pure
+                # SAN does): the curve is lost, and the summary says so.
+                if "NaN" not in str(err) and "Inf" not in str(err):
+                    raise
+                frame = pd.DataFrame(
+                    [{"variant": variant, "mode": mode, "layer": np.nan, "sample": np.nan,
+                      "metric": "diverged", "value": 1.0, "at_floor": False}]
+                )  # fmt: skip
+        frames.append(frame.assign(mask=mask, mode=mode))
     frame = pd.concat(frames, ignore_index=True)
     frame["variant"] = frame["variant"].str.removeprefix("wu:")
     frame["init"] = REAL_MODELS[model][1]
@@ -354,10 +365,17 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
         )
     summary.tables["mask_order"] = pd.DataFrame(order_rows)
     _ln_claims(config, results, summary)
+    for row in results[results["metric"] == "diverged"].itertuples():
+        summary.notes.append(
+            f"{row.model} {row.variant} ({row.mode}, mask {row.mask}): the hidden states "
+            "overflowed float32 (NaN/Inf) before the last layer; no curve."
+        )
     for model in results["model"].unique():
         part = results[(results["model"] == model) & (results["mask"].isin(CORE_MASKS))]
         for metric in METRICS:
             rows = part[part["metric"] == metric]
+            if rows.empty:
+                continue
             summary.figures[f"{model}_{metric}"] = band_plot(
                 rows.assign(
                     layer=rows["layer"].clip(lower=1),

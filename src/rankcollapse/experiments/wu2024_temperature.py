@@ -146,7 +146,7 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
             {"model": model, "mode": mode, "mask": mask, "d_qk": d_qk,
              "early_drop": early_drop(curve, config.early_layers, floor)}
         )  # fmt: skip
-    drops = pd.DataFrame(rows)
+    drops = pd.DataFrame(rows, columns=["model", "mode", "mask", "d_qk", "early_drop"])
     summary.tables["early_drop"] = drops.pivot_table(
         index=["model", "mode", "mask"], columns="d_qk", values="early_drop"
     ).reset_index()
@@ -177,7 +177,12 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
                     note=f"largest gap: {gap.idxmax()} ({gap.max():.3g})",
                 )
             )
-    for model in results["model"].unique():
+    for row in results[results["metric"] == "diverged"].itertuples():
+        summary.notes.append(
+            f"{row.model} pure SAN ({row.mode}, mask {row.mask}, d_QK {row.d_qk:g}): the hidden "
+            "states overflowed float32 (NaN/Inf) before the last layer; no curve."
+        )
+    for model in rel["model"].unique():
         rows = rel[rel["model"] == model]
         summary.figures[f"{model}_mu_rel"] = band_plot(
             rows.assign(
