@@ -53,7 +53,7 @@ def test_smollm2_loads_offline_as_a_quantized_llama(smollm2):
     assert "4-bit GGUF" in smollm2.info["quantized"]
 
 
-def test_smollm2_states_match_library_and_stay_causal_under_a_window(smollm2):
+def test_smollm2_states_match_library_and_a_self_only_mask_isolates_tokens(smollm2):
     ids, _ = load_windows(smollm2.tokenizer, n_samples=1, n_tokens=16)
     with torch.no_grad():
         ref = smollm2.model(input_ids=ids, output_hidden_states=True).hidden_states

@@ -1,4 +1,17 @@
-"""Real Hugging Face models through declarative adapters, hooks and a custom attention function."""
+"""Real Hugging Face models through declarative adapters, hooks and a custom attention function.
+
+- `load_model(name, *, init, seed, dtype, config_overrides)` -> `LoadedModel` (model in eval mode,
+  tokenizer, `Architecture` adapter, provenance `info`); `MODELS` lists the names; `wrap_model`
+  wraps any supported base model (e.g. a tiny test config).
+- `ARCHITECTURES`: where each family keeps its blocks, attention, q/k/v/o, MLP and norms.
+- `VARIANTS` (Dong's `san`, `san+mlp`, `san+skip`, `transformer`; Wu's `wu:*`), applied by hooks
+  with `variant_applied`; `describe(variant, arch)` says exactly what each removes.
+- `run_batch(loaded, input_ids, token_mask, *, on_layer, variant, mask, temperature, train_mode,
+  attention)`: one forward pass streaming every layer's states (and attention) to a callback;
+  `applied(...)` is the same setup as a context manager for your own hooks.
+- `probe(...)` -> tidy DataFrame of per-layer metrics; `load_windows` / `load_paragraphs` /
+  `sample_corpus` for inputs.
+"""
 
 from rankcollapse.hf.architectures import ARCHITECTURES, Architecture, architecture_for
 from rankcollapse.hf.attention import AttentionSettings, attention_settings, custom_attention
