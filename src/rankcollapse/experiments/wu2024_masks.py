@@ -17,7 +17,9 @@ per layer (log-log axes, as the paper plots):
   `rankcollapse.hf.probe` with the Wu variants `wu:*` (their exact meaning per architecture:
   `rankcollapse variants`) and the mask replacing the model's own attention pattern, on the
   built-in corpus, in eval mode and in train mode (dropout on) for each model. The toy has no
-  dropout: its rows are eval mode only.
+  dropout: its rows are eval mode only. Models in `float64_models` (SmolLM2 by default) run
+  in float64: without its norms SmolLM2's states grow to ~1e37 and overflow float32 inside
+  attention. A curve that still overflows is recorded as `diverged` and named in the notes.
 
 Collapse rate of a curve: minus the slope of a least-squares line through the mean (over
 samples) of log mu against layer, fitted over layers 0 .. l* - 1, l* = the first layer at which
@@ -104,6 +106,8 @@ class Config(BaseModel):
     """Toy sequences (one batch, one pass per mask and variant)."""
     deep_layers: int = Field(128, ge=1)
     """Layers of `bert-deep` (the paper's deep random-init BERT has 128)."""
+    float64_models: list[Model] = ["smollm2"]
+    """Real models run in float64: SmolLM2 without its norms overflows float32 (mu ~ 1e37)."""
     n_samples: int = Field(32, ge=1)
     """Text windows per real model."""
     n_tokens: int = Field(128, ge=4)
@@ -185,13 +189,15 @@ def load_real(config: BaseModel, model: str) -> LoadedModel:
     random init of a deep BERT costs more than probing it on a few windows.
     """
     deep = config.deep_layers if model == "bert-deep" else None
-    return _load(*REAL_MODELS[model], config.seed, deep)
+    double = model in config.float64_models
+    return _load(*REAL_MODELS[model], config.seed, deep, double)
 
 
 @functools.lru_cache(maxsize=1)
-def _load(name: str, init: str, seed: int, n_layers: int | None) -> LoadedModel:
+def _load(name: str, init: str, seed: int, n_layers: int | None, double: bool) -> LoadedModel:
     overrides = {"num_hidden_layers": n_layers} if n_layers else None
-    return load_model(name, init=init, seed=seed, config_overrides=overrides)
+    dtype = torch.float64 if double else torch.float32
+    return load_model(name, init=init, seed=seed, dtype=dtype, config_overrides=overrides)
 
 
 def real_curves(
@@ -199,8 +205,8 @@ def real_curves(
 ) -> pd.DataFrame:
     """mu and mu_rel per layer of a real model for each variant and mode, via `hf.probe`.
 
-    `config` is any config with modes, n_samples, n_tokens and seed; `temperature` divides
-    the logits on top of the model's own scaling.
+    `config` is any config with modes, n_samples, n_tokens, seed and float64_models;
+    `temperature` divides the logits on top of the model's own scaling.
     """
     loaded = load_real(config, model)
     frames = []

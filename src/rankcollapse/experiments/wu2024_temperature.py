@@ -67,6 +67,8 @@ class Config(BaseModel):
     """Tokens per toy sequence."""
     toy_samples: int = Field(16, ge=1)
     """Toy sequences (one batch)."""
+    float64_models: list[Model] = ["smollm2"]
+    """Real models run in float64: SmolLM2 without its norms overflows float32 (mu ~ 1e37)."""
     n_samples: int = Field(32, ge=1)
     """Text windows per real model."""
     n_tokens: int = Field(128, ge=4)
@@ -141,7 +143,8 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
     rel = results[results["metric"] == "mu_rel"]
     rows = []
     for (model, mode, mask, d_qk), curve in rel.groupby(["model", "mode", "mask", "d_qk"]):
-        floor = dtype_floor(torch.float64 if model == "toy" else torch.float32)
+        double = model == "toy" or model in config.float64_models
+        floor = dtype_floor(torch.float64 if double else torch.float32)
         rows.append(
             {"model": model, "mode": mode, "mask": mask, "d_qk": d_qk,
              "early_drop": early_drop(curve, config.early_layers, floor)}
