@@ -205,3 +205,8 @@ def test_random_init_is_seeded_in_eval_mode_and_in_the_asked_dtype():
 def test_config_overrides_need_a_random_init():
     with pytest.raises(ConfigError, match="config_overrides .* need init='random'"):
         load_model("minilm", config_overrides={"num_hidden_layers": 2})
+
+
+def test_bad_mask_spec_fails_before_the_model_loads():
+    with pytest.raises(UnknownNameError, match="mask"):
+        probe("no-such-model", mask="windw:1", n_tokens=16)  # the mask error comes first

@@ -102,8 +102,18 @@ def probe(
         ("embedding" for layer 0, "block" after; never a final-norm output), sample, metric,
         value (float64), at_floor, quantized.
     """
+    # Every name and option is checked before the model loads.
     variant_objs = [get_variant(v) for v in variants]
     state_metrics, attention_metrics = _split_metrics(metrics)
+    if not variant_objs or not (state_metrics or attention_metrics):
+        raise ConfigError(
+            f"probe needs at least one variant and one metric, got variants={list(variants)}, "
+            f"metrics={metrics}; see `rankcollapse variants` and `rankcollapse metrics`."
+        )
+    if batch_size is not None and batch_size < 1:
+        raise ConfigError(f"batch_size must be >= 1, got {batch_size}.")
+    if isinstance(mask, str) and not padded:
+        resolve_mask(mask, n_tokens)  # a bad spec fails here, not after loading
     loaded = model if isinstance(model, LoadedModel) else load_model(model, init=init, seed=seed)
     _check_context(loaded, n_tokens)
     if padded:
@@ -121,8 +131,6 @@ def probe(
         )
     attn_mask, mask_label = resolve_mask(mask, input_ids.shape[1])
     check_mask(loaded, attn_mask, input_ids.shape[1], temperature)
-    if batch_size is not None and batch_size < 1:
-        raise ConfigError(f"batch_size must be >= 1, got {batch_size}.")
     step = batch_size or n_samples
     allowed = attn_mask
     if allowed is None and loaded.arch.causal:
