@@ -24,6 +24,7 @@ def _sorting_san(seed=0):
     return SANConfig(inputs="tokens", vocab_size=10, n_classes=10, n_positions=8, seed=seed, **TINY)
 
 
+@pytest.mark.slow
 def test_a_tiny_training_run_lowers_the_loss():
     data = sorting_data(256, seed=0)
     model = SAN(_sorting_san())

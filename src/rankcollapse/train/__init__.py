@@ -16,7 +16,15 @@ from rankcollapse.train.loop import (
     checkpoint_key,
     train,
 )
-from rankcollapse.train.san import SAN, CircleNet, SANConfig, TrainedModel, accuracy, train_model
+from rankcollapse.train.san import (
+    SAN,
+    CircleNet,
+    Rollout,
+    SANConfig,
+    TrainedModel,
+    accuracy,
+    train_model,
+)
 
 __all__ = [
     "GridPoint",
@@ -30,6 +38,7 @@ __all__ = [
     "CircleNet",
     "DirectoryStore",
     "MemoryStore",
+    "Rollout",
     "SANConfig",
     "TrainConfig",
     "TrainedModel",

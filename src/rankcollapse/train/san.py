@@ -172,8 +172,8 @@ class CircleNet(nn.Module):
     """points (b, 2, 2) -> linear (2 -> d_model) -> one ToyNet layer -> linear (d_model -> 2).
 
     The layer is pure attention ("pure"), attention with its skip connection ("skip"), or
-    attention followed by a token-wise MLP without its own skip ("mlp", so that any separation
-    the MLP keeps is its own, not a hidden skip). No norm: the points' scale is the signal.
+    attention without skip followed by a transformer MLP block, X + MLP(X) ("mlp"). No norm:
+    the points' scale is the signal.
     """
 
     def __init__(
@@ -190,7 +190,7 @@ class CircleNet(nn.Module):
                 d_model=d_model,
                 skip="on" if variant == "skip" else "off",
                 mlp=variant == "mlp",
-                mlp_skip=False,
+                mlp_skip=True,
                 bias=True,
                 dtype="float32",
                 seed=seed,
@@ -200,6 +200,25 @@ class CircleNet(nn.Module):
 
     def forward(self, points: Tensor) -> Tensor:
         return self.readout(self.layer(self.embed(points)).output)
+
+
+class Rollout(nn.Module):
+    """`net` applied to its own output `n_steps` times: (b, ...) -> (b, n_steps, ...).
+
+    Training a step map through its own rollout (backpropagation through the n_steps
+    applications) teaches a map that can be iterated, not only one accurate step.
+    """
+
+    def __init__(self, net: nn.Module, n_steps: int) -> None:
+        super().__init__()
+        self.net, self.n_steps = net, n_steps
+
+    def forward(self, x: Tensor) -> Tensor:
+        steps = []
+        for _ in range(self.n_steps):  # sequential in time; batched over samples
+            x = self.net(x)
+            steps.append(x)
+        return torch.stack(steps, dim=1)
 
 
 def accuracy(logits: Tensor, targets: Tensor) -> Tensor:
