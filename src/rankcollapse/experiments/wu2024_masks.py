@@ -123,6 +123,8 @@ class Config(BaseModel):
         return masks
 
 
+# quick: 2 windows of 32 tokens per real model, a 24-layer deep BERT, and no SmolLM2 (its
+# load and float64 copy alone take about a minute on 2 cores); paper: the paper's sizes.
 PRESETS = {
     "quick": {
         "models": ["toy", "bert-base", "bert-deep", "minilm"],

@@ -93,6 +93,7 @@ class Config(BaseModel):
         return self
 
 
+# quick: the toy and MiniLM on 2 windows of 32 tokens (SmolLM2 only in paper: see wu2024-masks).
 PRESETS = {
     "quick": {"models": ["toy", "minilm"], "n_samples": 2, "n_tokens": 32},
     "paper": {"toy_layers": 32, "toy_tokens": 128, "toy_samples": 32},
