@@ -379,7 +379,7 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
             "overflowed float32 (NaN/Inf) before the last layer; no curve."
         )
     for model in results["model"].unique():
-        part = results[(results["model"] == model) & (results["mask"].isin(CORE_MASKS))]
+        part = results[results["model"] == model]
         for metric in METRICS:
             rows = part[part["metric"] == metric]
             if rows.empty:
