@@ -1,7 +1,7 @@
-"""wu2024-equilibria: LayerNorm equilibria of every rank (Wu et al. 2024, Thm 3 and Fig. 2).
+"""wu2024-equilibria: LayerNorm equilibria of every rank (Wu et al. 2024, Thm 3).
 
 Paper: Wu, Ajorlou, Wang, Jegelka, Jadbabaie, "On the role of attention masks and LayerNorm
-in transformers", NeurIPS 2024 (arXiv 2405.18781), Sec. 5. The dynamics are
+in transformers", NeurIPS 2024 (arXiv 2405.18781), Thm 3 and the 2-D example. The dynamics are
 X -> LN(A X W_V) with causal uniform attention (W_Q = W_K = 0) and LN = each token divided by
 its norm (`rankcollapse.theory.equilibria`).
 

@@ -1,6 +1,6 @@
 """wu2024-geometry: pretrained models keep full rank but grow anisotropic with depth.
 
-Paper: Wu, Ajorlou, Wang, Jegelka, Jadbabaie, NeurIPS 2024 (arXiv 2405.18781), Sec. 6
+Paper: Wu, Ajorlou, Wang, Jegelka, Jadbabaie, NeurIPS 2024 (arXiv 2405.18781), experiments
 (spec wu2024.md sec. 4, "Geometry of pretrained models"), where BERT, GPT-2, T5 and ALBERT
 are shown to keep full rank and a minimum singular value away from 0 while the mean |cosine|
 between tokens rises with depth, like the anisotropic Theorem 3 equilibria.

@@ -1,7 +1,7 @@
-"""wu2024-masks: how attention masks and LayerNorm change rank collapse (Wu et al. 2024, Fig. 3).
+"""wu2024-masks: how attention masks and LayerNorm change rank collapse (Wu et al. 2024).
 
 Paper: Wu, Ajorlou, Wang, Jegelka, Jadbabaie, "On the role of attention masks and LayerNorm
-in transformers", NeurIPS 2024 (arXiv 2405.18781), Sec. 6 (spec wu2024.md sec. 4).
+in transformers", NeurIPS 2024 (arXiv 2405.18781), experiments (spec wu2024.md sec. 4).
 
 Five variants x masks x models, measuring `mu` = ||X - 1 mean^T||_F and `mu_rel` = mu / ||X||_F
 per layer (log-log axes, as the paper plots):
@@ -431,7 +431,7 @@ def _ln_claims(config: Config, results: pd.DataFrame, summary: Summary) -> None:
 register(
     Experiment(
         name=NAME,
-        description="Wu 2024 Fig. 3: mu against layer for 5 variants x masks on the toy, "
+        description="Wu 2024: mu against layer for 5 variants x masks on the toy, "
         "random-init BERT (12 and deep) and pretrained models, eval and train mode",
         config=Config,
         presets=PRESETS,

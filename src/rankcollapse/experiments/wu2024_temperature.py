@@ -1,6 +1,6 @@
 """wu2024-temperature: sharper attention slows early collapse, most for the complete mask.
 
-Paper: Wu, Ajorlou, Wang, Jegelka, Jadbabaie, NeurIPS 2024 (arXiv 2405.18781), Sec. 6
+Paper: Wu, Ajorlou, Wang, Jegelka, Jadbabaie, NeurIPS 2024 (arXiv 2405.18781), experiments
 (spec wu2024.md sec. 4, "Temperature"). Pure SAN under each mask with the softmax scale
 1/sqrt(d_QK) for d_QK in `d_qk` (the paper: 1/64, 1, 64):
 

@@ -21,7 +21,8 @@ converges to B = (-1/w, -sqrt(1 - 1/w^2)) from the open arc running counter-cloc
 angle arccos(-1/w) (an unstable fixed point) to 270 degrees (where A X W_V vanishes), and onto
 token 1 from everywhere else. Without LN the same weights collapse.
 
-Reference: Wu, Ajorlou, Wang, Jegelka, Jadbabaie 2024 (arXiv 2405.18781), Sec. 5, Thm 3, Fig. 2.
+Reference: Wu, Ajorlou, Wang, Jegelka, Jadbabaie 2024 (arXiv 2405.18781), Thm 3 and the
+2-D counterexample (spec wu2024.md sec. 3).
 """
 
 from __future__ import annotations
