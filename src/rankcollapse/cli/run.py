@@ -106,6 +106,7 @@ class _progress_bar:
 
 
 def print_claims(result) -> None:
+    from rich.markup import escape
     from rich.table import Table
 
     from rankcollapse.cli._console import console
@@ -116,7 +117,8 @@ def print_claims(result) -> None:
         table.add_column(column, overflow="fold")
     for claim in result.claims:
         verdict = "[green]PASS[/]" if claim.passed else "[red]FAIL[/]"
-        table.add_row(claim.id, claim.text, format_value(claim.measured), claim.expected, verdict)
+        cells = (claim.id, claim.text, format_value(claim.measured), claim.expected)
+        table.add_row(*map(escape, cells), verdict)
     console.print(table)
     n_passed = sum(claim.passed for claim in result.claims)
     console.print(
