@@ -61,7 +61,9 @@ def test_rank_vs_heads_runs_one_batched_unit_per_width_and_claims_from_it():
         "d_model", "d_qk", "n_heads", "seed", "step", "metric", "value"
     ]
     final = results[results.metric == "eval_rel_mse"]
-    assert sorted(zip(final.d_qk, final.n_heads)) == sorted(grid_points(config, 4))
+    pairs = list(zip(final.d_qk, final.n_heads, strict=True))
+    assert sorted(set(pairs)) == sorted(grid_points(config, 4))
+    assert len(pairs) == len(grid_points(config, 4)) * len(config.seeds)
     assert {c.id for c in summary.claims} == {
         "full-rank-wins", "more-heads-do-not-close-gap", "full-rank-aligns"
     }
