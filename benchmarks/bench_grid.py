@@ -46,13 +46,17 @@ def main() -> None:
     curve_gap = np.max(np.abs(curves.value_grid - curves.value_alone) / curves.value_alone)
     ratio = alone_seconds / grid_seconds
     load = ", ".join(f"{v:.2f}" for v in os.getloadavg())
-    print(f"grid: {len(points)} configurations (r in {RANKS}, H in {HEADS}), d={D_MODEL}, "
-          f"N={N_POINTS}, {STEPS} steps of {BATCH} samples")
+    print(
+        f"grid: {len(points)} configurations (r in {RANKS}, H in {HEADS}), d={D_MODEL}, "
+        f"N={N_POINTS}, {STEPS} steps of {BATCH} samples"
+    )
     print(f"torch threads: {torch.get_num_threads()}, load average (1, 5, 15 min): {load}")
     print(f"one batched model:  {grid_seconds:.2f} s")
     print(f"one after another:  {alone_seconds:.2f} s")
-    print(f"largest relative difference per configuration: held-out error {final_gap:.1e}, "
-          f"loss curve {curve_gap:.1e} ({len(curves)} curve points)")
+    print(
+        f"largest relative difference per configuration: held-out error {final_gap:.1e}, "
+        f"loss curve {curve_gap:.1e} ({len(curves)} curve points)"
+    )
     print(f"ratio one-by-one / batched: {ratio:.2f} (target >= {TARGET})")
 
 

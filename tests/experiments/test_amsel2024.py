@@ -28,12 +28,18 @@ def run(name: str, overrides: dict):
 
 
 def test_constructions_measure_their_claims_and_the_exact_hardmax_head():
-    config, results, summary = run(
+    _, results, summary = run(
         "amsel2024-constructions",
         {
-            "full_rank_d_models": [4], "n_points": 4, "temperatures": [1, 100, 1e4],
-            "low_rank_d_models": [3, 5], "ranks": [1], "n_heads": [1, 4],
-            "fit_samples": 400, "eval_samples": 400, "seeds": [0],
+            "full_rank_d_models": [4],
+            "n_points": 4,
+            "temperatures": [1, 100, 1e4],
+            "low_rank_d_models": [3, 5],
+            "ranks": [1],
+            "n_heads": [1, 4],
+            "fit_samples": 400,
+            "eval_samples": 400,
+            "seeds": [0],
         },
     )
     assert list(results.columns[-2:]) == ["metric", "value"]
@@ -42,7 +48,9 @@ def test_constructions_measure_their_claims_and_the_exact_hardmax_head():
     assert claims["full-rank-falls"].passed and claims["full-rank-beats-low-rank"].passed
     assert results[results.metric == "rel_mse_hardmax"].value.max() == 0.0
     assert set(summary.figures) == {
-        "full_rank_vs_temperature", "full_rank_n2_closed_form", "low_rank_vs_heads"
+        "full_rank_vs_temperature",
+        "full_rank_n2_closed_form",
+        "low_rank_vs_heads",
     }
 
 
@@ -58,14 +66,22 @@ def test_rank_vs_heads_runs_one_batched_unit_per_width_and_claims_from_it():
         {"d_models": [4], "steps": 60, "batch_size": 8, "warmup": 5, "eval_samples": 64},
     )
     assert results.columns.tolist() == [
-        "d_model", "d_qk", "n_heads", "seed", "step", "metric", "value"
+        "d_model",
+        "d_qk",
+        "n_heads",
+        "seed",
+        "step",
+        "metric",
+        "value",
     ]
     final = results[results.metric == "eval_rel_mse"]
     pairs = list(zip(final.d_qk, final.n_heads, strict=True))
     assert sorted(set(pairs)) == sorted(grid_points(config, 4))
     assert len(pairs) == len(grid_points(config, 4)) * len(config.seeds)
     assert {c.id for c in summary.claims} == {
-        "full-rank-wins", "more-heads-do-not-close-gap", "full-rank-aligns"
+        "full-rank-wins",
+        "more-heads-do-not-close-gap",
+        "full-rank-aligns",
     }
     assert set(summary.figures) == {"error_vs_heads", "loss_curves"}
 
@@ -75,14 +91,28 @@ def test_rank_vs_heads_runs_one_batched_unit_per_width_and_claims_from_it():
     [
         (
             "amsel2024-encoder",
-            {"d_model": 4, "n_points": 3, "n_heads": [1, 4], "n_layers": [1, 2],
-             "width_multipliers": [1, 2], "d_ff": 8, "steps": 10, "eval_samples": 64},
+            {
+                "d_model": 4,
+                "n_points": 3,
+                "n_heads": [1, 4],
+                "n_layers": [1, 2],
+                "width_multipliers": [1, 2],
+                "d_ff": 8,
+                "steps": 10,
+                "eval_samples": 64,
+            },
             "rank-beats-heads-and-layers",
         ),
         (
             "amsel2024-depth",
-            {"d_model": 4, "contexts": [2, 5], "depths": [1, 2], "d_ff": 8, "steps": 10,
-             "eval_samples": 64},
+            {
+                "d_model": 4,
+                "contexts": [2, 5],
+                "depths": [1, 2],
+                "d_ff": 8,
+                "steps": 10,
+                "eval_samples": 64,
+            },
             "depth-helps-short-more",
         ),
     ],

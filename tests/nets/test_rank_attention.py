@@ -39,10 +39,10 @@ def test_one_head_is_a_softmax_average_of_mapped_points_by_hand():
 def test_hardmax_is_the_zero_temperature_limit_of_softmax():
     torch.manual_seed(0)
     soft = RankAttention(6, d_qk=2, n_heads=3, seed=1, dtype=F64)
-    hard = RankAttention.from_weights(soft.w_q.detach(), soft.w_k.detach(), soft.w_o.detach(), hard=True)
-    cold = RankAttention.from_weights(
-        1e4 * soft.w_q.detach(), soft.w_k.detach(), soft.w_o.detach()
+    hard = RankAttention.from_weights(
+        soft.w_q.detach(), soft.w_k.detach(), soft.w_o.detach(), hard=True
     )
+    cold = RankAttention.from_weights(1e4 * soft.w_q.detach(), soft.w_k.detach(), soft.w_o.detach())
     y, x = torch.randn(4, 2, 6, dtype=F64), torch.randn(4, 5, 6, dtype=F64)
     assert torch.allclose(cold(y, x), hard(y, x), atol=1e-8)
     assert hardmax(torch.tensor([3.0, 1.0, 2.0])).tolist() == [1.0, 0.0, 0.0]
@@ -98,7 +98,10 @@ def test_stacked_lists_must_describe_the_same_configurations():
 
 def test_encoder_is_seeded_and_its_width_multiplier_adds_attention_modules():
     x = torch.nn.functional.normalize(torch.randn(3, 5, 8), dim=-1)
-    a, b = RankEncoder(8, n_heads=2, n_layers=2, d_ff=16, seed=3), RankEncoder(8, n_heads=2, n_layers=2, d_ff=16, seed=3)
+    a, b = (
+        RankEncoder(8, n_heads=2, n_layers=2, d_ff=16, seed=3),
+        RankEncoder(8, n_heads=2, n_layers=2, d_ff=16, seed=3),
+    )
     assert torch.equal(a(x), b(x))
     wide = RankEncoder(8, n_heads=2, n_layers=1, d_ff=16, width_multiplier=4, seed=0)
     n_attention = sum(isinstance(m, torch.nn.MultiheadAttention) for m in wide.modules())

@@ -41,7 +41,9 @@ def test_every_point_set_lies_on_the_unit_sphere(points):
 def test_orthogonal_sets_are_orthonormal_and_doubled_sets_hold_antipodes():
     g = torch.Generator().manual_seed(3)
     q = NeighbourTask(6, 4, points="orthogonal").sample_points(5, g, F64)
-    assert torch.allclose(q @ q.transpose(-1, -2), torch.eye(4, dtype=F64).expand(5, 4, 4), atol=1e-12)
+    assert torch.allclose(
+        q @ q.transpose(-1, -2), torch.eye(4, dtype=F64).expand(5, 4, 4), atol=1e-12
+    )
     d = NeighbourTask(6, 4, points="doubled").sample_points(5, g, F64)
     assert torch.equal(d[:, 2:], -d[:, :2])
 
@@ -68,7 +70,10 @@ def test_relative_mse_is_one_for_the_zero_predictor_and_zero_when_exact():
     ("kwargs", "message"),
     [
         ({"d_model": 4, "n_points": 0}, r"n_points=0.*N >= 1"),
-        ({"d_model": 4, "n_points": 5, "points": "orthogonal"}, r"n_points <= d_model.*5 > d_model=4"),
+        (
+            {"d_model": 4, "n_points": 5, "points": "orthogonal"},
+            r"n_points <= d_model.*5 > d_model=4",
+        ),
         ({"d_model": 4, "n_points": 3, "points": "doubled"}, r"even; got 3"),
         ({"d_model": 4, "n_points": 3, "target": "nearst"}, r"unknown target 'nearst'.*nearest"),
         ({"d_model": 0, "n_points": 3}, r"d_model=0"),

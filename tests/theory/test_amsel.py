@@ -3,6 +3,8 @@ hardmax, the N = 2 closed forms agree with Monte Carlo, least squares recovers k
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 import torch
 
@@ -45,7 +47,7 @@ def test_full_rank_error_falls_monotonically_in_t_and_goes_below_1e3():
     batch = _sample(NeighbourTask(8, 16), 4000, 0)
     temperatures = [1, 10, 100, 1e3, T_BELOW_1E3]
     errors = [_error(full_rank_head(8, t).layer, batch) for t in temperatures]
-    assert all(b < a for a, b in zip(errors, errors[1:], strict=False))
+    assert all(b < a for a, b in itertools.pairwise(errors))
     assert errors[-1] < 1e-3
 
 
@@ -69,14 +71,18 @@ def test_rank_one_closed_form_matches_a_fitted_random_head():
     task = NeighbourTask(6, 2, points="orthogonal")
     fit, held_out = _sample(task, 20_000, 3), _sample(task, 20_000, 4)
     heads = fit_output_maps(random_low_rank_heads(6, 1, 1, seed=0), fit.x, fit.queries, fit.target)
-    assert _error(heads.layer, held_out) == pytest.approx(random_rank_one_error_two_points(6), rel=0.03)
+    assert _error(heads.layer, held_out) == pytest.approx(
+        random_rank_one_error_two_points(6), rel=0.03
+    )
     assert random_rank_one_error_two_points(16) > random_rank_one_error_two_points(4)
 
 
 def test_least_squares_recovers_known_output_maps():
     heads = random_low_rank_heads(5, 2, 3, seed=1)
     maps = torch.randn(3, 5, 5, generator=torch.Generator().manual_seed(0), dtype=F64)
-    truth = type(heads.layer).from_weights(heads.layer.w_q.detach(), heads.layer.w_k.detach(), maps, hard=True)
+    truth = type(heads.layer).from_weights(
+        heads.layer.w_q.detach(), heads.layer.w_k.detach(), maps, hard=True
+    )
     batch = _sample(NeighbourTask(5, 4), 2000, 5)
     with torch.no_grad():
         target = truth(batch.queries, batch.x)

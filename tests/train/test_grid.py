@@ -42,7 +42,12 @@ def test_a_batched_grid_gives_each_configuration_its_own_result():
 
 def test_a_plateaued_configuration_is_frozen_while_the_others_go_on():
     settings = TrainSettings(
-        steps=40, batch_size=8, warmup=0, log_every=10, patience=1, min_improvement=0.99,
+        steps=40,
+        batch_size=8,
+        warmup=0,
+        log_every=10,
+        patience=1,
+        min_improvement=0.99,
         eval_samples=64,
     )
     result = train_grid(TASK, [GridPoint(1, 1, 0), GridPoint(6, 1, 0)], settings, keep_model=True)

@@ -24,11 +24,15 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("model", help="model name or local model directory")
     parser.add_argument("--init", choices=["pretrained", "random"], default="pretrained")
     parser.add_argument(
-        "--rtol", type=float, default=None,
+        "--rtol",
+        type=float,
+        default=None,
         help="numerical-rank threshold relative to the largest singular value "
         "(default: the floor of the weights' dtype)",
     )
-    parser.add_argument("--out", type=Path, default=None, help="output folder (default: results/qk-rank/<model>)")
+    parser.add_argument(
+        "--out", type=Path, default=None, help="output folder (default: results/qk-rank/<model>)"
+    )
     parser.set_defaults(func=run)
 
 
@@ -67,8 +71,12 @@ def run(args: argparse.Namespace) -> int:
     for metric in QK_METRICS:
         grid = df[df.metric == metric].pivot(index="layer", columns="head", values="value")
         fig = heatmap(
-            grid.to_numpy(), xlabels=list(grid.columns), ylabels=list(grid.index),
-            xlabel="head", ylabel="layer", cbar_label=metric,
+            grid.to_numpy(),
+            xlabels=list(grid.columns),
+            ylabels=list(grid.index),
+            xlabel="head",
+            ylabel="layer",
+            cbar_label=metric,
             title=f"{loaded.name}: {metric} of W_Q^T W_K (d_head={d_head})",
         )
         fig.savefig(out / f"qk_{metric}.png", dpi=110, bbox_inches="tight")

@@ -115,16 +115,20 @@ def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
     )
 
     d, seed = unit["d_model"], unit["seed"]
-    sample = lambda task, n, offset: task.sample(  # noqa: E731
+    sample = lambda task, n, offset: task.sample(
         n, torch.Generator().manual_seed(offset + seed), torch.float64
     )
     rows = []
-    row = lambda **kw: rows.append({**unit, "d_qk": d, "n_heads": 1, "temperature": np.nan, **kw})  # noqa: E731
+    row = lambda **kw: rows.append({**unit, "d_qk": d, "n_heads": 1, "temperature": np.nan, **kw})
     if unit["part"] == "full-rank":
         batch = sample(NeighbourTask(d, config.n_points), config.eval_samples, EVAL_SEED_OFFSET)
         for t in config.temperatures:
             row(temperature=t, metric="rel_mse", value=_score(full_rank_head(d, t).layer, batch))
-            row(temperature=t, metric="rel_mse_n2_closed_form", value=full_rank_error_two_points(d, t))
+            row(
+                temperature=t,
+                metric="rel_mse_n2_closed_form",
+                value=full_rank_error_two_points(d, t),
+            )
         row(metric="rel_mse_hardmax", value=_score(full_rank_head(d, 1.0, hard=True).layer, batch))
         return pd.DataFrame(rows)
     task = NeighbourTask(d, 2, points="orthogonal")
@@ -160,17 +164,31 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
 
     figures = {
         "full_rank_vs_temperature": band_plot(
-            full, x="temperature", hue="d", logx=True, logy=True, floor_column=None,
+            full,
+            x="temperature",
+            hue="d",
+            logx=True,
+            logy=True,
+            floor_column=None,
             title=f"Full-rank head, N={config.n_points}: relative MSE vs temperature",
             ylabel="relative MSE",
         ),
         "full_rank_n2_closed_form": line_plot(
-            closed.assign(d="d=" + closed.d_model.astype(str)), x="temperature", hue="d",
-            logx=True, logy=True, title="Full-rank head, N=2 orthonormal: closed form",
+            closed.assign(d="d=" + closed.d_model.astype(str)),
+            x="temperature",
+            hue="d",
+            logx=True,
+            logy=True,
+            title="Full-rank head, N=2 orthonormal: closed form",
             ylabel="relative MSE",
         ),
         "low_rank_vs_heads": band_plot(
-            mixtures, x="n_heads", hue="heads", logx=True, logy=False, floor_column=None,
+            mixtures,
+            x="n_heads",
+            hue="heads",
+            logx=True,
+            logy=False,
+            floor_column=None,
             title="Random low-rank hardmax heads, fitted outputs, N=2: error vs H",
             ylabel="relative MSE",
         ),
@@ -182,7 +200,8 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
             "one full-rank head's error falls monotonically with the temperature, below 1e-3 "
             f"at t={max(config.temperatures):g} (N={config.n_points})",
             "largest final error over d (0 if any curve rises)",
-            float(mean_full.iloc[-1].max()) if bool((mean_full.diff().iloc[1:] <= 0).all().all())
+            float(mean_full.iloc[-1].max())
+            if bool((mean_full.diff().iloc[1:] <= 0).all().all())
             else float("inf"),
             "<",
             1e-3,
@@ -225,9 +244,13 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
             )
     table = pd.concat(
         [
-            full.groupby(["d_model", "temperature"]).value.agg(["mean", "std"]).reset_index()
+            full.groupby(["d_model", "temperature"])
+            .value.agg(["mean", "std"])
+            .reset_index()
             .assign(part="full-rank"),
-            errors.groupby(["d_model", "d_qk", "n_heads"]).value.agg(["mean", "std"]).reset_index()
+            errors.groupby(["d_model", "d_qk", "n_heads"])
+            .value.agg(["mean", "std"])
+            .reset_index()
             .assign(part="low-rank"),
         ],
         ignore_index=True,

@@ -100,12 +100,19 @@ def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
     from rankcollapse.train import TrainSettings, train_encoder
 
     model = RankEncoder(
-        config.d_model, n_heads=unit["n_heads"], n_layers=unit["n_layers"], d_ff=config.d_ff,
+        config.d_model,
+        n_heads=unit["n_heads"],
+        n_layers=unit["n_layers"],
+        d_ff=config.d_ff,
         seed=unit["seed"],
     )
     settings = TrainSettings(
-        steps=config.steps, batch_size=config.batch_size, lr=config.lr, warmup=config.warmup,
-        patience=config.patience, eval_samples=config.eval_samples,
+        steps=config.steps,
+        batch_size=config.batch_size,
+        lr=config.lr,
+        warmup=config.warmup,
+        patience=config.patience,
+        eval_samples=config.eval_samples,
     )
     task = NeighbourTask(config.d_model, unit["n_points"], target="farthest")
     result = train_encoder(model, task, settings, seed=unit["seed"])
@@ -122,7 +129,11 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
     rank_one["context"] = "N=" + rank_one.n_points.astype(str)
     figures = {
         "error_vs_depth": band_plot(
-            rank_one, x="n_layers", hue="context", logy=True, floor_column=None,
+            rank_one,
+            x="n_layers",
+            hue="context",
+            logy=True,
+            floor_column=None,
             title=f"Rank-1 heads (H={config.d_model}), d={config.d_model}: error vs depth",
             ylabel="held-out relative MSE",
         )
@@ -132,7 +143,7 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
     shallow, deep = min(config.depths), max(config.depths)
     claims = []
     if short < long and shallow < deep:
-        ratio = lambda n: mean[(n, deep)] / mean[(n, shallow)]  # noqa: E731
+        ratio = lambda n: mean[(n, deep)] / mean[(n, shallow)]
         note = f"ratio N={short}: {ratio(short):.3g}, N={long}: {ratio(long):.3g}"
         if config.steps < ENOUGH_STEPS:
             note += (
@@ -146,12 +157,16 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
                 f"from {shallow} to {deep} layers, rank-1 heads gain more on short contexts "
                 "than on long ones",
                 f"error ratio (deep / shallow) at N={short} over that at N={long}",
-                float(ratio(short) / ratio(long)), "<", 1.0, note=note,
+                float(ratio(short) / ratio(long)),
+                "<",
+                1.0,
+                note=note,
             )
         )
     table = (
-        final.groupby(["n_points", "n_heads", "d_qk", "n_layers"]).value
-        .agg(["mean", "std", "count"]).reset_index()
+        final.groupby(["n_points", "n_heads", "d_qk", "n_layers"])
+        .value.agg(["mean", "std", "count"])
+        .reset_index()
     )
     return Summary(tables={"errors": table}, figures=figures, claims=claims)
 

@@ -107,8 +107,12 @@ def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
         seed=unit["seed"],
     )
     settings = TrainSettings(
-        steps=config.steps, batch_size=config.batch_size, lr=config.lr, warmup=config.warmup,
-        patience=config.patience, eval_samples=config.eval_samples,
+        steps=config.steps,
+        batch_size=config.batch_size,
+        lr=config.lr,
+        warmup=config.warmup,
+        patience=config.patience,
+        eval_samples=config.eval_samples,
     )
     task = NeighbourTask(config.d_model, config.n_points, target="farthest")
     result = train_encoder(model, task, settings, seed=unit["seed"])
@@ -126,9 +130,15 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
     )
     figures = {
         "error_vs_heads": band_plot(
-            final, x="n_heads", hue="model", logx=True, logy=True, floor_column=None,
+            final,
+            x="n_heads",
+            hue="model",
+            logx=True,
+            logy=True,
+            floor_column=None,
             title=f"Stock encoders, d={config.d_model}, N={config.n_points}: error vs heads "
-            "(rank d/H)", ylabel="held-out relative MSE",
+            "(rank d/H)",
+            ylabel="held-out relative MSE",
         )
     }
     mean = final.groupby(["n_heads", "n_layers", "width_multiplier"]).value.mean()
@@ -149,15 +159,18 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
                 "raising the rank per head (fewer, wider heads) lowers the error more than "
                 f"{m_max}x the heads or {l_max} layers",
                 "error ratio from rank / best error ratio from heads or layers",
-                float(rank_gain / min(others)), "<", 1.0,
+                float(rank_gain / min(others)),
+                "<",
+                1.0,
                 note=f"rank gain {rank_gain:.3g}, head/layer gains "
                 + ", ".join(f"{g:.3g}" for g in others)
                 + f"; d={config.d_model}, N={config.n_points}, {config.steps} steps at most",
             )
         )
     table = (
-        final.groupby(["n_heads", "d_qk", "n_layers", "width_multiplier"]).value
-        .agg(["mean", "std", "count"]).reset_index()
+        final.groupby(["n_heads", "d_qk", "n_layers", "width_multiplier"])
+        .value.agg(["mean", "std", "count"])
+        .reset_index()
     )
     return Summary(tables={"errors": table}, figures=figures, claims=claims)
 

@@ -135,8 +135,14 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
     final["width"] = "d=" + final.d_model.astype(str)
     figures = {
         "error_vs_heads": band_plot(
-            final, x="n_heads", hue="rank", panel="width", logx=True, logy=True,
-            floor_column=None, title="Trained attention: held-out relative MSE vs heads",
+            final,
+            x="n_heads",
+            hue="rank",
+            panel="width",
+            logx=True,
+            logy=True,
+            floor_column=None,
+            title="Trained attention: held-out relative MSE vs heads",
             ylabel="relative MSE",
         )
     }
@@ -145,8 +151,13 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
     curves["width"] = "d=" + curves.d_model.astype(str)
     if len(curves):
         figures["loss_curves"] = line_plot(
-            curves, x="step", hue="config", panel="width", logy=True,
-            title="Training loss (relative MSE, mean over seeds)", ylabel="relative MSE",
+            curves,
+            x="step",
+            hue="config",
+            panel="width",
+            logy=True,
+            title="Training loss (relative MSE, mean over seeds)",
+            ylabel="relative MSE",
         )
 
     # The paper's convention: the best seed of each configuration (a single-head run can settle
@@ -168,7 +179,9 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
                 "full-rank-wins",
                 "one trained full-rank head reaches a much lower error than every H r = d split",
                 "max over d of full-rank error / best H r = d error",
-                max(split_ratios), "<", 0.1,
+                max(split_ratios),
+                "<",
+                0.1,
                 note=f"best seed per configuration; d in {sorted(best.d_model.unique().tolist())}, "
                 f"N={config.n_points}, {config.steps} steps at most",
             )
@@ -180,31 +193,39 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
                 f"low-rank layers with up to {max(config.head_budgets)}x more heads stay above "
                 "the full-rank head",
                 "max over d of full-rank error / best low-rank error",
-                max(all_ratios), "<", 1.0,
+                max(all_ratios),
+                "<",
+                1.0,
             )
         )
     align = results[results.metric == "qk_alignment"]
     full_align = align[(align.d_qk == align.d_model) & (align.n_heads == 1)]
     if len(full_align):
         sign = "-I" if config.target == "farthest" else "+I"
-        best_seed = full_align.merge(final[["d_model", "d_qk", "n_heads", "seed", "value"]],
-                                     on=["d_model", "d_qk", "n_heads", "seed"],
-                                     suffixes=("", "_error"))
+        best_seed = full_align.merge(
+            final[["d_model", "d_qk", "n_heads", "seed", "value"]],
+            on=["d_model", "d_qk", "n_heads", "seed"],
+            suffixes=("", "_error"),
+        )
         best_seed = best_seed.loc[best_seed.groupby("d_model").value_error.idxmin()]
         claims.append(
             Claim.check(
                 "full-rank-aligns",
                 f"the trained full-rank head's W_Q^T W_K lines up with {sign}",
                 f"smallest cosine with {sign} over d (best seed of each d)",
-                float(best_seed.value.min()), ">", 0.9,
-                note="per seed: " + ", ".join(
-                    f"d={d} seed={s}: {v:.3f}" for d, s, v in
-                    full_align[["d_model", "seed", "value"]].itertuples(index=False)
+                float(best_seed.value.min()),
+                ">",
+                0.9,
+                note="per seed: "
+                + ", ".join(
+                    f"d={d} seed={s}: {v:.3f}"
+                    for d, s, v in full_align[["d_model", "seed", "value"]].itertuples(index=False)
                 ),
             )
         )
     table = (
-        final.groupby(["d_model", "d_qk", "n_heads"]).value.agg(["mean", "std", "count"])
+        final.groupby(["d_model", "d_qk", "n_heads"])
+        .value.agg(["mean", "std", "count"])
         .reset_index()
     )
     steps = results[results.metric == "steps_run"].groupby(["d_model", "d_qk", "n_heads"]).value

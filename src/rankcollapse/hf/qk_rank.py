@@ -31,9 +31,9 @@ QK_METRICS = ("numerical_rank", "stable_rank", "effective_rank")
 
 def _projection(attention: torch.nn.Module, path: str, arch_name: str) -> Tensor:
     """A projection's weight as (out, in): rows are output features."""
-    module = submodule(attention, path)
     if arch_name == "xlnet":  # nn.Parameter (d, H, d_head), used as einsum("ibh,hnd->ibnd")
-        return module.permute(1, 2, 0).flatten(0, 1)
+        return getattr(attention, path).permute(1, 2, 0).flatten(0, 1)
+    module = submodule(attention, path)
     if arch_name == "gpt2":  # Conv1D (d, 3 d): q, k, v side by side, x @ weight
         return module.weight.T
     return module.weight

@@ -193,8 +193,12 @@ class StackedRankAttention(nn.Module):
         for stream, stream_seed in enumerate(self.streams):
             for rank in sorted({r for r, s in zip(d_qk, seeds, strict=True) if s == stream_seed}):
                 first_row, first_head = rows, heads
-                for c in (c for c in range(len(seeds)) if (seeds[c], d_qk[c]) == (stream_seed, rank)):
-                    q, k, o = init_rank_weights(d_model, rank, n_heads[c], seed=seeds[c], dtype=dtype)
+                for c in (
+                    c for c in range(len(seeds)) if (seeds[c], d_qk[c]) == (stream_seed, rank)
+                ):
+                    q, k, o = init_rank_weights(
+                        d_model, rank, n_heads[c], seed=seeds[c], dtype=dtype
+                    )
                     w_q.append(q.flatten(0, 1)), w_k.append(k.flatten(0, 1)), w_o.append(o)
                     self.config_rows[c] = slice(rows, rows + n_heads[c] * rank)
                     self.config_heads[c] = slice(heads, heads + n_heads[c])
@@ -205,8 +209,10 @@ class StackedRankAttention(nn.Module):
         self.w_k = nn.Parameter(torch.cat(w_k))  # (R, d)
         self.w_o = nn.Parameter(torch.cat(w_o))  # (K, d, d): M_h of every head
         row_config = torch.cat(
-            [torch.full((n_heads[c] * d_qk[c],), c) for c in sorted(
-                self.config_rows, key=lambda c: self.config_rows[c].start)]
+            [
+                torch.full((n_heads[c] * d_qk[c],), c)
+                for c in sorted(self.config_rows, key=lambda c: self.config_rows[c].start)
+            ]
         )
         self.register_buffer("head_config", torch.tensor(head_config))  # (K,)
         self.register_buffer("row_config", row_config)  # (R,)

@@ -122,9 +122,7 @@ class NeighbourTask:
         if self.target not in TARGETS:
             raise ConfigError(f"unknown target '{self.target}'. Known: {', '.join(TARGETS)}.")
         if self.points not in POINT_SETS:
-            raise ConfigError(
-                f"unknown point set '{self.points}'. Known: {', '.join(POINT_SETS)}."
-            )
+            raise ConfigError(f"unknown point set '{self.points}'. Known: {', '.join(POINT_SETS)}.")
         if self.points == "orthogonal" and self.n_points > self.d_model:
             raise ConfigError(
                 f"orthogonal point sets need n_points <= d_model, got n_points={self.n_points}"

@@ -60,7 +60,9 @@ def full_rank_head(
     layer = RankAttention.from_weights(scale * eye, sign * scale * eye, eye.clone(), hard=hard)
     kind = "hardmax" if hard else f"t={temperature:g}"
     return Construction(
-        f"full-rank head ({kind})", layer, {"d_qk": d_model, "n_heads": 1, "temperature": temperature}
+        f"full-rank head ({kind})",
+        layer,
+        {"d_qk": d_model, "n_heads": 1, "temperature": temperature},
     )
 
 
@@ -143,9 +145,9 @@ def _sphere_coordinate_mean(fn, d_model: int) -> float:
     """E[fn(z)] for z = <e, y>, y uniform on S^{d-1}: z = cos(theta), density ~ sin^{d-2}."""
     if d_model < 2:
         raise ConfigError(f"d_model={d_model}; the closed forms need d_model >= 2.")
-    weight = lambda theta: math.sin(theta) ** (d_model - 2)  # noqa: E731
+    weight = lambda theta: math.sin(theta) ** (d_model - 2)
     total = integrate.quad(weight, 0, math.pi)[0]
-    integrand = lambda theta: fn(math.cos(theta)) * weight(theta)  # noqa: E731
+    integrand = lambda theta: fn(math.cos(theta)) * weight(theta)
     # split at z = 0, where the large-temperature integrands concentrate
     value = sum(integrate.quad(integrand, a, b, limit=200)[0] for a, b in _HALVES)
     return value / total
@@ -165,7 +167,7 @@ def full_rank_error_two_points(d_model: int, temperature: float) -> float:
         0.5
     """
     s = math.sqrt(2) * temperature
-    sigmoid_minus = lambda a: math.exp(-a) / (1 + math.exp(-a))  # noqa: E731  (a >= 0)
+    sigmoid_minus = lambda a: math.exp(-a) / (1 + math.exp(-a))
     return _sphere_coordinate_mean(lambda z: 2 * sigmoid_minus(s * abs(z)) ** 2, d_model)
 
 

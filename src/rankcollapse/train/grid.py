@@ -117,7 +117,7 @@ def _check_grid(task: NeighbourTask, points: Sequence[GridPoint]) -> None:
 def _batch(streams) -> tuple[Tensor, Tensor, Tensor]:
     """One fresh batch per data stream (seed): queries, x, target of shape (S, b, ., d)."""
     batches = [next(s) for s in streams]
-    stack = lambda name: torch.stack([getattr(b, name) for b in batches])  # noqa: E731
+    stack = lambda name: torch.stack([getattr(b, name) for b in batches])
     return stack("queries"), stack("x"), stack("target")
 
 
@@ -153,7 +153,11 @@ def train_grid(
         hard=hard,
     )
     streams = [task.stream(settings.batch_size, seed=s) for s in model.streams]
-    owners = [(model.w_q, model.row_config), (model.w_k, model.row_config), (model.w_o, model.head_config)]
+    owners = [
+        (model.w_q, model.row_config),
+        (model.w_k, model.row_config),
+        (model.w_o, model.head_config),
+    ]
     n_configs = len(points)
     optimiser = _StackedAdamW(owners, n_configs, settings)
     active = torch.ones(n_configs, dtype=torch.bool)
@@ -197,10 +201,14 @@ def _final_scores(task, points, settings, model, curves, steps_run) -> pd.DataFr
     )
     chunk = 512
     predictions = []
+    n_streams = len(model.streams)  # every stream is scored on the same held-out samples
     for start in range(0, settings.eval_samples, chunk):
-        part = slice(start, start + chunk)
-        expand = lambda t: t[part].expand(len(model.streams), *t[part].shape)  # noqa: E731
-        predictions.append(model(expand(held_out.queries), expand(held_out.x)))
+        queries = held_out.queries[start : start + chunk]
+        x = held_out.x[start : start + chunk]
+        shape = (n_streams, *x.shape[:-2])
+        predictions.append(
+            model(queries.expand(*shape, *queries.shape[-2:]), x.expand(*shape, *x.shape[-2:]))
+        )
     prediction = torch.cat(predictions, dim=1)  # (C, samples, q, d)
     sign = -1.0 if task.target == "farthest" else 1.0
     rows = []
