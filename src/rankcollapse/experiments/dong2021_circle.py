@@ -17,12 +17,13 @@ recurrently (the authors trained one step ahead; a one-step fit, however exact, 
 iterated, for every variant), then applied to its own output `n_steps` times from the first
 pair. The two token trajectories are recorded.
 
-Claims (computed from this run's results, distance = Euclidean distance between the two tokens
-after the last step, relative to their starting distance, mean over seeds):
+Claims (computed from this run's results; distance = Euclidean distance between the two tokens
+at the last step, relative to their starting distance, median over seeds and `n_starts`
+starting pairs evenly spaced round the circle):
 - pure-merges: pure attention merges the two tokens (relative final distance < 0.1).
 - skip-keeps-apart, mlp-keeps-apart: with the skip or the MLP they stay apart (> 0.5).
-A trajectory that leaves the disc of 100 radii has diverged: it stops there, its final distance
-is undefined (NaN) and the claim of its variant fails, saying how many seeds diverged.
+A trajectory that leaves the disc of 100 radii has diverged: it stops there, and its last step
+is the one before; each claim says how many runs diverged.
 """
 
 from __future__ import annotations
@@ -45,6 +46,10 @@ VARIANTS: tuple[str, ...] = ("pure", "skip", "mlp")
 LABELS = {"pure": "pure attention", "skip": "attention + skip", "mlp": "attention + MLP"}
 MERGED = 0.1  # relative final distance below which the tokens count as merged
 APART = 0.5  # relative final distance above which they count as kept apart
+MEASURE = (
+    "median over seeds and starting pairs of the distance between the tokens at the last step "
+    "reached (n_steps={n_steps}, or the step before divergence) / at the start"
+)
 DIVERGED = 100.0  # a trajectory leaving the disc of 100 radii has diverged (stopped, then NaN)
 
 
@@ -74,6 +79,8 @@ class Config(BaseModel):
     """Adam learning rate."""
     n_steps: int = Field(300, ge=1)
     """Recurrent applications of the trained layer (trajectory length)."""
+    n_starts: int = Field(8, ge=1)
+    """Starting pairs of the recurrence, evenly spaced round the circle (the first is drawn)."""
     seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
     """Seeds of the weights (one unit per variant and seed)."""
     checkpoint_dir: str | None = None
@@ -113,52 +120,68 @@ def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
         ),
         store=DirectoryStore(config.checkpoint_dir) if config.checkpoint_dir else None,
     )
+    starts = data.inputs[:: max(1, len(data) // config.n_starts)][: config.n_starts]
     with torch.no_grad():
-        trajectory = rollout(trained.model.net, data.inputs[:1], config.n_steps, config.radius)
+        trajectory = rollout(trained.model.net, starts, config.n_steps, config.radius)
         train_mse = float(((trained.model(data.inputs) - data.targets) ** 2).double().mean())
-    rows = [
-        (step, token, axis, float(trajectory[step, token, i]))
-        for step in range(len(trajectory))
+    rows = [  # the coordinates of the first start's trajectory (for the figure)
+        (step, 0, token, axis, float(trajectory[step, 0, token, i]))
+        for step in range(config.n_steps + 1)
         for token in range(2)
         for i, axis in enumerate(("x", "y"))
     ]
-    distance = np.linalg.norm(trajectory[:, 0] - trajectory[:, 1], axis=-1)
-    rows += [(step, np.nan, "distance", float(d)) for step, d in enumerate(distance)]
-    rows += [(np.nan, np.nan, "train_mse", train_mse)]
-    rows += [(np.nan, np.nan, f"baseline_mse_{k}", v) for k, v in data.baselines().items()]
-    frame = pd.DataFrame(rows, columns=["step", "token", "metric", "value"])
+    distance = np.linalg.norm(trajectory[:, :, 0] - trajectory[:, :, 1], axis=-1)  # (steps, s)
+    reached = (~np.isnan(distance)).sum(axis=0) - 1  # last step before any divergence
+    rows += [
+        (step, start, np.nan, "distance", float(distance[step, start]))
+        for step in range(config.n_steps + 1)
+        for start in range(len(starts))
+    ]
+    for start, last in enumerate(reached):
+        rows.append((np.nan, start, np.nan, "relative_final_distance",
+                     float(distance[last, start] / distance[0, start])))
+        rows.append((np.nan, start, np.nan, "diverged", float(last < config.n_steps)))
+    rows += [(np.nan, np.nan, np.nan, "train_mse", train_mse)]
+    rows += [(np.nan, np.nan, np.nan, f"baseline_mse_{k}", v) for k, v in data.baselines().items()]
+    frame = pd.DataFrame(rows, columns=["step", "start", "token", "metric", "value"])
     return frame.assign(variant=variant, seed=seed)[["variant", "seed", *frame.columns]]
 
 
-def rollout(model, pair: torch.Tensor, n_steps: int, radius: float) -> np.ndarray:
-    """Apply `model` to its own output `n_steps` times from `pair` (1, 2, 2).
+def rollout(model, pairs: torch.Tensor, n_steps: int, radius: float) -> np.ndarray:
+    """Apply `model` to its own output `n_steps` times from `pairs` (s, 2, 2), batched.
 
-    Returns float64 (n_steps + 1, 2, 2). Once a point leaves the disc of radius
-    `DIVERGED * radius` (or turns non-finite) the run has diverged: later steps are NaN.
+    Returns float64 (n_steps + 1, s, 2, 2). Once a start's points leave the disc of radius
+    `DIVERGED * radius` (or turn non-finite) that start has diverged: its later steps are NaN.
     """
-    points = [pair]
-    for _ in range(n_steps):
-        nxt = model(points[-1])
-        if not torch.isfinite(nxt).all() or nxt.abs().max() > DIVERGED * radius:
+    trajectory = np.full((n_steps + 1, *pairs.shape), np.nan)
+    trajectory[0] = pairs.double().numpy()
+    alive = torch.ones(len(pairs), dtype=torch.bool)
+    current = pairs
+    for step in range(1, n_steps + 1):
+        current = model(current)
+        bad = ~torch.isfinite(current).all(dim=(1, 2)) | (current.abs() > DIVERGED * radius).any(
+            dim=2
+        ).any(dim=1)
+        alive &= ~bad
+        if not alive.any():
             break
-        points.append(nxt)
-    trajectory = np.full((n_steps + 1, 2, 2), np.nan)
-    trajectory[: len(points)] = torch.cat(points).double().numpy()
+        current = torch.where(alive[:, None, None], current, torch.zeros_like(current))
+        trajectory[step, alive.numpy()] = current[alive].double().numpy()
     return trajectory
 
 
 def summarize(config: Config, results: pd.DataFrame) -> Summary:
-    distance = results[results["metric"] == "distance"]
-    first = distance[distance["step"] == 0].groupby("variant")["value"].mean()
-    last = distance[distance["step"] == config.n_steps].groupby("variant")["value"].mean()
-    relative = last / first
-    diverged = distance.groupby(["variant", "seed"])["value"].apply(lambda v: v.isna().any())
-    diverged = diverged.groupby("variant").sum()
-    fits = results[results["step"].isna()].pivot_table(
+    finals = results[results["metric"] == "relative_final_distance"]
+    relative = finals.groupby("variant")["value"].median()
+    diverged = results[results["metric"] == "diverged"].groupby("variant")["value"].sum()
+    n_runs = finals.groupby("variant")["value"].size()
+    fits = results[results["metric"].str.startswith(("train_mse", "baseline"))].pivot_table(
         index="variant", columns="metric", values="value"
     )
     table = fits.rename_axis(columns=None).assign(
-        final_distance=last, relative_final_distance=relative
+        median_relative_final_distance=relative,
+        max_relative_final_distance=finals.groupby("variant")["value"].max(),
+        diverged_runs=diverged,
     )
     claims = []
     if "pure" in relative:
@@ -166,12 +189,12 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
             Claim.check(
                 "pure-merges",
                 "Applied recurrently, pure attention merges the two tokens.",
-                f"distance between the tokens after {config.n_steps} steps / at the start",
+                MEASURE.format(n_steps=config.n_steps),
                 float(relative["pure"]),
                 "<",
                 MERGED,
                 note=f"train MSE {fits.loc['pure', 'train_mse']:.2e}; "
-                f"{int(diverged['pure'])} of {len(config.seeds)} seeds diverged",
+                f"{int(diverged['pure'])} of {n_runs['pure']} runs diverged",
             )
         )
     for variant in ("skip", "mlp"):
@@ -181,12 +204,12 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
                     f"{variant}-keeps-apart",
                     f"With {'the skip connection' if variant == 'skip' else 'the MLP'}, the "
                     "two tokens stay apart.",
-                    f"distance between the tokens after {config.n_steps} steps / at the start",
+                    MEASURE.format(n_steps=config.n_steps),
                     float(relative[variant]),
                     ">",
                     APART,
                     note=f"train MSE {fits.loc[variant, 'train_mse']:.2e}; "
-                    f"{int(diverged[variant])} of {len(config.seeds)} seeds diverged",
+                    f"{int(diverged[variant])} of {n_runs[variant]} runs diverged",
                 )
             )
     return Summary(
@@ -208,7 +231,9 @@ def trajectory_figure(config: Config, results: pd.DataFrame) -> Figure:
     angles = np.linspace(0, 2 * math.pi, 200)
     seed = min(config.seeds)
     for ax, variant in zip(axes, variants):
-        part = results[(results["variant"] == variant) & (results["seed"] == seed)]
+        part = results[
+            (results["variant"] == variant) & (results["seed"] == seed) & (results["start"] == 0)
+        ]
         ax.plot(config.radius * np.cos(angles), config.radius * np.sin(angles), color="0.85")
         for token, color in ((0, "C0"), (1, "C3")):
             xy = part[part["token"] == token].pivot_table(
