@@ -189,7 +189,7 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
             logx=True,
             logy=False,
             floor_column=None,
-            title="Random low-rank hardmax heads, fitted outputs, N=2: error vs H",
+            title="Random low-rank heads, fitted, N=2: error vs H",
             ylabel="relative MSE",
         ),
     }

@@ -53,8 +53,8 @@ class Config(BaseModel):
     """Optimiser steps at most."""
     batch_size: int = Field(64, ge=1, le=65536)
     """Fresh samples per step."""
-    lr: float = Field(0.003, gt=0, le=1)
-    """Peak learning rate (0.01 collapses the deeper models to the zero predictor)."""
+    lr: float = Field(0.01, gt=0, le=1)
+    """Peak learning rate (the paper's 0.01; lower it if deeper models collapse to 0)."""
     warmup: int = Field(100, ge=0)
     """Linear warm-up steps."""
     patience: int = Field(8, ge=1)
@@ -77,7 +77,6 @@ PRESETS = {
         "batch_size": 256,
         "warmup": 1000,
         "patience": 200,
-        "lr": 0.01,
         "eval_samples": 16384,
     },
 }
