@@ -132,13 +132,13 @@ def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
 def summarize(config: Config, results: pd.DataFrame) -> Summary:
     final = results[results.metric == "eval_rel_mse"].copy()
     final["rank"] = "r=" + final.d_qk.astype(str)
-    final["width"] = "d=" + final.d_model.astype(str)
+    final["d"] = final.d_model
     figures = {
         "error_vs_heads": band_plot(
             final,
             x="n_heads",
             hue="rank",
-            panel="width",
+            panel="d",
             logx=True,
             logy=True,
             floor_column=None,
@@ -148,13 +148,13 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
     }
     curves = results[results.metric == "train_rel_mse"].copy()
     curves["config"] = "r=" + curves.d_qk.astype(str) + ", H=" + curves.n_heads.astype(str)
-    curves["width"] = "d=" + curves.d_model.astype(str)
+    curves["d"] = curves.d_model
     if len(curves):
         figures["loss_curves"] = line_plot(
             curves,
             x="step",
             hue="config",
-            panel="width",
+            panel="d",
             logy=True,
             title="Training loss (relative MSE, mean over seeds)",
             ylabel="relative MSE",
