@@ -212,14 +212,25 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
                     f"{int(diverged[variant])} of {n_runs[variant]} runs diverged",
                 )
             )
+    unlearned = [
+        v for v in fits.index if fits.loc[v, "train_mse"] > 0.5 * fits.loc[v, "baseline_mse_centre"]
+    ]
+    notes = [
+        "Trajectories start at the first pair of opposite points and follow the trained "
+        "layer applied to its own output; seed 0 is drawn, the claims take the median over "
+        "seeds and starting pairs.",
+    ]
+    if unlearned:
+        notes.append(
+            f"Not learned (train MSE above half the 'centre' baseline, mean over seeds): "
+            f"{', '.join(unlearned)}. Tokens that merge because the layer never learned the "
+            "step say little about rank collapse: train longer (steps) or with another lr."
+        )
     return Summary(
         tables={"final distance and fit per variant": table.reset_index()},
         figures={"token trajectories": trajectory_figure(config, results)},
         claims=claims,
-        notes=[
-            "Trajectories start at the first pair of opposite points and follow the trained "
-            "layer applied to its own output; seed 0 is drawn, the claims average all seeds.",
-        ],
+        notes=notes,
     )
 
 
