@@ -46,12 +46,16 @@ def print_layer_means(df: pd.DataFrame, title: str) -> None:
     for name in metric_names:
         table.add_column(name, justify="right")
     for layer in means.index:
-        cells = [
-            "<floor" if bool(floors.loc[layer, name]) else f"{means.loc[layer, name]:.3g}"
-            for name in metric_names
-        ]
+        cells = [_cell(means.loc[layer, name], floors.loc[layer, name]) for name in metric_names]
         table.add_row(str(layer), *cells)
     console.print(table)
+
+
+def _cell(mean: float, all_at_floor: object) -> str:
+    """A table cell: '-' where a metric has no value at this layer (e.g. attention at layer 0)."""
+    if pd.isna(mean):
+        return "-"
+    return "<floor" if all_at_floor is True or all_at_floor == 1 else f"{mean:.3g}"
 
 
 def write_collapse_outputs(df: pd.DataFrame, out: Path, *, hue: str | None, title: str) -> None:
