@@ -186,7 +186,9 @@ def _check_name(name: str, init: str) -> None:
 def _load_pretrained(name: str) -> tuple[nn.Module, Any, dict[str, Any]]:
     """Pure loader (cached per process): base model in float32, tokenizer, provenance."""
     from transformers import AutoModel, AutoTokenizer
+    from transformers.utils import logging as hf_logging
 
+    hf_logging.disable_progress_bar()  # library code never prints; the CLI owns the terminal
     local = {"local_files_only": True, "trust_remote_code": False}
     if name == "smollm2":
         folder = _smollm2_folder()
