@@ -10,8 +10,15 @@ EXP = get_experiment("dong2021-circle")
 def test_circle_units_record_trajectories_and_the_summary_measures_final_distances():
     config = EXP.make_config(
         "quick",
-        {"n_points": 16, "d_model": 4, "steps": 3, "n_ahead": 2, "n_steps": 5, "n_starts": 4,
-         "seeds": [0]},
+        {
+            "n_points": 16,
+            "d_model": 4,
+            "steps": 3,
+            "n_ahead": 2,
+            "n_steps": 5,
+            "n_starts": 4,
+            "seeds": [0],
+        },
     )
     rows = __import__("pandas").concat(
         [EXP.run_unit(config, unit) for unit in EXP.units(config)], ignore_index=True
@@ -26,7 +33,7 @@ def test_circle_units_record_trajectories_and_the_summary_measures_final_distanc
 
 
 def test_a_diverging_start_stops_and_leaves_nan_while_the_others_go_on():
-    doubling = lambda points: 2 * points  # noqa: E731
+    doubling = lambda points: 2 * points
     starts = torch.stack([torch.ones(2, 2), torch.zeros(2, 2)])  # the second never moves
     trajectory = rollout(doubling, starts, 20, radius=1.0)
     assert trajectory.shape == (21, 2, 2, 2)

@@ -5,7 +5,7 @@ from rankcollapse.experiments import get_experiment
 from rankcollapse.experiments.dong2021_path_effectiveness import task_data
 
 EXP = get_experiment("dong2021-path-effectiveness")
-TINY = dict(n_train=48, n_eval=12, n_layers=2, n_heads=2, d_model=8, steps=4)
+TINY = {"n_train": 48, "n_eval": 12, "n_layers": 2, "n_heads": 2, "d_model": 8, "steps": 4}
 
 
 def _tiny_config(**overrides):
@@ -30,9 +30,16 @@ def test_a_unit_reports_the_full_model_first_then_baselines_then_every_length():
 
     summary = EXP.summarize(config, rows)
     ids = [claim.id for claim in summary.claims]
-    assert ids == [f"sorting:{name}" for name in (
-        "full-learned", "best-short", "long-near-baseline", "more-paths-help", "full-beats-paths"
-    )]
+    assert ids == [
+        f"sorting:{name}"
+        for name in (
+            "full-learned",
+            "best-short",
+            "long-near-baseline",
+            "more-paths-help",
+            "full-beats-paths",
+        )
+    ]
     assert "accuracy vs path length" in summary.figures
 
 

@@ -53,7 +53,15 @@ def test_bad_path_requests_get_clear_errors():
 def _net(**options):
     from rankcollapse.nets import NetConfig, ToyNet
 
-    base = dict(n_layers=3, n_heads=2, d_model=6, skip="on", norm="post", bias=True, seed=1)
+    base = {
+        "n_layers": 3,
+        "n_heads": 2,
+        "d_model": 6,
+        "skip": "on",
+        "norm": "post",
+        "bias": True,
+        "seed": 1,
+    }
     return ToyNet(NetConfig(**{**base, **options}))
 
 

@@ -17,14 +17,13 @@ from rankcollapse.train import (
     train_model,
 )
 
-TINY = dict(n_layers=2, n_heads=2, d_model=8)
+TINY = {"n_layers": 2, "n_heads": 2, "d_model": 8}
 
 
 def _sorting_san(seed=0):
     return SANConfig(inputs="tokens", vocab_size=10, n_classes=10, n_positions=8, seed=seed, **TINY)
 
 
-@pytest.mark.slow
 def test_a_tiny_training_run_lowers_the_loss():
     data = sorting_data(256, seed=0)
     model = SAN(_sorting_san())
@@ -67,10 +66,12 @@ def test_a_checkpoint_is_reused_only_for_the_same_config(tmp_path):
     config = _sorting_san()
     short = TrainConfig(steps=3)
     for store in (MemoryStore(), DirectoryStore(tmp_path)):
-        first = train_model(SAN(config), config.model_dump(), data.inputs, data.targets, short,
-                            store=store)
-        same = train_model(SAN(config), config.model_dump(), data.inputs, data.targets, short,
-                           store=store)
+        first = train_model(
+            SAN(config), config.model_dump(), data.inputs, data.targets, short, store=store
+        )
+        same = train_model(
+            SAN(config), config.model_dump(), data.inputs, data.targets, short, store=store
+        )
         assert not first.reused and same.reused and same.key == first.key
         for name, value in first.model.state_dict().items():
             assert torch.equal(value, same.model.state_dict()[name])
@@ -81,8 +82,14 @@ def test_a_checkpoint_is_reused_only_for_the_same_config(tmp_path):
             (config, short, sorting_data(64, seed=9)),
         ]
         for san_config, train_config, other_data in changed:
-            again = train_model(SAN(san_config), san_config.model_dump(), other_data.inputs,
-                                other_data.targets, train_config, store=store)
+            again = train_model(
+                SAN(san_config),
+                san_config.model_dump(),
+                other_data.inputs,
+                other_data.targets,
+                train_config,
+                store=store,
+            )
             assert not again.reused and again.key != first.key
 
 
@@ -111,5 +118,11 @@ def test_bad_san_configs_get_clear_errors():
     with pytest.raises(ConfigError, match="d_model=10 is not divisible by n_heads=3"):
         SANConfig(inputs="points", n_classes=2, n_heads=3, d_model=10)
     with pytest.raises(ConfigError, match="store must be a checkpoint store"):
-        train_model(SAN(_sorting_san()), {}, torch.zeros(2, 8).long(), torch.zeros(2, 8).long(),
-                    TrainConfig(steps=1), store="cache/")
+        train_model(
+            SAN(_sorting_san()),
+            {},
+            torch.zeros(2, 8).long(),
+            torch.zeros(2, 8).long(),
+            TrainConfig(steps=1),
+            store="cache/",
+        )

@@ -107,7 +107,10 @@ def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
     variant, seed = unit["variant"], unit["seed"]
     data = circle_data(config.n_points, radius=config.radius, n_ahead=config.n_ahead)
     net_config = {
-        "variant": variant, "d_model": config.d_model, "n_heads": config.n_heads, "seed": seed
+        "variant": variant,
+        "d_model": config.d_model,
+        "n_heads": config.n_heads,
+        "seed": seed,
     }
     trained = train_model(
         Rollout(CircleNet(**net_config), config.n_ahead),
@@ -137,8 +140,15 @@ def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
         for start in range(len(starts))
     ]
     for start, last in enumerate(reached):
-        rows.append((np.nan, start, np.nan, "relative_final_distance",
-                     float(distance[last, start] / distance[0, start])))
+        rows.append(
+            (
+                np.nan,
+                start,
+                np.nan,
+                "relative_final_distance",
+                float(distance[last, start] / distance[0, start]),
+            )
+        )
         rows.append((np.nan, start, np.nan, "diverged", float(last < config.n_steps)))
     rows += [(np.nan, np.nan, np.nan, "train_mse", train_mse)]
     rows += [(np.nan, np.nan, np.nan, f"baseline_mse_{k}", v) for k, v in data.baselines().items()]
@@ -173,9 +183,11 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
     finals = results[results["metric"] == "relative_final_distance"].set_index(
         ["variant", "seed", "start"]
     )["value"]
-    diverged = results[results["metric"] == "diverged"].set_index(["variant", "seed", "start"])[
-        "value"
-    ].astype(bool)
+    diverged = (
+        results[results["metric"] == "diverged"]
+        .set_index(["variant", "seed", "start"])["value"]
+        .astype(bool)
+    )
     merged = (finals < MERGED).groupby("variant").mean()
     apart = ((finals > APART) & ~diverged).groupby("variant").mean()
     fits = results[results["metric"].str.startswith(("train_mse", "baseline"))].pivot_table(
@@ -220,9 +232,11 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
         v for v in fits.index if fits.loc[v, "train_mse"] > 0.5 * fits.loc[v, "baseline_mse_centre"]
     ]
     notes = [
-        "Trajectories start at the first pair of opposite points and follow the trained "
-        "layer applied to its own output; seed 0 is drawn, the claims take the median over "
-        "seeds and starting pairs.",
+        (
+            "Trajectories start at the first pair of opposite points and follow the trained "
+            "layer applied to its own output; seed 0 is drawn, the claims take the median over "
+            "seeds and starting pairs."
+        ),
     ]
     if unlearned:
         notes.append(

@@ -114,13 +114,32 @@ class Config(BaseModel):
 
 
 QUICK_SETUPS = {
-    "sorting": dict(n_train=10000, n_eval=150, n_tokens=8, d_model=48, steps=1500, lr=3e-3),
-    "convex_hull": dict(
-        n_train=4000, n_eval=150, n_tokens=10, n_heads=3, d_model=48, steps=900, lr=2e-3
-    ),
-    "memorization": dict(
-        n_train=100, n_eval=100, n_tokens=24, d_model=64, steps=900, batch_size=32, lr=2e-3
-    ),
+    "sorting": {
+        "n_train": 10000,
+        "n_eval": 150,
+        "n_tokens": 8,
+        "d_model": 48,
+        "steps": 1500,
+        "lr": 3e-3,
+    },
+    "convex_hull": {
+        "n_train": 4000,
+        "n_eval": 150,
+        "n_tokens": 10,
+        "n_heads": 3,
+        "d_model": 48,
+        "steps": 900,
+        "lr": 2e-3,
+    },
+    "memorization": {
+        "n_train": 100,
+        "n_eval": 100,
+        "n_tokens": 24,
+        "d_model": 64,
+        "steps": 900,
+        "batch_size": 32,
+        "lr": 2e-3,
+    },
 }
 PRESETS = {
     # Small enough for a 2-core CPU in a few minutes per task: fewer, shorter training runs
@@ -133,17 +152,32 @@ PRESETS = {
     # holds about 7500 tokens, so 200 windows of 32 tokens stand in for the paper's 500 RTE
     # sentences of up to 128 tokens.
     "paper": {
-        "sorting": dict(
-            n_train=10000, n_eval=500, n_tokens=8, d_model=48, steps=30000, batch_size=32
-        ),
-        "convex_hull": dict(
-            n_train=10000, n_eval=500, n_tokens=10, n_heads=3, d_model=84, steps=30000,
-            batch_size=32,
-        ),
-        "memorization": dict(
-            n_train=200, n_eval=200, n_tokens=32, d_model=250, steps=5000, batch_size=8,
-            lr=3e-4,
-        ),
+        "sorting": {
+            "n_train": 10000,
+            "n_eval": 500,
+            "n_tokens": 8,
+            "d_model": 48,
+            "steps": 30000,
+            "batch_size": 32,
+        },
+        "convex_hull": {
+            "n_train": 10000,
+            "n_eval": 500,
+            "n_tokens": 10,
+            "n_heads": 3,
+            "d_model": 84,
+            "steps": 30000,
+            "batch_size": 32,
+        },
+        "memorization": {
+            "n_train": 200,
+            "n_eval": 200,
+            "n_tokens": 32,
+            "d_model": 250,
+            "steps": 5000,
+            "batch_size": 8,
+            "lr": 3e-4,
+        },
         "n_repeats": 5,
         "seeds": [0, 1, 2],
     },
@@ -175,8 +209,14 @@ def task_data(task: str, n_samples: int, *, seed: int, n_tokens: int):
 def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
     from rankcollapse.paths import sample_paths
     from rankcollapse.tasks import label_ceiling
-    from rankcollapse.train import SAN, DirectoryStore, SANConfig, TrainConfig, accuracy
-    from rankcollapse.train import train_model
+    from rankcollapse.train import (
+        SAN,
+        DirectoryStore,
+        SANConfig,
+        TrainConfig,
+        accuracy,
+        train_model,
+    )
 
     task, seed = unit["task"], unit["seed"]
     setup = setup_of(config, task)
@@ -275,13 +315,19 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
         )
     figure = path_figure(paths, reference, config)
     notes = [
-        "Every unit trains its SAN first and reports the full model's accuracy on the "
-        "evaluation data, then the baselines measured on the same data, then the path accuracies.",
-        "Path evaluation as in the authors' code (--no_sub_path): attention is recomputed along "
-        "each path, head steps and the final sum are normalised by a LayerNorm without gain or "
-        "bias.",
+        (
+            "Every unit trains its SAN first and reports the full model's accuracy on the "
+            "evaluation data, then the baselines measured on the same data, then the path accuracies."
+        ),
+        (
+            "Path evaluation as in the authors' code (--no_sub_path): attention is recomputed along "
+            "each path, head steps and the final sum are normalised by a LayerNorm without gain or "
+            "bias."
+        ),
     ]
-    unlearned = [c.id.split(":")[0] for c in claims if c.id.endswith("full-learned") and not c.passed]
+    unlearned = [
+        c.id.split(":")[0] for c in claims if c.id.endswith("full-learned") and not c.passed
+    ]
     if unlearned:
         notes.append(
             f"The full model did not reach the paper's accuracy on {', '.join(unlearned)} with "
@@ -315,9 +361,13 @@ def task_claims(task: str, setup: TaskSetup, curve: pd.DataFrame, ref: pd.Series
     full = float(ref["accuracy"])
     baseline = float(max(ref["random"], ref["majority"]))
     by_length = curve.groupby("length")["mean"].max()  # best over n_paths at each k
-    n_small, n_large = (5, 20) if {5, 20} <= set(curve["n_paths"]) else (
-        curve["n_paths"].min(),
-        curve["n_paths"].max(),
+    n_small, n_large = (
+        (5, 20)
+        if {5, 20} <= set(curve["n_paths"])
+        else (
+            curve["n_paths"].min(),
+            curve["n_paths"].max(),
+        )
     )
     small = curve[curve["n_paths"] == n_small].set_index("length")["mean"]
     large = curve[curve["n_paths"] == n_large].set_index("length")["mean"]
@@ -389,8 +439,11 @@ def path_figure(paths: pd.DataFrame, reference: pd.DataFrame, config: Config):
         ylabel="accuracy",
         floor_column=None,
     )
-    lines = {"accuracy": ("full model", "k", "--"), "majority": ("majority", "0.4", ":"),
-             "random": ("random", "0.6", "-.")}
+    lines = {
+        "accuracy": ("full model", "k", "--"),
+        "majority": ("majority", "0.4", ":"),
+        "random": ("random", "0.6", "-."),
+    }
     for ax, task in zip(figure.axes, ordered_values(data["task"])):
         for metric, (label, color, style) in lines.items():
             ax.axhline(reference.loc[task, metric], color=color, linestyle=style, label=label)

@@ -199,6 +199,4 @@ def _check_routes(net: ToyNet, x: Tensor, routes: Tensor) -> None:
             f"FULL ({FULL}) or a head index 0..{config.n_heads - 1}."
         )
     if x.ndim != 3 or x.shape[-1] != config.d_model:
-        raise InputError(
-            f"x must have shape (b, n, {config.d_model}), got {tuple(x.shape)}."
-        )
+        raise InputError(f"x must have shape (b, n, {config.d_model}), got {tuple(x.shape)}.")

@@ -9,7 +9,6 @@ from torch import Tensor
 
 from rankcollapse.errors import ConfigError
 
-
 _GUESS_SALT = 0x5EED_BA5E
 
 

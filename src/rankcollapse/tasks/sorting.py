@@ -11,9 +11,7 @@ from rankcollapse.errors import ConfigError
 from rankcollapse.tasks._baselines import TaskData
 
 
-def sorting_data(
-    n_samples: int, *, seed: int, n_tokens: int = 8, vocab_size: int = 10
-) -> TaskData:
+def sorting_data(n_samples: int, *, seed: int, n_tokens: int = 8, vocab_size: int = 10) -> TaskData:
     """`n_samples` sequences of `n_tokens` digits drawn uniformly from {0..vocab_size-1}.
 
     Repeats are allowed (as in the authors' code); the target is the sorted sequence.
@@ -23,8 +21,11 @@ def sorting_data(
         >>> bool((data.targets == data.inputs.sort(dim=1).values).all())
         True
     """
-    for key, value, low in (("n_samples", n_samples, 1), ("n_tokens", n_tokens, 2),
-                            ("vocab_size", vocab_size, 2)):
+    for key, value, low in (
+        ("n_samples", n_samples, 1),
+        ("n_tokens", n_tokens, 2),
+        ("vocab_size", vocab_size, 2),
+    ):
         if value < low:
             raise ConfigError(f"sorting: {key} must be >= {low}, got {value}.")
     generator = torch.Generator().manual_seed(seed)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import pickle
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -157,7 +158,7 @@ class DirectoryStore:
             return None
         try:
             stored = torch.load(path, map_location="cpu", weights_only=True)
-        except Exception:  # a corrupt file is a cache miss, not an error
+        except (RuntimeError, EOFError, OSError, pickle.UnpicklingError):  # corrupt: a miss
             return None
         if stored.get("config") != _canonical(config):
             return None
