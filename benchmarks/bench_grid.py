@@ -25,7 +25,7 @@ RANKS, HEADS = (1, 2, 4, 16), (1, 2, 4, 8)
 
 
 def main() -> None:
-    torch.set_num_threads(1)  # as the runner does: tiny ops pay more for threads than they gain
+    torch.set_num_threads(int(os.environ.get("BENCH_THREADS", "1")))  # the runner uses 1
     task = NeighbourTask(D_MODEL, N_POINTS, target="farthest")
     points = [GridPoint(r, h, seed=0) for r in RANKS for h in HEADS]
     settings = TrainSettings(steps=STEPS, batch_size=BATCH, log_every=10, eval_samples=512)

@@ -205,6 +205,13 @@ class StackedRankAttention(nn.Module):
                     head_config += [c] * n_heads[c]
                     rows, heads = rows + n_heads[c] * rank, heads + n_heads[c]
                 self.groups.append((stream, slice(first_row, rows), slice(first_head, heads), rank))
+        self.stream_heads = [  # the heads of each stream are contiguous
+            slice(
+                min(g[2].start for g in self.groups if g[0] == s),
+                max(g[2].stop for g in self.groups if g[0] == s),
+            )
+            for s in range(len(self.streams))
+        ]
         self.w_q = nn.Parameter(torch.cat(w_q))  # (R, d): every head's query rows, R = sum H r
         self.w_k = nn.Parameter(torch.cat(w_k))  # (R, d)
         self.w_o = nn.Parameter(torch.cat(w_o))  # (K, d, d): M_h of every head
@@ -229,16 +236,19 @@ class StackedRankAttention(nn.Module):
     def forward(self, queries: Tensor, x: Tensor) -> Tensor:
         """queries (S, ..., q, d), x (S, ..., n, d), one slice per stream -> (C, ..., q, d)."""
         out = torch.zeros(self.n_configs, *queries.shape[1:], dtype=queries.dtype)
-        for s, rows, heads, rank in self.groups:
-            q = self.w_q[rows] @ queries[s].transpose(-1, -2)  # (..., G r, q): G heads at once
-            k = self.w_k[rows] @ x[s].transpose(-1, -2)  # (..., G r, n)
-            q = q.unflatten(-2, (-1, rank)).transpose(-1, -2)  # (..., G, q, r)
-            scores = q @ k.unflatten(-2, (-1, rank))  # (..., G, q, n)
+        for s, heads in enumerate(self.stream_heads):
+            scores = []
+            for _, rows, _, rank in (g for g in self.groups if g[0] == s):
+                q = self.w_q[rows] @ queries[s].transpose(-1, -2)  # (..., G r, q): G heads at once
+                k = self.w_k[rows] @ x[s].transpose(-1, -2)  # (..., G r, n)
+                q = q.unflatten(-2, (-1, rank)).transpose(-1, -2)  # (..., G, q, r)
+                scores.append(q @ k.unflatten(-2, (-1, rank)))  # (..., G, q, n)
+            scores = torch.cat(scores, dim=-3)  # every head of the stream: (..., H_s, q, n)
             weights = hardmax(scores) if self.hard else softmax(scores)
-            maps = self.w_o[heads]  # (G, d, d)
-            values = x[s] @ maps.permute(2, 0, 1).flatten(1)  # M_h x_j for all h: (..., n, G d)
-            values = values.unflatten(-1, maps.shape[:2]).movedim(-2, -3)  # (..., G, n, d)
-            per_head = (weights @ values).movedim(-3, 0)  # (G, ..., q, d)
+            maps = self.w_o[heads]  # (H_s, d, d)
+            values = x[s] @ maps.permute(2, 0, 1).flatten(1)  # M_h x_j for all h: (..., n, H_s d)
+            values = values.unflatten(-1, maps.shape[:2]).movedim(-2, -3)  # (..., H_s, n, d)
+            per_head = (weights @ values).movedim(-3, 0)  # (H_s, ..., q, d)
             out = out.index_add(0, self.head_config[heads], per_head)
         return out
 
