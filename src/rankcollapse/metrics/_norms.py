@@ -19,24 +19,18 @@ def masked_mean(x: Tensor, mask: Tensor) -> Tensor:
     return x.sum(-2, keepdim=True) / n_real
 
 
-def centre(x: Tensor, mask: Tensor) -> Tensor:
-    """X - 1 m^T on real tokens, pad rows kept at 0 (formed directly, not from norms)."""
-    centred = x - masked_mean(x, mask)
-    return centred if bool(mask.all()) else centred * mask.unsqueeze(-1).to(x.dtype)
-
-
 def frobenius(x: Tensor) -> Tensor:
     """||X||_F over the last two dims, shape (...)."""
     return torch.linalg.vector_norm(x, dim=(-2, -1))
 
 
-def composite_norm(x: Tensor) -> Tensor:
-    """Dong's ||X||_{1,inf} = sqrt(||X||_1 ||X||_inf), shape (...).
+def composite_of_magnitude(magnitude: Tensor) -> Tensor:
+    """Dong's ||X||_{1,inf} = sqrt(||X||_1 ||X||_inf) from |X| (..., n, d), shape (...).
 
     ||X||_1 is the largest absolute column sum (a sum over tokens), ||X||_inf the largest
-    absolute row sum (a sum over features); zero pad rows change neither.
+    absolute row sum (a sum over features); zero pad rows change neither. Taking |X| once
+    for both sums is faster than two fused ord-1 norms.
     """
-    magnitude = x.abs()  # one pass for both sums: faster than two fused ord-1 norms here
     norm_1 = magnitude.sum(-2).amax(-1)  # (...) max over features of sums over tokens
     norm_inf = magnitude.sum(-1).amax(-1)  # (...) max over tokens of sums over features
     return torch.sqrt(norm_1 * norm_inf)

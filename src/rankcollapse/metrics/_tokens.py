@@ -1,15 +1,16 @@
 """Checked hidden states and the quantities several metrics share, each computed once.
 
-Every state metric is a function of a `Tokens`; its public form `fn(x, mask)` builds one, and
-`measure_states` builds a single one for all metrics, so they share one Gram matrix per
-sequence: X X^T (n x n) when n <= d, else X^T X (d x d).
+Every state metric is a function of a `Tokens`; its public form `fn(x, mask)` builds one (via
+`evaluate`), and `measure_states` builds a single one for all metrics, so they share one Gram
+matrix per sequence: X X^T (n x n) when n <= d, else X^T X (d x d).
 
 How the shared quantities stay accurate (see the numerics spec):
-- Squaring: Gram eigenvalues carry an absolute error of about eps x sigma_max^2, so a
-  singular value sigma_i from them has a relative error of about eps (sigma_max / sigma_i)^2.
-  The spectrum is taken from the Gram matrix when sigma_min / sigma_max >= GRAM_RCOND
-  (relative error then about 1e6 x eps x a small multiple, 1e-10 to 1e-8); ill-conditioned
-  sequences (collapsed or rank-deficient states) get a float64 SVD of their own instead.
+- Squaring: Gram eigenvalues carry an absolute error of about eps x lambda_max, so a singular
+  value sigma_i from them has a relative error of about eps (sigma_max / sigma_i)^2 (measured:
+  2 x eps x that). The spectrum is taken from the Gram matrix when lambda_min / lambda_max >=
+  GRAM_EIG_RCOND, i.e. sigma_min / sigma_max >= 3.2e-4 (relative error then at most about
+  1e-8); ill-conditioned sequences (collapsed, rank-deficient, or with a few huge tokens)
+  get a float64 SVD of their own instead.
 - Cancellation: ||X - X_1||_F = sqrt(||X||_F^2 - sigma_1^2) loses every digit when the state
   is nearly rank 1. Below RANK1_EXPLICIT (relative) the residual X - u_1 u_1^T X is formed
   explicitly from the Gram matrix's top eigenvector, and its norm taken.
@@ -18,7 +19,7 @@ How the shared quantities stay accurate (see the numerics spec):
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import cached_property
 
@@ -26,9 +27,10 @@ import torch
 from torch import Tensor
 
 from rankcollapse._validation import check_tokens
-from rankcollapse.metrics._norms import centre, composite_norm, frobenius, safe_div
+from rankcollapse.metrics._norms import composite_of_magnitude, frobenius, masked_mean, safe_div
 
-GRAM_RCOND = 1e-3
+GRAM_EIG_RCOND = 1e-7
+CHUNK_BYTES = 2**20  # a chunk of sequences for memory-bound passes: fits a core's L2 cache
 RANK1_EXPLICIT = 1e-3
 
 
@@ -36,10 +38,11 @@ RANK1_EXPLICIT = 1e-3
 def single_thread() -> Iterator[None]:
     """Run torch on one intra-op thread inside the block, then restore the thread count.
 
-    Metric work is many small or memory-bound ops (batched 128 x 128 eigenproblems, reductions),
-    for which OpenMP's barriers cost more than a second core gains on a shared 2-core machine:
-    measured under load, 104 batched eigvalsh took 6.9 s on 2 threads and 0.16 s on one, and
-    the whole suite over 13 BERT-base layers 13 s on 2 threads and 6.3 s on one.
+    Metric work is batched small eigenproblems and memory-bound passes, for which OpenMP's
+    barriers cost more than a second core gains on a shared 2-core machine. Measured under
+    load (medians of 7, same process, 32 x 128 x 768 float64): eigvalsh of the 32 Gram matrices
+    24 ms on one thread and 140-154 ms on two; the Gram matrices 15-19 ms and 24-34 ms; a pass
+    such as |X| 4-8 ms and 12-16 ms.
     """
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -47,6 +50,24 @@ def single_thread() -> Iterator[None]:
         yield
     finally:
         torch.set_num_threads(threads)
+
+
+def evaluate(kernel: Callable[..., Tensor], x: Tensor, mask: Tensor | None, **options) -> Tensor:
+    """kernel(Tokens(x, mask), **options) on one torch thread: a metric's public form."""
+    with single_thread():
+        return kernel(Tokens(x, mask), **options)
+
+
+def singular_values_of(x: Tensor) -> Tensor:
+    """Singular values of (..., n, d) float64 matrices, descending: (..., min(n, d)).
+
+    LAPACK's gesdd reduces a tall matrix to its square triangular factor by a QR first, but a
+    wide one (n < d, as tokens x features usually is) costs 2.6 x more in torch (measured on
+    32 x 128 x 768: 144 vs 56 ms, and as slow as an explicit QR then an SVD of the factor).
+    The transpose has the same singular values and is already tall in memory: no copy.
+    """
+    n, d = x.shape[-2:]
+    return torch.linalg.svdvals(x.mT if n < d else x)
 
 
 class Tokens:
@@ -67,29 +88,38 @@ class Tokens:
         self.gram_of_tokens = n <= d
 
     @cached_property
-    def centred(self) -> Tensor:
-        """X - 1 m^T with m the mean real token; pad rows stay 0. Shape (..., n, d)."""
-        return centre(self.x, self.mask)
+    def _norms(self) -> tuple[Tensor, ...]:
+        """||X||_{1,inf}, ||X - 1 m^T||_{1,inf}, ||X - 1 m^T||_F and ||X||_F, each (...).
 
-    @cached_property
+        Memory-bound passes over X, so they run chunk by chunk over the sequences, each chunk
+        small enough to stay in a core's cache between passes (measured on 32 x 128 x 768:
+        23 ms per layer in chunks of one sequence, 41 ms over the whole batch at once).
+        """
+        n, d = self.x.shape[-2:]
+        rows = max(1, CHUNK_BYTES // (n * d * self.x.element_size()))
+        chunks = zip(self.x.reshape(-1, n, d).split(rows), self.mask.reshape(-1, n).split(rows))
+        parts = [_norms(x, mask) for x, mask in chunks]
+        return tuple(torch.cat(values).reshape(self.x.shape[:-2]) for values in zip(*parts))
+
+    @property
     def composite(self) -> Tensor:
         """||X||_{1,inf}, shape (...)."""
-        return composite_norm(self.x)
+        return self._norms[0]
 
-    @cached_property
+    @property
     def centred_composite(self) -> Tensor:
-        """||X - 1 m^T||_{1,inf}, shape (...)."""
-        return composite_norm(self.centred)
+        """||X - 1 m^T||_{1,inf} with m the mean real token, shape (...)."""
+        return self._norms[1]
 
-    @cached_property
+    @property
     def centred_frobenius(self) -> Tensor:
-        """||X - 1 m^T||_F, shape (...)."""
-        return frobenius(self.centred)
+        """||X - 1 m^T||_F with m the mean real token, shape (...)."""
+        return self._norms[2]
 
-    @cached_property
+    @property
     def norm_sq(self) -> Tensor:
         """||X||_F^2, shape (...)."""
-        return torch.linalg.vector_norm(self.x, dim=(-2, -1)).square()
+        return self._norms[3].square()
 
     @cached_property
     def gram(self) -> Tensor:
@@ -102,8 +132,7 @@ class Tokens:
 
         Accurate to about eps x sigma_max^2 in absolute terms only (the squaring trap).
         """
-        with single_thread():
-            lam = torch.linalg.eigvalsh(self.gram).flip(-1).clamp(min=0)
+        lam = torch.linalg.eigvalsh(self.gram).flip(-1).clamp(min=0)
         return lam * self._in_spectrum(lam)
 
     def _in_spectrum(self, values: Tensor) -> Tensor:
@@ -115,19 +144,17 @@ class Tokens:
     def singular_values(self) -> Tensor:
         """The min(n_real, d) singular values of each sequence, descending, 0 past them: (..., k).
 
-        From the Gram eigenvalues when sigma_min / sigma_max >= GRAM_RCOND, else from a
-        float64 SVD of that sequence.
+        From the Gram eigenvalues when lambda_min / lambda_max >= GRAM_EIG_RCOND, else from a
+        float64 SVD of that sequence (only those sequences, in one batched call).
         """
         lam = self.gram_eigenvalues
         sv = lam.sqrt()
         smallest = lam.gather(-1, (self.n_sv - 1).unsqueeze(-1)).squeeze(-1)  # (...)
-        ill = smallest < GRAM_RCOND**2 * lam[..., 0]
+        ill = smallest < GRAM_EIG_RCOND * lam[..., 0]
         if bool(ill.any()):
             k = sv.shape[-1]
             flat_sv, flat_ill = sv.reshape(-1, k).clone(), ill.reshape(-1)
-            with single_thread():
-                exact = torch.linalg.svdvals(self.x.reshape(-1, *self.x.shape[-2:])[flat_ill])
-            flat_sv[flat_ill] = exact
+            flat_sv[flat_ill] = singular_values_of(self.x.reshape(-1, *self.x.shape[-2:])[flat_ill])
             sv = flat_sv.reshape(sv.shape)
             sv = sv * self._in_spectrum(sv)
         return sv
@@ -142,8 +169,7 @@ class Tokens:
             k = self.gram.shape[-1]
             flat, flat_near = residual.reshape(-1).clone(), near.reshape(-1)
             x = self.x.reshape(-1, *self.x.shape[-2:])[flat_near]  # (m, n, d)
-            with single_thread():
-                _, vectors = torch.linalg.eigh(self.gram.reshape(-1, k, k)[flat_near])
+            _, vectors = torch.linalg.eigh(self.gram.reshape(-1, k, k)[flat_near])
             top = vectors[..., -1:]  # (m, k, 1) top eigenvector
             if self.gram_of_tokens:
                 explicit = x - top @ (top.mT @ x)  # u_1 u_1^T X
@@ -164,3 +190,19 @@ class Tokens:
         norms = products.diagonal(dim1=-2, dim2=-1).sqrt()  # (..., n)
         inverse = safe_div(torch.ones_like(norms), norms)  # 0 for pads and zero tokens
         return products * inverse.unsqueeze(-1) * inverse.unsqueeze(-2)
+
+
+def _norms(x: Tensor, mask: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """||X||_{1,inf}, ||X - 1 m^T||_{1,inf}, ||X - 1 m^T||_F, ||X||_F of (b, n, d) states: (b,).
+
+    One scratch buffer holds |X|, then X - 1 m^T (formed directly), then its magnitude in
+    place: a fresh buffer per step costs as much as the pass that fills it.
+    """
+    scratch = torch.abs(x)  # (b, n, d)
+    composite = composite_of_magnitude(scratch)
+    torch.sub(x, masked_mean(x, mask), out=scratch)
+    if not bool(mask.all()):
+        scratch.masked_fill_(~mask.unsqueeze(-1), 0.0)  # pad rows stay 0
+    centred_frobenius = frobenius(scratch)
+    centred_composite = composite_of_magnitude(scratch.abs_())
+    return composite, centred_composite, centred_frobenius, frobenius(x)

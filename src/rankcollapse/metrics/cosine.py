@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch  # noqa: F401 (the docstring examples use it)
 from torch import Tensor
 
-from rankcollapse.metrics._tokens import Tokens
+from rankcollapse.metrics._tokens import Tokens, evaluate
 
 
 def cos_mean(x: Tensor, mask: Tensor | None = None) -> Tensor:
@@ -27,7 +27,7 @@ def cos_mean(x: Tensor, mask: Tensor | None = None) -> Tensor:
         >>> cos_mean(torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]))
         tensor(0.4714, dtype=torch.float64)
     """
-    return _cos_mean(Tokens(x, mask))
+    return evaluate(_cos_mean, x, mask)
 
 
 def _cos_mean(t: Tokens) -> Tensor:
@@ -51,7 +51,7 @@ def abs_cos_mean(x: Tensor, mask: Tensor | None = None) -> Tensor:
         >>> abs_cos_mean(torch.tensor([[1.0, 0.0], [-1.0, 0.0]]))
         tensor(1., dtype=torch.float64)
     """
-    return _abs_cos_mean(Tokens(x, mask))
+    return evaluate(_abs_cos_mean, x, mask)
 
 
 def _abs_cos_mean(t: Tokens) -> Tensor:

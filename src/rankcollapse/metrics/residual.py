@@ -15,7 +15,7 @@ import torch  # noqa: F401 (the docstring examples use it)
 from torch import Tensor
 
 from rankcollapse.metrics._norms import safe_div
-from rankcollapse.metrics._tokens import Tokens
+from rankcollapse.metrics._tokens import Tokens, evaluate
 
 
 def res_comp_rel(x: Tensor, mask: Tensor | None = None) -> Tensor:
@@ -39,7 +39,7 @@ def res_comp_rel(x: Tensor, mask: Tensor | None = None) -> Tensor:
         >>> res_comp_rel(torch.ones(2, 5, 3))
         tensor([0., 0.], dtype=torch.float64)
     """
-    return _res_comp_rel(Tokens(x, mask))
+    return evaluate(_res_comp_rel, x, mask)
 
 
 def _res_comp_rel(t: Tokens) -> Tensor:
@@ -67,7 +67,7 @@ def res_comp(x: Tensor, mask: Tensor | None = None) -> Tensor:
         >>> res_comp(torch.tensor([[0.0, 0.0], [2.0, 0.0]]))  # centred rows (-1, 0), (1, 0)
         tensor(1.4142, dtype=torch.float64)
     """
-    return _res_comp(Tokens(x, mask))
+    return evaluate(_res_comp, x, mask)
 
 
 def _res_comp(t: Tokens) -> Tensor:
@@ -94,7 +94,7 @@ def mu(x: Tensor, mask: Tensor | None = None) -> Tensor:
         >>> mu(torch.tensor([[0.0, 0.0], [2.0, 0.0]]))
         tensor(1.4142, dtype=torch.float64)
     """
-    return _mu(Tokens(x, mask))
+    return evaluate(_mu, x, mask)
 
 
 def _mu(t: Tokens) -> Tensor:
@@ -120,7 +120,7 @@ def mu_rel(x: Tensor, mask: Tensor | None = None) -> Tensor:
         >>> mu_rel(torch.tensor([[2.0, 0.0], [0.0, 0.0]]))  # sqrt(2) / 2
         tensor(0.7071, dtype=torch.float64)
     """
-    return _mu_rel(Tokens(x, mask))
+    return evaluate(_mu_rel, x, mask)
 
 
 def _mu_rel(t: Tokens) -> Tensor:
@@ -149,7 +149,7 @@ def rank1_rel(x: Tensor, mask: Tensor | None = None) -> Tensor:
         >>> rank1_rel(torch.tensor([[1.0, 2.0], [2.0, 4.0]]))
         tensor(0., dtype=torch.float64)
     """
-    return _rank1_rel(Tokens(x, mask))
+    return evaluate(_rank1_rel, x, mask)
 
 
 def _rank1_rel(t: Tokens) -> Tensor:

@@ -12,7 +12,7 @@ from torch import Tensor
 
 from rankcollapse.metrics._floor import dtype_floor
 from rankcollapse.metrics._norms import safe_div
-from rankcollapse.metrics._tokens import Tokens
+from rankcollapse.metrics._tokens import Tokens, evaluate
 
 
 def stable_rank(x: Tensor, mask: Tensor | None = None) -> Tensor:
@@ -34,7 +34,7 @@ def stable_rank(x: Tensor, mask: Tensor | None = None) -> Tensor:
         >>> stable_rank(torch.tensor([[3.0, 0.0], [0.0, 1.0]]))
         tensor(1.1111, dtype=torch.float64)
     """
-    return _stable_rank(Tokens(x, mask))
+    return evaluate(_stable_rank, x, mask)
 
 
 def _stable_rank(t: Tokens) -> Tensor:
@@ -60,7 +60,7 @@ def effective_rank(x: Tensor, mask: Tensor | None = None) -> Tensor:
         >>> effective_rank(torch.tensor([[2.0, 0.0], [0.0, 2.0]]))
         tensor(2., dtype=torch.float64)
     """
-    return _effective_rank(Tokens(x, mask))
+    return evaluate(_effective_rank, x, mask)
 
 
 def _effective_rank(t: Tokens) -> Tensor:
@@ -91,7 +91,7 @@ def numerical_rank(x: Tensor, mask: Tensor | None = None, *, rtol: float | None 
         >>> numerical_rank(torch.tensor([[1.0, 0.0], [0.0, 1e-3]]), rtol=1e-2)
         tensor(1., dtype=torch.float64)
     """
-    return _numerical_rank(Tokens(x, mask), rtol=rtol)
+    return evaluate(_numerical_rank, x, mask, rtol=rtol)
 
 
 def _numerical_rank(t: Tokens, *, rtol: float | None = None) -> Tensor:
@@ -120,7 +120,7 @@ def min_sv(x: Tensor, mask: Tensor | None = None) -> Tensor:
         >>> min_sv(torch.tensor([[3.0, 0.0], [0.0, 0.5]]))
         tensor(0.5000, dtype=torch.float64)
     """
-    return _min_sv(Tokens(x, mask))
+    return evaluate(_min_sv, x, mask)
 
 
 def _min_sv(t: Tokens) -> Tensor:
