@@ -118,7 +118,9 @@ def band_plot(
             )
             if not at_floor.empty:
                 floor_points.append((ax, at_floor.index, at_floor["mean"].to_numpy(), colors[h]))
-        _style(ax, x=x, ylabel=ylabel if ax is panels[0][1] else None, logx=logx, logy=logy)
+        # A panel with no positive value (e.g. mean cosines < 0) cannot be log-scaled.
+        panel_logy = logy and bool((part[y] > 0).any())
+        _style(ax, x=x, ylabel=ylabel if ax is panels[0][1] else None, logx=logx, logy=panel_logy)
     # A floor value is only "below resolution": on a log axis it sits at the bottom edge
     # instead of stretching the axis down to 1e-70.
     # With a shared y axis every panel uses the lowest signal of all.
