@@ -18,8 +18,19 @@ def test_simulate_default_shows_a_pure_attention_network_collapsing(tmp_path, ca
 
 
 def test_simulate_with_skip_keeps_the_residual(tmp_path):
-    main(["simulate", "--n-layers", "6", "--skip", "on", "--metrics", "res_comp_rel",
-          "--out", str(tmp_path)])
+    main(
+        [
+            "simulate",
+            "--n-layers",
+            "6",
+            "--skip",
+            "on",
+            "--metrics",
+            "res_comp_rel",
+            "--out",
+            str(tmp_path),
+        ]
+    )
     df = pd.read_csv(tmp_path / "results.csv")
     assert set(df.metric) == {"res_comp_rel"}
     assert df[df.layer == 6]["value"].mean() > 0.1
@@ -60,8 +71,10 @@ def test_measure_ignores_padding_given_a_mask(tmp_path):
     states = _states(layers=2, batch=1, n=6)
     padded = states.clone()
     padded[:, :, 4:] = 1e6  # garbage in the pads must not matter
-    torch.save({"states": padded, "mask": torch.tensor([[1, 1, 1, 1, 0, 0]]).bool()},
-               tmp_path / "padded.pt")
+    torch.save(
+        {"states": padded, "mask": torch.tensor([[1, 1, 1, 1, 0, 0]]).bool()},
+        tmp_path / "padded.pt",
+    )
     torch.save(states[:, :, :4].contiguous(), tmp_path / "plain.pt")
     main(["measure", str(tmp_path / "padded.pt"), "--out", str(tmp_path / "a")])
     main(["measure", str(tmp_path / "plain.pt"), "--out", str(tmp_path / "b")])
@@ -75,7 +88,10 @@ def test_measure_ignores_padding_given_a_mask(tmp_path):
     [
         (torch.zeros(7), "expected \\(layers, batch, n, d\\)"),
         ({"acts": torch.zeros(2, 3, 4)}, "expected one of \\['states', 'hidden_states'\\]"),
-        ({"states": torch.zeros(2, 3, 4), "mask": torch.ones(2, 2)}, "pass a mask of shape \\(2, 3\\)"),
+        (
+            {"states": torch.zeros(2, 3, 4), "mask": torch.ones(2, 2)},
+            "pass a mask of shape \\(2, 3\\)",
+        ),
     ],
 )
 def test_measure_bad_files_get_clear_errors(tmp_path, capsys, content, message):
@@ -90,3 +106,23 @@ def test_measure_rejects_unsupported_suffix(tmp_path, capsys):
     (tmp_path / "acts.txt").write_text("1 2 3")
     assert main(["measure", str(tmp_path / "acts.txt")]) == 2
     assert "supported: .npy, .pt, .safetensors" in capsys.readouterr().err
+
+
+class _NotATensor:
+    pass
+
+
+def test_measure_refuses_pickled_objects_without_running_them(tmp_path, capsys):
+    torch.save({"states": _NotATensor()}, tmp_path / "unsafe.pt")
+    (tmp_path / "broken.pt").write_bytes(b"not a torch file")
+    for name in ("unsafe.pt", "broken.pt"):
+        assert main(["measure", str(tmp_path / name), "--out", str(tmp_path)]) == 2
+        assert "does not load safely as tensors" in capsys.readouterr().err
+
+
+def test_measure_names_nan_values(tmp_path, capsys):
+    states = _states(layers=1)
+    states[0, 1, 3, 0] = float("nan")
+    torch.save(states, tmp_path / "nan.pt")
+    assert main(["measure", str(tmp_path / "nan.pt"), "--out", str(tmp_path)]) == 2
+    assert "NaN" in capsys.readouterr().err

@@ -24,15 +24,24 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("file", type=Path, help="activations, shape (layers, batch, n, d) or (batch, n, d)")
+    parser.add_argument(
+        "file", type=Path, help="activations, shape (layers, batch, n, d) or (batch, n, d)"
+    )
     parser.add_argument("--mask", type=Path, default=None, help="token mask file, shape (batch, n)")
-    parser.add_argument("--out", type=Path, default=None, help="output folder (default: results/measure/<file stem>)")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="output folder (default: results/measure/<file stem>)",
+    )
     add_metrics_option(parser)
     parser.set_defaults(func=run)
 
 
 def load_tensors(path: Path) -> dict:
     """Read a file safely into {'states': tensor, 'mask': tensor | None}. No pickle is executed."""
+    import pickle
+
     import numpy as np
     import torch
 
@@ -51,8 +60,12 @@ def load_tensors(path: Path) -> dict:
     elif suffix == ".pt":
         try:
             content = torch.load(path, map_location="cpu", weights_only=True)
-        except Exception as err:  # torch raises several types for unsafe or broken files
-            raise InputError(f"'{path}' could not be loaded safely as tensors ({err}).") from None
+        except (pickle.UnpicklingError, RuntimeError, EOFError) as err:  # unsafe or broken
+            raise InputError(
+                f"'{path}' does not load safely as tensors (torch.load with weights_only=True "
+                f"refused it: {type(err).__name__}). Save a tensor or a dict of tensors, e.g. "
+                "torch.save({'states': x, 'mask': m}, path)."
+            ) from None
     else:
         from safetensors.torch import load_file
 
@@ -67,7 +80,9 @@ def load_tensors(path: Path) -> dict:
                 "(and optionally 'mask')."
             )
         return {"states": content[key], "mask": content.get("mask")}
-    raise InputError(f"'{path}' holds a {type(content).__name__}; save a tensor or a dict of tensors.")
+    raise InputError(
+        f"'{path}' holds a {type(content).__name__}; save a tensor or a dict of tensors."
+    )
 
 
 def as_layers(states, mask):
@@ -104,7 +119,9 @@ def run(args: argparse.Namespace) -> int:
     mask = load_tensors(args.mask)["states"] if args.mask is not None else content["mask"]
     states, mask = as_layers(content["states"], mask)
     df = layer_table(list(states), mask, metrics=metrics, source_dtype=states.dtype)
-    title = f"{args.file.name}: {states.shape[0]} layers, {states.shape[1]} sequences ({states.dtype})"
+    title = (
+        f"{args.file.name}: {states.shape[0]} layers, {states.shape[1]} sequences ({states.dtype})"
+    )
     print_layer_means(df, title)
     out = args.out or Path("results/measure") / args.file.stem
     write_collapse_outputs(df, out, hue=None, title=title)

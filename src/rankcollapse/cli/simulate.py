@@ -65,7 +65,9 @@ def run(args: argparse.Namespace) -> int:
     metrics = parse_metrics(args.metrics)
     for name, value in (("--tokens", args.tokens), ("--batch", args.batch)):
         if value < 1 or (name == "--tokens" and value < 2):
-            raise ConfigError(f"{name} is {value}; it must be at least {2 if name == '--tokens' else 1}.")
+            raise ConfigError(
+                f"{name} is {value}; it must be at least {2 if name == '--tokens' else 1}."
+            )
     overrides = {
         key.removeprefix("net_"): value
         for key, value in vars(args).items()

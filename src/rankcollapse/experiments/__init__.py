@@ -3,6 +3,25 @@
 Each module below registers itself on import; add a new experiment by adding its import.
 """
 
+# Experiment modules (each registers itself):
+from rankcollapse.experiments import (
+    amsel2024_constructions,  # noqa: F401
+    amsel2024_depth,  # noqa: F401
+    amsel2024_encoder,  # noqa: F401
+    amsel2024_rank_vs_heads,  # noqa: F401
+    dong2021_bounds,  # noqa: F401
+    dong2021_circle,  # noqa: F401
+    dong2021_path_effectiveness,  # noqa: F401
+    dong2021_path_lengths,  # noqa: F401
+    dong2021_rank_collapse,  # noqa: F401
+    paths_by_length,  # noqa: F401
+    toy_collapse,  # noqa: F401
+    wu2024_equilibria,  # noqa: F401
+    wu2024_geometry,  # noqa: F401
+    wu2024_masks,  # noqa: F401
+    wu2024_rates,  # noqa: F401
+    wu2024_temperature,  # noqa: F401
+)
 from rankcollapse.experiments._registry import (
     Claim,
     Experiment,
@@ -12,24 +31,6 @@ from rankcollapse.experiments._registry import (
     get_experiment,
     register,
 )
-
-# Experiment modules (each registers itself):
-from rankcollapse.experiments import toy_collapse  # noqa: F401
-from rankcollapse.experiments import wu2024_equilibria  # noqa: F401
-from rankcollapse.experiments import wu2024_masks  # noqa: F401
-from rankcollapse.experiments import wu2024_temperature  # noqa: F401
-from rankcollapse.experiments import wu2024_geometry  # noqa: F401
-from rankcollapse.experiments import dong2021_rank_collapse  # noqa: F401
-from rankcollapse.experiments import dong2021_path_lengths  # noqa: F401
-from rankcollapse.experiments import dong2021_bounds  # noqa: F401
-from rankcollapse.experiments import paths_by_length  # noqa: F401
-from rankcollapse.experiments import wu2024_rates  # noqa: F401
-from rankcollapse.experiments import dong2021_path_effectiveness  # noqa: F401
-from rankcollapse.experiments import dong2021_circle  # noqa: F401
-from rankcollapse.experiments import amsel2024_constructions  # noqa: F401
-from rankcollapse.experiments import amsel2024_encoder  # noqa: F401
-from rankcollapse.experiments import amsel2024_depth  # noqa: F401
-from rankcollapse.experiments import amsel2024_rank_vs_heads  # noqa: F401
 
 __all__ = [
     "Claim",

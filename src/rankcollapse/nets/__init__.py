@@ -2,13 +2,13 @@
 
 from rankcollapse.nets.config import NetConfig
 from rankcollapse.nets.layers import MLP, Block, SelfAttention, Skip
-from rankcollapse.nets.toy import ToyNet, Trace, random_tokens
 from rankcollapse.nets.rank_attention import (
     RankAttention,
     RankEncoder,
     StackedRankAttention,
     UnitNorm,
 )
+from rankcollapse.nets.toy import ToyNet, Trace, random_tokens
 
 __all__ = [
     "RankAttention",
