@@ -1,4 +1,5 @@
 import numpy as np
+import pandas as pd
 import torch
 
 from rankcollapse.experiments import get_experiment
@@ -9,27 +10,44 @@ EXP = get_experiment("dong2021-circle")
 
 def test_circle_units_record_trajectories_and_the_summary_measures_final_distances():
     config = EXP.make_config(
-        "quick",
-        {
-            "n_points": 16,
-            "d_model": 4,
-            "steps": 3,
-            "n_ahead": 2,
-            "n_steps": 5,
-            "n_starts": 4,
-            "seeds": [0],
-        },
+        "quick", {"n_points": 16, "d_model": 4, "steps": 3, "n_steps": 5, "seeds": [0, 1]}
     )
-    rows = __import__("pandas").concat(
-        [EXP.run_unit(config, unit) for unit in EXP.units(config)], ignore_index=True
-    )
+    rows = pd.concat([EXP.run_unit(config, unit) for unit in EXP.units(config)], ignore_index=True)
     start = rows[(rows["step"] == 0) & (rows["metric"] == "distance")]["value"]
-    assert np.allclose(start, 0.6, atol=1e-6)  # opposite points of a circle of radius 0.3
+    expected = 2 * 0.3 * np.cos(np.pi / 16)  # p_0 and p_7 of 16 points: one step short of opposite
+    assert np.allclose(start, expected, atol=1e-6) and len(start) == 3 * 2
     finals = rows[rows["metric"] == "relative_final_distance"]
-    assert len(finals) == 3 * 4 and (finals["value"] >= 0).all()
+    assert len(finals) == 3 * 2 and (finals["value"] >= 0).all()
     summary = EXP.summarize(config, rows)
     assert [c.id for c in summary.claims] == ["pure-merges", "skip-keeps-apart", "mlp-keeps-apart"]
+    table = summary.tables["final distance and fit per variant"].set_index("variant")
+    merged = (finals.set_index("variant")["value"] < 0.1).groupby("variant").mean()
+    assert summary.claims[0].measured == merged["pure"] == table.loc["pure", "share_merged"]
     assert "token trajectories" in summary.figures
+
+
+def test_a_diverged_run_never_counts_as_kept_apart():
+    config = EXP.make_config("quick", {"variants": ["skip"], "seeds": [0, 1]})
+    rows = pd.DataFrame(
+        [
+            ("skip", 0, np.nan, np.nan, "relative_final_distance", 50.0),
+            ("skip", 0, np.nan, np.nan, "diverged", 1.0),
+            ("skip", 1, np.nan, np.nan, "relative_final_distance", 0.9),
+            ("skip", 1, np.nan, np.nan, "diverged", 0.0),
+        ]
+        + [("skip", s, np.nan, np.nan, "train_mse", 1e-6) for s in (0, 1)]
+        + [("skip", s, np.nan, np.nan, "baseline_mse_centre", 0.045) for s in (0, 1)]
+        + [
+            ("skip", s, step, token, axis, 0.3 * (token - 0.5))
+            for s in (0, 1)
+            for step in (0, 1)
+            for token in (0, 1)
+            for axis in ("x", "y")
+        ],
+        columns=["variant", "seed", "step", "token", "metric", "value"],
+    )
+    (claim,) = EXP.summarize(config, rows).claims
+    assert claim.id == "skip-keeps-apart" and claim.measured == 0.5 and claim.passed
 
 
 def test_a_diverging_start_stops_and_leaves_nan_while_the_others_go_on():

@@ -7,17 +7,15 @@ from rankcollapse.errors import ConfigError
 from rankcollapse.tasks.circle import circle_data
 
 
-def test_circle_pairs_are_opposite_points_and_targets_are_one_step_on():
-    data = circle_data(12, radius=0.3, n_ahead=3)
-    assert data.inputs.shape == (12, 2, 2) and data.targets.shape == (12, 3, 2, 2)
-    assert torch.allclose(data.inputs[:, 0], -data.inputs[:, 1], atol=1e-7)
-    assert torch.allclose(data.inputs.norm(dim=-1), torch.full((12, 2), 0.3))
-    for t in range(1, 4):
-        step = 2 * math.pi * t / 12
-        rotation = torch.tensor(
-            [[math.cos(step), math.sin(step)], [-math.sin(step), math.cos(step)]]
-        )
-        assert torch.allclose(data.inputs @ rotation, data.targets[:, t - 1], atol=1e-6)
+def test_circle_pairs_hold_one_point_of_each_arc_and_targets_are_one_step_on():
+    data = circle_data(12, radius=0.3)  # arcs of m = 5 steps: p_0..p_5 and p_5..p_10
+    assert data.inputs.shape == (5, 2, 2) and data.targets.shape == (5, 2, 2)
+    assert torch.allclose(data.inputs.norm(dim=-1), torch.full((5, 2), 0.3))
+    assert torch.allclose(data.inputs[0], torch.tensor([[0.3, 0.0], [-0.3 * 0.866025, 0.15]]))
+    step = 2 * math.pi / 12
+    rotation = torch.tensor([[math.cos(step), math.sin(step)], [-math.sin(step), math.cos(step)]])
+    assert torch.allclose(data.inputs @ rotation, data.targets, atol=1e-6)
+    assert torch.allclose(data.targets[:-1], data.inputs[1:])  # teacher forcing: next = true
 
 
 def test_circle_baselines_are_measured():
@@ -28,5 +26,5 @@ def test_circle_baselines_are_measured():
 
 
 def test_odd_circle_sizes_are_rejected():
-    with pytest.raises(ConfigError, match="even and >= 4.*got 7"):
+    with pytest.raises(ConfigError, match="even and >= 6.*got 7"):
         circle_data(7)

@@ -107,9 +107,11 @@ def test_accuracy_counts_matching_tokens_per_group():
     assert accuracy(logits, torch.tensor([[0, 1]])).tolist() == [1.0, 0.5]
 
 
-def test_circle_net_maps_pairs_of_points_to_pairs_of_points():
-    for variant in ("pure", "skip", "mlp"):
-        assert CircleNet(variant, d_model=8).forward(torch.zeros(3, 2, 2)).shape == (3, 2, 2)
+def test_circle_net_skip_variant_adds_its_input_to_the_pure_step():
+    points = torch.randn(3, 2, 2, generator=torch.Generator().manual_seed(0))
+    pure, skip = CircleNet("pure", d_model=8, seed=1), CircleNet("skip", d_model=8, seed=1)
+    assert torch.allclose(skip(points), points + pure(points), atol=1e-6)
+    assert CircleNet("mlp", d_model=8).forward(points).shape == (3, 2, 2)
 
 
 def test_bad_san_configs_get_clear_errors():

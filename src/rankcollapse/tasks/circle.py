@@ -1,11 +1,13 @@
-"""Circle task (Dong et al. 2021, Sec. 6 toy): map a pair of points on a circle to the next pair.
+"""Circle task (Dong et al. 2021, Sec. 6 toy): map a pair of points on two arcs to the next pair.
 
-`n_points` points are spaced evenly on a circle of radius `radius` around the origin. Sample i
-(i = 0..n_points-1) is the pair (point i, point i + n_points/2), two opposite points: two tokens
-in the plane; its targets are the next `n_ahead` pairs round the circle, (point i+t, point
-i+t + n_points/2) for t = 1..n_ahead (indices mod n_points). A model of the step applied to its
-own output then walks both tokens round the circle; rank collapse shows as the two trajectories
-merging.
+As in the authors' code (`run_circle.py`): `n_points` points p_0 .. p_{n-1} are spaced evenly,
+counter-clockwise, on a circle of radius `radius` around the origin, p_k at angle 2 pi k / n.
+They form two arcs of m = n/2 - 1 steps: the upper arc p_0 .. p_m, from (radius, 0), and the
+lower arc p_m .. p_{2m}, from p_m (one step short of (-radius, 0)). Sample i (i = 0..m-1) is
+the pair (p_i, p_{i+m}), one point of each arc: two tokens in the plane. Its target, "the next
+pair", is (p_{i+1}, p_{i+1+m}): both points one step further along their arcs (teacher forcing:
+the model always sees the true current pair). A model of the step applied to its own output then
+walks both tokens along the arcs; rank collapse shows as the two trajectories merging.
 """
 
 from __future__ import annotations
@@ -24,8 +26,8 @@ class CircleData:
     """Pairs of points and their successors.
 
     Attributes:
-        inputs: float32 (b, 2, 2): sample, token (the two points), coordinate.
-        targets: float32 (b, n_ahead, 2, 2): the same pairs 1..n_ahead steps further round.
+        inputs: float32 (m, 2, 2): sample, token (the two points), coordinate.
+        targets: float32 (m, 2, 2): the same pairs one step further along the arcs.
         radius: the circle's radius.
     """
 
@@ -39,42 +41,41 @@ class CircleData:
     def baselines(self) -> dict[str, float]:
         """Mean squared error of the two trivial predictors, measured on this data.
 
-        - "stay": predict the input pair unchanged at every step ahead.
+        - "stay": predict the input pair unchanged.
         - "centre": predict both points at the circle's centre (the origin).
         """
         return {
-            "stay": float(((self.inputs[:, None] - self.targets) ** 2).double().mean()),
+            "stay": float(((self.inputs - self.targets) ** 2).double().mean()),
             "centre": float((self.targets**2).double().mean()),
         }
 
 
-def circle_data(n_points: int = 1000, *, radius: float = 0.3, n_ahead: int = 1) -> CircleData:
-    """Every pair of opposite points of an evenly spaced circle and its next `n_ahead` pairs.
+def circle_data(n_points: int = 1000, *, radius: float = 0.3) -> CircleData:
+    """The n_points / 2 - 1 pairs of the two arcs and their next pairs (the authors' data).
 
     Deterministic (no seed): the points are evenly spaced, as in the authors' code.
 
     Example:
-        >>> data = circle_data(8, radius=1.0, n_ahead=2)
-        >>> len(data), data.inputs[0].tolist(), tuple(data.targets.shape)
-        (8, [[1.0, 0.0], [-1.0, 0.0]], (8, 2, 2, 2))
+        >>> data = circle_data(8, radius=1.0)
+        >>> len(data), data.inputs[0].double().round(decimals=3).tolist()
+        (3, [[1.0, 0.0], [-0.707, 0.707]])
+        >>> data.targets[0].double().round(decimals=3).tolist()
+        [[0.707, 0.707], [-1.0, 0.0]]
     """
-    if n_points < 4 or n_points % 2:
+    if n_points < 6 or n_points % 2:
         raise ConfigError(
-            f"circle: n_points must be even and >= 4 (pairs of opposite points), got {n_points}."
+            f"circle: n_points must be even and >= 6 (two arcs of n_points / 2 - 1 >= 2 steps), "
+            f"got {n_points}."
         )
     if not radius > 0:
         raise ConfigError(f"circle: radius must be > 0, got {radius}.")
-    if n_ahead < 1:
-        raise ConfigError(f"circle: n_ahead must be >= 1, got {n_ahead}.")
     angles = torch.arange(n_points, dtype=torch.float64) * (2 * math.pi / n_points)
     points = radius * torch.stack([angles.cos(), angles.sin()], dim=-1)  # (n_points, 2)
     points = torch.where(points.abs() < 1e-12, torch.zeros_like(points), points)
+    m = n_points // 2 - 1  # steps per arc; the authors' len(dataset)
+    first = torch.arange(m)
 
-    def pairs(first: torch.Tensor) -> torch.Tensor:  # (b, 2 tokens, 2 coordinates)
-        return torch.stack(
-            [points[first % n_points], points[(first + n_points // 2) % n_points]], 1
-        )
+    def pairs(index: Tensor) -> Tensor:  # (m, 2 tokens, 2 coordinates)
+        return torch.stack([points[index], points[index + m]], dim=1)
 
-    first = torch.arange(n_points)
-    targets = torch.stack([pairs(first + t) for t in range(1, n_ahead + 1)], dim=1)
-    return CircleData(pairs(first).float(), targets.float(), radius)
+    return CircleData(pairs(first).float(), pairs(first + 1).float(), radius)

@@ -19,7 +19,6 @@ from rankcollapse.train.loop import (
 from rankcollapse.train.san import (
     SAN,
     CircleNet,
-    Rollout,
     SANConfig,
     TrainedModel,
     accuracy,
@@ -38,7 +37,6 @@ __all__ = [
     "CircleNet",
     "DirectoryStore",
     "MemoryStore",
-    "Rollout",
     "SANConfig",
     "TrainConfig",
     "TrainedModel",

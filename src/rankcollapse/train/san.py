@@ -11,8 +11,9 @@ and in evaluation because the authors' path evaluation normalises the sum of the
 it before classifying: with it inside the model, the classifier sees normalised states in both,
 and `restricted_logits` with every layer `FULL` is exactly `forward`.
 
-`CircleNet` is the one-layer network of the circle toy (Sec. 6): points -> linear -> one ToyNet
-layer (pure attention, + skip, or + MLP) -> linear -> points.
+`CircleNet` is the step map of the circle toy (Sec. 6): points -> linear -> LayerNorm -> one
+post-LN attention block (2 heads; + MLP block) -> linear -> points, with the "skip" variant adding
+its input points to its output.
 
 `train_san` trains a model with `rankcollapse.train.loop.train`, keyed in a checkpoint store by
 the full config and the data, so the same settings reuse the weights and others never do.
@@ -169,11 +170,18 @@ CircleVariant = Literal["pure", "skip", "mlp"]
 
 
 class CircleNet(nn.Module):
-    """points (b, 2, 2) -> linear (2 -> d_model) -> one ToyNet layer -> linear (d_model -> 2).
+    """The step map of the circle toy, as in the authors' code: points (b, 2, 2) -> next points.
 
-    The layer is pure attention ("pure"), attention with its skip connection ("skip"), or
-    attention without skip followed by a transformer MLP block, X + MLP(X) ("mlp"). No norm:
-    the points' scale is the signal.
+        f(X) = LN(Y + SA(Y)) W_r + b_r,   Y = LN(X W_e + b_e)      (2 heads, post-LN)
+        pure:  X_next = f(X)
+        skip:  X_next = X + f(X)       the skip connection around the recurrent step
+        mlp:   f with the transformer MLP block after the attention, LN(Z + MLP(Z)) (GELU,
+               hidden width d_model, the authors' intermediate_size)
+
+    Quirk (kept from the authors' SAN): the attention block itself is the BERT block
+    LN(Y + SA(Y)), skip inside; the point embedding and read-out make each step one layer of a
+    network in the plane, and "skip" adds the identity across those steps (recurrent applications
+    of f are layers of a network without skips; of X + f(X), with them).
     """
 
     def __init__(
@@ -183,14 +191,19 @@ class CircleNet(nn.Module):
         generator = torch.Generator().manual_seed(seed)
         self.variant = variant
         self.embed = _init_linear(nn.Linear(2, d_model), generator)
+        self.embed_norm = nn.LayerNorm(d_model, eps=NORM_EPS)
         self.layer = ToyNet(
             NetConfig(
                 n_layers=1,
                 n_heads=n_heads,
                 d_model=d_model,
-                skip="on" if variant == "skip" else "off",
+                skip="on",
+                norm="post",
                 mlp=variant == "mlp",
+                d_mlp=d_model,
+                activation="gelu",
                 mlp_skip=True,
+                norm_eps=NORM_EPS,
                 bias=True,
                 dtype="float32",
                 seed=seed,
@@ -198,27 +211,13 @@ class CircleNet(nn.Module):
         )
         self.readout = _init_linear(nn.Linear(d_model, 2), generator)
 
+    def step(self, points: Tensor) -> Tensor:
+        """f(points): the layer's output in the plane, (b, 2, 2)."""
+        return self.readout(self.layer(self.embed_norm(self.embed(points))).output)
+
     def forward(self, points: Tensor) -> Tensor:
-        return self.readout(self.layer(self.embed(points)).output)
-
-
-class Rollout(nn.Module):
-    """`net` applied to its own output `n_steps` times: (b, ...) -> (b, n_steps, ...).
-
-    Training a step map through its own rollout (backpropagation through the n_steps
-    applications) teaches a map that can be iterated, not only one accurate step.
-    """
-
-    def __init__(self, net: nn.Module, n_steps: int) -> None:
-        super().__init__()
-        self.net, self.n_steps = net, n_steps
-
-    def forward(self, x: Tensor) -> Tensor:
-        steps = []
-        for _ in range(self.n_steps):  # sequential in time; batched over samples
-            x = self.net(x)
-            steps.append(x)
-        return torch.stack(steps, dim=1)
+        """The next points (b, 2, 2)."""
+        return points + self.step(points) if self.variant == "skip" else self.step(points)
 
 
 def accuracy(logits: Tensor, targets: Tensor) -> Tensor:
