@@ -7,7 +7,11 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
+
+# The CLI owns the terminal: third-party progress bars (e.g. GGUF dequantisation) stay quiet.
+os.environ.setdefault("TQDM_DISABLE", "1")
 
 from rankcollapse import __version__
 from rankcollapse.errors import RankCollapseError
