@@ -52,7 +52,9 @@ def main() -> None:
 
     ratios = [suite / forward for suite, forward in zip(suites, forwards)]
     load = ", ".join(f"{v:.2f}" for v in os.getloadavg())
-    print(f"hidden states: {config.num_hidden_layers + 1} x {(BATCH, N_TOKENS, config.hidden_size)}")
+    print(
+        f"hidden states: {config.num_hidden_layers + 1} x {(BATCH, N_TOKENS, config.hidden_size)}"
+    )
     print(f"metrics ({len(DEFAULT_METRICS)}): {', '.join(DEFAULT_METRICS)}")
     print(f"torch threads: {torch.get_num_threads()}, load average (1, 5, 15 min): {load}")
     print(f"forward pass with hidden states: {', '.join(f'{t:.2f}' for t in forwards)} s")
