@@ -101,7 +101,8 @@ class Tokens:
         rows = max(1, CHUNK_BYTES // (n * d * self.x.element_size()))
         chunks = zip(self.x.reshape(-1, n, d).split(rows), self.mask.reshape(-1, n).split(rows))
         parts = [_norms(x, mask) for x, mask in chunks]
-        return tuple(torch.cat(values).reshape(self.x.shape[:-2]) for values in zip(*parts))
+        joined = parts[0] if len(parts) == 1 else [torch.cat(values) for values in zip(*parts)]
+        return tuple(values.reshape(self.x.shape[:-2]) for values in joined)
 
     @property
     def composite(self) -> Tensor:
