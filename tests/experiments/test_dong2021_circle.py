@@ -37,6 +37,7 @@ def test_a_diverged_run_never_counts_as_kept_apart():
         ]
         + [("skip", s, np.nan, np.nan, "train_mse", 1e-6) for s in (0, 1)]
         + [("skip", s, np.nan, np.nan, "baseline_mse_centre", 0.045) for s in (0, 1)]
+        + [("skip", s, np.nan, np.nan, "baseline_mse_stay", 2e-6) for s in (0, 1)]
         + [
             ("skip", s, step, token, axis, 0.3 * (token - 0.5))
             for s in (0, 1)
@@ -48,6 +49,7 @@ def test_a_diverged_run_never_counts_as_kept_apart():
     )
     (claim,) = EXP.summarize(config, rows).claims
     assert claim.id == "skip-keeps-apart" and claim.measured == 0.5 and claim.passed
+    assert "50% diverged (counted as not kept apart)" in claim.note
 
 
 def test_a_diverging_start_stops_and_leaves_nan_while_the_others_go_on():

@@ -239,9 +239,12 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
 
 def _run_note(fits: pd.DataFrame, table: pd.DataFrame, variant: str) -> str:
     return (
-        f"train MSE {fits.loc[variant, 'train_mse']:.2e}; median relative final distance "
+        f"train MSE {fits.loc[variant, 'train_mse']:.2e} (predict-the-input baseline "
+        f"{fits.loc[variant, 'baseline_mse_stay']:.2e}); median relative final distance "
         f"{table.loc[variant, 'median_relative_final_distance']:.3g}; "
-        f"{table.loc[variant, 'share_diverged']:.0%} of runs diverged"
+        f"{table.loc[variant, 'share_merged']:.0%} of runs merged, "
+        f"{table.loc[variant, 'share_apart']:.0%} kept apart, "
+        f"{table.loc[variant, 'share_diverged']:.0%} diverged (counted as not kept apart)"
     )
 
 
