@@ -23,8 +23,9 @@ Claim (as measured):
 from __future__ import annotations
 
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from rankcollapse.experiments._amsel import EncoderConfig, train_encoder_unit
 from rankcollapse.experiments._plots import band_plot
 from rankcollapse.experiments._registry import Claim, Experiment, Summary, Unit, register
 
@@ -32,33 +33,15 @@ NAME = "amsel2024-depth"
 ENOUGH_STEPS = 20_000  # spec sec. 4: depth benefits need tens of thousands of steps
 
 
-class Config(BaseModel):
+class Config(EncoderConfig):
     """Rank-1-head encoders at several depths and context lengths, and a full-rank reference."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
-
-    d_model: int = Field(8, ge=2, le=4096)
-    """Token width d (rank-1 heads: H = d)."""
     contexts: list[int] = Field(default_factory=lambda: [4, 16], min_length=1)
     """Points per set N: short and long contexts."""
     depths: list[int] = Field(default_factory=lambda: [1, 2, 3], min_length=1)
-    """Encoder depths of the rank-1 models."""
-    d_ff: int = Field(128, ge=1, le=16384)
-    """MLP width."""
-    seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
-    """Seeds of initialisation and data."""
-    steps: int = Field(600, ge=1, le=1_000_000)
-    """Optimiser steps at most."""
-    batch_size: int = Field(64, ge=1, le=65536)
-    """Fresh samples per step."""
-    lr: float = Field(0.01, gt=0, le=1)
-    """Peak learning rate."""
+    """Encoder depths of the rank-1 models (rank-1 heads: H = d)."""
     warmup: int = Field(200, ge=0)
-    """Linear warm-up steps."""
-    patience: int = Field(8, ge=1)
-    """Curve points (of 50 steps) without 1% improvement before stopping."""
-    eval_samples: int = Field(2048, ge=64, le=1_000_000)
-    """Held-out samples of the final error."""
+    """Linear warm-up steps (longer than the others: deeper models can collapse to 0)."""
 
 
 PRESETS = {
@@ -95,30 +78,7 @@ def units(config: Config) -> list[Unit]:
 
 
 def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
-    from rankcollapse.nets import RankEncoder
-    from rankcollapse.tasks import NeighbourTask
-    from rankcollapse.train import TrainSettings, train_encoder
-
-    model = RankEncoder(
-        config.d_model,
-        n_heads=unit["n_heads"],
-        n_layers=unit["n_layers"],
-        d_ff=config.d_ff,
-        seed=unit["seed"],
-    )
-    settings = TrainSettings(
-        steps=config.steps,
-        batch_size=config.batch_size,
-        lr=config.lr,
-        warmup=config.warmup,
-        patience=config.patience,
-        eval_samples=config.eval_samples,
-    )
-    task = NeighbourTask(config.d_model, unit["n_points"], target="farthest")
-    result = train_encoder(model, task, settings, seed=unit["seed"])
-    frame = pd.concat([result.curves, result.final.assign(step=float("nan"))], ignore_index=True)
-    for key, value in reversed(unit.items()):
-        frame.insert(0, key, value)
+    frame = train_encoder_unit(config, unit, n_points=unit["n_points"])
     frame.insert(3, "d_qk", config.d_model // unit["n_heads"])
     return frame
 

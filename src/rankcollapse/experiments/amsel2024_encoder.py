@@ -22,21 +22,18 @@ Claim (computed from this run):
 from __future__ import annotations
 
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from rankcollapse.experiments._amsel import EncoderConfig, train_encoder_unit
 from rankcollapse.experiments._plots import band_plot
 from rankcollapse.experiments._registry import Claim, Experiment, Summary, Unit, register
 
 NAME = "amsel2024-encoder"
 
 
-class Config(BaseModel):
+class Config(EncoderConfig):
     """Stock encoders trained on the farthest-point target, over heads, layers and m."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
-
-    d_model: int = Field(8, ge=2, le=4096)
-    """Token width d."""
     n_points: int = Field(8, ge=2, le=4096)
     """Points per set N."""
     n_heads: list[int] = Field(default_factory=lambda: [2, 4, 8], min_length=1)
@@ -45,22 +42,6 @@ class Config(BaseModel):
     """Encoder depths."""
     width_multipliers: list[int] = Field(default_factory=lambda: [1, 8], min_length=1)
     """Parallel attention modules per layer, averaged."""
-    d_ff: int = Field(128, ge=1, le=16384)
-    """MLP width (the paper: 2048)."""
-    seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
-    """Seeds of initialisation and data."""
-    steps: int = Field(600, ge=1, le=1_000_000)
-    """Optimiser steps at most."""
-    batch_size: int = Field(64, ge=1, le=65536)
-    """Fresh samples per step."""
-    lr: float = Field(0.01, gt=0, le=1)
-    """Peak learning rate (the paper's 0.01; lower it if deeper models collapse to 0)."""
-    warmup: int = Field(100, ge=0)
-    """Linear warm-up steps."""
-    patience: int = Field(8, ge=1)
-    """Curve points (of 50 steps) without 1% improvement before stopping."""
-    eval_samples: int = Field(2048, ge=64, le=1_000_000)
-    """Held-out samples of the final error."""
 
 
 PRESETS = {
@@ -93,31 +74,9 @@ def units(config: Config) -> list[Unit]:
 
 
 def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
-    from rankcollapse.nets import RankEncoder
-    from rankcollapse.tasks import NeighbourTask
-    from rankcollapse.train import TrainSettings, train_encoder
-
-    model = RankEncoder(
-        config.d_model,
-        n_heads=unit["n_heads"],
-        n_layers=unit["n_layers"],
-        d_ff=config.d_ff,
-        width_multiplier=unit["width_multiplier"],
-        seed=unit["seed"],
+    frame = train_encoder_unit(
+        config, unit, n_points=config.n_points, width_multiplier=unit["width_multiplier"]
     )
-    settings = TrainSettings(
-        steps=config.steps,
-        batch_size=config.batch_size,
-        lr=config.lr,
-        warmup=config.warmup,
-        patience=config.patience,
-        eval_samples=config.eval_samples,
-    )
-    task = NeighbourTask(config.d_model, config.n_points, target="farthest")
-    result = train_encoder(model, task, settings, seed=unit["seed"])
-    frame = pd.concat([result.curves, result.final.assign(step=float("nan"))], ignore_index=True)
-    for key, value in reversed(unit.items()):
-        frame.insert(0, key, value)
     frame.insert(1, "d_qk", config.d_model // unit["n_heads"])
     return frame
 

@@ -29,8 +29,9 @@ from __future__ import annotations
 from typing import Literal
 
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from rankcollapse.experiments._amsel import TrainingConfig, training_rows
 from rankcollapse.experiments._plots import band_plot, line_plot
 from rankcollapse.experiments._registry import Claim, Experiment, Summary, Unit, register
 
@@ -38,10 +39,8 @@ NAME = "amsel2024-rank-vs-heads"
 Rank = int | Literal["d/4", "d/2", "d"]
 
 
-class Config(BaseModel):
+class Config(TrainingConfig):
     """A grid of one-layer attention models trained on nearest-neighbour targets."""
-
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     d_models: list[int] = Field(default_factory=lambda: [8, 16], min_length=1)
     """Widths d (one batched unit each)."""
@@ -54,19 +53,9 @@ class Config(BaseModel):
     head_budgets: list[int] = Field(default_factory=lambda: [1, 4], min_length=1)
     """Multiples b of d: each rank gets H = b d / r heads (the full rank: H = b)."""
     seeds: list[int] = Field(default_factory=lambda: [0, 1], min_length=1)
-    """Seeds of initialisation and data."""
+    """Seeds of initialisation and data (the claims take the best seed)."""
     steps: int = Field(2000, ge=1, le=1_000_000)
     """Optimiser steps at most (each configuration may stop earlier on a plateau)."""
-    batch_size: int = Field(64, ge=1, le=65536)
-    """Fresh samples per step."""
-    lr: float = Field(0.01, gt=0, le=1)
-    """Peak learning rate."""
-    warmup: int = Field(100, ge=0)
-    """Linear warm-up steps."""
-    patience: int = Field(8, ge=1)
-    """Curve points (of 50 steps) without 1% improvement before a configuration stops."""
-    eval_samples: int = Field(2048, ge=64, le=1_000_000)
-    """Held-out samples of the final error."""
 
 
 PRESETS = {
@@ -109,21 +98,12 @@ def units(config: Config) -> list[Unit]:
 
 def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
     from rankcollapse.tasks import NeighbourTask
-    from rankcollapse.train import GridPoint, TrainSettings, train_grid
+    from rankcollapse.train import GridPoint, train_grid
 
     d = unit["d_model"]
     task = NeighbourTask(d, config.n_points, target=config.target)
     points = [GridPoint(r, h, s) for r, h in grid_points(config, d) for s in config.seeds]
-    settings = TrainSettings(
-        steps=config.steps,
-        batch_size=config.batch_size,
-        lr=config.lr,
-        warmup=config.warmup,
-        patience=config.patience,
-        eval_samples=config.eval_samples,
-    )
-    result = train_grid(task, points, settings)
-    frame = pd.concat([result.curves, result.final.assign(step=float("nan"))], ignore_index=True)
+    frame = training_rows(train_grid(task, points, config.train_settings()))
     frame.insert(0, "d_model", d)
     columns = ["d_model", "d_qk", "n_heads", "seed", "step", "metric", "value"]
     return frame[columns]
