@@ -83,17 +83,16 @@ METRICS = ["mu", "mu_rel"]
 CORE_MASKS = ["complete", "causal", "window:1", "causal_window:1"]
 
 
-class Config(BaseModel):
-    """Models, masks, variants and sizes of the masks x components experiment."""
+class CurvesConfig(BaseModel):
+    """Masks, modes, sizes, dtypes and seed: what `toy_curves` and `real_curves` read.
+
+    The defaults are this experiment's; wu2024-temperature subclasses it with its own.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
-    models: list[Model] = ["toy", "bert-base", "bert-deep", "minilm", "smollm2"]
-    """Which networks: the toy with Wu's dynamics, random-init BERT (12 and deep), pretrained."""
     masks: list[str] = Field(CORE_MASKS + ["sinks:1:1", "dilated:1:2"], min_length=1)
     """Mask specs of rankcollapse.masks (e.g. complete, causal, window:1, causal_window:1)."""
-    variants: list[Variant] = list(TOY_VARIANTS)
-    """Wu's five variants."""
     modes: list[Mode] = ["eval", "train"]
     """Real models: eval (dropout off) and/or train mode (dropout on)."""
     toy_layers: int = Field(64, ge=1)
@@ -104,8 +103,6 @@ class Config(BaseModel):
     """Tokens per toy sequence."""
     toy_samples: int = Field(16, ge=1)
     """Toy sequences (one batch, one pass per mask and variant)."""
-    deep_layers: int = Field(128, ge=1)
-    """Layers of `bert-deep` (the paper's deep random-init BERT has 128)."""
     float64_models: list[Model] = ["smollm2"]
     """Real models run in float64: SmolLM2 without its norms overflows float32 (mu ~ 1e37)."""
     n_samples: int = Field(32, ge=1)
@@ -121,6 +118,17 @@ class Config(BaseModel):
         for spec in masks:
             parse_mask_spec(spec)
         return masks
+
+
+class Config(CurvesConfig):
+    """Models, masks, variants and sizes of the masks x components experiment."""
+
+    models: list[Model] = ["toy", "bert-base", "bert-deep", "minilm", "smollm2"]
+    """Which networks: the toy with Wu's dynamics, random-init BERT (12 and deep), pretrained."""
+    variants: list[Variant] = list(TOY_VARIANTS)
+    """Wu's five variants."""
+    deep_layers: int = Field(128, ge=1)
+    """Layers of `bert-deep` (the paper's deep random-init BERT has 128)."""
 
 
 # quick: 2 windows of 32 tokens per real model, a 24-layer deep BERT, and no SmolLM2 (its
@@ -152,12 +160,11 @@ def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
 
 
 def toy_curves(
-    config: BaseModel, mask: str, *, variants: list[str], temperature: float | None = None
+    config: CurvesConfig, mask: str, *, variants: list[str], temperature: float | None = None
 ) -> pd.DataFrame:
     """mu and mu_rel per layer of the toy network, every variant, one batched pass each.
 
-    `config` is any config with the toy fields (toy_samples, toy_tokens, toy_d_model,
-    toy_layers, seed); `temperature` is the d_QK of the softmax scale (None: the head's d_qk).
+    `temperature` is the d_QK of the softmax scale (None: the head's d_qk).
     """
     x = random_tokens(config.toy_samples, config.toy_tokens, config.toy_d_model, seed=config.seed)
     frames = []
@@ -184,8 +191,9 @@ def toy_curves(
     )
 
 
-def load_real(config: BaseModel, model: str) -> LoadedModel:
-    """The `LoadedModel` of a real-model entry (`bert-deep` = BERT-base with `deep_layers`).
+def load_real(config: CurvesConfig, model: str) -> LoadedModel:
+    """The `LoadedModel` of a real-model entry (`bert-deep` = BERT-base with `deep_layers`,
+    a field of this experiment's `Config` only).
 
     The last one is kept per process: units of one model run one after another, and a fresh
     random init of a deep BERT costs more than probing it on a few windows.
@@ -203,11 +211,10 @@ def _load(name: str, init: str, seed: int, n_layers: int | None, double: bool) -
 
 
 def real_curves(
-    config: BaseModel, model: str, mask: str, *, variants: list[str], temperature: float = 1.0
+    config: CurvesConfig, model: str, mask: str, *, variants: list[str], temperature: float = 1.0
 ) -> pd.DataFrame:
     """mu and mu_rel per layer of a real model for each variant and mode, via `hf.probe`.
 
-    `config` is any config with modes, n_samples, n_tokens, seed and float64_models;
     `temperature` divides the logits on top of the model's own scaling.
     """
     loaded = load_real(config, model)
@@ -280,7 +287,7 @@ def rates_table(results: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     return tables[0].merge(tables[1], on=by, how="left")
 
 
-def tokens_of(config: BaseModel, model: str) -> int:
+def tokens_of(config: CurvesConfig, model: str) -> int:
     """Tokens per sequence of a model entry (the mask radius depends on it)."""
     return config.toy_tokens if model == "toy" else config.n_tokens
 

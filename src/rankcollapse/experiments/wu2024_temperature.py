@@ -31,12 +31,18 @@ from typing import Annotated, Literal
 import numpy as np
 import pandas as pd
 import torch
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, model_validator
 
 from rankcollapse.experiments._plots import band_plot
 from rankcollapse.experiments._registry import Claim, Experiment, Summary, Unit, register
-from rankcollapse.experiments.wu2024_masks import CORE_MASKS, load_real, real_curves, toy_curves
-from rankcollapse.masks import parse_mask_spec
+from rankcollapse.experiments.wu2024_masks import (
+    CORE_MASKS,
+    CurvesConfig,
+    Mode,
+    load_real,
+    real_curves,
+    toy_curves,
+)
 from rankcollapse.metrics import dtype_floor
 
 NAME = "wu2024-temperature"
@@ -44,44 +50,24 @@ NAME = "wu2024-temperature"
 Model = Literal["toy", "bert-base", "minilm", "smollm2"]
 
 
-class Config(BaseModel):
+class Config(CurvesConfig):
     """Models, masks, d_QK values and sizes of the temperature experiment."""
 
-    model_config = ConfigDict(extra="forbid")
-
-    models: list[Model] = ["toy", "minilm", "smollm2"]
+    models: list[Model] = Field(["toy", "minilm", "smollm2"])
     """The toy with Wu's dynamics and pretrained models (bert-base: random init)."""
-    masks: list[str] = Field(CORE_MASKS, min_length=1)
-    """Mask specs of rankcollapse.masks."""
     d_qk: list[Annotated[float, Field(gt=0.0)]] = Field([1 / 64, 1.0, 64.0], min_length=2)
     """The d_QK of the softmax scale 1/sqrt(d_QK)."""
     early_layers: int = Field(4, ge=1)
     """Layers over which the early drop of log mu_rel is measured."""
-    modes: list[Literal["eval", "train"]] = ["eval"]
+    # Defaults that differ from wu2024-masks (float64_models: this experiment's models only).
+    masks: list[str] = Field(CORE_MASKS, min_length=1)
+    """Mask specs of rankcollapse.masks."""
+    modes: list[Mode] = Field(["eval"])
     """Real models: eval (dropout off) and/or train mode."""
     toy_layers: int = Field(16, ge=1)
     """Depth of the toy network."""
-    toy_d_model: int = Field(64, ge=2)
-    """Width of the toy network."""
-    toy_tokens: int = Field(32, ge=4)
-    """Tokens per toy sequence."""
-    toy_samples: int = Field(16, ge=1)
-    """Toy sequences (one batch)."""
-    float64_models: list[Model] = ["smollm2"]
+    float64_models: list[Model] = Field(["smollm2"])
     """Real models run in float64: SmolLM2 without its norms overflows float32 (mu ~ 1e37)."""
-    n_samples: int = Field(32, ge=1)
-    """Text windows per real model."""
-    n_tokens: int = Field(128, ge=4)
-    """Tokens per window (real models)."""
-    seed: int = Field(0, ge=0)
-    """Seed of weights, toy tokens and window choice."""
-
-    @field_validator("masks")
-    @classmethod
-    def _masks_parse(cls, masks: list[str]) -> list[str]:
-        for spec in masks:
-            parse_mask_spec(spec)
-        return masks
 
     @model_validator(mode="after")
     def _early_within_depth(self) -> Config:
