@@ -3,31 +3,24 @@ from the rows, and the notes a too-short run must carry."""
 
 from __future__ import annotations
 
-import pandas as pd
 import pytest
-import torch
 
 from rankcollapse.experiments import get_experiment
 from rankcollapse.experiments.amsel2024_rank_vs_heads import grid_points, resolve_rank
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """One torch thread, as the runner uses: tiny ops lose more to thread syncs than they gain."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+@pytest.fixture
+def run(run_quick):
+    """(config, results, summary) of an experiment's quick preset with overrides."""
+
+    def run_and_summarize(name: str, overrides: dict):
+        config, results = run_quick(name, overrides)
+        return config, results, get_experiment(name).summarize(config, results)
+
+    return run_and_summarize
 
 
-def run(name: str, overrides: dict):
-    exp = get_experiment(name)
-    config = exp.make_config("quick", overrides)
-    results = pd.concat([exp.run_unit(config, u) for u in exp.units(config)], ignore_index=True)
-    return config, results, exp.summarize(config, results)
-
-
-def test_constructions_measure_their_claims_and_the_exact_hardmax_head():
+def test_constructions_measure_their_claims_and_the_exact_hardmax_head(run):
     _, results, summary = run(
         "amsel2024-constructions",
         {
@@ -60,7 +53,7 @@ def test_rank_vs_heads_grid_pairs_each_rank_with_its_head_budgets():
     assert grid_points(config, 8) == [(1, 8), (1, 32), (2, 4), (2, 16), (8, 1), (8, 4)]
 
 
-def test_rank_vs_heads_runs_one_batched_unit_per_width_and_claims_from_it():
+def test_rank_vs_heads_runs_one_batched_unit_per_width_and_claims_from_it(run):
     config, results, summary = run(
         "amsel2024-rank-vs-heads",
         {"d_models": [4], "steps": 60, "batch_size": 8, "warmup": 5, "eval_samples": 64},
@@ -117,7 +110,7 @@ def test_rank_vs_heads_runs_one_batched_unit_per_width_and_claims_from_it():
         ),
     ],
 )
-def test_encoder_experiments_train_each_unit_and_measure_the_claim(name, overrides, claim):
+def test_encoder_experiments_train_each_unit_and_measure_the_claim(run, name, overrides, claim):
     config, results, summary = run(name, overrides)
     assert results[results.metric == "eval_rel_mse"].shape[0] == len(
         get_experiment(name).units(config)

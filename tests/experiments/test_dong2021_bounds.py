@@ -1,24 +1,15 @@
-import pandas as pd
 import pytest
-import torch
 
 from rankcollapse.experiments import get_experiment
-from rankcollapse.experiments.dong2021_bounds import run_unit, summarize, units
+from rankcollapse.experiments.dong2021_bounds import summarize
 
 EXP = get_experiment("dong2021-bounds")
 TINY = {"depth": 4, "n_heads": 2, "d_model": 8, "n_tokens": 6, "n_samples": 2, "seeds": [0]}
 
 
 @pytest.fixture(scope="module")
-def tiny():
-    config = EXP.make_config("quick", TINY)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        results = pd.concat([run_unit(config, u) for u in units(config)], ignore_index=True)
-    finally:
-        torch.set_num_threads(threads)
-    return config, results
+def tiny(run_quick):
+    return run_quick(EXP.name, TINY)
 
 
 def test_bounded_variants_carry_bounds_and_the_others_do_not(tiny):

@@ -7,7 +7,6 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-import torch
 
 from rankcollapse.errors import ConfigError
 from rankcollapse.experiments import get_experiment
@@ -15,7 +14,6 @@ from rankcollapse.experiments.wu2024_masks import (
     collapse_rate,
     kendall_concordance,
     mask_radius,
-    run_unit,
     summarize,
     units,
 )
@@ -33,14 +31,8 @@ SMALL_TOY = {
 
 
 @pytest.fixture(scope="module")
-def toy_run():
-    config = EXP.make_config("quick", SMALL_TOY)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # as the runner does; tiny tensors are slower with more threads
-    try:
-        results = pd.concat([run_unit(config, u) for u in units(config)], ignore_index=True)
-    finally:
-        torch.set_num_threads(threads)
+def toy_run(run_quick):
+    config, results = run_quick(EXP.name, SMALL_TOY)
     return config, results, summarize(config, results)
 
 

@@ -1,24 +1,15 @@
-import pandas as pd
 import pytest
-import torch
 
 from rankcollapse.experiments import get_experiment
-from rankcollapse.experiments.wu2024_rates import rate_table, run_unit, summarize, units
+from rankcollapse.experiments.wu2024_rates import rate_table, summarize
 
 EXP = get_experiment("wu2024-rates")
 TINY = {"depth": 12, "d_model": 8, "n_tokens": 6, "n_samples": 2, "seeds": [0]}
 
 
 @pytest.fixture(scope="module")
-def tiny():
-    config = EXP.make_config("quick", TINY)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        results = pd.concat([run_unit(config, u) for u in units(config)], ignore_index=True)
-    finally:
-        torch.set_num_threads(threads)
-    return config, results
+def tiny(run_quick):
+    return run_quick(EXP.name, TINY)
 
 
 def test_rate_table_has_graph_facts_of_each_mask(tiny):

@@ -5,11 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-import torch
 
 from rankcollapse.errors import ConfigError
 from rankcollapse.experiments import get_experiment
-from rankcollapse.experiments.wu2024_temperature import early_drop, run_unit, summarize, units
+from rankcollapse.experiments.wu2024_temperature import early_drop, summarize
 
 EXP = get_experiment("wu2024-temperature")
 SMALL_TOY = {
@@ -23,15 +22,8 @@ SMALL_TOY = {
 
 
 @pytest.fixture(scope="module")
-def summary():
-    config = EXP.make_config("quick", SMALL_TOY)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        results = pd.concat([run_unit(config, u) for u in units(config)], ignore_index=True)
-    finally:
-        torch.set_num_threads(threads)
-    return summarize(config, results)
+def summary(run_quick):
+    return summarize(*run_quick(EXP.name, SMALL_TOY))
 
 
 def test_early_drop_is_the_mean_log_decrease_clipped_at_the_floor():
