@@ -11,16 +11,16 @@ from rankcollapse.nets.rank_attention import (
 from rankcollapse.nets.toy import ToyNet, Trace, random_tokens
 
 __all__ = [
-    "RankAttention",
-    "RankEncoder",
-    "StackedRankAttention",
-    "UnitNorm",
     "MLP",
     "Block",
     "NetConfig",
+    "RankAttention",
+    "RankEncoder",
     "SelfAttention",
     "Skip",
+    "StackedRankAttention",
     "ToyNet",
     "Trace",
+    "UnitNorm",
     "random_tokens",
 ]

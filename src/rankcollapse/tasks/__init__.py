@@ -14,18 +14,18 @@ from rankcollapse.tasks.neighbours import (
 from rankcollapse.tasks.sorting import sorting_data
 
 __all__ = [
+    "CircleData",
     "NeighbourBatch",
     "NeighbourTask",
-    "farthest_point",
-    "nearest_neighbour",
-    "relative_mse",
-    "CircleData",
     "TaskData",
     "circle_data",
     "convex_hull_data",
+    "farthest_point",
     "hull_vertex_labels",
     "label_ceiling",
     "memorization_data",
+    "nearest_neighbour",
+    "relative_mse",
     "sorting_data",
     "trivial_baselines",
 ]

@@ -26,22 +26,22 @@ from rankcollapse.train.san import (
 )
 
 __all__ = [
-    "GridPoint",
-    "GridResult",
-    "TrainSettings",
-    "train_encoder",
-    "train_grid",
-    "train_one_by_one",
     "SAN",
     "CheckpointStore",
     "CircleNet",
     "DirectoryStore",
+    "GridPoint",
+    "GridResult",
     "MemoryStore",
     "SANConfig",
     "TrainConfig",
+    "TrainSettings",
     "TrainedModel",
     "accuracy",
     "checkpoint_key",
     "train",
+    "train_encoder",
+    "train_grid",
     "train_model",
+    "train_one_by_one",
 ]
