@@ -264,8 +264,9 @@ class StackedRankAttention(nn.Module):
             columns = slice(heads.start * d, heads.stop * d)
             u = (y @ forms[:, columns]).view(len(y), -1, d)  # (B, q H_s, d): W_K,h^T W_Q,h y_i
             # keys first: the softmax over keys then runs along whole rows of (query, head)
-            # pairs, several times faster than along rows of N = 8 keys (measured on CPU)
-            scores = keys @ u.transpose(-1, -2)  # (B, n, q H_s)
+            # pairs, several times faster than along rows of N = 8 keys; the product runs
+            # queries first so no gradient as large as u needs a transposed copy (measured)
+            scores = (u @ keys.transpose(-1, -2)).transpose(-1, -2).contiguous()  # (B, n, q H_s)
             if self.hard:
                 weights = hardmax(scores.transpose(-1, -2)).transpose(-1, -2)
             else:
