@@ -61,6 +61,22 @@ def test_stacked_configurations_compute_what_their_own_layers_compute():
         assert torch.equal(stack.config_weights(c)[0], alone.w_q.detach())
 
 
+@pytest.mark.parametrize("hard", [False, True])
+@pytest.mark.parametrize("lead", [(), (2, 3)])
+def test_stacked_configurations_agree_with_their_own_layers_for_hardmax_and_any_leading_axes(
+    hard, lead
+):
+    ranks, heads, seeds = [2, 1, 6], [3, 2, 1], [4, 4, 1]
+    stack = StackedRankAttention(6, d_qk=ranks, n_heads=heads, seeds=seeds, hard=hard, dtype=F64)
+    y, x = torch.randn(2, *lead, 3, 6, dtype=F64), torch.randn(2, *lead, 5, 6, dtype=F64)
+    out = stack(y, x)
+    assert out.shape == (3, *lead, 3, 6)
+    for c, (r, h, s) in enumerate(zip(ranks, heads, seeds, strict=True)):
+        alone = RankAttention(6, d_qk=r, n_heads=h, seed=s, hard=hard, dtype=F64)
+        stream = stack.streams.index(s)
+        assert torch.allclose(out[c], alone(y[stream], x[stream]), atol=1e-13)
+
+
 def test_one_configurations_loss_reaches_only_its_own_heads():
     stack = StackedRankAttention(4, d_qk=[1, 4], n_heads=[3, 1], seeds=[0, 0])
     stack(torch.randn(1, 3, 2, 4), torch.randn(1, 3, 5, 4))[0].square().sum().backward()
