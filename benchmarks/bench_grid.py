@@ -24,6 +24,10 @@ D_MODEL, N_POINTS, STEPS, BATCH, TARGET = 16, 8, 150, 64, 3.0
 RANKS, HEADS = (1, 2, 4, 16), (1, 2, 4, 8)
 
 
+def _steps_run(result) -> np.ndarray:
+    return result.final[result.final.metric == "steps_run"].value.to_numpy()
+
+
 def main() -> None:
     torch.set_num_threads(int(os.environ.get("BENCH_THREADS", "1")))  # the runner uses 1
     task = NeighbourTask(D_MODEL, N_POINTS, target="farthest")
@@ -51,8 +55,10 @@ def main() -> None:
         f"N={N_POINTS}, {STEPS} steps of {BATCH} samples"
     )
     print(f"torch threads: {torch.get_num_threads()}, load average (1, 5, 15 min): {load}")
-    print(f"one batched model:  {grid_seconds:.2f} s")
-    print(f"one after another:  {alone_seconds:.2f} s")
+    grid_step = grid_seconds / _steps_run(batched).max()  # one step trains every configuration
+    alone_step = alone_seconds / _steps_run(alone).sum()
+    print(f"one batched model:  {grid_seconds:.2f} s ({1e3 * grid_step:.1f} ms per step, all)")
+    print(f"one after another:  {alone_seconds:.2f} s ({1e3 * alone_step:.2f} ms per step, each)")
     print(
         f"largest relative difference per configuration: held-out error {final_gap:.1e}, "
         f"loss curve {curve_gap:.1e} ({len(curves)} curve points)"
