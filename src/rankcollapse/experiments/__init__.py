@@ -27,9 +27,15 @@ from rankcollapse.experiments._registry import (
     Experiment,
     Summary,
     Unit,
+    check,
     experiment_names,
+    finding,
+    for_every,
     get_experiment,
+    merge_values,
+    nest_dotted,
     register,
+    seeds_agree,
 )
 
 __all__ = [
@@ -37,7 +43,13 @@ __all__ = [
     "Experiment",
     "Summary",
     "Unit",
+    "check",
     "experiment_names",
+    "finding",
+    "for_every",
     "get_experiment",
+    "merge_values",
+    "nest_dotted",
     "register",
+    "seeds_agree",
 ]

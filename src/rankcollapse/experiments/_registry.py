@@ -10,6 +10,9 @@ resumes and reports.
   identifying values (e.g. {"model": "minilm", "variant": "san", "seed": 0}).
 - `run_unit(config, unit) -> pd.DataFrame`: the tidy rows of one unit: identifying columns
   first, then `metric, value` (and `at_floor` where a dtype floor applies).
+- `claims(config, results) -> list[Claim]`: the findings and checks, from the results alone
+  (`summarize` reports them); every finding has a hand-made table where it passes and one
+  where it fails in `tests/experiments/cases/<module>.py` (see `tests/experiments/test_findings.py`).
 - `summarize(config, results) -> Summary`: tables, figures and claims, all computed from
   `results` (the concatenation of every unit's rows, in unit order) in the same run.
   The runner passes `results` as read back from `results.csv` (so `rankcollapse report DIR`
@@ -21,10 +24,11 @@ from __future__ import annotations
 
 import math
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ValidationError
 
@@ -34,15 +38,27 @@ Unit = dict[str, Any]
 Relation = Literal["<", "<=", ">", ">=", "true"]
 
 
+Kind = Literal["finding", "check"]
+
+
 @dataclass(frozen=True)
 class Claim:
-    """A finding of a paper, tested on this run's measurements.
+    """A statement tested on this run's measurements, pass or fail.
 
-    `measured` is the number (or small dict of numbers) computed from the results;
-    `passed` compares it with `threshold` by `relation` ("true": `measured` is a bool).
+    Two kinds, reported apart (style guide, sec. 11):
+    - a *finding* is a statement of a paper tested on measurements; it can fail, and a test
+      shows a hand-made results table on which it passes and one on which it fails;
+    - a *check* is an identity, exactness or construction that holds by design (an exact
+      decomposition, a closed form); it guards the code, it is not evidence for a paper.
+
+    `measured` is the number (or small dict of numbers) computed from the results; `passed`
+    compares it with `threshold` by `relation` ("true": `measured` is a bool). `source` says
+    where the paper states it (figure, table, theorem) and `paper` the paper's own statement
+    or number, for the reproduction table.
     """
 
     id: str
+    kind: Kind
     text: str
     quantity: str
     relation: Relation
@@ -50,41 +66,149 @@ class Claim:
     measured: Any
     passed: bool
     note: str = ""
-
-    @classmethod
-    def check(
-        cls,
-        id: str,
-        text: str,
-        quantity: str,
-        measured: Any,
-        relation: Relation,
-        threshold: float | None = None,
-        note: str = "",
-    ) -> Claim:
-        """Build a claim and decide pass/fail from the measured value.
-
-        Example:
-            >>> Claim.check("c1", "residual shrinks", "ratio", 0.2, "<", 0.5).passed
-            True
-        """
-        value = float(measured) if relation != "true" else bool(measured)
-        if relation == "true":
-            passed = bool(value)
-        elif value is None or (isinstance(value, float) and math.isnan(value)):
-            passed = False
-        else:
-            passed = {
-                "<": value < threshold,
-                "<=": value <= threshold,
-                ">": value > threshold,
-                ">=": value >= threshold,
-            }[relation]
-        return cls(id, text, quantity, relation, threshold, value, bool(passed), note)
+    source: str = ""
+    paper: str = ""
 
     @property
     def expected(self) -> str:
         return "true" if self.relation == "true" else f"{self.relation} {self.threshold:g}"
+
+    @classmethod
+    def check(cls, id, text, quantity, measured, relation, threshold=None, note=""):  # noqa: ANN
+        """Transitional: the old constructor, a finding. Use `finding` or `check`."""
+        return finding(id, text, quantity, measured, relation, threshold, note=note)
+
+
+def _verdict(measured: Any, relation: Relation, threshold: float | None) -> tuple[Any, bool]:
+    """(measured as stored, passed); NaN or None never passes."""
+    if relation == "true":
+        return bool(measured), bool(measured)
+    value = math.nan if measured is None else float(measured)
+    if math.isnan(value):
+        return value, False
+    passed = {
+        "<": value < threshold,
+        "<=": value <= threshold,
+        ">": value > threshold,
+        ">=": value >= threshold,
+    }[relation]
+    return value, bool(passed)
+
+
+def finding(
+    id: str,
+    text: str,
+    quantity: str,
+    measured: Any,
+    relation: Relation,
+    threshold: float | None = None,
+    *,
+    note: str = "",
+    source: str = "",
+    paper: str = "",
+) -> Claim:
+    """A paper's statement tested on measurements (it can fail; NaN fails).
+
+    Example:
+        >>> finding("c1", "residual shrinks", "ratio", 0.2, "<", 0.5).passed
+        True
+        >>> finding("c1", "residual shrinks", "ratio", float("nan"), "<", 0.5).passed
+        False
+    """
+    value, passed = _verdict(measured, relation, threshold)
+    return Claim(id, "finding", text, quantity, relation, threshold, value, passed, note,
+                 source, paper)  # fmt: skip
+
+
+def check(
+    id: str,
+    text: str,
+    quantity: str,
+    measured: Any,
+    relation: Relation,
+    threshold: float | None = None,
+    *,
+    note: str = "",
+) -> Claim:
+    """An identity or construction that holds by design (reported apart from findings).
+
+    Example:
+        >>> check("exact", "parts sum to the output", "max error", 1e-15, "<", 1e-12).kind
+        'check'
+    """
+    value, passed = _verdict(measured, relation, threshold)
+    return Claim(id, "check", text, quantity, relation, threshold, value, passed, note)
+
+
+def for_every(
+    id: str,
+    text: str,
+    quantity: str,
+    members: Mapping[str, Any],
+    relation: Relation,
+    threshold: float,
+    *,
+    expected: Sequence[str],
+    excluded: Mapping[str, str] | None = None,
+    note: str = "",
+    source: str = "",
+    paper: str = "",
+) -> Claim:
+    """A finding that must hold for every member (every mask, model, seed, ...).
+
+    `members` maps a member's name to its measured value. Every name in `expected` that is
+    not in `excluded` (name -> reason, from the config) must be present and finite and satisfy
+    `relation threshold`; a missing, NaN or diverged (None) member fails the finding and is
+    named in the note. `measured` is the worst member's value (NaN when one is missing).
+
+    Example:
+        >>> c = for_every("all", "every mask collapses", "rate", {"a": -1.0, "b": float("nan")},
+        ...               "<", 0.0, expected=["a", "b", "c"])
+        >>> c.passed, c.note
+        (False, 'b: NaN or diverged; c: missing')
+        >>> for_every("all", "t", "rate", {"a": -1.0, "b": -2.0}, "<", 0.0,
+        ...           expected=["a", "b", "c"], excluded={"c": "no centre node"}).passed
+        True
+    """
+    excluded = dict(excluded or {})
+    absent: list[str] = []  # missing, NaN or diverged: no value to compare
+    violations: list[str] = []
+    values: dict[str, float] = {}
+    for name in (n for n in expected if n not in excluded):
+        value = members.get(name)
+        if name not in members:
+            absent.append(f"{name}: missing")
+        elif value is None or math.isnan(float(value)):
+            absent.append(f"{name}: NaN or diverged")
+        else:
+            values[name] = float(value)
+            if not _verdict(value, relation, threshold)[1]:
+                violations.append(f"{name}: {float(value):.3g}")
+    worst_of = max if relation in ("<", "<=") else min
+    measured = worst_of(values.values()) if values and not absent else math.nan
+    parts = [p for p in ("; ".join(absent + violations), note) if p]
+    if excluded:
+        reasons = ", ".join(f"{k} ({v})" for k, v in excluded.items())
+        parts.append(f"excluded by config ({len(excluded)}): {reasons}")
+    passed = bool(values) and not absent and not violations
+    return Claim(id, "finding", text, quantity, relation, threshold, measured, passed,
+                 "; ".join(parts), source, paper)  # fmt: skip
+
+
+def seeds_agree(values: Mapping[Any, float], relation: Relation, threshold: float) -> str:
+    """How many seeds satisfy `relation threshold`, with the spread: for a finding's note.
+
+    Example:
+        >>> seeds_agree({0: 0.8, 1: 0.95, 2: 0.7}, "<", 0.9)
+        '2 of 3 seeds agree (min 0.7, median 0.8, max 0.95)'
+    """
+    finite = [float(v) for v in values.values()]
+    agree = sum(_verdict(v, relation, threshold)[1] for v in finite)
+    arr = np.asarray(finite, dtype=float)
+    return (
+        f"{agree} of {len(finite)} seeds agree (min {np.nanmin(arr):.3g}, "
+        f"median {np.nanmedian(arr):.3g}, max {np.nanmax(arr):.3g})"
+    )
 
 
 @dataclass
@@ -95,6 +219,14 @@ class Summary:
     figures: dict[str, Any] = field(default_factory=dict)  # name -> matplotlib Figure
     claims: list[Claim] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+
+    @property
+    def findings(self) -> list[Claim]:
+        return [c for c in self.claims if c.kind == "finding"]
+
+    @property
+    def checks(self) -> list[Claim]:
+        return [c for c in self.claims if c.kind == "check"]
 
 
 @dataclass(frozen=True)
@@ -108,6 +240,9 @@ class Experiment:
     units: Callable[[BaseModel], list[Unit]]
     run_unit: Callable[[BaseModel, Unit], pd.DataFrame]
     summarize: Callable[[BaseModel, pd.DataFrame], Summary]
+    claims: Callable[[BaseModel, pd.DataFrame], list[Claim]] | None = None
+    """The findings and checks alone, from the results (what `summarize` reports); the
+    registry-wide test runs it on hand-made tables where each finding passes and fails."""
 
     def make_config(
         self, preset: str = "quick", overrides: Mapping[str, Any] | None = None

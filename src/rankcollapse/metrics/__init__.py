@@ -10,6 +10,7 @@ tidy results. Values carry no gradient: inputs are detached.
 from rankcollapse.metrics._floor import FLOOR_FACTOR, dtype_floor
 from rankcollapse.metrics.attention import attn_dist_uniform, attn_entropy, attn_min_edge
 from rankcollapse.metrics.cosine import abs_cos_mean, cos_mean
+from rankcollapse.metrics.layers import measure_layers
 from rankcollapse.metrics.registry import DEFAULT_METRICS, METRICS, MetricInfo, get_metric
 from rankcollapse.metrics.residual import mu, mu_rel, rank1_rel, res_comp, res_comp_rel
 from rankcollapse.metrics.spectral import effective_rank, min_sv, numerical_rank, stable_rank
@@ -30,6 +31,7 @@ __all__ = [
     "effective_rank",
     "get_metric",
     "measure_attention",
+    "measure_layers",
     "measure_states",
     "metrics_frame",
     "min_sv",

@@ -9,9 +9,11 @@ from rankcollapse.nets.rank_attention import (
     UnitNorm,
 )
 from rankcollapse.nets.toy import ToyNet, Trace, random_tokens
+from rankcollapse.nets.variants import TOY_VARIANTS, toy_config
 
 __all__ = [
     "MLP",
+    "TOY_VARIANTS",
     "Block",
     "NetConfig",
     "RankAttention",
@@ -23,4 +25,5 @@ __all__ = [
     "Trace",
     "UnitNorm",
     "random_tokens",
+    "toy_config",
 ]

@@ -89,6 +89,7 @@ def claim_record(claim: Claim) -> dict[str, Any]:
     """A claim as plain JSON (non-finite numbers become null)."""
     return {
         "id": claim.id,
+        "kind": claim.kind,
         "text": claim.text,
         "quantity": claim.quantity,
         "relation": claim.relation,
@@ -97,6 +98,8 @@ def claim_record(claim: Claim) -> dict[str, Any]:
         "measured": _plain(claim.measured),
         "passed": bool(claim.passed),
         "note": claim.note,
+        "source": claim.source,
+        "paper": claim.paper,
     }
 
 

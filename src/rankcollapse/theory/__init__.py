@@ -36,6 +36,7 @@ from rankcollapse.theory.equilibria import (
     trajectory,
     unit_norm,
 )
+from rankcollapse.theory.rates import CollapseRate, collapse_rate
 from rankcollapse.theory.wu import (
     MaskGraph,
     bound_curve,
@@ -47,6 +48,7 @@ from rankcollapse.theory.wu import (
 )
 
 __all__ = [
+    "CollapseRate",
     "Construction",
     "DongConstants",
     "MaskGraph",
@@ -54,6 +56,7 @@ __all__ = [
     "bound_curve",
     "bound_frame",
     "causal_uniform_attention",
+    "collapse_rate",
     "counterexample_basin_arc",
     "counterexample_point_b",
     "fit_output_maps",

@@ -1,0 +1,42 @@
+"""Per-layer measurement of a stack of hidden states into one tidy table."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pandas as pd
+import torch
+from torch import Tensor
+
+from rankcollapse.metrics.suite import measure_states, metrics_frame
+
+
+def measure_layers(
+    states: Sequence[Tensor] | Tensor,
+    mask: Tensor | None = None,
+    *,
+    metrics: Sequence[str] | None = None,
+    source_dtype: torch.dtype | None = None,
+    **ids: object,
+) -> pd.DataFrame:
+    """State metrics of every layer: tidy rows (ids..., layer, sample, metric, value, at_floor).
+
+    `states[l]` is the state after layer l (l = 0: the input), shape (..., n, d); the floor
+    flags use `source_dtype` (None = each state's own dtype). This is the one loop every toy
+    experiment and command measures with.
+
+    Example:
+        >>> frame = measure_layers([torch.eye(3), torch.ones(3, 3)], metrics=["mu_rel"], seed=0)
+        >>> frame[["seed", "layer", "at_floor"]].values.tolist()
+        [[0, 0, False], [0, 1, True]]
+    """
+    names = list(metrics) if metrics is not None else None
+    frames = [
+        metrics_frame(
+            measure_states(x, mask, metrics=names, source_dtype=source_dtype or x.dtype),
+            **ids,
+            layer=layer,
+        )
+        for layer, x in enumerate(states)
+    ]
+    return pd.concat(frames, ignore_index=True)

@@ -1,0 +1,15 @@
+"""The shape of a finding's hand-made cases (see README.md beside this file)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+
+@dataclass(frozen=True)
+class Case:
+    passing: pd.DataFrame
+    failing: pd.DataFrame
+    overrides: dict[str, Any] = field(default_factory=dict)

@@ -1,0 +1,62 @@
+"""Every finding of every experiment can fail: a hand-made table where it passes, one where it
+fails (style guide, sec. 11). What cannot fail is a check, and checks are not counted here."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+from rankcollapse.experiments import experiment_names, get_experiment
+
+CASES_DIR = Path(__file__).parent / "cases"
+
+
+def _cases(name: str) -> dict:
+    module_name = name.replace("-", "_")
+    path = CASES_DIR / f"{module_name}.py"
+    if not path.exists():
+        return {}
+    sys.path.insert(0, str(CASES_DIR))
+    try:
+        spec = importlib.util.spec_from_file_location(f"cases_{module_name}", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(CASES_DIR))
+    return module.CASES
+
+
+ALL = [(name, fid) for name in experiment_names() for fid in _cases(name)]
+
+
+@pytest.mark.parametrize("name", experiment_names())
+def test_every_finding_has_a_passing_and_a_failing_case(name: str) -> None:
+    exp = get_experiment(name)
+    assert exp.claims is not None, f"{name} registers no claims(config, results) function"
+    cases = _cases(name)
+    assert cases, f"tests/experiments/cases/{name.replace('-', '_')}.py has no CASES"
+    stated: set[str] = set()
+    for case in cases.values():
+        config = exp.make_config("quick", case.overrides)
+        stated |= {c.id for c in exp.claims(config, case.passing) if c.kind == "finding"}
+    missing = sorted(stated - set(cases))
+    assert not missing, f"{name}: findings without a hand-made case: {missing}"
+
+
+@pytest.mark.parametrize(("name", "finding_id"), ALL)
+def test_finding_passes_and_fails_on_hand_made_tables(name: str, finding_id: str) -> None:
+    exp = get_experiment(name)
+    case = _cases(name)[finding_id]
+    config = exp.make_config("quick", case.overrides)
+    for table, expected in ((case.passing, True), (case.failing, False)):
+        claims = {c.id: c for c in exp.claims(config, table)}
+        assert finding_id in claims, f"{finding_id} not stated on the {expected} table"
+        claim = claims[finding_id]
+        assert claim.kind == "finding", f"{finding_id} is a {claim.kind}, not a finding"
+        assert claim.passed is expected, (
+            f"{name}:{finding_id} should {'pass' if expected else 'fail'}; "
+            f"measured {claim.measured!r}, expected {claim.expected}; {claim.note}"
+        )
