@@ -4,5 +4,15 @@
 
 from rankcollapse.report.build import Report, build_report, claim_record, read_results
 from rankcollapse.report.html import format_value, render_html
+from rankcollapse.report.reproduction import reproduction_table, write_reproduction
 
-__all__ = ["Report", "build_report", "claim_record", "format_value", "read_results", "render_html"]
+__all__ = [
+    "Report",
+    "build_report",
+    "claim_record",
+    "format_value",
+    "read_results",
+    "render_html",
+    "reproduction_table",
+    "write_reproduction",
+]

@@ -1,0 +1,179 @@
+"""The reproduction table: every paper finding beside our measurement, from stored runs.
+
+One row per finding of every registered experiment, read from the `claims.json` of the newest
+complete run of that experiment under a results folder: the paper's statement or number and
+where it appears (figure, table, theorem), our measured value, the preset it came from, and
+PASS, FAIL or "not run". Checks (identities that hold by design) are counted per experiment,
+never listed as findings. Nothing is recomputed.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from dataclasses import dataclass
+from html import escape
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from rankcollapse.errors import InputError
+from rankcollapse.experiments import experiment_names
+from rankcollapse.report.build import write_atomic
+from rankcollapse.report.html import format_value
+
+PRESET_ORDER = ("paper", "quick")  # with no preset asked for: the paper run where there is one
+COLUMNS = [
+    "experiment", "finding", "source", "paper", "measured", "expected", "preset",
+    "result", "minutes", "checks",
+]  # fmt: skip
+
+
+@dataclass(frozen=True)
+class StoredRun:
+    """A complete run folder and what its manifest says."""
+
+    path: Path
+    experiment: str
+    preset: str
+    finished: str
+    minutes: float
+
+    @property
+    def claims(self) -> list[dict[str, Any]]:
+        return json.loads((self.path / "claims.json").read_text())
+
+
+def stored_runs(results_root: str | Path) -> list[StoredRun]:
+    """Every complete run (manifest status complete, claims.json present) under the root."""
+    root = Path(results_root)
+    if not root.is_dir():
+        raise InputError(
+            f"results folder {str(root)!r} does not exist; pass the folder `rankcollapse run` "
+            "wrote to (default: results/)."
+        )
+    runs = []
+    for manifest_path in sorted(root.glob("*/*/manifest.json")):
+        manifest = json.loads(manifest_path.read_text())
+        folder = manifest_path.parent
+        if manifest.get("status") != "complete" or not (folder / "claims.json").is_file():
+            continue
+        runs.append(
+            StoredRun(
+                folder,
+                manifest["experiment"],
+                manifest.get("preset", "?"),
+                manifest.get("finished") or "",
+                _minutes(manifest.get("started"), manifest.get("finished")),
+            )
+        )
+    return runs
+
+
+def _minutes(started: str | None, finished: str | None) -> float:
+    if not started or not finished:
+        return float("nan")
+    delta = dt.datetime.fromisoformat(finished) - dt.datetime.fromisoformat(started)
+    return round(delta.total_seconds() / 60, 1)
+
+
+def choose_run(runs: list[StoredRun], name: str, preset: str | None) -> StoredRun | None:
+    """The newest run of `name` with `preset` (None: paper if one exists, else quick)."""
+    for wanted in (preset,) if preset else PRESET_ORDER:
+        matching = [r for r in runs if r.experiment == name and r.preset == wanted]
+        if matching:
+            return max(matching, key=lambda r: r.finished)
+    return None
+
+
+def reproduction_table(results_root: str | Path, preset: str | None = None) -> pd.DataFrame:
+    """One row per finding of every registered experiment (see the module docstring)."""
+    runs = stored_runs(results_root)
+    rows = []
+    for name in experiment_names():
+        run = choose_run(runs, name, preset)
+        if run is None:
+            rows.append({"experiment": name, "finding": "", "result": "not run"})
+            continue
+        claims = run.claims
+        checks = [c for c in claims if c.get("kind") == "check"]
+        checks_text = f"{sum(c['passed'] for c in checks)}/{len(checks)}"
+        for claim in (c for c in claims if c.get("kind", "finding") == "finding"):
+            rows.append(
+                {
+                    "experiment": name,
+                    "finding": claim["id"],
+                    "source": claim.get("source", ""),
+                    "paper": claim.get("paper", "") or claim["text"],
+                    "measured": format_value(claim["measured"]),
+                    "expected": claim["expected"],
+                    "preset": run.preset,
+                    "result": "PASS" if claim["passed"] else "FAIL",
+                    "minutes": run.minutes,
+                    "checks": checks_text,
+                }
+            )
+    table = pd.DataFrame(rows, columns=COLUMNS)
+    text = [c for c in COLUMNS if c != "minutes"]
+    table[text] = table[text].fillna("")
+    return table
+
+
+def _counts(table: pd.DataFrame) -> str:
+    results = table["result"].value_counts()
+    n_run = int(results.get("PASS", 0) + results.get("FAIL", 0))
+    not_run = int(results.get("not run", 0))
+    return (
+        f"{int(results.get('PASS', 0))} of {n_run} findings pass; "
+        f"{not_run} of {len(experiment_names())} experiments not run."
+    )
+
+
+def reproduction_markdown(table: pd.DataFrame) -> str:
+    """The table as Markdown, with a one-line count above it."""
+    header = ["experiment", "finding", "paper says (where)", "we measure", "preset", "result"]
+    lines = [
+        "# Reproduction table",
+        "",
+        "Every finding of every experiment: the paper's statement, our measurement on the stored",
+        "run, its preset and whether the finding holds. Built by `rankcollapse reproduce` from",
+        "the runs' `claims.json`; checks (identities that hold by design) are counted in their",
+        "reports, not listed here.",
+        "",
+        _counts(table),
+        "",
+        "| " + " | ".join(header) + " |",
+        "|" + "---|" * len(header),
+    ]
+    for row in table.itertuples():
+        where = f" ({row.source})" if row.source else ""
+        measured = f"{row.measured} (expected {row.expected})" if row.expected else ""
+        cells = [row.experiment, row.finding, f"{row.paper}{where}", measured, row.preset,
+                 row.result]  # fmt: skip
+        lines.append("| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def reproduction_html(table: pd.DataFrame) -> str:
+    """The table as one self-contained HTML page."""
+    body = table.drop(columns=["minutes"]).to_html(index=False, border=0, escape=True)
+    return (
+        "<!doctype html><html><head><meta charset='utf-8'><title>rankcollapse: reproduction"
+        "</title><style>body{font-family:sans-serif;max-width:1200px;margin:2em auto}"
+        "table{border-collapse:collapse;font-size:13px}td,th{border-bottom:1px solid #ddd;"
+        "padding:4px 6px;text-align:left;vertical-align:top}</style></head><body>"
+        f"<h1>Reproduction table</h1><p>{escape(_counts(table))}</p>{body}</body></html>\n"
+    )
+
+
+def write_reproduction(
+    results_root: str | Path, out_dir: str | Path, preset: str | None = None
+) -> tuple[pd.DataFrame, Path, Path]:
+    """Build the table and write `reproduction.md` and `reproduction.html` into `out_dir`."""
+    table = reproduction_table(results_root, preset)
+    out = Path(out_dir)
+    markdown, html = out / "reproduction.md", out / "reproduction.html"
+    write_atomic(markdown, reproduction_markdown(table).encode())
+    write_atomic(html, reproduction_html(table).encode())
+    return table, markdown, html

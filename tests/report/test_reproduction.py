@@ -1,0 +1,68 @@
+"""The reproduction table reads stored runs: paper runs first, findings only, 'not run' rows."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from rankcollapse.cli import main
+from rankcollapse.errors import InputError
+from rankcollapse.experiments import experiment_names
+from rankcollapse.report import reproduction_table
+
+
+def _claim(id: str, kind: str, passed: bool, measured: float) -> dict:
+    return {"id": id, "kind": kind, "text": f"{id} text", "quantity": "q", "relation": "<",
+            "threshold": 1.0, "expected": "< 1", "measured": measured, "passed": passed,
+            "note": "", "source": "Fig. 1", "paper": f"{id} in the paper"}  # fmt: skip
+
+
+def _store(root: Path, name: str, preset: str, folder: str, claims: list[dict],
+           finished: str = "2026-01-01T00:10:00+00:00", status: str = "complete") -> None:  # fmt: skip
+    run = root / name / folder
+    run.mkdir(parents=True)
+    manifest = {"experiment": name, "preset": preset, "status": status,
+                "started": "2026-01-01T00:00:00+00:00", "finished": finished}  # fmt: skip
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    (run / "claims.json").write_text(json.dumps(claims))
+
+
+def test_paper_run_is_preferred_and_checks_are_counted_not_listed(tmp_path: Path) -> None:
+    _store(tmp_path, "toy-collapse", "quick", "a", [_claim("f1", "finding", False, 3.0)])
+    _store(tmp_path, "toy-collapse", "paper", "b",
+           [_claim("f1", "finding", True, 0.5), _claim("c1", "check", True, 0.0)])  # fmt: skip
+    table = reproduction_table(tmp_path)
+    row = table[table["experiment"] == "toy-collapse"].iloc[0]
+    assert (row["finding"], row["preset"], row["result"]) == ("f1", "paper", "PASS")
+    assert row["measured"] == "0.5" and row["checks"] == "1/1" and row["minutes"] == 10.0
+    assert "c1" not in set(table["finding"])
+    assert len(table) == len(experiment_names())  # one finding here, one 'not run' row per other
+
+
+def test_preset_filter_and_incomplete_runs(tmp_path: Path) -> None:
+    _store(tmp_path, "toy-collapse", "quick", "a", [_claim("f1", "finding", False, 3.0)])
+    _store(tmp_path, "toy-collapse", "paper", "b", [_claim("f1", "finding", True, 0.5)],
+           status="running")  # fmt: skip
+    table = reproduction_table(tmp_path, preset="quick")
+    row = table[table["experiment"] == "toy-collapse"].iloc[0]
+    assert (row["preset"], row["result"]) == ("quick", "FAIL")
+    assert (table[table["experiment"] != "toy-collapse"]["result"] == "not run").all()
+
+
+def test_missing_results_folder_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="does not exist"):
+        reproduction_table(tmp_path / "nowhere")
+
+
+def test_cli_writes_markdown_and_html(tmp_path: Path) -> None:
+    _store(tmp_path, "toy-collapse", "quick", "a", [_claim("f1", "finding", True, 0.25)])
+    assert main(["reproduce", "--results", str(tmp_path)]) == 0
+    markdown = (tmp_path / "reproduction.md").read_text()
+    assert (
+        "| toy-collapse | f1 | f1 in the paper (Fig. 1) | 0.25 (expected < 1) | quick | PASS |"
+        in markdown
+    )
+    assert "1 of 1 findings pass" in markdown
+    assert "<table" in (tmp_path / "reproduction.html").read_text()
