@@ -98,6 +98,22 @@ def toy_curves(
     return frame.assign(model="toy", init="random", mask=mask, mode="eval")
 
 
+def real_model_device(device: torch.device | str) -> torch.device:
+    """The device real models run on: the cpu, until `rankcollapse.hf` places models.
+
+    Example:
+        >>> real_model_device("cpu")
+        device(type='cpu')
+    """
+    device = torch.device(device)
+    if device.type != "cpu":
+        raise ConfigError(
+            f"real models run on the cpu only until rankcollapse.hf places models on a device; "
+            f"got device {str(device)!r}. Use device='cpu'."
+        )
+    return device
+
+
 @functools.lru_cache(maxsize=1)
 def load_real(
     name: str, init: str, *, seed: int, n_layers: int | None = None, double: bool = False
@@ -137,11 +153,7 @@ def real_curves(
     dropout masks from `seed`. A curve whose hidden states overflow is kept as one row with
     metric `diverged` (value 1, layer NaN), so a claim over every curve sees it missing.
     """
-    if torch.device(device).type != "cpu":
-        raise ConfigError(
-            f"real models run on the cpu only until rankcollapse.hf places models on a device; "
-            f"got device {str(device)!r}. Use device='cpu'."
-        )
+    real_model_device(device)
     frames = []
     for mode, variant in itertools.product(modes, variants):
         with torch.random.fork_rng(devices=[]):
