@@ -30,9 +30,9 @@ import math
 from typing import Literal
 
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field
 
-from rankcollapse.devices import DeviceName, resolve_device
+from rankcollapse.devices import resolve_device
 from rankcollapse.experiments._plots import band_plot
 from rankcollapse.experiments._registry import (
     Claim,
@@ -43,11 +43,10 @@ from rankcollapse.experiments._registry import (
     for_every,
     register,
 )
-from rankcollapse.masks import parse_mask_spec
 from rankcollapse.theory import mask_radius, radius_concordance, speed_ratio
 from rankcollapse.theory.curves import (
     WU_VARIANTS,
-    ToySizes,
+    CurvesConfig,
     WuVariant,
     curve_slopes,
     load_real,
@@ -70,40 +69,19 @@ BY = ["model", "mode", "variant", "mask"]
 SOURCE, PAPER = "Thm 1; masks x components figure", "pure SAN collapses exponentially"
 
 
-class Config(BaseModel):
+class Config(CurvesConfig):
     """Models, masks, variants and sizes of the masks x components experiment."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
-
-    models: list[Model] = ["toy", "bert-base", "bert-deep", "minilm", "smollm2"]
+    models: list[Model] = Field(["toy", "bert-base", "bert-deep", "minilm", "smollm2"])
     """The toy with Wu's dynamics, random-init BERT (12 layers and deep), pretrained models."""
-    variants: list[WuVariant] = list(WU_VARIANTS)
+    variants: list[WuVariant] = Field(list(WU_VARIANTS))
     """Wu's five variants."""
     masks: list[str] = Field(CORE_MASKS + ["sinks:1:1", "dilated:1:2"], min_length=1)
     """Mask specs of rankcollapse.masks (e.g. complete, causal, window:1, causal_window:1)."""
-    modes: list[Literal["eval", "train"]] = ["eval", "train"]
+    modes: list[Literal["eval", "train"]] = Field(["eval", "train"])
     """Real models: eval (dropout off) and/or train mode (dropout on)."""
-    toy: ToySizes = ToySizes()
-    """Sizes of the toy network and its inputs."""
     deep_n_layers: int = Field(128, ge=1)
     """n_layers of `bert-deep` (the paper's deep random-init BERT has 128)."""
-    float64_models: list[Model] = ["smollm2"]
-    """Real models run in float64: SmolLM2 without its norms overflows float32 (mu ~ 1e37)."""
-    n_samples: int = Field(32, ge=1)
-    """Text windows per real model."""
-    n_tokens: int = Field(128, ge=4)
-    """Tokens per window (real models)."""
-    seed: int = Field(0, ge=0)
-    """Seed of weights, toy tokens (its data stream) and window choice."""
-    device: DeviceName = "cpu"
-    """Where the networks run (auto: an accelerator when one is visible)."""
-
-    @field_validator("masks")
-    @classmethod
-    def _masks_parse(cls, masks: list[str]) -> list[str]:
-        for spec in masks:
-            parse_mask_spec(spec)
-        return masks
 
 
 # quick: 2 windows of 32 tokens per real model, a 24-layer deep BERT, and no SmolLM2 (its

@@ -28,9 +28,9 @@ from typing import Annotated, Literal
 
 import pandas as pd
 import torch
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, model_validator
 
-from rankcollapse.devices import DeviceName, resolve_device
+from rankcollapse.devices import resolve_device
 from rankcollapse.experiments._plots import band_plot, line_plot
 from rankcollapse.experiments._registry import (
     Claim,
@@ -41,9 +41,9 @@ from rankcollapse.experiments._registry import (
     for_every,
     register,
 )
-from rankcollapse.masks import parse_mask_spec
 from rankcollapse.metrics import dtype_floor
 from rankcollapse.theory.curves import (
+    CurvesConfig,
     ToySizes,
     early_drop,
     head_dim,
@@ -60,40 +60,17 @@ COLUMNS += ["value", "at_floor", "device"]
 SOURCE = "temperature experiment (d_QK per mask)"
 
 
-class Config(BaseModel):
+class Config(CurvesConfig):
     """Models, masks, d_QK values and sizes of the temperature experiment."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
-
-    models: list[Model] = ["toy", "minilm", "smollm2"]
+    models: list[Model] = Field(["toy", "minilm", "smollm2"])
     """The toy with Wu's dynamics and pretrained models (bert-base: random init)."""
     d_qk: list[Annotated[float, Field(gt=0.0)]] = Field([1 / 64, 1.0, 64.0], min_length=2)
     """The d_QK of the softmax scale 1/sqrt(d_QK)."""
     early_layers: int = Field(4, ge=1)
     """Layers over which the early drop of log mu_rel is measured."""
-    masks: list[str] = Field(["complete", "causal", "window:1", "causal_window:1"], min_length=1)
-    """Mask specs of rankcollapse.masks."""
-    modes: list[Literal["eval", "train"]] = ["eval"]
-    """Real models: eval (dropout off) and/or train mode."""
     toy: ToySizes = ToySizes(n_layers=16)
     """Sizes of the toy network and its inputs."""
-    float64_models: list[Model] = ["smollm2"]
-    """Real models run in float64: SmolLM2 without its norms overflows float32 (mu ~ 1e37)."""
-    n_samples: int = Field(32, ge=1)
-    """Text windows per real model."""
-    n_tokens: int = Field(128, ge=4)
-    """Tokens per window (real models)."""
-    seed: int = Field(0, ge=0)
-    """Seed of weights, toy tokens (its data stream) and window choice."""
-    device: DeviceName = "cpu"
-    """Where the networks run (auto: an accelerator when one is visible)."""
-
-    @field_validator("masks")
-    @classmethod
-    def _masks_parse(cls, masks: list[str]) -> list[str]:
-        for spec in masks:
-            parse_mask_spec(spec)
-        return masks
 
     @model_validator(mode="after")
     def _early_within_depth(self) -> Config:

@@ -21,10 +21,12 @@ from typing import Literal, get_args
 import numpy as np
 import pandas as pd
 import torch
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from rankcollapse.devices import DeviceName
 from rankcollapse.errors import ConfigError, InputError
 from rankcollapse.hf import LoadedModel, load_model, probe
+from rankcollapse.masks import parse_mask_spec
 from rankcollapse.metrics import measure_layers
 from rankcollapse.nets import ToyNet, random_tokens, toy_config
 from rankcollapse.seeds import stream_seed
@@ -96,6 +98,37 @@ def toy_curves(
         )
     frame = pd.concat(frames, ignore_index=True)
     return frame.assign(model="toy", init="random", mask=mask, mode="eval")
+
+
+class CurvesConfig(BaseModel):
+    """What the curves of Wu et al.'s mask experiments read: masks, modes, sizes, dtypes, seed
+    and device (experiments subclass it with their models and defaults)."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    masks: list[str] = Field(["complete", "causal", "window:1", "causal_window:1"], min_length=1)
+    """Mask specs of rankcollapse.masks (e.g. complete, causal, window:1, causal_window:1)."""
+    modes: list[Literal["eval", "train"]] = ["eval"]
+    """Real models: eval (dropout off) and/or train mode (dropout on)."""
+    toy: ToySizes = ToySizes()
+    """Sizes of the toy network and its inputs."""
+    float64_models: list[str] = ["smollm2"]
+    """Real models run in float64: SmolLM2 without its norms overflows float32 (mu ~ 1e37)."""
+    n_samples: int = Field(32, ge=1)
+    """Text windows per real model."""
+    n_tokens: int = Field(128, ge=4)
+    """Tokens per window (real models)."""
+    seed: int = Field(0, ge=0)
+    """Seed of weights, toy tokens (its data stream) and window choice."""
+    device: DeviceName = "cpu"
+    """Where the networks run (auto: an accelerator when one is visible)."""
+
+    @field_validator("masks")
+    @classmethod
+    def _masks_parse(cls, masks: list[str]) -> list[str]:
+        for spec in masks:
+            parse_mask_spec(spec)
+        return masks
 
 
 def real_model_device(device: torch.device | str) -> torch.device:
