@@ -200,6 +200,7 @@ def _figure(config: Config, results: pd.DataFrame) -> Figure:
             ]
             mu = part[part["metric"] == "mu"]
             log_mu = np.log(mu["value"].clip(lower=1e-300)).groupby(mu["layer"]).mean()
+            log_mu = log_mu.iloc[: collapse_rate(mu).n_fit]  # the curve ends at the dtype floor
             ax.plot(log_mu.index, np.exp(log_mu), style, color="C0", label=f"mu, seed {seed}")
             r = mask_radius(mask, config.n_tokens)
             eps = part[part["metric"] == "eps"].sort_values("layer")["value"].to_numpy()
@@ -216,7 +217,8 @@ def _figure(config: Config, results: pd.DataFrame) -> Figure:
     axes[0, 0].set_ylabel("mu (geometric mean)")
     axes[0, 0].legend(fontsize=7)
     fig.suptitle(
-        "mu against layer and Thm 1's bound (eps per block, C fitted on the first r layers)",
+        "mu against layer (ending at the float64 floor) and Thm 1's bound (eps per block, "
+        "C fitted on the first r layers)",
         fontsize=10,
     )
     return fig

@@ -5,8 +5,8 @@ query spreads its weight equally over the tokens it may see):
 
     X^{t+1} = LN(A X^t W_V),   A_ij = 1 / i for j <= i (1-based), 0 otherwise,
 
-where LN divides each token (row) by its Euclidean norm (no centring, no gain: wu2024.md
-sec. 3). With `norm=False` the same map without LN: X^{t+1} = A X^t W_V.
+where LN divides each token (row) by its Euclidean norm (no centring, no gain: the paper's
+LayerNorm, Sec. 3; docs/wu2024.md). With `norm=False` the same map without LN: X^{t+1} = A X^t W_V.
 
 Theorem 3: with N = d and W_V = I + w J (J = ones on the superdiagonal), w >= N, there are
 equilibria of every rank k = 1..N. For rank k, the first m = N - k + 1 tokens equal e_d,
@@ -22,7 +22,7 @@ angle arccos(-1/w) (an unstable fixed point) to 270 degrees (where A X W_V vanis
 token 1 from everywhere else. Without LN the same weights collapse.
 
 Reference: Wu, Ajorlou, Wang, Jegelka, Jadbabaie 2024 (arXiv 2405.18781), Thm 3 and the
-2-D counterexample (spec wu2024.md sec. 3).
+2-D counterexample; docs/wu2024.md.
 """
 
 from __future__ import annotations
