@@ -161,6 +161,7 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
             "arccos(-1/w) -> 270 degrees.",
             "largest gap between measured basin endpoints and the arc, in ring steps",
             steps, "<=", 1.0, expected=expected, source=SOURCE,
+            note=", ".join(f"{k}: {v:.2g} steps" for k, v in steps.items()),
             paper="basin of B: the open arc from arccos(-1/w) to 270 degrees",
         ),
         for_every(
@@ -168,6 +169,7 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
             "Without LN the same weights collapse: every start ends with identical tokens.",
             "largest mu_rel at the last layer without LN, over starts and token 1 angles",
             {f"w={w:g}": v for w, v in no_ln.items()}, "<", 1e-10, expected=expected,
+            note=", ".join(f"w={w:g}: {v:.2g}" for w, v in no_ln.items()),
             source=SOURCE, paper="without LN the same weights collapse",
         ),
     ]  # fmt: skip

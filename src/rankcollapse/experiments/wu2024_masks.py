@@ -204,7 +204,7 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
     for (model, mode), rows in results[results["metric"].isin(["mu", "mu_rel"])].groupby(
         ["model", "mode"], sort=False
     ):
-        deep = rows["layer"].max() >= 16  # a log axis over fewer layers is all minor ticks
+        deep = rows["layer"].max() > 16  # fewer layers on a log axis: only minor ticks
         for metric in ("mu", "mu_rel") if mode == "eval" else ("mu",):
             part = rows[rows["metric"] == metric]
             figures[f"{model}_{mode}_{metric}"] = band_plot(

@@ -145,6 +145,7 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
                 f"{config.early_layers} layers).",
                 "smallest gap over masks: drop(max d_QK) - drop(min d_QK) of log mu_rel",
                 gap.to_dict(), ">", 0.0, expected=config.masks, source=SOURCE,
+                note=", ".join(f"{m}: {g:.3g}" for m, g in gap.items()),
                 paper="smaller d_QK slows early collapse",
             ))  # fmt: skip
             if "complete" in config.masks:
@@ -173,15 +174,16 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
     for model, rows in rel.groupby("model", sort=False):
         # A layer's mean is signal only when no sequence is at the floor.
         clean = rows[rows["floor_share"] == 0]
-        deep = rows["layer"].max() >= 16
+        deep = rows["layer"].max() > 16  # fewer layers on a log axis: only minor ticks
         figures[f"{model}_mu_rel"] = band_plot(
             clean.assign(layer=clean["layer"].clip(lower=1) if deep else clean["layer"]),
             hue="d_qk", panel="mask", logx=deep, logy=True, floor_column=None, ylabel="mu_rel",
             title=f"{model}: pure SAN mu_rel against layer by d_QK (layers where no sequence "
             "is at the dtype floor)",
         )  # fmt: skip
-        if (rows["floor_share"] > 0).any():
-            share = rows.drop_duplicates(curve)
+        reached = rows.groupby("mask")["floor_share"].transform("max") > 0
+        if reached.any():  # one panel per mask where some sequence reaches the floor
+            share = rows[reached].drop_duplicates(curve)
             figures[f"{model}_floor_share"] = line_plot(
                 share, x="layer", y="floor_share", hue="d_qk", panel="mask",
                 title=f"{model}: share of sequences whose mu_rel is at the dtype floor",
