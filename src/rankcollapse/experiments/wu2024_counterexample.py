@@ -236,22 +236,30 @@ def _trajectory_figure(traj: pd.DataFrame) -> Figure:
     for ax, (w, token1) in zip(axes, keys):
         ax.plot(np.cos(circle), np.sin(circle), color="0.85", lw=0.8)
         part = traj[(traj["w"] == w) & (traj["token1_angle"] == token1)]
-        for (token, _), path in part.groupby(["token", "start_angle"]):
+        starts = sorted(part["start_angle"].unique())
+        for (token, start), path in part.groupby(["token", "start_angle"]):
             # A token moves along the circle: unwrap the angle (each step is the shorter way
-            # round) and draw it densely between the stored layers, never as a chord.
-            path = path.sort_values("layer")
-            theta = np.unwrap(path["value"].to_numpy())
-            steps = np.arange(len(theta))
-            theta = np.interp(np.linspace(0, len(theta) - 1, 20 * len(theta)), steps, theta)
+            # round) and draw it densely between the stored layers, never as a chord. Token 2's
+            # paths sit on staggered radii inside the circle so that they do not hide each other.
+            theta = np.unwrap(path.sort_values("layer")["value"].to_numpy())
+            theta = np.interp(np.linspace(0, len(theta) - 1, 20 * len(theta)),
+                              np.arange(len(theta)), theta)  # fmt: skip
+            radius = 1.0 if token == 1 else 0.95 - 0.5 * starts.index(start) / len(starts)
             color = "black" if token == 1 else "C0"
-            ax.plot(np.cos(theta), np.sin(theta), "-", lw=0.6, color=color, alpha=0.6)
-            ax.plot(np.cos(theta[-1]), np.sin(theta[-1]), "o", ms=2, color=color)
+            x, y = radius * np.cos(theta), radius * np.sin(theta)
+            ax.plot(x, y, "-", lw=0.7, color=color, alpha=0.7)
+            ax.plot(x[0], y[0], "o", ms=2.5, mfc="none", color=color)  # start
+            ax.plot(x[-1], y[-1], "o", ms=2.5, color=color)  # end
         ax.plot(*counterexample_point_b(w).numpy(), "*", color="C3", ms=8)
         ax.set_title(f"w = {w:g}, token 1 at {token1:g} deg", fontsize=8)
         ax.set(aspect="equal", xticks=[], yticks=[])
     for ax in axes[len(keys) :]:
         ax.set_visible(False)
-    fig.suptitle("With LN: token 2 (blue), token 1 (black), B (red star)", fontsize=10)
+    fig.suptitle(
+        "With LN: token 1 (black), token 2 (blue, one radius per start);\n"
+        "open dot: start, filled dot: end, star: B",
+        fontsize=9,
+    )
     return fig
 
 
