@@ -120,7 +120,8 @@ def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
         frames.append(long_frame(
             {"numerical_rank": numerical_rank(final, rtol=config.rank_rtol),
              "distance_to_start": (final - starts).flatten(1).norm(dim=1)},
-            part="stability", start=f"perturbed {scale:g}", rank=rank.repeat(config.n_perturbations),
+            part="stability", start=f"perturbed {scale:g}",
+            rank=rank.repeat(config.n_perturbations),
         ))  # fmt: skip
     random = unit_norm(torch.randn(config.n_random, n, n, generator=generator, dtype=torch.float64))
     final = trajectory(random, w_v, config.n_layers)[-1]

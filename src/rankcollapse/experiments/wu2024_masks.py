@@ -154,10 +154,15 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
         radius = {k: radii[model, k] for k in config.masks if radii[model, k] < math.inf}
         slope = {k: members.get(f"{model}/{mode}/{k}") for k in radius}
         slope = {k: math.nan if v is None else v for k, v in slope.items()}
-        near = [slope[k] for k, r in radius.items() if r <= 1]
-        far = [slope[k] for k, r in radius.items() if r > 1]
+        near = {k: slope[k] for k, r in radius.items() if r <= 1}
+        far = {k: slope[k] for k, r in radius.items() if r > 1}
         if near and far:
-            ratio, reason = speed_ratio(max(near), min(far))
+            slow, fast = max(near, key=near.get), min(far, key=far.get)
+            ratio, reason = speed_ratio(near[slow], far[fast])
+            reason = (
+                reason
+                or f"slowest radius-1: {slow} {near[slow]:.3g}; fastest: {fast} {far[fast]:.3g}"
+            )
             found.append(finding(
                 f"local-masks-slower@{model}/{mode}",
                 "More local masks collapse more slowly: every radius > 1 mask is slower than "

@@ -180,7 +180,7 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
             "The complete mask collapses faster than the most local mask (causal window 1).",
             "smallest over seeds of slope(complete) / slope(causal_window:1)",
             min(values.values()) if len(values) == len(config.seeds) else math.nan,
-            ">", 1.0, note="; ".join(reasons + [seeds_agree(finite, ">", 1.0)] if finite else reasons),
+            ">", 1.0, note="; ".join(reasons + ([seeds_agree(finite, ">", 1.0)] if finite else [])),
             source="Thm 1 (rate against radius)", paper="local masks slow collapse",
         ))  # fmt: skip
     return found
