@@ -80,6 +80,8 @@ class Config(CurvesConfig):
     """Mask specs of rankcollapse.masks (e.g. complete, causal, window:1, causal_window:1)."""
     modes: list[Literal["eval", "train"]] = Field(["eval", "train"])
     """Real models: eval (dropout off) and/or train mode (dropout on)."""
+    float64_models: list[Model] = Field(["smollm2"])
+    """Real models run in float64: SmolLM2 without its norms overflows float32 (mu ~ 1e37)."""
     deep_n_layers: int = Field(128, ge=1)
     """n_layers of `bert-deep` (the paper's deep random-init BERT has 128)."""
 

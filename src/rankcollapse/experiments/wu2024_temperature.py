@@ -69,6 +69,8 @@ class Config(CurvesConfig):
     """The d_QK of the softmax scale 1/sqrt(d_QK)."""
     early_layers: int = Field(4, ge=1)
     """Layers over which the early drop of log mu_rel is measured."""
+    float64_models: list[Model] = Field(["smollm2"])
+    """Real models run in float64: SmolLM2 without its norms overflows float32 (mu ~ 1e37)."""
     toy: ToySizes = ToySizes(n_layers=16)
     """Sizes of the toy network and its inputs."""
 
