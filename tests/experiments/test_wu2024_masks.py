@@ -1,8 +1,10 @@
-"""wu2024-masks: the collapse-rate fit, mask radii, and the mask-rate ordering on a small toy."""
+"""wu2024-masks: the claims' computations on hand-made curves, and a small toy run."""
 
 from __future__ import annotations
 
 import math
+import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -10,23 +12,17 @@ import pytest
 
 from rankcollapse.errors import ConfigError
 from rankcollapse.experiments import get_experiment
-from rankcollapse.experiments.wu2024_masks import (
-    collapse_rate,
-    kendall_concordance,
-    mask_radius,
-    summarize,
-    units,
-)
+from rankcollapse.experiments.wu2024_masks import claims, summarize, units
+
+sys.path.insert(0, str(Path(__file__).parent / "cases"))
+from wu2024_masks import OVERRIDES, curve, diverged, table
 
 EXP = get_experiment("wu2024-masks")
 SMALL_TOY = {
     "models": ["toy"],
     "masks": ["complete", "causal", "window:1", "causal_window:1"],
     "variants": ["san"],
-    "toy_layers": 20,
-    "toy_d_model": 16,
-    "toy_tokens": 12,
-    "toy_samples": 3,
+    "toy": {"n_layers": 20, "d_model": 16, "n_tokens": 12, "n_samples": 3},
 }
 
 
@@ -34,6 +30,10 @@ SMALL_TOY = {
 def toy_run(run_quick):
     config, results = run_quick(EXP.name, SMALL_TOY)
     return config, results, summarize(config, results)
+
+
+def by_id(config, results) -> dict:
+    return {c.id: c for c in claims(config, results)}
 
 
 def test_units_are_model_by_mask():
@@ -44,50 +44,47 @@ def test_units_are_model_by_mask():
     ]
 
 
-def test_collapse_rate_recovers_a_geometric_decay_and_stops_at_the_floor():
-    layers = np.arange(6.0)
-    curve = pd.DataFrame(
-        {"layer": layers, "sample": 0, "value": 3.0 * np.exp(-0.7 * layers),
-         "at_floor": [False, False, False, False, True, True]}
-    )  # fmt: skip
-    rate, n_fit = collapse_rate(curve)
-    assert n_fit == 4
-    assert rate == pytest.approx(0.7, rel=1e-12)
+def test_every_mask_finding_measures_the_largest_slope_and_names_a_diverged_curve():
+    config = EXP.make_config("quick", OVERRIDES)
+    passing = by_id(config, table(curve("complete", -2.0), curve("window:1", -0.5)))
+    assert passing["san-collapses-every-mask"].measured == pytest.approx(-0.5)
+    failing = by_id(config, table(curve("complete", -2.0), diverged("window:1")))
+    claim = failing["san-collapses-every-mask"]
+    assert not claim.passed and "toy/eval/window:1: NaN or diverged" in claim.note
 
 
-def test_mask_radius_matches_the_spec_and_is_infinite_without_a_center():
-    assert mask_radius("window:1", 16) == math.ceil(15 / 2)  # 8
-    assert mask_radius("causal_window:1", 16) == 15
-    assert mask_radius("complete", 16) == 1
-    assert mask_radius("dilated:1:2", 16) == math.inf
+def test_a_missing_mask_fails_every_mask_and_a_maskless_graph_is_excluded_by_name():
+    config = EXP.make_config(
+        "quick", {**OVERRIDES, "masks": ["complete", "window:1", "dilated:1:2"]}
+    )
+    claim = by_id(config, table(curve("complete", -2.0)))["san-collapses-every-mask"]
+    assert not claim.passed and "toy/eval/window:1: missing" in claim.note
+    assert "excluded by config (1): toy/eval/dilated:1:2 (no center node" in claim.note
 
 
-def test_kendall_concordance_counts_only_pairs_of_different_radius():
-    assert kendall_concordance([1, 1, 2], [3.0, 1.0, 2.0]) == 0.5
-    assert math.isnan(kendall_concordance([1, 1], [1.0, 2.0]))
+def test_local_masks_slower_is_a_speed_ratio_only_between_two_collapse_rates():
+    config = EXP.make_config("quick", OVERRIDES)
+    ratio = by_id(config, table(curve("complete", -2.0), curve("window:1", -0.5)))
+    assert ratio["local-masks-slower@toy/eval"].measured == pytest.approx(4.0)
+    growing = by_id(config, table(curve("complete", -2.0), curve("window:1", 0.1)))
+    claim = growing["local-masks-slower@toy/eval"]
+    assert math.isnan(claim.measured) and "not both collapse rates" in claim.note
 
 
-def test_pure_san_collapses_under_every_mask_on_a_small_toy(toy_run):
+def test_pure_san_collapses_under_every_mask_slower_the_more_local_on_a_small_toy(toy_run):
     _, _, summary = toy_run
-    claim = next(c for c in summary.claims if c.id == "san-collapses-every-mask")
-    assert claim.passed, claim
-
-
-def test_more_local_masks_collapse_more_slowly_on_a_small_toy(toy_run):
-    _, _, summary = toy_run
-    rates = summary.tables["collapse_rates"]
-    san = rates[rates["variant"] == "san"].set_index("mask")["rate"]
-    assert san["complete"] > san["causal"] > san["window:1"]
-    assert san["causal"] > san["causal_window:1"]
-    claim = next(c for c in summary.claims if c.id == "local-masks-slower@toy/eval")
-    assert claim.passed, claim
+    found = {c.id: c for c in summary.claims}
+    assert found["san-collapses-every-mask"].passed, found["san-collapses-every-mask"]
+    assert found["local-masks-slower@toy/eval"].passed, found["local-masks-slower@toy/eval"]
+    slopes = summary.tables["pure SAN: collapse slope of mu per layer"].iloc[0]
+    assert slopes["complete"] < slopes["causal"] < slopes["window:1"] < 0
 
 
 def test_rows_are_tidy_and_float64(toy_run):
     config, results, _ = toy_run
     assert list(results.columns[:6]) == ["model", "init", "variant", "mask", "mode", "layer"]
-    assert results["value"].dtype == np.float64
-    per_curve = config.toy_samples * (config.toy_layers + 1) * 2  # samples x layers x metrics
+    assert results["value"].dtype == np.float64 and set(results["device"]) == {"cpu"}
+    per_curve = config.toy.n_samples * (config.toy.n_layers + 1) * 2  # samples x layers x metrics
     assert len(results) == per_curve * len(config.variants) * len(config.masks)
 
 
@@ -98,11 +95,7 @@ def test_unknown_mask_family_fails_before_any_unit():
 
 def test_a_diverged_curve_is_reported_in_the_notes(toy_run):
     config, results, _ = toy_run
-    diverged = pd.DataFrame(
-        [{"model": "toy", "init": "random", "variant": "san+skip", "mask": "causal",
-          "mode": "train", "layer": np.nan, "sample": np.nan, "metric": "diverged",
-          "value": 1.0, "at_floor": False}]
-    )  # fmt: skip
-    summary = summarize(config, pd.concat([results, diverged], ignore_index=True))
+    extra = diverged("causal").assign(variant="san+skip", mode="train")
+    summary = summarize(config, pd.concat([results, extra], ignore_index=True))
     assert any("san+skip (train, mask causal)" in note and "overflowed" in note
                for note in summary.notes)  # fmt: skip

@@ -1,6 +1,9 @@
-"""wu2024-temperature on a small toy: the early-drop measure and the d_QK claims."""
+"""wu2024-temperature: the early-drop claims on hand-made curves and on a small toy."""
 
 from __future__ import annotations
+
+import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -8,16 +11,17 @@ import pytest
 
 from rankcollapse.errors import ConfigError
 from rankcollapse.experiments import get_experiment
-from rankcollapse.experiments.wu2024_temperature import early_drop, summarize
+from rankcollapse.experiments.wu2024_temperature import claims, label, summarize
+from rankcollapse.theory.curves import early_drop
+
+sys.path.insert(0, str(Path(__file__).parent / "cases"))
+from wu2024_temperature import OVERRIDES, table
 
 EXP = get_experiment("wu2024-temperature")
 SMALL_TOY = {
     "models": ["toy"],
     "masks": ["complete", "causal"],
-    "toy_layers": 6,
-    "toy_d_model": 32,
-    "toy_tokens": 12,
-    "toy_samples": 3,
+    "toy": {"n_layers": 6, "d_model": 32, "n_tokens": 16, "n_samples": 8},
 }
 
 
@@ -33,12 +37,31 @@ def test_early_drop_is_the_mean_log_decrease_clipped_at_the_floor():
     assert early_drop(floored, 1, 1e-15) == pytest.approx(15 * np.log(10))
 
 
+def test_the_gap_is_the_smallest_drop_difference_over_masks():
+    config = EXP.make_config("quick", OVERRIDES)
+    found = {c.id: c for c in claims(config, table(complete=(-0.1, -3.0), causal=(-0.1, -0.5)))}
+    assert found["smaller-dqk-slows@toy/eval"].measured == pytest.approx(4 * 0.4)
+    assert found["complete-most@toy/eval"].passed
+
+
+def test_a_missing_mask_fails_smaller_dqk_slows():
+    config = EXP.make_config("quick", OVERRIDES)
+    rows = table(complete=(-0.1, -3.0), causal=(-0.1, -0.5))
+    found = {c.id: c for c in claims(config, rows[rows["mask"] == "complete"])}
+    assert not found["smaller-dqk-slows@toy/eval"].passed
+    assert "causal: missing" in found["smaller-dqk-slows@toy/eval"].note
+
+
 def test_smaller_dqk_slows_early_collapse_most_for_complete_on_a_small_toy(summary):
-    claims = {c.id: c for c in summary.claims}
-    assert claims["smaller-dqk-slows@toy/eval"].passed, claims["smaller-dqk-slows@toy/eval"]
-    assert claims["complete-most@toy/eval"].passed, claims["complete-most@toy/eval"]
+    found = {c.id: c for c in summary.claims}
+    assert found["smaller-dqk-slows@toy/eval"].passed, found["smaller-dqk-slows@toy/eval"]
+    assert found["complete-most@toy/eval"].passed, found["complete-most@toy/eval"]
+
+
+def test_dqk_labels_are_fractions():
+    assert [label(v) for v in (1 / 64, 1.0, 64.0)] == ["d_QK = 1/64", "d_QK = 1", "d_QK = 64"]
 
 
 def test_early_layers_beyond_the_toy_depth_is_a_config_error():
-    with pytest.raises(ConfigError, match="early_layers=20 exceeds toy_layers=16"):
+    with pytest.raises(ConfigError, match="early_layers=20 exceeds toy.n_layers=16"):
         EXP.make_config("quick", {"early_layers": 20})

@@ -6,12 +6,17 @@ import torch
 
 from rankcollapse.masks import causal, causal_window, complete, window
 from rankcollapse.theory import (
-    bound_curve,
+    block_log_bound,
+    bound_excess,
     fitted_rate,
+    layer_eps,
     mask_graph,
+    mask_radius,
     min_allowed_weight,
+    radius_concordance,
     rate_no_norm,
     rate_unit_norm,
+    speed_ratio,
 )
 
 
@@ -47,5 +52,47 @@ def test_fitted_rate_recovers_an_exponential_and_ignores_floor_values():
     assert math.isnan(fitted_rate(np.array([1.0, 0.0]), floor=0.0))
 
 
-def test_bound_curve_starts_at_mu0():
-    assert bound_curve(5.0, -1.0, 3)[0] == 5.0
+def test_block_bound_uses_the_smallest_eps_of_each_complete_block_of_r_layers():
+    eps = np.array([0.5, 0.2, 0.4, 0.4, 0.9])
+    log_b = block_log_bound(eps, 2)
+    expected = [0, 0, math.log(1 - 0.2**2), math.log(1 - 0.2**2), np.nan, np.nan]
+    expected[4] = expected[5] = expected[2] + math.log(1 - 0.4**2)  # layer 5 is in no block
+    assert log_b == pytest.approx(expected)
+
+
+def test_bound_with_constant_eps_is_thm1s_rate():
+    log_b = block_log_bound(np.full(12, 0.3), 3)
+    assert log_b[12] / 12 == pytest.approx(rate_no_norm(0.3, 3))
+
+
+def test_bound_excess_fits_c_on_the_first_r_layers_and_tests_only_later_ones():
+    log_b = np.log([1.0, 1.0, 0.5, 0.5, 0.25])  # r = 2, factor 1/2 per block
+    # the first r + 1 layers set C = 2 (layer 2: mu 1 against B 0.5); layer 3 at C B = 1
+    assert bound_excess(np.log([1.0, 1.5, 1.0, 1.0]), log_b, 2) == pytest.approx(0.0)
+    assert bound_excess(np.log([1.0, 1.5, 1.0, 2.0]), log_b, 2) == pytest.approx(math.log(2))
+    assert math.isnan(bound_excess(np.log([1.0, 1.5, 1.0]), log_b, 2))
+
+
+def test_layer_eps_is_per_layer_over_allowed_edges():
+    a = torch.tensor([[[1.0, 0.0], [0.3, 0.7]], [[1.0, 0.0], [0.1, 0.9]]])  # two samples
+    assert layer_eps([a, torch.eye(2)[None] * 0.5 + 0.25], causal(2)) == pytest.approx([0.1, 0.25])
+
+
+def test_speed_ratio_only_between_two_collapse_rates():
+    assert speed_ratio(-1.0, -0.25) == (4.0, "")
+    for fast, slow in ((-1.0, 0.0), (0.2, 0.1), (math.nan, -1.0)):
+        ratio, reason = speed_ratio(fast, slow)
+        assert math.isnan(ratio) and "not both collapse rates" in reason
+
+
+def test_mask_radius_matches_the_graph_and_is_infinite_without_a_center():
+    assert mask_radius("window:1", 16) == math.ceil(15 / 2)
+    assert mask_radius("causal_window:1", 16) == 15
+    assert mask_radius("complete", 16) == 1
+    assert mask_radius("dilated:1:2", 16) == math.inf
+
+
+def test_radius_concordance_counts_pairs_of_different_radius_and_nan_poisons():
+    assert radius_concordance([1, 1, 2], [-3.0, -1.0, -2.0]) == 0.5
+    assert math.isnan(radius_concordance([1, 1], [-1.0, -2.0]))
+    assert math.isnan(radius_concordance([1, 2], [-1.0, math.nan]))

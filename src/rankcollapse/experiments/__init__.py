@@ -16,6 +16,7 @@ from rankcollapse.experiments import (
     dong2021_rank_collapse,  # noqa: F401
     paths_by_length,  # noqa: F401
     toy_collapse,  # noqa: F401
+    wu2024_counterexample,  # noqa: F401
     wu2024_equilibria,  # noqa: F401
     wu2024_geometry,  # noqa: F401
     wu2024_masks,  # noqa: F401

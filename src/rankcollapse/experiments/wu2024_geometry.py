@@ -1,50 +1,59 @@
 """wu2024-geometry: pretrained models keep full rank but grow anisotropic with depth.
 
-Paper: Wu, Ajorlou, Wang, Jegelka, Jadbabaie, NeurIPS 2024 (arXiv 2405.18781), experiments
-(spec wu2024.md sec. 4, "Geometry of pretrained models"), where BERT, GPT-2, T5 and ALBERT
-are shown to keep full rank and a minimum singular value away from 0 while the mean |cosine|
-between tokens rises with depth, like the anisotropic Theorem 3 equilibria.
+Paper: Wu, Ajorlou, Wang, Jegelka, Jadbabaie, NeurIPS 2024 (arXiv 2405.18781), the geometry
+of pretrained models (docs/wu2024.md), where BERT, GPT-2, T5 and ALBERT are shown to keep full
+rank and a minimum singular value away from 0 while the mean |cosine| between tokens rises
+with depth, like the anisotropic Theorem 3 equilibria.
 
-Models: pretrained `minilm` (BERT encoder) and `smollm2` (Llama decoder), and for contrast
-random-init `bert-base` and `gpt2` (library default init), unmodified (the `transformer`
-variant, the model's own mask), eval mode, on windows of the built-in corpus. Per layer
+Models: any `rankcollapse.hf` names in `models` (adding an encoder such as T5 is a config
+change once `rankcollapse.hf` supports it): pretrained `minilm` (BERT encoder) and `smollm2`
+(Llama decoder), and for contrast `bert-base` and `gpt2` at their library default random init
+(`random_init`), unmodified (the `transformer` variant, the model's own mask), eval mode, on
+windows of the built-in corpus. Per layer
 (layer 0 = embedding output; every layer is a raw residual-stream state, never a final-norm
 output: see `rankcollapse.hf.probe`): `numerical_rank`, `min_sv`, `stable_rank`,
 `abs_cos_mean`, `mu_rel` from the metric suite, plus `min_sv_rel` = sigma_min / sigma_max and
 the full normalised singular spectrum sigma_i / sigma_1 of the first `n_spectra` samples
 (metric `sv`, index in column `index`), from a float64 SVD of the captured states.
 
-Claims (from this run), per model, over the block outputs (layers >= 1): the embedding
-output is not a transformer state, and in a model without absolute position embeddings
-(SmolLM2: RoPE acts inside attention) a window with a repeated token has two identical
-embedding rows, so layer 0 can be rank-deficient for a reason that has nothing to do with
-attention; its numbers stay in the tables and figures.
+Findings, per pretrained model, over the block outputs (layers >= 1): the embedding output is
+not a transformer state, and in a model without absolute position embeddings (SmolLM2: RoPE
+acts inside attention) a window with a repeated token has two identical embedding rows, so
+layer 0 can be rank-deficient for a reason that has nothing to do with attention; its numbers
+stay in the tables and figures.
 - full-rank@model: every layer of every sample has numerical rank min(n_tokens, d_model).
 - min-sv-away@model: the median sigma_min / sigma_max stays above 1e-4 at every layer (100x
   the float32 floor).
 - cos-grows@model: mean |cosine| rises with depth: Spearman correlation of layer and the
   mean |cos| > 0.
-The random-init models get the same measurements (and claims, labelled) for contrast.
+The random-init models get the same measurements in the summary table, for contrast (the paper
+states nothing about them, so they are not findings).
 """
 
 from __future__ import annotations
-
-from typing import Literal
 
 import numpy as np
 import pandas as pd
 import torch
 from matplotlib.figure import Figure
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from rankcollapse.devices import DeviceName, resolve_device
+from rankcollapse.errors import unknown_name
 from rankcollapse.experiments._plots import line_plot
-from rankcollapse.experiments._registry import Claim, Experiment, Summary, Unit, register
-from rankcollapse.hf import load_model, probe
+from rankcollapse.experiments._registry import (
+    Claim,
+    Experiment,
+    Summary,
+    Unit,
+    finding,
+    register,
+)
+from rankcollapse.hf import MODELS, load_model, probe
+from rankcollapse.theory.curves import real_model_device
 
 NAME = "wu2024-geometry"
-
-Model = Literal["minilm", "smollm2", "bert-base", "gpt2"]
-INIT = {"minilm": "pretrained", "smollm2": "pretrained", "bert-base": "random", "gpt2": "random"}
+SOURCE = "geometry of pretrained models"
 METRICS = ["numerical_rank", "min_sv", "stable_rank", "abs_cos_mean", "mu_rel"]
 MIN_SV_REL = 1e-4
 
@@ -52,10 +61,12 @@ MIN_SV_REL = 1e-4
 class Config(BaseModel):
     """Models and sizes of the geometry measurements."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
-    models: list[Model] = ["minilm", "smollm2", "bert-base", "gpt2"]
-    """Pretrained minilm and smollm2; random-init bert-base and gpt2 for contrast."""
+    models: list[str] = Field(["minilm", "smollm2", "bert-base", "gpt2"], min_length=1)
+    """Names of rankcollapse.hf models (pretrained unless listed in random_init)."""
+    random_init: list[str] = ["bert-base", "gpt2"]
+    """Models run at their library default random init, for contrast."""
     n_samples: int = Field(32, ge=1)
     """Text windows per model."""
     n_tokens: int = Field(128, ge=4)
@@ -64,6 +75,15 @@ class Config(BaseModel):
     """Samples whose full singular spectrum is kept per layer."""
     seed: int = Field(0, ge=0)
     """Seed of the random inits and the window choice."""
+    device: DeviceName = "cpu"
+    """Where the models run (auto: an accelerator when one is visible)."""
+
+    @model_validator(mode="after")
+    def _known_models(self) -> Config:
+        for name in self.models + self.random_init:
+            if name not in MODELS:
+                raise unknown_name("model", name, list(MODELS))
+        return self
 
 
 PRESETS = {
@@ -73,10 +93,12 @@ PRESETS = {
 
 
 def units(config: Config) -> list[Unit]:
-    return [{"model": m, "init": INIT[m]} for m in config.models]
+    init = {m: "random" if m in config.random_init else "pretrained" for m in config.models}
+    return [{"model": m, "init": init[m]} for m in config.models]
 
 
 def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
+    device = real_model_device(resolve_device(config.device))
     loaded = load_model(unit["model"], init=unit["init"], seed=config.seed)
     frame = probe(
         loaded,
@@ -109,74 +131,86 @@ def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
     out = pd.concat(rows, ignore_index=True)
     out["full_rank"] = min(config.n_tokens, int(states[0].shape[-1]))
     out["at_floor"] = out["at_floor"].fillna(False).astype(bool)
+    out["device"] = str(device)
     return out[["model", "init", "layer", "sample", "index", "metric", "value", "at_floor",
-                "full_rank"]]  # fmt: skip
+                "full_rank", "device"]]  # fmt: skip
+
+
+def per_model(results: pd.DataFrame) -> pd.DataFrame:
+    """One row per (model, init) over the block outputs (layers >= 1): the claims' numbers."""
+    blocks = results[results["layer"] >= 1]
+    rows = []
+    for (model, init), part in blocks.groupby(["model", "init"], sort=False):
+        ranks = part[part["metric"] == "numerical_rank"]
+        min_sv = part[part["metric"] == "min_sv_rel"].groupby("layer")["value"].median()
+        cos = part[part["metric"] == "abs_cos_mean"].groupby("layer")["value"].mean()
+        rows.append({
+            "model": model, "init": init, "blocks": part["layer"].nunique(),
+            "full_rank_share": (ranks["value"] >= ranks["full_rank"]).mean(),
+            "min_median_sv_rel": min_sv.min(),
+            "cos_first_block": cos.iloc[0] if len(cos) else np.nan,
+            "cos_last_layer": cos.iloc[-1] if len(cos) else np.nan,
+            "spearman_cos_layer": _spearman(cos.index.to_numpy(float), cos.to_numpy()),
+        })  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
+    found = []
+    for r in per_model(results).itertuples():
+        if r.init != "pretrained":
+            continue
+        found += [
+            finding(f"full-rank@{r.model}", "The hidden states keep full rank at every layer "
+                    "(block outputs).", "share of (layer, sample) states with numerical rank "
+                    "min(n_tokens, d_model)", r.full_rank_share, ">=", 1.0, source=SOURCE,
+                    paper="rank stays full"),
+            finding(f"min-sv-away@{r.model}", "The minimum singular value stays well away from 0 "
+                    "at every layer (block outputs).", "smallest (over layers) median "
+                    "sigma_min / sigma_max", r.min_median_sv_rel, ">", MIN_SV_REL,
+                    source=SOURCE, paper="minimum singular value well away from 0"),
+            finding(f"cos-grows@{r.model}", "The mean |cosine| between tokens grows with depth "
+                    "(anisotropy).", "Spearman correlation of layer and mean |cos|",
+                    r.spearman_cos_layer, ">", 0.0, source=SOURCE,
+                    note=f"first block: {r.cos_first_block:.3f}, last layer: "
+                    f"{r.cos_last_layer:.3f}", paper="mean |cosine| rises with depth"),
+        ]  # fmt: skip
+    return found
 
 
 def summarize(config: Config, results: pd.DataFrame) -> Summary:
-    summary = Summary()
+    summary = Summary(claims=claims(config, results))
     per_layer = results[results["metric"].isin(METRICS + ["min_sv_rel"])]
-    table = (
+    summary.tables["per model (block outputs)"] = per_model(results)
+    summary.tables["per layer (median over samples)"] = (
         per_layer.groupby(["model", "init", "layer", "metric"])["value"]
         .median()
         .unstack("metric")
         .reset_index()
     )
-    summary.tables["geometry_per_layer_median"] = table
-    blocks = per_layer[per_layer["layer"] >= 1]
-    for (model, init), part in blocks.groupby(["model", "init"], sort=False):
-        label = f"{model}/{init}"
-        ranks = part[part["metric"] == "numerical_rank"]
-        summary.claims.append(
-            Claim.check(
-                f"full-rank@{label}",
-                "The hidden states keep full rank at every layer (block outputs).",
-                "fraction of (layer, sample) states with numerical rank min(n_tokens, d_model)",
-                (ranks["value"] >= ranks["full_rank"]).mean(),
-                ">=",
-                1.0,
-            )
-        )
-        min_sv = part[part["metric"] == "min_sv_rel"].groupby("layer")["value"].median()
-        summary.claims.append(
-            Claim.check(
-                f"min-sv-away@{label}",
-                "The minimum singular value stays well away from 0 at every layer (block outputs).",
-                "smallest (over layers) median sigma_min / sigma_max",
-                min_sv.min(),
-                ">",
-                MIN_SV_REL,
-            )
-        )
-        cos = part[part["metric"] == "abs_cos_mean"].groupby("layer")["value"].mean()
-        summary.claims.append(
-            Claim.check(
-                f"cos-grows@{label}",
-                "The mean |cosine| between tokens grows with depth (anisotropy).",
-                "Spearman correlation of layer and mean |cos|",
-                _spearman(cos.index.to_numpy(float), cos.to_numpy()),
-                ">",
-                0.0,
-                note=f"layer 1: {cos.iloc[0]:.3f}, last layer: {cos.iloc[-1]:.3f}",
-            )
-        )
-    for metric in ["abs_cos_mean", "min_sv_rel", "stable_rank", "numerical_rank"]:
-        rows = per_layer[per_layer["metric"] == metric]
+    labelled = per_layer.assign(model=per_layer["model"] + " (" + per_layer["init"] + ")")
+    for metric, ylabel in (("abs_cos_mean", "mean |cosine| between tokens"),
+                           ("min_sv_rel", "sigma_min / sigma_max"),
+                           ("stable_rank", "stable rank")):  # fmt: skip
         summary.figures[metric] = line_plot(
-            rows.assign(model=rows["model"] + " (" + rows["init"] + ")"),
-            x="layer",
-            hue="model",
-            logy=metric == "min_sv_rel",
-            title=f"{metric} against layer (mean over samples)",
-            ylabel=metric,
-        )
+            labelled[labelled["metric"] == metric], x="layer", hue="model",
+            logy=metric == "min_sv_rel", title=f"{ylabel} against layer (mean over samples)",
+            ylabel=ylabel,
+        )  # fmt: skip
+    ranks = labelled[labelled["metric"] == "numerical_rank"]
+    # every model sits at full rank: one panel each, or the lines hide one another
+    summary.figures["numerical_rank"] = line_plot(
+        ranks.assign(value=ranks["value"] / ranks["full_rank"]), x="layer", panel="model",
+        title="numerical rank / min(n_tokens, d_model) against layer (mean over samples)",
+        ylabel="rank / full rank",
+    )  # fmt: skip
     layer0 = per_layer[(per_layer["layer"] == 0) & (per_layer["metric"] == "numerical_rank")]
     deficient = layer0[layer0["value"] < layer0["full_rank"]]
     for model, part in deficient.groupby("model"):
         summary.notes.append(
             f"{model}: the embedding output (layer 0) is rank-deficient in {len(part)} of "
             f"{(layer0['model'] == model).sum()} samples (lowest rank {part['value'].min():g}); "
-            "left out of the claims (see the experiment's docstring)."
+            "left out of the findings (see the experiment's docstring)."
         )
     spectra = results[results["metric"] == "sv"]
     if not spectra.empty:
@@ -223,5 +257,6 @@ register(
         units=units,
         run_unit=run_unit,
         summarize=summarize,
+        claims=claims,
     )
 )

@@ -1,53 +1,63 @@
 """wu2024-temperature: sharper attention slows early collapse, most for the complete mask.
 
-Paper: Wu, Ajorlou, Wang, Jegelka, Jadbabaie, NeurIPS 2024 (arXiv 2405.18781), experiments
-(spec wu2024.md sec. 4, "Temperature"). Pure SAN under each mask with the softmax scale
-1/sqrt(d_QK) for d_QK in `d_qk` (the paper: 1/64, 1, 64):
+Paper: Wu, Ajorlou, Wang, Jegelka, Jadbabaie, NeurIPS 2024 (arXiv 2405.18781), the
+temperature experiment; docs/wu2024.md walks through our run. Pure SAN under each mask with
+the softmax scale 1/sqrt(d_QK) for d_QK in `d_qk` (the paper: 1/64, 1, 64):
 
-- `toy`: `ToyNet` pure SAN (one head, width `toy_d_model`, float64) with `temperature = d_QK`;
+- `toy`: the toy pure SAN (one head, float64) with `temperature = d_QK`;
 - pretrained `minilm`, `smollm2` (and random-init `bert-base` on request) through
   `rankcollapse.hf.probe` with the `wu:san` variant, the mask replacing the model's pattern and
-  the logits rescaled by 1 / T with T = sqrt(d_QK / d_head) on top of the model's own
-  1/sqrt(d_head): the attention then uses exactly 1/sqrt(d_QK). d_QK = d_head is the model as
-  trained (64 for BERT-base and SmolLM2, 32 for MiniLM).
+  the logits divided by T = sqrt(d_QK / d_head) on top of the model's own 1/sqrt(d_head): the
+  attention then uses exactly 1/sqrt(d_QK) (d_QK = d_head is the model as trained).
 
-Measured: `mu` and `mu_rel` per layer (as wu2024-masks). The early collapse of a curve is
-the drop of the mean log mu_rel over the first `early_layers` layers,
-log mu_rel(0) - log mu_rel(early_layers), with values at the dtype floor clipped to the floor
-(so a curve that reaches it early has a finite drop).
+Measured: mu_rel per layer (`rankcollapse.theory.curves`). The early collapse of a curve is
+the drop of the mean log mu_rel over the first `early_layers` layers, with values at the
+dtype floor clipped to the floor (`early_drop`).
 
-Claims (from this run), per model:
-- smaller-dqk-slows@model: for every mask, the early drop at the smallest d_QK is below the
-  drop at the largest d_QK; measured as the smallest gap drop(max d_QK) - drop(min d_QK) over
-  masks, expected > 0.
-- complete-most@model: that gap is largest under the complete mask.
+Findings, per model and mode:
+- smaller-dqk-slows@model/mode: under every mask the early drop at the smallest d_QK is below
+  the drop at the largest (gap drop(max d_QK) - drop(min d_QK) > 0 for every mask).
+- complete-most@model/mode: that gap is largest under the complete mask.
 """
 
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from typing import Annotated, Literal
 
-import numpy as np
 import pandas as pd
 import torch
 from pydantic import Field, model_validator
 
-from rankcollapse.experiments._plots import band_plot
-from rankcollapse.experiments._registry import Claim, Experiment, Summary, Unit, register
-from rankcollapse.experiments.wu2024_masks import (
-    CORE_MASKS,
+from rankcollapse.devices import resolve_device
+from rankcollapse.experiments._plots import band_plot, line_plot
+from rankcollapse.experiments._registry import (
+    Claim,
+    Experiment,
+    Summary,
+    Unit,
+    finding,
+    for_every,
+    register,
+)
+from rankcollapse.metrics import dtype_floor
+from rankcollapse.theory.curves import (
     CurvesConfig,
-    Mode,
+    ToySizes,
+    early_drop,
+    head_dim,
     load_real,
     real_curves,
     toy_curves,
 )
-from rankcollapse.metrics import dtype_floor
 
 NAME = "wu2024-temperature"
-
 Model = Literal["toy", "bert-base", "minilm", "smollm2"]
+INIT = {"bert-base": "random", "minilm": "pretrained", "smollm2": "pretrained"}
+COLUMNS = ["model", "init", "variant", "mask", "d_qk", "mode", "layer", "sample", "metric"]
+COLUMNS += ["value", "at_floor", "device"]
+SOURCE = "temperature experiment (d_QK per mask)"
 
 
 class Config(CurvesConfig):
@@ -59,30 +69,25 @@ class Config(CurvesConfig):
     """The d_QK of the softmax scale 1/sqrt(d_QK)."""
     early_layers: int = Field(4, ge=1)
     """Layers over which the early drop of log mu_rel is measured."""
-    # Defaults that differ from wu2024-masks (float64_models: this experiment's models only).
-    masks: list[str] = Field(CORE_MASKS, min_length=1)
-    """Mask specs of rankcollapse.masks."""
-    modes: list[Mode] = Field(["eval"])
-    """Real models: eval (dropout off) and/or train mode."""
-    toy_layers: int = Field(16, ge=1)
-    """Depth of the toy network."""
     float64_models: list[Model] = Field(["smollm2"])
     """Real models run in float64: SmolLM2 without its norms overflows float32 (mu ~ 1e37)."""
+    toy: ToySizes = ToySizes(n_layers=16)
+    """Sizes of the toy network and its inputs."""
 
     @model_validator(mode="after")
     def _early_within_depth(self) -> Config:
-        if "toy" in self.models and self.early_layers > self.toy_layers:
+        if "toy" in self.models and self.early_layers > self.toy.n_layers:
             raise ValueError(
-                f"early_layers={self.early_layers} exceeds toy_layers={self.toy_layers}; "
-                "set early_layers <= toy_layers"
+                f"early_layers={self.early_layers} exceeds toy.n_layers={self.toy.n_layers}; "
+                "set early_layers <= toy.n_layers"
             )
         return self
 
 
-# quick: the toy and MiniLM on 2 windows of 32 tokens (SmolLM2 only in paper: see wu2024-masks).
+# quick: the toy and MiniLM on 2 windows of 32 tokens (SmolLM2's float64 load takes a minute).
 PRESETS = {
     "quick": {"models": ["toy", "minilm"], "n_samples": 2, "n_tokens": 32},
-    "paper": {"toy_layers": 32, "toy_tokens": 128, "toy_samples": 32},
+    "paper": {"toy": {"n_layers": 32, "n_tokens": 128, "n_samples": 32}},
 }
 
 
@@ -91,102 +96,119 @@ def units(config: Config) -> list[Unit]:
 
 
 def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
-    model, mask = unit["model"], unit["mask"]
+    model, mask, device = unit["model"], unit["mask"], resolve_device(config.device)
     frames = []
     for d_qk in config.d_qk:
+        common = {"seed": config.seed, "device": device, "metrics": ["mu_rel"]}
         if model == "toy":
-            frame = toy_curves(config, mask, variants=["san"], temperature=d_qk)
+            frame = toy_curves(["san"], mask, **config.toy.model_dump(), temperature=d_qk, **common)
         else:
-            temperature = math.sqrt(d_qk / _head_dim(config, model))
-            frame = real_curves(config, model, mask, variants=["san"], temperature=temperature)
-        frames.append(frame.assign(d_qk=d_qk))
-    frame = pd.concat(frames, ignore_index=True)
-    return frame[["model", "init", "variant", "mask", "d_qk", "mode", "layer", "sample",
-                  "metric", "value", "at_floor"]]  # fmt: skip
+            loaded = load_real(model, INIT[model], seed=config.seed,
+                               double=model in config.float64_models)  # fmt: skip
+            frame = real_curves(
+                loaded, ["san"], mask, modes=config.modes, n_samples=config.n_samples,
+                n_tokens=config.n_tokens, temperature=math.sqrt(d_qk / head_dim(loaded)), **common,
+            )  # fmt: skip
+        frames.append(frame.assign(d_qk=d_qk, model=model, device=str(device)))
+    return pd.concat(frames, ignore_index=True)[COLUMNS]
 
 
-def _head_dim(config: Config, model: str) -> int:
-    hf_config = load_real(config, model).model.config
-    head_dim = getattr(hf_config, "head_dim", None)
-    return head_dim or hf_config.hidden_size // hf_config.num_attention_heads
+def label(d_qk: float) -> str:
+    """d_QK as the paper writes it: 1/64, 1, 64."""
+    return f"d_QK = {Fraction(d_qk).limit_denominator(4096)}"
 
 
-def early_drop(curve: pd.DataFrame, early_layers: int, floor: float) -> float:
-    """log mu_rel(0) - log mu_rel(early_layers) of the mean log over samples, floor-clipped.
-
-    Example:
-        >>> curve = pd.DataFrame({"layer": [0, 1, 2], "value": [1.0, 0.1, 1e-30]})
-        >>> round(early_drop(curve, 2, 1e-15), 4)  # 15 ln 10: the floor caps the drop
-        34.5388
-    """
-    logs = np.log(curve["value"].clip(lower=floor)).groupby(curve["layer"]).mean()
-    last = min(early_layers, int(logs.index.max()))
-    return float(logs.loc[0] - logs.loc[last])
-
-
-def summarize(config: Config, results: pd.DataFrame) -> Summary:
-    summary = Summary()
-    results = results.astype({"at_floor": bool})
-    rel = results[results["metric"] == "mu_rel"]
+def drops_table(config: Config, results: pd.DataFrame) -> pd.DataFrame:
+    """Early drop of log mu_rel per (model, mode, mask, d_qk); NaN for a diverged curve."""
     rows = []
-    for (model, mode, mask, d_qk), curve in rel.groupby(["model", "mode", "mask", "d_qk"]):
+    for (model, mode, mask, d_qk), curve in results.groupby(["model", "mode", "mask", "d_qk"]):
+        rel = curve[curve["metric"] == "mu_rel"]
         double = model == "toy" or model in config.float64_models
         floor = dtype_floor(torch.float64 if double else torch.float32)
-        rows.append(
-            {"model": model, "mode": mode, "mask": mask, "d_qk": d_qk,
-             "early_drop": early_drop(curve, config.early_layers, floor)}
-        )  # fmt: skip
-    drops = pd.DataFrame(rows, columns=["model", "mode", "mask", "d_qk", "early_drop"])
-    summary.tables["early_drop"] = drops.pivot_table(
-        index=["model", "mode", "mask"], columns="d_qk", values="early_drop"
-    ).reset_index()
+        diverged = (curve["metric"] == "diverged").any() or rel.empty
+        drop = math.nan if diverged else early_drop(rel, config.early_layers, floor)
+        rows.append({"model": model, "mode": mode, "mask": mask, "d_qk": d_qk, "early_drop": drop})
+    return pd.DataFrame(rows, columns=["model", "mode", "mask", "d_qk", "early_drop"])
+
+
+def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
+    drops = drops_table(config, results.astype({"at_floor": bool}))
     small, large = min(config.d_qk), max(config.d_qk)
-    for (model, mode), part in drops.groupby(["model", "mode"], sort=False):
-        by = part.pivot_table(index="mask", columns="d_qk", values="early_drop")
-        gap = by[large] - by[small]
-        summary.claims.append(
-            Claim.check(
+    found = []
+    for model in config.models:
+        for mode in ["eval"] if model == "toy" else config.modes:
+            part = drops[(drops["model"] == model) & (drops["mode"] == mode)]
+            by = part.pivot_table(index="mask", columns="d_qk", values="early_drop", dropna=False)
+            gap = (by.get(large) - by.get(small)) if {small, large} <= set(by) else pd.Series()
+            found.append(for_every(
                 f"smaller-dqk-slows@{model}/{mode}",
                 f"Smaller d_QK (sharper attention) slows the early collapse of pure SAN under "
-                f"every mask (d_QK {small:g} vs {large:g}, first {config.early_layers} layers).",
+                f"every mask ({label(small)} against {label(large)}, first "
+                f"{config.early_layers} layers).",
                 "smallest gap over masks: drop(max d_QK) - drop(min d_QK) of log mu_rel",
-                gap.min(),
-                ">",
-                0.0,
-                note="; ".join(f"{m}: {g:.3g}" for m, g in gap.items()),
-            )
-        )
-        if "complete" in gap.index:
-            summary.claims.append(
-                Claim.check(
+                gap.to_dict(), ">", 0.0, expected=config.masks, source=SOURCE,
+                note=", ".join(f"{m}: {g:.3g}" for m, g in gap.items()),
+                paper="smaller d_QK slows early collapse",
+            ))  # fmt: skip
+            if "complete" in config.masks:
+                top = gap.idxmax() if gap.notna().any() else "none"
+                found.append(finding(
                     f"complete-most@{model}/{mode}",
                     "The slow-down from a smaller d_QK is largest under the complete mask.",
                     "mask with the largest gap is complete",
-                    gap.idxmax() == "complete",
-                    "true",
-                    note=f"largest gap: {gap.idxmax()} ({gap.max():.3g})",
-                )
-            )
-    for row in results[results["metric"] == "diverged"].itertuples():
-        summary.notes.append(
-            f"{row.model} pure SAN ({row.mode}, mask {row.mask}, d_QK {row.d_qk:g}): the hidden "
-            "states overflowed float32 (NaN/Inf) before the last layer; no curve."
-        )
-    for model in rel["model"].unique():
-        rows = rel[rel["model"] == model]
-        summary.figures[f"{model}_mu_rel"] = band_plot(
-            rows.assign(
-                layer=rows["layer"].clip(lower=1),
-                d_qk=rows["d_qk"].map(lambda v: f"d_QK = {v:g}"),
-            ),
-            hue="d_qk",
-            panel="mask",
-            logx=True,
-            logy=True,
-            title=f"{model}: pure SAN mu_rel against layer by d_QK (layer 0 drawn at 1)",
-            ylabel="mu_rel",
-        )
-    return summary
+                    top == "complete" and gap.notna().all(), "true", source=SOURCE,
+                    note=f"largest gap: {top} ({gap.max():.3g})",
+                    paper="most for the complete mask",
+                ))  # fmt: skip
+    return found
+
+
+def summarize(config: Config, results: pd.DataFrame) -> Summary:
+    results = results.astype({"at_floor": bool})
+    drops = drops_table(config, results)
+    table = drops.assign(d_qk=drops["d_qk"].map(label)).pivot_table(
+        index=["model", "mode", "mask"], columns="d_qk", values="early_drop", sort=False
+    )
+    rel = results[results["metric"] == "mu_rel"].assign(d_qk=lambda d: d["d_qk"].map(label))
+    curve = ["model", "mode", "mask", "d_qk", "layer"]
+    rel["floor_share"] = rel.groupby(curve)["at_floor"].transform("mean")
+    figures = {}
+    for model, rows in rel.groupby("model", sort=False):
+        # A layer's mean is signal only when no sequence is at the floor.
+        clean = rows[rows["floor_share"] == 0]
+        deep = rows["layer"].max() > 16  # fewer layers on a log axis: only minor ticks
+        figures[f"{model}_mu_rel"] = band_plot(
+            clean.assign(layer=clean["layer"].clip(lower=1) if deep else clean["layer"]),
+            hue="d_qk", panel="mask", logx=deep, logy=True, floor_column=None, ylabel="mu_rel",
+            title=f"{model}: pure SAN mu_rel against layer by d_QK (layers where no sequence "
+            "is at the dtype floor)",
+        )  # fmt: skip
+        reached = rows.groupby("mask")["floor_share"].transform("max") > 0
+        if reached.any():  # one panel per mask where some sequence reaches the floor
+            share = rows[reached].drop_duplicates(curve)
+            figures[f"{model}_floor_share"] = line_plot(
+                share, x="layer", y="floor_share", hue="d_qk", panel="mask",
+                title=f"{model}: share of sequences whose mu_rel is at the dtype floor",
+                ylabel="share at the floor",
+            )  # fmt: skip
+    floors = {name: dtype_floor(getattr(torch, name)) for name in ("float64", "float32")}
+    notes = [
+        "Early drop = mean over sequences of log mu_rel(0) - log mu_rel(early layer), values "
+        "below the floor of the dtype that produced the states clipped to it ("
+        + ", ".join(f"{k}: {v:.2g}" for k, v in floors.items())
+        + "). The mu_rel figures draw only layers where no sequence is at the floor; the "
+        "share at the floor has its own figure."
+    ] + [
+        f"{r.model} pure SAN ({r.mode}, mask {r.mask}, {label(r.d_qk)}): the hidden states "
+        "overflowed (NaN/Inf); no curve, and the findings over it fail."
+        for r in results[results["metric"] == "diverged"].itertuples()
+    ]
+    return Summary(
+        tables={"early drop of log mu_rel": table.reset_index()},
+        figures=figures,
+        claims=claims(config, results),
+        notes=notes,
+    )
 
 
 register(
@@ -199,5 +221,6 @@ register(
         units=units,
         run_unit=run_unit,
         summarize=summarize,
+        claims=claims,
     )
 )

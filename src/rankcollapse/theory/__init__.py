@@ -1,4 +1,8 @@
-"""Bounds and constructions from the three papers."""
+"""Bounds and constructions from the three papers.
+
+`rankcollapse.theory.curves` (mu curves of toy and real networks under a mask, Wu et al. 2024)
+is imported on its own: it loads `rankcollapse.hf` and with it transformers.
+"""
 
 from rankcollapse.theory.amsel import (
     Construction,
@@ -28,6 +32,8 @@ from rankcollapse.theory.equilibria import (
     counterexample_basin_arc,
     counterexample_point_b,
     fixed_point_residual,
+    layer_grid,
+    long_frame,
     ring_inputs,
     theorem3_equilibria,
     theorem3_equilibrium,
@@ -39,12 +45,17 @@ from rankcollapse.theory.equilibria import (
 from rankcollapse.theory.rates import CollapseRate, collapse_rate
 from rankcollapse.theory.wu import (
     MaskGraph,
-    bound_curve,
+    block_log_bound,
+    bound_excess,
     fitted_rate,
+    layer_eps,
     mask_graph,
+    mask_radius,
     min_allowed_weight,
+    radius_concordance,
     rate_no_norm,
     rate_unit_norm,
+    speed_ratio,
 )
 
 __all__ = [
@@ -53,7 +64,8 @@ __all__ = [
     "DongConstants",
     "MaskGraph",
     "attention_step",
-    "bound_curve",
+    "block_log_bound",
+    "bound_excess",
     "bound_frame",
     "causal_uniform_attention",
     "collapse_rate",
@@ -66,20 +78,26 @@ __all__ = [
     "full_rank_head",
     "informative",
     "layer_constants",
+    "layer_eps",
+    "layer_grid",
     "log10_one_step_bounds",
     "log10_stepwise_bound",
     "log10_unrolled_bound",
+    "long_frame",
     "mask_graph",
+    "mask_radius",
     "min_allowed_weight",
     "mlp_lipschitz",
     "norm_1_inf",
     "qk_parameters",
+    "radius_concordance",
     "random_low_rank_heads",
     "random_rank_one_error_two_points",
     "rate_no_norm",
     "rate_unit_norm",
     "ring_inputs",
     "skip_network_without_collapse",
+    "speed_ratio",
     "theorem3_equilibria",
     "theorem3_equilibrium",
     "theorem3_stable_rank_bound",

@@ -5,8 +5,8 @@ query spreads its weight equally over the tokens it may see):
 
     X^{t+1} = LN(A X^t W_V),   A_ij = 1 / i for j <= i (1-based), 0 otherwise,
 
-where LN divides each token (row) by its Euclidean norm (no centring, no gain: wu2024.md
-sec. 3). With `norm=False` the same map without LN: X^{t+1} = A X^t W_V.
+where LN divides each token (row) by its Euclidean norm (no centring, no gain: the paper's
+LayerNorm, Sec. 3; docs/wu2024.md). With `norm=False` the same map without LN: X^{t+1} = A X^t W_V.
 
 Theorem 3: with N = d and W_V = I + w J (J = ones on the superdiagonal), w >= N, there are
 equilibria of every rank k = 1..N. For rank k, the first m = N - k + 1 tokens equal e_d,
@@ -22,7 +22,7 @@ angle arccos(-1/w) (an unstable fixed point) to 270 degrees (where A X W_V vanis
 token 1 from everywhere else. Without LN the same weights collapse.
 
 Reference: Wu, Ajorlou, Wang, Jegelka, Jadbabaie 2024 (arXiv 2405.18781), Thm 3 and the
-2-D counterexample (spec wu2024.md sec. 3).
+2-D counterexample; docs/wu2024.md.
 """
 
 from __future__ import annotations
@@ -31,6 +31,8 @@ import itertools
 import math
 from collections.abc import Sequence
 
+import numpy as np
+import pandas as pd
 import torch
 from torch import Tensor
 
@@ -217,3 +219,34 @@ def ring_inputs(n_angles: int, first_token: Sequence[float] = (0.0, 1.0)) -> tup
     x[:, 1, 0] = torch.cos(radians)
     x[:, 1, 1] = torch.sin(radians)
     return angles, x
+
+
+def long_frame(values: dict[str, Tensor], **ids: object) -> pd.DataFrame:
+    """Tidy rows (ids..., sample, metric, value) of per-sample tensors of equal length; an id
+    is a scalar or a per-sample tensor.
+
+    Example:
+        >>> long_frame({"rank": torch.tensor([1, 2])}, n_tokens=3).values.tolist()
+        [[3, 0, 'rank', 1.0], [3, 1, 'rank', 2.0]]
+    """
+    frames = []
+    for metric, value in values.items():
+        value = value.double().cpu().numpy()
+        columns = {k: (v.cpu().numpy() if isinstance(v, Tensor) else v) for k, v in ids.items()}
+        frames.append(
+            pd.DataFrame(
+                {**columns, "sample": np.arange(len(value)), "metric": metric, "value": value}
+            )
+        )
+    return pd.concat(frames, ignore_index=True)
+
+
+def layer_grid(n_layers: int) -> np.ndarray:
+    """Every layer up to 10, then about 30 log-spaced layers up to `n_layers`.
+
+    Example:
+        >>> layer_grid(12).tolist()
+        [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]
+    """
+    grid = np.concatenate([np.arange(min(n_layers, 10) + 1), np.geomspace(10, n_layers, 30)])
+    return np.unique(np.round(grid).astype(int))

@@ -8,11 +8,17 @@
 The bounds are upper bounds: the measured rate (slope of log mu against layer) is at least as
 steep when the theorem applies. They get flatter as the radius grows and eps shrinks, which is
 the paper's argument that local masks slow collapse. C is not given by the theorem in closed
-form; the curves here take C = mu(X^0), which we state wherever a curve is drawn.
+form: `bound_excess` fits it on the first r layers and tests the layers after them.
+
+The proof only needs eps within each block of r consecutive layers (the product of r attention
+matrices has a center column with entries >= eps^r, so it contracts the token spread by
+1 - eps^r); `block_log_bound` uses the eps of each block, measured from the attention weights
+the network actually produced, which gives a bound as steep as the theorem allows.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 
@@ -21,7 +27,7 @@ import torch
 from torch import Tensor
 
 from rankcollapse.errors import InputError
-from rankcollapse.masks import center_nodes, radius
+from rankcollapse.masks import center_nodes, is_quasi_strongly_connected, mask_from_spec, radius
 
 
 @dataclass(frozen=True)
@@ -45,6 +51,38 @@ def mask_graph(m: Tensor) -> MaskGraph:
         MaskGraph(radius=1, centers=[0])
     """
     return MaskGraph(radius(m), center_nodes(m))
+
+
+def mask_radius(spec: str, n_tokens: int) -> float:
+    """Radius of a mask spec's graph at `n_tokens` tokens; inf when it has no center node
+    (then Thm 1 does not apply).
+
+    Example:
+        >>> mask_radius("window:1", 16), mask_radius("causal_window:1", 16)
+        (8.0, 15.0)
+        >>> mask_radius("dilated:1:2", 16)
+        inf
+    """
+    m = mask_from_spec(spec, n_tokens)
+    return float(radius(m)) if is_quasi_strongly_connected(m) else math.inf
+
+
+def radius_concordance(radii: list[float], slopes: list[float]) -> float:
+    """Fraction of mask pairs of different finite radius whose collapse follows the radius:
+    the larger radius has the larger (flatter) slope. NaN when no such pair or a slope is NaN.
+
+    Example:
+        >>> radius_concordance([1, 1, 16, 31], [-5.0, -0.7, -0.01, -0.2])
+        0.8
+    """
+    pairs = [
+        (r1 - r2) * (s1 - s2) > 0
+        for (r1, s1), (r2, s2) in itertools.combinations(zip(radii, slopes), 2)
+        if r1 != r2 and math.isfinite(r1) and math.isfinite(r2)
+    ]
+    if not pairs or any(math.isnan(s) for s in slopes):
+        return math.nan
+    return float(np.mean(pairs))
 
 
 def min_allowed_weight(attention: list[Tensor] | Tensor, m: Tensor) -> float:
@@ -87,16 +125,6 @@ def rate_unit_norm(eps: float, r: int, n_centers: int) -> float:
     return math.log1p(-factor) / (2 * r)
 
 
-def bound_curve(mu0: float, rate: float, n_layers: int) -> np.ndarray:
-    """C exp(rate t) for t = 0..n_layers with C = mu0 (the stated choice of C).
-
-    Example:
-        >>> bound_curve(2.0, math.log(0.5), 2).tolist()
-        [2.0, 1.0, 0.5]
-    """
-    return mu0 * np.exp(rate * np.arange(n_layers + 1))
-
-
 def fitted_rate(mu: np.ndarray, *, floor: float = 0.0) -> float:
     """Slope of a least-squares line through (t, log mu_t), over layers with mu_t > floor.
 
@@ -112,3 +140,73 @@ def fitted_rate(mu: np.ndarray, *, floor: float = 0.0) -> float:
     if keep.sum() < 2:
         return math.nan
     return float(np.polyfit(t[keep], np.log(mu[keep]), 1)[0])
+
+
+def layer_eps(attention: list[Tensor], m: Tensor) -> np.ndarray:
+    """eps_l: the smallest allowed attention weight of each layer (over samples and heads).
+
+    Example:
+        >>> from rankcollapse.masks import causal
+        >>> a = torch.tensor([[1.0, 0.0], [0.25, 0.75]])
+        >>> layer_eps([a, 0.5 * causal(2).double() + 0.5 * torch.eye(2)], causal(2)).tolist()
+        [0.25, 0.5]
+    """
+    return np.array([min_allowed_weight(a, m) for a in attention])
+
+
+def block_log_bound(eps: np.ndarray, r: int) -> np.ndarray:
+    """log B_t, t = 0..len(eps): Thm 1's contraction with eps measured per block of r layers.
+
+    Formula: log B_t = sum over the complete blocks b < floor(t / r) of log(1 - eps_b^r),
+    eps_b = min of eps over the layers b r + 1 .. (b + 1) r (eps[l - 1] is layer l's).
+
+    Example:
+        >>> np.round(np.exp(block_log_bound(np.array([0.5, 0.5, 0.1]), 1)), 4).tolist()
+        [1.0, 0.5, 0.25, 0.225]
+        >>> np.exp(block_log_bound(np.array([0.5, 0.25, 0.5]), 2)).tolist()
+        [1.0, 1.0, 0.9375, 0.9375]
+    """
+    eps = np.asarray(eps, dtype=np.float64)
+    log_b = np.zeros(len(eps) + 1)
+    for t in range(r, len(eps) + 1, r):
+        log_b[t:] += math.log1p(-(eps[t - r : t].min() ** r))
+    return log_b
+
+
+def bound_excess(log_mu: np.ndarray, log_bound: np.ndarray, r: int) -> float:
+    """How far log mu rises above the bound C B_t after the first r layers (<= 0: it holds).
+
+    C = max over t <= r of mu_t / B_t, the smallest constant for which the bound holds on the
+    first r layers; the result is max over r < t < len(log_mu) of log mu_t - log C - log B_t.
+    NaN when no layer after the first r is given (nothing to test).
+
+    Example:
+        >>> log_b = block_log_bound(np.full(4, 0.5), 1)  # halves every layer
+        >>> bound_excess(np.log([1.0, 0.5, 0.2, 0.1]), log_b, 1) <= 0
+        True
+        >>> round(bound_excess(np.log([1.0, 0.5, 0.4, 0.1]), log_b, 1), 4)  # 0.4 > 0.25
+        0.47
+    """
+    log_mu = np.asarray(log_mu, dtype=np.float64)
+    if len(log_mu) <= r + 1:
+        return math.nan
+    log_c = np.max(log_mu[: r + 1] - log_bound[: r + 1])
+    return float(np.max(log_mu[r + 1 :] - log_c - log_bound[r + 1 : len(log_mu)]))
+
+
+def speed_ratio(fast: float, slow: float) -> tuple[float, str]:
+    """(fast / slow, "") for two collapse rates (slopes < 0), else (NaN, the reason).
+
+    A ratio of slopes means "how many times faster" only when both curves shrink; a growing
+    curve (slope >= 0) or a missing rate has no collapse speed to compare.
+
+    Example:
+        >>> speed_ratio(-2.0, -0.5)
+        (4.0, '')
+        >>> speed_ratio(-2.0, 0.25)
+        (nan, 'not both collapse rates (slopes -2 and 0.25): no speed ratio')
+    """
+    if not (fast < 0 and slow < 0):  # also False for NaN
+        reason = f"not both collapse rates (slopes {fast:.3g} and {slow:.3g}): no speed ratio"
+        return math.nan, reason
+    return fast / slow, ""

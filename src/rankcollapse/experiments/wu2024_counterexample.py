@@ -1,0 +1,278 @@
+"""wu2024-counterexample: the 2-D LayerNorm counterexample and its basin (Wu et al. 2024).
+
+Paper: Wu, Ajorlou, Wang, Jegelka, Jadbabaie, "On the role of attention masks and LayerNorm
+in transformers", NeurIPS 2024 (arXiv 2405.18781), the 2-D example before Thm 3; docs/wu2024.md.
+Causal mask, N = d = 2, W_Q = W_K = 0 (uniform attention), W_V = [[1, w], [0, 1]], w > 1,
+X -> LN(A X W_V) with LN = each token divided by its norm (`rankcollapse.theory.equilibria`).
+With token 1 at (0, 1), token 2 goes to B = (-1/w, -sqrt(1 - 1/w^2)) from the open arc running
+counter-clockwise from arccos(-1/w) to 270 degrees and collapses onto token 1 elsewhere;
+without LN the same weights collapse.
+
+One unit per w in `w`: token 2 from a ring of `n_angles` start angles, token 1 at each angle of
+`token1_angles` (90 = the paper's (0, 1)), `n_layers` layers with and without LN.
+
+Findings:
+- basin-arc: with token 1 at (0, 1) token 2 reaches B exactly from one contiguous arc whose
+  endpoints match arccos(-1/w) and 270 degrees within the ring's resolution, for every w.
+- no-ln-collapses: without LN every start ends with identical tokens (mu_rel < 1e-10).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Annotated
+
+import numpy as np
+import pandas as pd
+import torch
+from matplotlib.figure import Figure
+from pydantic import BaseModel, ConfigDict, Field
+
+from rankcollapse.experiments._plots import band_plot
+from rankcollapse.experiments._registry import Claim, Experiment, Summary, Unit, for_every, register
+from rankcollapse.metrics import measure_states
+from rankcollapse.theory.equilibria import (
+    counterexample_basin_arc,
+    counterexample_point_b,
+    layer_grid,
+    long_frame,
+    ring_inputs,
+    theorem3_value_matrix,
+    trajectory,
+)
+
+NAME = "wu2024-counterexample"
+SOURCE = "2-D example (Sec. on LayerNorm, before Thm 3)"
+CLOSE, COLLAPSED = 1e-2, 1e-6
+"""Token 2 within CLOSE of B counts as reaching it (token 1 approaches its pole only like
+1/(w t) when it starts off (0, +-1)); tokens within COLLAPSED of each other have merged."""
+
+
+class Config(BaseModel):
+    """Weights, start rings and length of the 2-D counterexample."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    w: list[Annotated[float, Field(gt=1.0)]] = Field([1.5, 2.0, 4.0], min_length=1)
+    """w of W_V = [[1, w], [0, 1]] (each > 1)."""
+    token1_angles: list[float] = Field([90.0, 45.0, 135.0, 10.0], min_length=1)
+    """Start angles (degrees) of token 1; 90 is the paper's (0, 1)."""
+    n_angles: int = Field(360, ge=8)
+    """Start angles of token 2 on the ring (resolution 360 / n_angles degrees)."""
+    n_layers: int = Field(1000, ge=10)
+    """Layers run."""
+    n_drawn: int = Field(24, ge=1)
+    """Ring starts whose whole trajectory is kept for the figure."""
+
+
+PRESETS = {"quick": {}, "paper": {"n_angles": 1440, "n_layers": 3000, "n_drawn": 36}}
+
+
+def units(config: Config) -> list[Unit]:
+    return [{"w": w} for w in config.w]
+
+
+def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
+    w = unit["w"]
+    w_v, b = theorem3_value_matrix(2, w), counterexample_point_b(w)
+    layers = torch.as_tensor(layer_grid(config.n_layers))
+    drawn = torch.as_tensor(
+        np.linspace(0, config.n_angles, config.n_drawn, endpoint=False).astype(int)
+    )
+    frames = []
+    for token1 in config.token1_angles:
+        radians = math.radians(token1)
+        angles, x = ring_inputs(config.n_angles, (math.cos(radians), math.sin(radians)))
+        for norm, label in ((True, "LN"), (False, "no LN")):
+            states = trajectory(x, w_v, config.n_layers, norm=norm)  # (T + 1, b, 2, 2)
+            final = states[-1]
+            pole = torch.sign(final[:, 0, 1:2])  # token 1's pole, (0, +1) or (0, -1)
+            ends = {
+                "final_angle": torch.rad2deg(torch.atan2(final[:, 1, 1], final[:, 1, 0])) % 360.0,
+                "reaches_b": ((final[:, 1] - pole * b).norm(dim=-1) < CLOSE).double(),
+                "collapsed": ((final[:, 1] - final[:, 0]).norm(dim=-1) < COLLAPSED).double(),
+            }
+            ids = {"part": "end", "token1_angle": token1, "norm": label, "start_angle": angles}
+            frames.append(long_frame(ends, **ids))
+            values = measure_states(states[layers], metrics=["mu_rel"], source_dtype=torch.float64)
+            frames.append(pd.DataFrame({
+                **ids, "part": "curve", "layer": np.repeat(layers.numpy(), config.n_angles),
+                "start_angle": np.tile(angles.numpy(), len(layers)), "metric": "mu_rel",
+                "value": values["mu_rel"].value.flatten().numpy(),
+                "at_floor": values["mu_rel"].at_floor.flatten().numpy(),
+            }))  # fmt: skip
+            if norm:
+                kept = states[layers][:, drawn]  # (len(layers), n_drawn, 2, 2)
+                for token in (1, 2):
+                    angle = torch.atan2(kept[:, :, token - 1, 1], kept[:, :, token - 1, 0])
+                    frames.append(long_frame(
+                        {"angle": angle.flatten()}, part="trajectory", token1_angle=token1,
+                        norm=label, token=token, layer=layers.repeat_interleave(len(drawn)),
+                        start_angle=angles[drawn].repeat(len(layers)),
+                    ))  # fmt: skip
+    return pd.concat(frames, ignore_index=True).assign(w=w)
+
+
+def basin_table(results: pd.DataFrame) -> pd.DataFrame:
+    """Per w (token 1 at 90 degrees, LN): the measured basin of B against the arc."""
+    ends = results[(results["part"] == "end") & (results["norm"] == "LN")]
+    ends = ends[ends["token1_angle"] == 90.0]
+    wide = ends.pivot_table(index=["w", "start_angle"], columns="metric", values="value")
+    rows = []
+    for w, part in wide.reset_index().groupby("w"):
+        inside = part.loc[part["reaches_b"] > 0, "start_angle"]
+        start, end = counterexample_basin_arc(w)
+        spanned = part["start_angle"].between(inside.min(), inside.max()).sum()
+        rows.append(
+            {
+                "w": w,
+                "basin_first": inside.min(),
+                "arc_start": start,
+                "basin_last": inside.max(),
+                "arc_end": end,
+                "resolution": 360.0 / len(part),
+                "contiguous": inside.size == spanned,
+            }
+        )
+    return pd.DataFrame(rows, columns=["w", "basin_first", "arc_start", "basin_last", "arc_end",
+                                       "resolution", "contiguous"])  # fmt: skip
+
+
+def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
+    basin = basin_table(results)
+    gap = (
+        np.maximum(
+            (basin["basin_first"] - basin["arc_start"]).abs(),
+            (basin["basin_last"] - basin["arc_end"]).abs(),
+        )
+        / basin["resolution"]
+    )
+    steps = {
+        f"w={r.w:g}": (g if r.contiguous else math.nan) for r, g in zip(basin.itertuples(), gap)
+    }
+    curves = results[(results["part"] == "curve") & (results["norm"] == "no LN")]
+    last = curves[curves["layer"] == curves.groupby("w")["layer"].transform("max")]
+    no_ln = last.groupby("w")["value"].max()
+    expected = [f"w={w:g}" for w in config.w]
+    return [
+        for_every(
+            "basin-arc",
+            "With token 1 at (0, 1), token 2 reaches B exactly from one contiguous arc "
+            "arccos(-1/w) -> 270 degrees.",
+            "largest gap between measured basin endpoints and the arc, in ring steps",
+            steps, "<=", 1.0, expected=expected, source=SOURCE,
+            note=", ".join(f"{k}: {v:.2g} steps" for k, v in steps.items()),
+            paper="basin of B: the open arc from arccos(-1/w) to 270 degrees",
+        ),
+        for_every(
+            "no-ln-collapses",
+            "Without LN the same weights collapse: every start ends with identical tokens.",
+            "largest mu_rel at the last layer without LN, over starts and token 1 angles",
+            {f"w={w:g}": v for w, v in no_ln.items()}, "<", 1e-10, expected=expected,
+            note=", ".join(f"w={w:g}: {v:.2g}" for w, v in no_ln.items()),
+            source=SOURCE, paper="without LN the same weights collapse",
+        ),
+    ]  # fmt: skip
+
+
+def summarize(config: Config, results: pd.DataFrame) -> Summary:
+    ends = results[results["part"] == "end"]
+    wide = ends.pivot_table(index=["w", "token1_angle", "norm", "start_angle"], columns="metric",
+                            values="value").reset_index()  # fmt: skip
+    outcomes = wide.groupby(["w", "token1_angle", "norm"]).agg(
+        reaches_b=("reaches_b", "mean"), collapsed=("collapsed", "mean")).reset_index()  # fmt: skip
+    mu = results[(results["part"] == "curve") & (results["token1_angle"] == 90.0)]
+    at_b = wide[(wide["norm"] == "LN") & (wide["token1_angle"] == 90.0)].set_index(
+        ["w", "start_angle"])["reaches_b"]  # fmt: skip
+    in_basin = at_b.reindex(pd.MultiIndex.from_frame(mu[["w", "start_angle"]])).to_numpy() > 0
+    outcome = np.where(mu["norm"] == "no LN", "no LN",
+                       np.where(in_basin, "LN, start in basin", "LN, other starts"))  # fmt: skip
+    figures = {
+        "basin": _basin_figure(wide[wide["norm"] == "LN"]),
+        "mu_rel": band_plot(
+            mu.assign(layer=mu["layer"].astype(int).clip(lower=1),
+                      at_floor=mu["at_floor"].astype(bool), outcome=outcome),
+            hue="outcome", panel="w", logx=True, ylabel="mu_rel",
+            title="Token 1 at (0, 1): mu_rel over the ring of starts (layer 0 drawn at 1)",
+        ),
+        "trajectories": _trajectory_figure(results[results["part"] == "trajectory"]),
+    }  # fmt: skip
+    return Summary(
+        tables={"basin of B (token 1 at 90 degrees)": basin_table(results),
+                "share of starts reaching B or collapsing": outcomes},
+        figures=figures,
+        claims=claims(config, results),
+    )  # fmt: skip
+
+
+def _basin_figure(wide: pd.DataFrame) -> Figure:
+    """Final angle of token 2 against its start angle, per w, with the arc shaded."""
+    ws = sorted(wide["w"].unique())
+    fig = Figure(figsize=(3.4 * len(ws), 3.0), layout="constrained")
+    axes = fig.subplots(1, len(ws), squeeze=False, sharey=True)[0]
+    markers = "o^sDv<>"
+    for ax, w in zip(axes, ws):
+        ax.axvspan(*counterexample_basin_arc(w), color="0.88", label="arc (token 1 at 90 deg)")
+        for i, (token1, part) in enumerate(
+            wide[wide["w"] == w].groupby("token1_angle", sort=False)
+        ):
+            ax.plot(part["start_angle"], part["final_angle"], markers[i % 7], ms=2, color=f"C{i}",
+                    label=f"token 1 at {token1:g} deg")  # fmt: skip
+        ax.set(title=f"w = {w:g}", xlabel="start angle of token 2 (deg)", xlim=(0, 360))
+        ax.set_xticks(range(0, 361, 90))
+    axes[0].set_ylabel("final angle of token 2 (deg)")
+    axes[-1].legend(fontsize=7, markerscale=3)
+    return fig
+
+
+def _trajectory_figure(traj: pd.DataFrame) -> Figure:
+    """Token paths on the unit circle, drawn along the circle between consecutive layers."""
+    keys = list(traj.groupby(["w", "token1_angle"]).groups)
+    cols = traj["token1_angle"].nunique()
+    rows = math.ceil(len(keys) / cols)
+    fig = Figure(figsize=(2.4 * cols, 2.4 * rows), layout="constrained")
+    axes = fig.subplots(rows, cols, squeeze=False).ravel()
+    circle = np.linspace(0, 2 * np.pi, 361)
+    for ax, (w, token1) in zip(axes, keys):
+        ax.plot(np.cos(circle), np.sin(circle), color="0.85", lw=0.8)
+        part = traj[(traj["w"] == w) & (traj["token1_angle"] == token1)]
+        starts = sorted(part["start_angle"].unique())
+        for (token, start), path in part.groupby(["token", "start_angle"]):
+            # A token moves along the circle: unwrap the angle (each step is the shorter way
+            # round) and draw it densely between the stored layers, never as a chord. Token 2's
+            # paths sit on staggered radii inside the circle so that they do not hide each other.
+            theta = np.unwrap(path.sort_values("layer")["value"].to_numpy())
+            theta = np.interp(np.linspace(0, len(theta) - 1, 20 * len(theta)),
+                              np.arange(len(theta)), theta)  # fmt: skip
+            radius = 1.0 if token == 1 else 0.95 - 0.5 * starts.index(start) / len(starts)
+            color = "black" if token == 1 else "C0"
+            x, y = radius * np.cos(theta), radius * np.sin(theta)
+            ax.plot(x, y, "-", lw=0.7, color=color, alpha=0.7)
+            ax.plot(x[0], y[0], "o", ms=2.5, mfc="none", color=color)  # start
+            ax.plot(x[-1], y[-1], "o", ms=2.5, color=color)  # end
+        ax.plot(*counterexample_point_b(w).numpy(), "*", color="C3", ms=8)
+        ax.set_title(f"w = {w:g}, token 1 at {token1:g} deg", fontsize=8)
+        ax.set(aspect="equal", xticks=[], yticks=[])
+    for ax in axes[len(keys) :]:
+        ax.set_visible(False)
+    fig.suptitle(
+        "With LN: token 1 (black), token 2 (blue, one radius per start);\n"
+        "open dot: start, filled dot: end, star: B",
+        fontsize=9,
+    )
+    return fig
+
+
+register(
+    Experiment(
+        name=NAME,
+        description="Wu 2024: the 2-D LayerNorm counterexample; basin of B against the arc "
+        "arccos(-1/w) -> 270 degrees, and collapse without LN",
+        config=Config,
+        presets=PRESETS,
+        units=units,
+        run_unit=run_unit,
+        summarize=summarize,
+        claims=claims,
+    )
+)

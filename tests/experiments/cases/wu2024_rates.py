@@ -1,0 +1,40 @@
+"""wu2024-rates findings on hand-made curves: mu = factor^t, every allowed weight eps = 0.5.
+
+At 4 tokens the complete mask has radius 1 (bound 0.5 per layer) and the causal window of
+width 1 radius 3 (bound 1 - 0.5^3 per block of 3 layers)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from _case import Case
+
+OVERRIDES = {"masks": ["complete", "causal_window:1"], "norms": ["none"], "seeds": [0],
+             "n_layers": 6, "n_tokens": 4}  # fmt: skip
+
+
+def unit(mask: str, factor: float, *, eps: float = 0.5, n_layers: int = 6) -> pd.DataFrame:
+    layer = np.arange(n_layers + 1)
+    mu = pd.DataFrame({"layer": layer, "sample": 0, "metric": "mu",
+                       "value": factor**layer, "at_floor": False})  # fmt: skip
+    weights = pd.DataFrame({"layer": layer[1:], "sample": -1, "metric": "eps", "value": eps,
+                            "at_floor": False})  # fmt: skip
+    return pd.concat([mu, weights]).assign(mask=mask, norm="none", seed=0)
+
+
+def table(complete: float, local: float) -> pd.DataFrame:
+    return pd.concat([unit("complete", complete), unit("causal_window:1", local)])
+
+
+CASES = {
+    "bound-is-upper": Case(
+        passing=table(complete=0.25, local=0.5),
+        failing=table(complete=0.9, local=0.5),  # complete shrinks slower than 0.5 per layer
+        overrides=OVERRIDES,
+    ),
+    "local-masks-slower": Case(
+        passing=table(complete=0.25, local=0.5),
+        failing=table(complete=0.5, local=0.25),
+        overrides=OVERRIDES,
+    ),
+}

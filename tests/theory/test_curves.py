@@ -1,0 +1,54 @@
+"""theory.curves: toy curves share their inputs, slopes per curve, and the config boundary."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from pydantic import ValidationError
+
+from rankcollapse.errors import ConfigError
+from rankcollapse.theory.curves import (
+    CurvesConfig,
+    curve_slopes,
+    real_model_device,
+    toy_curves,
+)
+
+SIZES = {"n_layers": 3, "d_model": 8, "n_tokens": 6, "n_samples": 2, "seed": 0}
+
+
+def test_every_variant_starts_from_the_same_tokens_and_pure_san_collapses():
+    frame = toy_curves(["san", "san+skip+ln"], "causal", **SIZES)
+    layer0 = frame[(frame["layer"] == 0) & (frame["metric"] == "mu")]
+    assert layer0.groupby("sample")["value"].nunique().eq(1).all()
+    san = frame[(frame["variant"] == "san") & (frame["metric"] == "mu_rel")]
+    by_layer = san.groupby("layer")["value"].mean()
+    assert by_layer.iloc[-1] < by_layer.iloc[0]
+    assert set(frame["mode"]) == {"eval"} and set(frame["model"]) == {"toy"}
+
+
+def test_the_weights_seed_and_the_data_seed_are_different_streams():
+    a = toy_curves(["san"], "complete", **SIZES)
+    b = toy_curves(["san"], "complete", **{**SIZES, "seed": 1})
+    assert not np.allclose(a["value"], b["value"])
+
+
+def test_curve_slopes_fit_each_curve_and_flag_a_diverged_one():
+    rows = pd.DataFrame({"v": "a", "layer": [0, 1, 2], "sample": 0, "at_floor": False,
+                         "metric": "mu", "value": np.exp([0.0, -1.0, -2.0])})  # fmt: skip
+    lost = pd.DataFrame([{"v": "b", "layer": np.nan, "sample": np.nan, "at_floor": False,
+                          "metric": "diverged", "value": 1.0}])  # fmt: skip
+    table = curve_slopes(pd.concat([rows, lost]), ["v"]).set_index("v")
+    assert table.loc["a", "slope_mu"] == pytest.approx(-1.0) and not table.loc["a", "diverged"]
+    assert table.loc["b", "diverged"] and math.isnan(table.loc["b", "slope_mu"])
+
+
+def test_real_models_refuse_an_accelerator_until_hf_places_models():
+    with pytest.raises(ConfigError, match="cpu only"):
+        real_model_device("cuda")
+
+
+def test_a_bad_mask_spec_fails_the_config():
+    with pytest.raises(ValidationError, match="windw"):
+        CurvesConfig(masks=["windw:1"])
