@@ -310,12 +310,12 @@ def above_one_note(results: pd.DataFrame, table: pd.DataFrame) -> str:
         for k, g in both.groupby(["model", "init", "variant"])
     )
     return (
-        f"{METRIC} above 1 ({where}): one direction carries almost all of the states' norm "
-        "(stable rank near 1) while the tokens stay far from their mean (mu_rel, the Frobenius "
-        "ratio, which centring can never push above 1). The composite norm sums absolute "
-        "values: centring moves every other token by about the large tokens' norm / n, which "
-        "can raise the largest column sum by up to a factor 2 (1 - 1/n), so the ratio exceeds "
-        "1 without any growth of the residual."
+        f"{METRIC} above 1 ({where}): the composite norm is not a projection norm. Centring "
+        "can raise its largest column sum (absolute values summed over tokens) by up to a "
+        "factor 2 (1 - 1/n) when a few tokens lie far from the others, so the ratio can exceed "
+        "1 while mu_rel, the Frobenius ratio, which centring never raises above 1, stays below "
+        "it. A stable rank near 1 with mu_rel near 1 means one direction carries almost all of "
+        "the states' norm and only a few tokens carry it (outlier activations), not all tokens."
     )
 
 
