@@ -1,6 +1,6 @@
 """paths-by-length: exact per-length path components of toy and real transformers.
 
-Paper: Dong, Cordonnier, Loukas 2021 (arXiv 2103.03404), Sec. 3 (spec dong2021.md sec. 3): the
+Paper: Dong, Cordonnier, Loukas 2021 (arXiv 2103.03404), Sec. 3: the
 output of a self-attention network is a sum over paths, and the total of the paths of each
 length k can be computed exactly without enumerating them. Going further than the paper, the
 same is done for full pretrained transformers (BERT family, Llama family) by freezing, from the
