@@ -252,6 +252,10 @@ def _figure(config: Config, results: pd.DataFrame) -> Figure:
 
 
 def summarize(config: Config, results: pd.DataFrame) -> Summary:
+    import torch
+
+    from rankcollapse.metrics import dtype_floor
+
     margins = bound_margins(results[results["variant"].isin(BOUNDED)])
     margin_table = (
         margins.assign(margin=margins[["one_step", "unrolled"]].min(axis=1))
@@ -262,6 +266,8 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
     above = rel[~rel["at_floor"].astype(bool)]
     last = int(above["layer"].max()) if len(above) else 0
     largest = float(above.loc[above["layer"] == last, "value"].max()) if len(above) else math.nan
+    ratio = float(log_ratios(rel)["ratio"].median()) if len(above) else math.nan
+    floor = dtype_floor(torch.float64)
     return Summary(
         tables={
             "bound margins per variant and layer (decades)": margin_table,
@@ -281,8 +287,9 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
             ),
             (
                 f"Why the bound is tested up to layer {last} only: the largest relative residual "
-                f"of a pure SAN above the float64 floor there is {largest:.3g}; one more cubic "
-                f"step takes it to about {largest**3:.1g}, far below the floor (2.2e-15). The "
+                f"of a pure SAN above the float64 floor there is {largest:.3g}; one more step at "
+                f"the measured log ratio {ratio:.3g} takes it to about {largest**ratio:.1g}, far "
+                f"below the floor ({floor:.2g}). The "
                 "measured residual falls doubly exponentially from any informative input, so in "
                 "float64 the unrolled bound can be compared with it over two or three layers."
             ),
