@@ -61,7 +61,6 @@ VARIANTS: dict[str, dict] = {
     "san+skip": {"variant": "san+skip"},
 }
 BOUNDED = ("san-1head", "san", "san+mlp")
-RATIO_WINDOW = 0.1  # logs of relative residuals above this are too close to 0 to divide
 
 
 class Config(BaseModel):
@@ -130,34 +129,9 @@ def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
     return frame
 
 
-def log_ratios(results: pd.DataFrame) -> pd.DataFrame:
-    """(variant, seed, ratio): log rho_l / log rho_{l-1} where rho_{l-1} < 0.1, both above floor."""
-    rel = results[results["metric"] == "res_comp_rel"].sort_values("layer")
-    rows = []
-    for (variant, seed, _), seq in rel.groupby(["variant", "seed", "sample"]):
-        value, floor = seq["value"].to_numpy(), seq["at_floor"].to_numpy(dtype=bool)
-        for l in range(1, len(value)):
-            if value[l - 1] < RATIO_WINDOW and not floor[l] and not floor[l - 1]:
-                rows.append((variant, seed, math.log(value[l]) / math.log(value[l - 1])))
-    return pd.DataFrame(rows, columns=["variant", "seed", "ratio"])
-
-
-def bound_margins(results: pd.DataFrame) -> pd.DataFrame:
-    """Per informative sequence and layer above the floor: log10 bound - log10 measured r_l."""
-    keys = ["variant", "seed", "sample"]
-    informative = results[results["metric"] == "informative"].set_index(keys)["value"]
-    rows = results[results["metric"].isin(["log10_r", "log10_one_step", "log10_unrolled"])]
-    floor = rows[rows["metric"] == "log10_r"].set_index([*keys, "layer"])["at_floor"]
-    wide = rows.pivot_table(index=[*keys, "layer"], columns="metric", values="value")
-    keep = ~floor.reindex(wide.index).astype(bool).to_numpy(copy=True)
-    keep &= wide.index.get_level_values("layer").to_numpy() > 0
-    keep &= informative.reindex(wide.index.droplevel("layer")).to_numpy() == 1.0
-    wide = wide[keep]
-    return pd.DataFrame({"one_step": wide["log10_one_step"] - wide["log10_r"],
-                         "unrolled": wide["log10_unrolled"] - wide["log10_r"]}).reset_index()  # fmt: skip
-
-
 def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
+    from rankcollapse.theory import bound_margins, log_ratios
+
     found = []
     bounded = results[results["variant"].isin(BOUNDED)]
     if bounded.empty:
@@ -255,6 +229,7 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
     import torch
 
     from rankcollapse.metrics import dtype_floor
+    from rankcollapse.theory import bound_margins, log_ratios
 
     margins = bound_margins(results[results["variant"].isin(BOUNDED)])
     margin_table = (

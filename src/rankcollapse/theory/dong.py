@@ -254,6 +254,43 @@ def bound_frame(
     return pd.DataFrame(rows, columns=["layer", "sample", "metric", "value", "at_floor"])
 
 
+def log_ratios(frame: pd.DataFrame, *, window: float = 0.1) -> pd.DataFrame:
+    """Per-layer log ratios log rho_l / log rho_{l-1} of `bound_frame` rows (3 for a cubic step).
+
+    rho = res_comp_rel; only steps with rho_{l-1} < `window` (logs of values near 1 are too
+    close to 0 to divide) and both values above the floor. `frame` carries `variant` and
+    `seed` columns besides `bound_frame`'s; returns rows (variant, seed, ratio).
+    Reference: Dong et al. 2021, Thm 2.2 (r_l <= c r_{l-1}^3).
+    """
+    rel = frame[frame["metric"] == "res_comp_rel"].sort_values("layer")
+    rows = []
+    for (variant, seed, _), seq in rel.groupby(["variant", "seed", "sample"]):
+        value, floor = seq["value"].to_numpy(), seq["at_floor"].to_numpy(dtype=bool)
+        for l in range(1, len(value)):
+            if value[l - 1] < window and not floor[l] and not floor[l - 1]:
+                rows.append((variant, seed, math.log(value[l]) / math.log(value[l - 1])))
+    return pd.DataFrame(rows, columns=["variant", "seed", "ratio"])
+
+
+def bound_margins(frame: pd.DataFrame) -> pd.DataFrame:
+    """log10 bound - log10 measured r_l per informative sequence and layer l >= 1 above the floor.
+
+    `frame`: `bound_frame` rows with `variant` and `seed` columns; returns rows (variant, seed,
+    sample, layer, one_step, unrolled), in decades (>= 0 where the bound holds).
+    """
+    keys = ["variant", "seed", "sample"]
+    informative = frame[frame["metric"] == "informative"].set_index(keys)["value"]
+    rows = frame[frame["metric"].isin(["log10_r", "log10_one_step", "log10_unrolled"])]
+    floor = rows[rows["metric"] == "log10_r"].set_index([*keys, "layer"])["at_floor"]
+    wide = rows.pivot_table(index=[*keys, "layer"], columns="metric", values="value")
+    keep = ~floor.reindex(wide.index).astype(bool).to_numpy(copy=True)
+    keep &= wide.index.get_level_values("layer").to_numpy() > 0
+    keep &= informative.reindex(wide.index.droplevel("layer")).to_numpy() == 1.0
+    wide = wide[keep]
+    return pd.DataFrame({"one_step": wide["log10_one_step"] - wide["log10_r"],
+                         "unrolled": wide["log10_unrolled"] - wide["log10_r"]}).reset_index()  # fmt: skip
+
+
 def informative_inputs(z: Tensor, c: float, levels: list[float]) -> Tensor:
     """Inputs X = 1 z_0^T + s Z at given levels sqrt(c) r_0 of the bound (< 1: informative).
 
