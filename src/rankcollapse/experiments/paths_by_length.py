@@ -210,7 +210,8 @@ def products_figure(products: pd.DataFrame) -> Figure:
         lengths = sorted(rows["length"].unique())
         data = [rows.loc[rows["length"] == k, "value"].clip(lower=1e-17) for k in lengths]
         ax.boxplot(data, positions=lengths, widths=0.6)
-        ax.set_xticks(lengths[:: max(1, len(lengths) // 8)])
+        ticks = lengths[:: max(1, len(lengths) // 8)]
+        ax.set_xticks(ticks, [str(k) for k in ticks])  # boxplot labels boxes 1..n otherwise
         ax.set_yscale("log")
         ax.set_title(model, fontsize=10)
         ax.set_xlabel("path length k")
