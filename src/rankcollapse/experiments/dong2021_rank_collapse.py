@@ -323,15 +323,16 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
     table = layer_means(results)
     arms = list(dict.fromkeys(f"{a.model} ({a.init})" for a in config.arms))
     variants = list(dict.fromkeys(v for a in config.arms for v in a.variants or config.variants))
-    data = results[results["metric"] == METRIC].assign(
-        panel=lambda d: pd.Categorical(d["model"] + " (" + d["init"] + ")", categories=arms),
-        variant=lambda d: pd.Categorical(d["variant"], categories=variants),
+    data = results[results["metric"] == METRIC]
+    data = data.assign(
+        model=pd.Categorical(data["model"] + " (" + data["init"] + ")", categories=arms),
+        variant=pd.Categorical(data["variant"], categories=variants),
     )
     figure = band_plot(
         data,
         x="layer",
         hue="variant",
-        panel="panel",
+        panel="model",
         logy=False,
         ylabel="relative residual",
         title=f"Relative residual {METRIC} per layer over {config.n_samples} windows of "
