@@ -1,10 +1,22 @@
+"""dong2021-bounds: a tiny run, and the arithmetic of the three findings on hand-made tables."""
+
+import math
+import sys
+from pathlib import Path
+
+import pandas as pd
 import pytest
 
+from rankcollapse.errors import ConfigError
 from rankcollapse.experiments import get_experiment
-from rankcollapse.experiments.dong2021_bounds import summarize
+from rankcollapse.experiments.dong2021_bounds import claims, summarize
+from rankcollapse.theory import bound_margins, log_ratios
+
+sys.path.insert(0, str(Path(__file__).parent / "cases"))
+from dong2021_bounds import OVERRIDES, table
 
 EXP = get_experiment("dong2021-bounds")
-TINY = {"depth": 4, "n_heads": 2, "d_model": 8, "n_tokens": 6, "n_samples": 2, "seeds": [0]}
+TINY = {"n_layers": 3, "n_samples": 2, "levels": [0.9, 0.99], "seeds": [0, 1]}
 
 
 @pytest.fixture(scope="module")
@@ -12,25 +24,60 @@ def tiny(run_quick):
     return run_quick(EXP.name, TINY)
 
 
-def test_bounded_variants_carry_bounds_and_the_others_do_not(tiny):
+def test_rows_carry_level_and_inputs_sit_at_their_level(tiny):
     _, results = tiny
-    with_bounds = set(results.loc[results["metric"] == "log10_one_step", "variant"])
-    assert with_bounds == {"san-1head", "san", "san+mlp"}
     assert list(results.columns) == [
-        "variant",
-        "seed",
-        "spread",
-        "layer",
-        "sample",
-        "metric",
-        "value",
-        "at_floor",
-    ]
+        "variant", "seed", "level", "layer", "sample", "metric", "value", "at_floor",
+    ]  # fmt: skip
+    assert set(results["variant"]) == {"san-1head", "san", "san+mlp", "san+skip"}
+    r0 = results[(results["metric"] == "r") & (results["layer"] == 0)]
+    c = results[results["metric"] == "c"]
+    merged = r0.merge(c, on=["variant", "seed", "sample"], suffixes=("", "_c"))
+    level = merged["value"] * merged["value_c"] ** 0.5
+    assert level.to_numpy() == pytest.approx(merged["level"].to_numpy(), rel=1e-9)
 
 
-def test_claims_hold_on_a_tiny_run(tiny):
+def test_findings_hold_on_a_tiny_run_and_test_the_bound_at_layer_two(tiny):
     config, results = tiny
-    claims = {c.id: c for c in summarize(config, results).claims}
-    assert claims["cubic-contraction"].passed, claims["cubic-contraction"].note
-    assert claims["bound-holds"].passed, claims["bound-holds"].note
-    assert claims["skip-keeps-residual"].measured == 0.0
+    by_id = {c.id: c for c in summarize(config, results).claims}
+    assert all(c.passed for c in by_id.values()), [(c.id, c.note) for c in by_id.values()]
+    assert "2: " in by_id["bound-holds"].note  # values checked at layer 2, not only layer 1
+    assert all(c.kind == "finding" and c.source for c in by_id.values())
+
+
+def test_log_ratios_of_a_cubic_sequence_are_three():
+    ratios = log_ratios(table())
+    san = ratios[ratios["variant"] == "san"]["ratio"]
+    assert san.tolist() == pytest.approx(
+        [math.log(1.25e-4) / math.log(0.05), math.log(2e-12) / math.log(1.25e-4)]
+    )
+
+
+def test_bound_margins_are_bound_minus_measured_in_decades():
+    margins = bound_margins(table()[lambda d: d["variant"] == "san"])
+    assert margins["one_step"].tolist() == [1.0, 2.0]
+    assert margins["unrolled"].tolist() == [1.0, 3.0]
+
+
+def test_bound_holds_fails_when_layer_two_is_never_above_the_floor():
+    config = EXP.make_config("quick", OVERRIDES)
+    floored = table(san={"floor": (False, False, True)})
+    claim = {c.id: c for c in claims(config, floored)}["bound-holds"]
+    assert not claim.passed and "layer 2: missing" in claim.note
+
+
+def test_bound_holds_ignores_uninformative_sequences():
+    config = EXP.make_config("quick", OVERRIDES)
+    results = table(san={"one_step": [math.nan, -5, -13]})
+    results.loc[results["metric"] == "informative", "value"] = 0.0
+    results = pd.concat([results, table()], ignore_index=True)  # the same sequence, informative
+    results.loc[: len(results) // 2 - 1, "sample"] = 1
+    claim = {c.id: c for c in claims(config, results)}["bound-holds"]
+    assert claim.passed and claim.measured == 1.0
+
+
+def test_old_keys_fail_with_the_new_names():
+    with pytest.raises(ConfigError, match="depth.*n_layers"):
+        EXP.make_config("quick", {"depth": 4})
+    with pytest.raises(ConfigError, match="variants"):
+        EXP.make_config("quick", {"variants": ["cor3.1"]})

@@ -1,11 +1,17 @@
 """dong2021-rank-collapse: units, a tiny real run, claims computed from the results."""
 
+import sys
+from pathlib import Path
+
 import pandas as pd
 import pytest
 
 from rankcollapse.errors import ConfigError
 from rankcollapse.experiments import dong2021_rank_collapse as exp
 from rankcollapse.experiments import get_experiment
+
+sys.path.insert(0, str(Path(__file__).parent / "cases"))
+from dong2021_rank_collapse import table
 
 EXP = get_experiment("dong2021-rank-collapse")
 
@@ -44,11 +50,12 @@ def test_tiny_real_run_collapses_without_skip_and_summarizes():
             "arms": [{"model": "minilm", "init": "random"}],
             "n_samples": 3,
             "n_tokens": 16,
-            "random_layers": 3,
+            "n_layers": 3,
         },
     )
     results = pd.concat([EXP.run_unit(config, u) for u in EXP.units(config)], ignore_index=True)
     assert set(results["variant"]) == {"san", "san+mlp", "san+skip", "transformer"}
+    assert set(results["device"]) == {"cpu"}
     assert sorted(results["layer"].unique()) == [0, 1, 2, 3]
     summary = EXP.summarize(config, results)
     by_id = {c.id: c for c in summary.claims}
@@ -57,69 +64,56 @@ def test_tiny_real_run_collapses_without_skip_and_summarizes():
     assert "residual vs layer" in summary.figures
 
 
-def synthetic(rows):
-    """Results from {(model, init, variant): [mean per layer]} (two samples each, no spread)."""
-    records = []
-    for (model, init, variant), values in rows.items():
-        for layer, value in enumerate(values):
-            for sample in range(2):
-                records.append(
-                    {
-                        "model": model,
-                        "init": init,
-                        "variant": variant,
-                        "layer": layer,
-                        "layer_kind": "block",
-                        "sample": sample,
-                        "metric": "res_comp_rel",
-                        "value": value,
-                        "at_floor": value < 1e-6,
-                        "quantized": "no",
-                    }
-                )
-    return pd.DataFrame(records)
+def test_findings_read_the_hand_made_means():
+    config = EXP.make_config("quick")
+    by_id = {c.id: c for c in exp.claims(config, table())}
+    assert by_id["init-san-collapses"].measured == pytest.approx(2e-6)  # worst: bert-base
+    assert by_id["init-skip-stays"].measured == pytest.approx(0.4)
+    assert by_id["pretrained-san-collapses"].measured == pytest.approx(3 / 6)  # MiniLM only
+    assert by_id["pretrained-transformer-keeps"].measured == pytest.approx(0.5)
+    assert all(c.kind == "finding" and c.source == "Fig. 1" for c in by_id.values())
 
 
-def test_claims_fail_when_the_pretrained_san_never_collapses():
-    table = exp.layer_means(
-        synthetic(
-            {
-                ("minilm", "pretrained", "san"): [1.0, 0.9, 0.8, 0.7, 0.6, 0.5, 0.5, 0.5],
-                ("minilm", "pretrained", "transformer"): [1.0, 0.9, 0.9, 0.9, 0.9, 0.9, 0.9, 0.9],
-                ("bert-base", "random", "san"): [0.6, 1e-3, 1e-7],
-                ("bert-base", "random", "san+skip"): [0.6, 0.6, 0.01],
-            }
-        )
+def test_a_handful_is_a_fraction_of_the_depth():
+    late = table({("minilm", "pretrained", "san"): [1.0, 0.7, 0.4, 0.06, 3e-4, 2e-7, 1e-7]})
+    strict, loose = (EXP.make_config("quick", {"handful": h}) for h in (0.5, 0.7))
+    claim = {c.id: c for c in exp.claims(strict, late)}["pretrained-san-collapses"]
+    assert not claim.passed and "minilm: layer 4 of 6" in claim.note
+    assert {c.id: c for c in exp.claims(loose, late)}["pretrained-san-collapses"].passed
+
+
+def test_a_missing_model_fails_a_for_every_finding():
+    results = table(drop=(("bert-base", "random", "san"),))
+    claim = {c.id: c for c in exp.claims(EXP.make_config("quick"), results)}
+    assert not claim["init-san-collapses"].passed
+    assert "bert-base/san: missing" in claim["init-san-collapses"].note
+
+
+def test_the_notes_name_the_arms_run_and_the_causal_decoders():
+    config = EXP.make_config("quick")
+    summary = EXP.summarize(config, table())
+    assert summary.notes[0].startswith(
+        "Arms run: minilm (pretrained), smollm2 (pretrained), minilm (random), bert-base (random)"
     )
-    by_id = {c.id: c for c in exp.claims(table)}
-    assert not by_id["pretrained-san-collapses"].passed
-    assert by_id["pretrained-san-collapses"].measured == float("inf")
-    assert by_id["pretrained-transformer-keeps"].passed
-    assert by_id["init-san-collapses"].passed
-    assert not by_id["init-skip-stays"].passed  # 0.01 at the last layer
+    assert any("smollm2: inf of 3" in note for note in summary.notes)
 
 
-def test_causal_decoders_are_reported_in_notes_not_in_the_encoder_claims():
-    config = EXP.make_config(
-        "quick",
-        {
-            "arms": [
-                {"model": "minilm", "init": "pretrained"},
-                {"model": "smollm2", "init": "pretrained"},
-            ]
-        },
-    )
-    late = [1.0] + [0.5] * 12 + [1e-3] * 18  # 30 layers, below 0.01 from layer 13
-    results = synthetic(
-        {
-            ("minilm", "pretrained", "san"): [1.0, 0.7, 0.4, 0.06, 3e-4, 2e-7, 1e-7],
-            ("minilm", "pretrained", "transformer"): [1.0, 0.9, 0.9, 0.8, 0.8, 0.6, 0.9],
-            ("smollm2", "pretrained", "san"): late,
-            ("smollm2", "pretrained", "transformer"): [1.0] * 31,
-        }
-    )
-    summary = EXP.summarize(config, results)
-    by_id = {c.id: c for c in summary.claims}
-    assert by_id["pretrained-san-collapses"].passed
-    assert by_id["pretrained-san-collapses"].measured == 4.0  # MiniLM only
-    assert any("smollm2: 13 of 30" in note for note in summary.notes)
+def test_a_residual_above_one_is_explained_with_mu_rel_and_stable_rank():
+    results = table({("smollm2", "pretrained", "transformer"): [1.0, 1.2, 1.3, 0.5]})
+    extra = results[results["model"] == "smollm2"].assign(value=0.9)
+    results = pd.concat([results, extra.assign(metric="mu_rel"),
+                         extra.assign(metric="stable_rank", value=1.1)])  # fmt: skip
+    note = exp.above_one_note(results, exp.layer_means(results))
+    assert "smollm2 (pretrained) transformer: layers 1-2, up to 1.3" in note
+    assert "mu_rel 0.9-0.9" in note and "stable rank 1.1-1.1" in note
+
+
+def test_authors_variants_are_accepted_per_arm_and_typos_are_not():
+    arm = {"model": "albert-base", "init": "random", "variants": ["san", "dong-authors:san"]}
+    config = EXP.make_config("quick", {"arms": [arm]})
+    assert config.arms[0].variants == ["san", "dong-authors:san"]
+    with pytest.raises(ConfigError, match="dong-authors:sna"):
+        EXP.make_config("quick", {"arms": [{**arm, "variants": ["dong-authors:sna"]}]})
+    paper = EXP.make_config("paper")
+    albert = next(a for a in paper.arms if a.model == "albert-base")
+    assert "dong-authors:san+skip" in albert.variants and "san+skip" in albert.variants

@@ -1,16 +1,26 @@
+import sys
+from pathlib import Path
+
 import pandas as pd
 import pytest
 import torch
 
 from rankcollapse.errors import ConfigError
 from rankcollapse.experiments import get_experiment
-from rankcollapse.experiments.paths_by_length import run_unit, summarize, units
+from rankcollapse.experiments.paths_by_length import (
+    claims,
+    products_figure,
+    rank1_ratios,
+    run_unit,
+    summarize,
+    units,
+)
 
 EXP = get_experiment("paths-by-length")
 TINY = {
-    "toy_layers": 3,
-    "toy_heads": 2,
-    "toy_width": 8,
+    "n_layers": 3,
+    "n_heads": 2,
+    "d_model": 8,
     "n_tokens": 5,
     "n_samples": 2,
     "n_paths": 3,
@@ -31,8 +41,20 @@ def test_toy_units_are_exact_and_pure_san_lives_at_length_l():
     config = EXP.make_config("quick", TINY)
     results = _run(config)
     claims = {c.id: c for c in summarize(config, results).claims}
-    assert claims["toy-decomposition-exact"].passed
-    assert claims["pure-san-single-length"].passed
+    assert (
+        claims["toy-decomposition-exact"].passed
+        and claims["toy-decomposition-exact"].kind == "check"
+    )
+    assert (
+        claims["pure-san-single-length"].passed and claims["pure-san-single-length"].kind == "check"
+    )
+    assert claims["long-products-near-rank-one"].kind == "finding"
+    assert set(results["model"]) == {
+        "toy-san",
+        "toy-san+skip",
+        "toy-san+skip+ln",
+        "toy-transformer",
+    }
     assert "real-decomposition-exact" not in claims
     shares = results[results["metric"] == "share"].groupby(["model", "sample"])["value"].sum()
     assert shares.to_numpy() == pytest.approx(1.0, abs=1e-12)
@@ -60,3 +82,31 @@ def test_a_model_outside_the_bert_and_llama_families_is_refused_before_any_work(
         EXP.make_config("quick", {"models": ["gpt2:random"]})
     with pytest.raises(ConfigError, match="must be pretrained or random"):
         EXP.make_config("quick", {"models": ["minilm:trained"]})
+
+
+def test_rank1_ratio_is_the_median_at_length_l_over_length_1():
+    sys.path.insert(0, str(Path(__file__).parent / "cases"))
+    from paths_by_length import table
+
+    ratios = rank1_ratios(table())
+    assert ratios["minilm (pretrained)"] == pytest.approx(0.01 / 0.5)
+    assert ratios["toy-san (random)"] == pytest.approx(1e-3 / 0.4)
+
+
+def test_a_model_without_products_fails_the_finding():
+    sys.path.insert(0, str(Path(__file__).parent / "cases"))
+    from paths_by_length import OVERRIDES, table
+
+    config = EXP.make_config("quick", {**OVERRIDES, "models": ["minilm:pretrained", "smollm2"]})
+    claim = {c.id: c for c in claims(config, table())}["long-products-near-rank-one"]
+    assert not claim.passed and "smollm2 (pretrained): missing" in claim.note
+
+
+def test_products_figure_wraps_into_rows_of_three():
+    products = pd.DataFrame(
+        {"model": [f"m{i}" for i in range(4) for _ in range(2)], "length": [1, 2] * 4,
+         "value": [0.5, 0.1] * 4}
+    )  # fmt: skip
+    figure = products_figure(products)
+    assert len([ax for ax in figure.axes if ax.get_visible()]) == 4
+    assert figure.get_size_inches()[1] == pytest.approx(6.0)  # two rows

@@ -18,7 +18,7 @@ from rankcollapse.experiments.toy_collapse import (
 )
 
 EXP = get_experiment("toy-collapse")
-TINY = {"depth": 5, "d_model": 16, "n_tokens": 8, "n_samples": 3, "seeds": [0, 1]}
+TINY = {"n_layers": 5, "d_model": 16, "n_tokens": 8, "n_samples": 3, "seeds": [0, 1]}
 
 
 @pytest.fixture(scope="module")
@@ -34,12 +34,12 @@ def tiny():
 
 
 def test_one_unit_per_variant_and_seed():
-    config = EXP.make_config("quick", {"variants": ["san", "skip"], "seeds": [3, 4]})
+    config = EXP.make_config("quick", {"variants": ["san", "san+skip"], "seeds": [3, 4]})
     assert units(config) == [
         {"variant": "san", "seed": 3},
         {"variant": "san", "seed": 4},
-        {"variant": "skip", "seed": 3},
-        {"variant": "skip", "seed": 4},
+        {"variant": "san+skip", "seed": 3},
+        {"variant": "san+skip", "seed": 4},
     ]
 
 
@@ -62,12 +62,12 @@ def test_every_variant_sees_the_same_input_for_a_seed(tiny):
 
 def test_a_unit_is_deterministic_by_seed(tiny):
     config, results = tiny
-    again = run_unit(config, {"variant": "mlp", "seed": 1})
-    expected = results[(results["variant"] == "mlp") & (results["seed"] == 1)]
+    again = run_unit(config, {"variant": "san+mlp", "seed": 1})
+    expected = results[(results["variant"] == "san+mlp") & (results["seed"] == 1)]
     np.testing.assert_array_equal(again["value"].to_numpy(), expected["value"].to_numpy())
 
 
-def test_the_three_claims_pass_on_a_tiny_config(tiny):
+def test_the_three_findings_pass_on_a_tiny_config(tiny):
     config, results = tiny
     claims = {c.id: c for c in summarize(config, results).claims}
     assert set(claims) == {"san-doubly-exponential", "skip-keeps-residual", "mlp-ln-do-not-prevent"}
@@ -80,10 +80,10 @@ def test_summary_has_the_figure_and_per_layer_tables(tiny):
     summary = summarize(config, results)
     assert list(summary.figures) == ["residual vs layer"]
     wide = summary.tables["mean res_comp_rel per layer"]
-    assert list(wide.columns) == ["layer", "san", "skip", "mlp", "ln", "skip-mlp-ln"]
+    assert list(wide.columns) == ["layer", "san", "san+skip", "san+mlp", "san+ln", "transformer"]
     res = results[results["metric"] == "res_comp_rel"]
-    assert wide.loc[2, "skip"] == pytest.approx(
-        res.query("variant == 'skip' and layer == 2")["value"].mean()
+    assert wide.loc[2, "san+skip"] == pytest.approx(
+        res.query("variant == 'san+skip' and layer == 2")["value"].mean()
     )
 
 
@@ -93,7 +93,7 @@ def test_doubly_exponential_claim_passes_for_cubic_decay_and_fails_for_geometric
     geometric = 0.5**layers * 0.9  # constant factor 0.5
     for values, passes in ((cubic, True), (geometric, False)):
         table = pd.DataFrame({"layer": layers, "geo_mean": values, "any_at_floor": False})
-        claim = doubly_exponential_claim(table)
+        claim = doubly_exponential_claim(table, table.assign(seed=0))
         assert claim.passed is passes, claim
 
 
@@ -102,9 +102,9 @@ def test_doubly_exponential_claim_ignores_layers_at_the_floor():
     table = pd.DataFrame(
         {"layer": range(6), "geo_mean": values, "any_at_floor": [False] * 3 + [True] * 3}
     )
-    claim = doubly_exponential_claim(table)
+    claim = doubly_exponential_claim(table, table.assign(seed=0))
     assert claim.measured == pytest.approx(0.5) and claim.passed
-    assert "layers 0...2" in claim.note
+    assert "layers 0...2" in claim.note and "1 of 1 seeds agree" in claim.note
 
 
 def test_layer_table_geometric_mean_matches_hand_value():
@@ -117,5 +117,7 @@ def test_layer_table_geometric_mean_matches_hand_value():
 
 
 def test_unknown_variant_names_the_allowed_variants():
-    with pytest.raises(ConfigError, match=r"variants.0: Input should be 'san', 'skip', 'mlp'"):
-        EXP.make_config("quick", {"variants": ["pure"]})
+    with pytest.raises(ConfigError, match=r"variants.0: Input should be 'san', 'san\+skip'"):
+        EXP.make_config("quick", {"variants": ["skip"]})
+    with pytest.raises(ConfigError, match="depth.*n_layers"):
+        EXP.make_config("quick", {"depth": 4})

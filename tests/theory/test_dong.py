@@ -8,6 +8,7 @@ from rankcollapse.metrics import res_comp
 from rankcollapse.nets import NetConfig, ToyNet, random_tokens
 from rankcollapse.theory import (
     bound_frame,
+    informative_inputs,
     layer_constants,
     log10_stepwise_bound,
     log10_unrolled_bound,
@@ -96,3 +97,24 @@ def test_bounds_refuse_networks_with_skips():
     net = ToyNet(NetConfig(n_layers=2, skip="on", d_model=4))
     with pytest.raises(ConfigError, match="skip='on'.*use skip='off'"):
         bound_frame(net, random_tokens(1, 3, 4, seed=0))
+
+
+def test_informative_inputs_sit_at_the_asked_level_of_the_bound():
+    z = random_tokens(3, 5, 4, seed=2)
+    x = informative_inputs(z, 25.0, [0.5, 0.99])
+    assert x.shape == (6, 4, 4)
+    assert (5 * res_comp(x)).tolist() == pytest.approx([0.5] * 3 + [0.99] * 3, rel=1e-12)
+    # Every sequence keeps its common point: tokens differ from z_0 by a multiple of Z.
+    assert torch.allclose((x[:3] - z[:, :1]) / 0.5, (x[3:] - z[:, :1]) / 0.99)
+
+
+def test_a_skip_network_gets_the_pure_san_bound_only_when_asked():
+    net = ToyNet(NetConfig(n_layers=3, n_heads=2, skip="on", d_model=4, seed=0))
+    pure = ToyNet(NetConfig(n_layers=3, n_heads=2, d_model=4, seed=0))
+    x = random_tokens(2, 4, 4, seed=1)
+    frame = bound_frame(net, x, allow_skip=True)
+    reference = bound_frame(pure, x)
+    c = frame.query("metric == 'c'")["value"].to_numpy()
+    assert c == pytest.approx(reference.query("metric == 'c'")["value"].to_numpy())
+    rel = frame.query("metric == 'res_comp_rel' and layer == 3")["value"]
+    assert (rel > 0.01).all()  # the skip keeps the residual while the pure SAN's bound falls

@@ -1,17 +1,20 @@
 """dong2021-path-lengths: how paths of a transformer distribute over their lengths.
 
-Paper: Dong, Cordonnier, Loukas 2021 (arXiv 2103.03404), Sec. 3 and Fig. 3 (spec dong2021.md
-sec. 3): with skip connections a network of L layers and H heads has (H + 1)^L paths, C(L, k) H^k
-of length k, a share of C(L, k) H^k / (H + 1)^L; for L = H = 12 the mass sits at k = 10..12.
+Paper: Dong, Cordonnier, Loukas 2021 (arXiv 2103.03404), Sec. 3 and Fig. 3: with skip
+connections a network of L layers and H heads has (H + 1)^L paths, C(L, k) H^k of length k, a
+share of C(L, k) H^k / (H + 1)^L; for L = H = 12 the mass sits at k = 10..12.
 
 Architectures: DistilBERT, BERT-base, BERT-large, GPT-2, a small Llama (SmolLM2-135M's shape),
 and any local Hugging Face model directory the user adds, each read from its config alone.
 
-Claims (computed from this run's rows):
+This experiment counts; it measures nothing, so it states checks only (closed-form arithmetic on
+L and H, which guard the counting code) and no finding. How much of a real output the paths of
+each length carry is measured by `paths-by-length`.
+
+Checks:
 - bert-base-long-paths: in BERT-base the lengths 10..12 hold more than half of all paths.
 - most-paths-are-long: in every architecture the most common length is at least 3/4 of L
-  (the mean is L H / (H + 1)); short paths, which carry most of the work in trained networks
-  (Sec. 5), are a vanishing share of the count.
+  (the mean is L H / (H + 1)).
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
 from rankcollapse.experiments._plots import line_plot
-from rankcollapse.experiments._registry import Claim, Experiment, Summary, Unit, register
+from rankcollapse.experiments._registry import Claim, Experiment, Summary, Unit, check, register
 
 NAME = "dong2021-path-lengths"
 LONG_FRACTION = 0.75  # "long": at least this fraction of the depth
@@ -59,26 +62,25 @@ def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
     )
 
 
-def summarize(config: Config, results: pd.DataFrame) -> Summary:
+def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
     share = results[results["metric"] == "share"]
-    modes = share.loc[share.groupby("architecture", sort=False)["value"].idxmax()]
-    modes = modes.assign(mode_fraction=modes["length"] / modes["n_layers"])
-    claims = []
+    found = []
     if "bert-base" in set(share["architecture"]):
         bert = share[share["architecture"] == "bert-base"]
-        claims.append(
-            Claim.check(
+        found.append(
+            check(
                 "bert-base-long-paths",
-                "For L = H = 12 (BERT-base) the path mass sits at lengths 10..12.",
+                "For L = H = 12 (BERT-base) the path count sits at lengths 10..12.",
                 "share of BERT-base paths with length 10..12",
                 float(bert.loc[bert["length"].between(10, 12), "value"].sum()),
                 ">",
                 0.5,
             )
         )
-    if config.skip:
-        claims.append(
-            Claim.check(
+    if config.skip and len(share):
+        modes = most_common_lengths(share)
+        found.append(
+            check(
                 "most-paths-are-long",
                 "In every architecture most paths are long: the most common length is near L.",
                 "min over architectures of (most common length) / L",
@@ -91,10 +93,34 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
                 ),
             )
         )
-    relative = share.assign(relative_length=share["length"] / share["n_layers"])
+    return found
+
+
+def most_common_lengths(share: pd.DataFrame) -> pd.DataFrame:
+    """Per architecture, the row of its most common path length, and that length / L."""
+    modes = share.loc[share.groupby("architecture", sort=False)["value"].idxmax()]
+    return modes.assign(mode_fraction=modes["length"] / modes["n_layers"])
+
+
+def shape_labels(share: pd.DataFrame) -> pd.Series:
+    """One label per (L, H): architectures of the same shape have the same curve, drawn once."""
+    shapes = share.drop_duplicates("architecture").groupby(["n_layers", "n_heads"], sort=False)
+    names = {key: " = ".join(part["architecture"]) for key, part in shapes}
+    return pd.Series(
+        [f"{names[(L, H)]} (L={L}, H={H})" for L, H in zip(share["n_layers"], share["n_heads"])],
+        index=share.index,
+    )
+
+
+def summarize(config: Config, results: pd.DataFrame) -> Summary:
+    share = results[results["metric"] == "share"]
+    curves = share.assign(
+        architecture=shape_labels(share),
+        **{"path length k / L": share["length"] / share["n_layers"]},
+    )
     figure = line_plot(
-        relative,
-        x="relative_length",
+        curves.drop_duplicates(["architecture", "length"]),
+        x="path length k / L",
         hue="architecture",
         title="Paths by length / depth (skips " + ("on)" if config.skip else "off)"),
         ylabel="share of paths",
@@ -103,10 +129,24 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
         index="length", columns="architecture", values="value", sort=False
     ).reset_index()
     return Summary(
-        tables={"share of paths per length": table, "most common length": modes},
+        tables={
+            "share of paths per length": table,
+            "most common length": most_common_lengths(share),
+        },
         figures={"path length distribution": figure},
-        claims=claims,
-        notes=["Counts are exact integers; shares are rounded once to float64."],
+        claims=claims(config, results),
+        notes=[
+            "Counts are exact integers; shares are rounded once to float64.",
+            (
+                "Architectures with the same (L, H) have identical curves and are drawn as one "
+                "line named after all of them."
+            ),
+            (
+                "This experiment states checks only: counting paths measures nothing a paper "
+                "could get wrong. The share of a real output carried by each length is measured "
+                "by paths-by-length."
+            ),
+        ],
     )
 
 
@@ -119,5 +159,6 @@ register(
         units=units,
         run_unit=run_unit,
         summarize=summarize,
+        claims=claims,
     )
 )

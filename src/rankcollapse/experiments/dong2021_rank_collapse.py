@@ -1,63 +1,62 @@
 """dong2021-rank-collapse: real transformers collapse without their skip connections.
 
 Paper: Dong, Cordonnier, Loukas, "Attention is not all you need: pure attention loses rank
-doubly exponentially with depth", ICML 2021 (arXiv 2103.03404), Fig. 1 (spec dong2021.md sec. 2
-and 5).
+doubly exponentially with depth", ICML 2021 (arXiv 2103.03404), Sec. 4 and Fig. 1.
 
-Models (offline, `rankcollapse.hf.MODELS`): random-init BERT-base, ALBERT-base, XLNet-base (the
-paper's three) plus GPT-2 small and a SmolLM2-shaped Llama, all with the library's default
-initialisation; pretrained MiniLM (a 6-layer BERT) and SmolLM2-135M (a 30-layer Llama, 4-bit
-GGUF weights). The paper's pretrained BERT/ALBERT/XLNet do not ship offline. Eval mode.
+Arms (model, init; offline, `rankcollapse.hf.MODELS`): the paper's BERT, ALBERT and XLNet at
+random initialisation (library default init), GPT-2 and a SmolLM2-shaped Llama at init, and the
+pretrained MiniLM (a 6-layer BERT) and SmolLM2-135M (a 30-layer Llama); the paper's pretrained
+BERT/ALBERT/XLNet do not ship offline. Eval mode. The report names the arms each preset ran.
 
-Variants (hooks, `rankcollapse.hf.variants`; LayerNorm stays in every one):
-    san          attention skip removed, MLP block removed
-    san+mlp      attention skip removed, MLP block kept
-    san+skip     attention skip kept, MLP block removed
-    transformer  the unchanged model
-Inputs: windows of real text (the built-in sample corpus), `res_comp_rel` (mean-centred
-relative composite residual, the paper's plotted quantity) per sequence and layer, float64,
-flagged at the float32 floor.
+Variants (`rankcollapse.hf` hooks; LayerNorm stays in every one): `san` (attention skip and MLP
+removed), `san+mlp`, `san+skip`, `transformer`; and, per arm, the authors' surgery with its
+quirks (`dong-authors:san`, ..., defined for BERT, ALBERT and XLNet by `rankcollapse.hf`).
+Inputs: windows of real text; `res_comp_rel` (mean-centred relative composite residual, the
+paper's plotted quantity) per sequence and layer, float64, flagged at the float32 floor; also
+`mu_rel` and `stable_rank`, which explain a residual above 1.
 
-Claims (computed from this run's results; "near 0" = mean below NEAR_ZERO, "well above 0" = mean
-above CLEARLY_NONZERO):
-- init-san-collapses: at initialisation, `san` and `san+mlp` of the bidirectional encoders (the
-  paper's models) are near 0 by layer 2. Causal decoders are reported in the notes: under a
-  causal mask pure attention collapses more slowly (Wu et al. 2024), which this run shows.
-- init-skip-stays: at initialisation, `san+skip` and `transformer` stay well above 0 at the
-  last layer (every model).
-- pretrained-san-collapses: in pretrained encoders (MiniLM), `san` is near 0 within HANDFUL
-  layers. Pretrained decoders (SmolLM2) are reported in the notes: causal, they collapse later.
-- pretrained-transformer-keeps: in pretrained models, `transformer` keeps a clearly non-zero
-  residual at the last layer.
+Findings ("about 0": mean res_comp_rel below 0.01; "well above 0": above 0.05):
+- init-san-collapses: at init, `san` and `san+mlp` of every bidirectional encoder are about 0
+  by layer 2 (causal decoders collapse more slowly, Wu et al. 2024: reported in the notes).
+- init-skip-stays: at init, `san+skip` and `transformer` stay well above 0 at the last layer.
+- pretrained-san-collapses: in every pretrained encoder `san` is about 0 within a handful of
+  layers, a handful being the first half of the model's depth (the config's fraction).
+- pretrained-transformer-keeps: every pretrained `transformer` keeps a residual well above 0.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Literal
 
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from rankcollapse.experiments._plots import band_plot
-from rankcollapse.experiments._registry import Claim, Experiment, Summary, Unit, register
+from rankcollapse.experiments._registry import Claim, Experiment, Summary, Unit, for_every, register
 
 NAME = "dong2021-rank-collapse"
-NEAR_ZERO = 0.01  # "fall to about 0": 1% of the input's relative residual scale
-CLEARLY_NONZERO = (
-    0.05  # "well above 0" / "clearly non-zero": 5x NEAR_ZERO, ~1e5 x the float32 floor
-)
-HANDFUL = 6  # "within a handful of layers"
+NEAR_ZERO = 0.01  # "about 0": 1% of the input's relative residual scale
+CLEARLY_NONZERO = 0.05  # "well above 0": ~1e5 x the float32 floor
 METRIC = "res_comp_rel"
-
-ModelName = Literal[
-    "minilm", "smollm2", "bert-base", "albert-base", "xlnet-base", "gpt2", "llama-small"
-]
-VariantName = Literal["san", "san+mlp", "san+skip", "transformer"]
-# Causal decoders (not in the paper): their attention is a causal mask, under which pure attention
-# collapses more slowly (Wu et al. 2024); the paper's claims are about bidirectional encoders.
+METRICS = [METRIC, "mu_rel", "stable_rank"]
+EXACT = ["san", "san+mlp", "san+skip", "transformer"]
+AUTHORS = [f"dong-authors:{v}" for v in EXACT]  # `rankcollapse.hf`'s authors' surgery
+# Causal decoders (not in the paper): under a causal mask pure attention collapses more slowly
+# (Wu et al. 2024); the findings about encoders exclude them and the notes report them.
 DECODERS = {"gpt2", "llama-small", "smollm2"}
 SKIPLESS = ["san", "san+mlp"]
 WITH_SKIP = ["san+skip", "transformer"]
+ModelName = Literal[
+    "minilm", "smollm2", "bert-base", "albert-base", "xlnet-base", "gpt2", "llama-small"
+]
+
+
+def _known_variants(names: list[str] | None) -> list[str] | None:
+    unknown = [n for n in names or [] if n not in EXACT + AUTHORS]
+    if unknown:
+        raise ValueError(f"unknown variants {unknown}; use {', '.join(EXACT + AUTHORS)}")
+    return names
 
 
 class Arm(BaseModel):
@@ -67,18 +66,24 @@ class Arm(BaseModel):
 
     model: ModelName
     init: Literal["pretrained", "random"]
+    variants: list[str] | None = None
+    """Variants of this arm (None: the config's); e.g. ALBERT's exact and authors' ones."""
+
+    @field_validator("variants")
+    @classmethod
+    def _known(cls, names: list[str] | None) -> list[str] | None:
+        return _known_variants(names)
 
 
+ALBERT_BOTH = {"model": "albert-base", "init": "random", "variants": EXACT + AUTHORS}
+# fmt: off
 ALL_ARMS = [
-    {"model": "bert-base", "init": "random"},
-    {"model": "albert-base", "init": "random"},
-    {"model": "xlnet-base", "init": "random"},
-    {"model": "gpt2", "init": "random"},
-    {"model": "llama-small", "init": "random"},
-    {"model": "minilm", "init": "random"},
-    {"model": "minilm", "init": "pretrained"},
+    {"model": "bert-base", "init": "random"}, ALBERT_BOTH, {"model": "xlnet-base", "init": "random"},
+    {"model": "gpt2", "init": "random"}, {"model": "llama-small", "init": "random"},
+    {"model": "minilm", "init": "random"}, {"model": "minilm", "init": "pretrained"},
     {"model": "smollm2", "init": "pretrained"},
 ]
+# fmt: on
 
 
 class Config(BaseModel):
@@ -88,24 +93,31 @@ class Config(BaseModel):
 
     arms: list[Arm] = Field(default_factory=lambda: [Arm(**a) for a in ALL_ARMS], min_length=1)
     """Models and initialisations, e.g. [{"model": "minilm", "init": "pretrained"}]."""
-    variants: list[VariantName] = Field(
-        default_factory=lambda: ["san", "san+mlp", "san+skip", "transformer"], min_length=1
-    )
-    """Which of Dong's variants to run."""
+    variants: list[str] = Field(default_factory=lambda: list(EXACT), min_length=1)
+    """Variants of every arm without its own list (san, san+mlp, san+skip, transformer,
+    dong-authors:...)."""
     n_samples: int = Field(32, ge=1, le=1024)
     """Windows of text per model."""
     n_tokens: int = Field(128, ge=2, le=512)
     """Tokens per window (exactly, all real)."""
-    random_layers: int | None = Field(None, ge=1, le=96)
-    """Depth of random-init models (None: the preset's own depth)."""
+    n_layers: int | None = Field(None, ge=1, le=96)
+    """Depth of random-init models (None: the model's own depth)."""
+    handful: float = Field(0.5, gt=0, le=1)
+    """A handful of layers: this fraction of a model's depth (pretrained-san-collapses)."""
+    device: Literal["auto", "cpu", "cuda", "mps"] = "cpu"
+    """Where the models run (auto: an accelerator when one is visible)."""
     seed: int = 0
     """Seed of the random inits and of the window choice."""
 
+    @field_validator("variants")
+    @classmethod
+    def _known(cls, names: list[str]) -> list[str]:
+        return _known_variants(names)
+
 
 PRESETS = {
-    # Quick: the headline on real pretrained weights (MiniLM and SmolLM2) plus MiniLM and
-    # BERT-base at init, on 8 windows of 64 tokens (the paper: 32 x 128), so `make demo` takes
-    # a few minutes on 2 cores. The other random-init models are in the paper preset.
+    # Quick: pretrained MiniLM and SmolLM2 plus MiniLM and BERT-base at init, on 8 windows of
+    # 64 tokens (the paper: 32 x 128), so `make demo` takes a few minutes on 2 cores.
     "quick": {
         "arms": [
             {"model": "minilm", "init": "pretrained"},
@@ -116,7 +128,7 @@ PRESETS = {
         "n_samples": 8,
         "n_tokens": 64,
     },
-    # Paper: every model, 32 sequences of 128 tokens (Fig. 1).
+    # Paper: every model, 32 sequences of 128 tokens (Fig. 1); ALBERT also the authors' way.
     "paper": {},
 }
 
@@ -126,202 +138,228 @@ def units(config: Config) -> list[Unit]:
 
 
 def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
+    from rankcollapse.devices import resolve_device
     from rankcollapse.hf import load_model, probe
 
-    overrides = None
-    if unit["init"] == "random" and config.random_layers is not None:
-        overrides = {"num_hidden_layers": config.random_layers}
-    loaded = load_model(
-        unit["model"], init=unit["init"], seed=config.seed, config_overrides=overrides
-    )
+    arm = next(a for a in config.arms if (a.model, a.init) == (unit["model"], unit["init"]))
+    device = resolve_device(config.device)
+    options = {} if device.type == "cpu" else {"device": device}  # hf takes device= off the CPU
+    if unit["init"] == "random" and config.n_layers is not None:
+        options["config_overrides"] = {"num_hidden_layers": config.n_layers}
+    loaded = load_model(unit["model"], init=unit["init"], seed=config.seed, **options)
     frame = probe(
         loaded,
-        variants=config.variants,
+        variants=arm.variants or config.variants,
         n_samples=config.n_samples,
         n_tokens=config.n_tokens,
-        metrics=[METRIC],
+        metrics=METRICS,
         seed=config.seed,
     )
-    return frame.drop(columns=["mask", "temperature", "mode"])
+    return frame.drop(columns=["mask", "temperature", "mode"]).assign(device=str(device))
 
 
-def layer_means(results: pd.DataFrame) -> pd.DataFrame:
-    """Mean, std and floor flag of res_comp_rel per (model, init, variant, layer)."""
-    res = results[results["metric"] == METRIC]
+def layer_means(results: pd.DataFrame, metric: str = METRIC) -> pd.DataFrame:
+    """Mean, std and floor flag of `metric` per (model, init, variant, layer)."""
+    rows = results[results["metric"] == metric]
     return (
-        res.groupby(["model", "init", "variant", "layer"], sort=False)
+        rows.groupby(["model", "init", "variant", "layer"], sort=False)
         .agg(mean=("value", "mean"), std=("value", "std"), any_at_floor=("at_floor", "any"))
         .reset_index()
     )
 
 
-def _at(table: pd.DataFrame, init: str, variants: list[str], layer: str | int) -> pd.DataFrame:
+def _members(table: pd.DataFrame, init: str, variants: list[str], layer: str | int) -> dict:
+    """{model/variant: mean at `layer` ("last": each model's last layer)} of one init."""
     part = table[(table["init"] == init) & table["variant"].isin(variants)]
     if layer == "last":
-        last = part.groupby(["model", "init"])["layer"].transform("max")
-        return part[part["layer"] == last]
-    return part[part["layer"] == layer]
+        part = part[part["layer"] == part.groupby("model")["layer"].transform("max")]
+    else:
+        part = part[part["layer"] == layer]
+    return {f"{r.model}/{r.variant}": r.mean for r in part.itertuples()}
 
 
-def _listing(rows: pd.DataFrame) -> str:
-    return "; ".join(f"{r.model}/{r.variant}: {r.mean:.3g}" for r in rows.itertuples())
-
-
-def first_layer_near_zero(rows: pd.DataFrame) -> dict[str, float]:
-    """Per model, the first layer whose mean is below NEAR_ZERO (inf when none is)."""
-    first = {}
-    for model, part in rows.groupby("model", sort=False):
+def first_near_zero(table: pd.DataFrame) -> dict[str, tuple[float, int]]:
+    """Per model: (first layer whose mean is below 0.01, or inf; the model's depth)."""
+    found = {}
+    for model, part in table.groupby("model", sort=False):
         below = part.loc[part["mean"] < NEAR_ZERO, "layer"]
-        first[model] = float(below.min()) if not below.empty else float("inf")
-    return first
+        found[model] = (float(below.min()) if len(below) else math.inf, int(part["layer"].max()))
+    return found
 
 
-def claims(table: pd.DataFrame) -> list[Claim]:
+# (id, text, init, variants, layer, relation, threshold, encoders only, the paper's words)
+# fmt: off
+STATEMENTS = [
+    ("init-san-collapses", "At initialisation, san and san+mlp fall to about 0 within two layers.",
+     "random", SKIPLESS, 2, "<", NEAR_ZERO, True,
+     "SAN and SAN+MLP fall to ~0 after one or two layers at init"),
+    ("init-skip-stays",
+     "At initialisation, the variants with the attention skip stay well above 0 at the end.",
+     "random", WITH_SKIP, "last", ">", CLEARLY_NONZERO, False,
+     "variants with skip connections decay slowly and stay well above 0"),
+    ("pretrained-transformer-keeps",
+     "In pretrained models, the full transformer keeps a clearly non-zero residual.",
+     "pretrained", ["transformer"], "last", ">", CLEARLY_NONZERO, False,
+     "the full transformer keeps a clearly non-zero residual"),
+]
+# fmt: on
+
+
+def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
     """The paper's four statements about Fig. 1, on this run's per-layer means."""
-    found = []
-    early = _at(table[~table["model"].isin(DECODERS)], "random", SKIPLESS, 2)
-    if not early.empty:
-        found.append(
-            Claim.check(
-                "init-san-collapses",
-                "At initialisation, san and san+mlp fall to about 0 within two layers.",
-                f"max over random-init encoders of mean {METRIC} at layer 2 (san, san+mlp)",
-                float(early["mean"].max()),
-                "<",
-                NEAR_ZERO,
-                note=_listing(early),
+    table, found = layer_means(results), []
+    for id_, text, init, variants, layer, relation, level, encoders, paper in STATEMENTS:
+        models = [a.model for a in config.arms if a.init == init]
+        models = [m for m in models if not (encoders and m in DECODERS)]
+        if models:
+            found.append(
+                for_every(
+                    id_,
+                    text,
+                    f"mean {METRIC} at layer {layer} per {init} model and variant "
+                    f"({', '.join(variants)})",
+                    _members(table, init, variants, layer),
+                    relation,
+                    level,
+                    expected=[f"{m}/{v}" for m in models for v in variants],
+                    source="Fig. 1",
+                    paper=paper,
+                )
             )
-        )
-    late = _at(table, "random", WITH_SKIP, "last")
-    if not late.empty:
-        found.append(
-            Claim.check(
-                "init-skip-stays",
-                "At initialisation, the variants with the attention skip stay well above 0 at "
-                "the last layer.",
-                f"min over random-init models of last-layer mean {METRIC} (san+skip, transformer)",
-                float(late["mean"].min()),
-                ">",
-                CLEARLY_NONZERO,
-                note=_listing(late),
-            )
-        )
-    san = table[(table["init"] == "pretrained") & (table["variant"] == "san")]
-    encoders = san[~san["model"].isin(DECODERS)]
-    if not encoders.empty:
-        first = first_layer_near_zero(encoders)
-        found.append(
-            Claim.check(
+    models = [a.model for a in config.arms if a.init == "pretrained" and a.model not in DECODERS]
+    if models:
+        san = table[(table["init"] == "pretrained") & (table["variant"] == "san")]
+        first = first_near_zero(san[san["model"].isin(models)])
+        found.insert(
+            2,
+            for_every(
                 "pretrained-san-collapses",
-                f"In pretrained encoders, san collapses within a handful ({HANDFUL}) of layers.",
-                f"max over pretrained encoders of the first layer where san's mean {METRIC} < "
-                f"{NEAR_ZERO} (inf: never)",
-                max(first.values()),
+                f"In pretrained encoders, san falls to about 0 within a handful of layers: within "
+                f"the first {config.handful:g} of the model's depth.",
+                f"first layer where san's mean {METRIC} < {NEAR_ZERO}, as a fraction of the depth",
+                {m: layer / depth for m, (layer, depth) in first.items()},
                 "<=",
-                HANDFUL,
-                note="; ".join(f"{m}: layer {v:g}" for m, v in first.items()),
-            )
-        )
-    kept = _at(table, "pretrained", ["transformer"], "last")
-    if not kept.empty:
-        found.append(
-            Claim.check(
-                "pretrained-transformer-keeps",
-                "In pretrained models, the full transformer keeps a clearly non-zero residual.",
-                f"min over pretrained models of last-layer mean {METRIC} (transformer)",
-                float(kept["mean"].min()),
-                ">",
-                CLEARLY_NONZERO,
-                note=_listing(kept),
-            )
+                config.handful,
+                expected=models,
+                note="; ".join(f"{m}: layer {v:g} of {d}" for m, (v, d) in first.items()),
+                source="Fig. 1",
+                paper="pretrained SAN reaches ~0 within a handful of layers",
+            ),
         )
     return found
 
 
+NOTES = [
+    (
+        "Exact variants by hooks: no attention skip = the post-attention LayerNorm acts on the "
+        "attention output alone (post-LN) or the block returns the attention branch alone (pre-LN); "
+        "no MLP = the MLP sub-layer is an exact identity. The authors' variants (dong-authors:*) "
+        "keep their code's quirks, e.g. ALBERT's 'no MLP' that left a GELU and a residual."
+    ),
+    (
+        "Pre-LN models (GPT-2, Llama/SmolLM2): states are the raw residual stream; post-LN models "
+        "(BERT, MiniLM, ALBERT, XLNet): every state is a LayerNorm output. Random-init models use "
+        "MiniLM's tokenizer. Values at the float32 floor are hollow markers."
+    ),
+]
+
+
+def notes(config: Config, results: pd.DataFrame, table: pd.DataFrame) -> list[str]:
+    """What ran, and the measurements no finding covers."""
+    arms = ", ".join(f"{a.model} ({a.init})" for a in config.arms)
+    devices = ", ".join(sorted(set(results.get("device", pd.Series(["cpu"])))))
+    said = [
+        (
+            f"Arms run: {arms}; {config.n_samples} windows of {config.n_tokens} tokens each; "
+            f"device {devices}."
+        ),
+        *NOTES,
+    ]
+    decoders = _members(table[table["model"].isin(DECODERS)], "random", SKIPLESS, 2)
+    if decoders:
+        said.append(
+            f"Causal decoders at init (not in the paper), mean {METRIC} at layer 2: "
+            + "; ".join(f"{k}: {v:.3g}" for k, v in decoders.items())
+        )
+    san = table[(table["init"] == "pretrained") & (table["variant"] == "san")]
+    late = first_near_zero(san[san["model"].isin(DECODERS)])
+    if late:
+        said.append(
+            "Pretrained causal decoders (not in the paper), first layer where san is "
+            "about 0: " + "; ".join(f"{m}: {v:g} of {d}" for m, (v, d) in late.items())
+        )
+    quantized = set(results.get("quantized", pd.Series(["no"]))) - {"no"}
+    if quantized:
+        said.append("Quantized weights: " + "; ".join(sorted(quantized)) + ".")
+    if (table["mean"] > 1).any():
+        said.append(above_one_note(results, table))
+    return said
+
+
+def above_one_note(results: pd.DataFrame, table: pd.DataFrame) -> str:
+    """Why a relative composite residual can exceed 1, with this run's numbers."""
+    keys = ["model", "init", "variant", "layer"]
+    both = table[table["mean"] > 1].merge(
+        layer_means(results, "mu_rel"), on=keys, suffixes=("", "_mu")
+    )
+    both = both.merge(layer_means(results, "stable_rank"), on=keys, suffixes=("", "_sr"))
+    where = "; ".join(
+        f"{k[0]} ({k[1]}) {k[2]}: layers {int(g['layer'].min())}-{int(g['layer'].max())}, up to "
+        f"{g['mean'].max():.3g}, with mu_rel {g['mean_mu'].min():.2g}-{g['mean_mu'].max():.2g} "
+        f"and stable rank {g['mean_sr'].min():.3g}-{g['mean_sr'].max():.3g}"
+        for k, g in both.groupby(["model", "init", "variant"])
+    )
+    return (
+        f"{METRIC} above 1 ({where}): the composite norm is not a projection norm. Centring "
+        "can raise its largest column sum (absolute values summed over tokens) by up to a "
+        "factor 2 (1 - 1/n) when a few tokens lie far from the others, so the ratio can exceed "
+        "1 while mu_rel, the Frobenius ratio, which centring never raises above 1, stays below "
+        "it. A stable rank near 1 with mu_rel near 1 means one direction carries almost all of "
+        "the states' norm and only a few tokens carry it (outlier activations), not all tokens."
+    )
+
+
 def summarize(config: Config, results: pd.DataFrame) -> Summary:
     table = layer_means(results)
-    arms = [f"{a.model} ({a.init})" for a in config.arms]
-    data = results[results["metric"] == METRIC].assign(
-        panel=lambda d: pd.Categorical(d["model"] + " (" + d["init"] + ")", categories=arms),
-        variant=lambda d: pd.Categorical(d["variant"], categories=config.variants),
+    arms = list(dict.fromkeys(f"{a.model} ({a.init})" for a in config.arms))
+    variants = list(dict.fromkeys(v for a in config.arms for v in a.variants or config.variants))
+    data = results[results["metric"] == METRIC]
+    data = data.assign(
+        model=pd.Categorical(data["model"] + " (" + data["init"] + ")", categories=arms),
+        variant=pd.Categorical(data["variant"], categories=variants),
     )
     figure = band_plot(
         data,
         x="layer",
         hue="variant",
-        panel="panel",
+        panel="model",
         logy=False,
-        title=f"Relative residual {METRIC} per layer: mean +- std over {config.n_samples} "
-        f"windows of {config.n_tokens} tokens",
         ylabel="relative residual",
+        title=f"Relative residual {METRIC} per layer over {config.n_samples} windows of "
+        f"{config.n_tokens} tokens",
     )
     wide = table.pivot_table(index=["model", "init", "layer"], columns="variant", values="mean")
-    quantized = sorted(
-        {f"{m}: {q}" for m, q in zip(results["model"], results["quantized"]) if q != "no"}
-    )
-    notes = [
-        (
-            "Variants by hooks: no attention skip = the post-attention LayerNorm acts on the "
-            "attention output alone (post-LN) or the block returns the attention branch alone "
-            "(pre-LN); no MLP = the MLP sub-layer is an exact identity (`rankcollapse variants`)."
-        ),
-        (
-            "ALBERT quirk: the authors' ALBERT 'no MLP' still left a GELU and a residual; here "
-            "ALBERT's MLP sub-layer is an exact identity like every other model's. ALBERT's one "
-            "shared block is applied at every depth; its layer 0 is the output of the embedding "
-            "projection."
-        ),
-        (
-            "Pre-LN models (GPT-2, Llama/SmolLM2): states are the raw residual stream, never the "
-            "final norm's output; post-LN models (BERT, MiniLM, ALBERT, XLNet): every state is a "
-            "LayerNorm output."
-        ),
-        "Random-init presets use MiniLM's WordPiece tokenizer (their embeddings are random).",
-        "Values at the float32 floor are flagged at_floor (hollow markers in the figure).",
-    ]
-    if quantized:
-        notes.append("Quantized weights: " + "; ".join(quantized) + ".")
-    decoders = _at(table[table["model"].isin(DECODERS)], "random", SKIPLESS, 2)
-    if not decoders.empty:
-        notes.append(
-            f"Causal decoders at init (not in the paper), mean {METRIC} at layer 2: "
-            f"{_listing(decoders)}; under a causal mask pure attention collapses more slowly "
-            "(Wu et al. 2024), so init-san-collapses covers the encoders only."
-        )
-    late_decoders = table[
-        (table["init"] == "pretrained")
-        & (table["variant"] == "san")
-        & table["model"].isin(DECODERS)
-    ]
-    if not late_decoders.empty:
-        first = first_layer_near_zero(late_decoders)
-        depth = late_decoders.groupby("model")["layer"].max()
-        notes.append(
-            f"Pretrained causal decoders (not in the paper), first layer where san's mean "
-            f"{METRIC} < {NEAR_ZERO}: "
-            + "; ".join(f"{m}: {v:g} of {depth[m]}" for m, v in first.items())
-            + " (pretrained-san-collapses covers the encoders only)."
-        )
     return Summary(
         tables={
             f"mean {METRIC} per layer": wide.reset_index(),
             f"per-layer statistics of {METRIC}": table,
         },
         figures={"residual vs layer": figure},
-        claims=claims(table),
-        notes=notes,
+        claims=claims(config, results),
+        notes=notes(config, results, table),
     )
 
 
 register(
     Experiment(
         name=NAME,
-        description="Real transformers (BERT, ALBERT, XLNet, GPT-2, Llama; MiniLM, SmolLM2) "
-        "collapse without their skip connections (Fig. 1).",
+        description="Real transformers collapse without their skip connections (Fig. 1); the "
+        "report names the models run.",
         config=Config,
         presets=PRESETS,
         units=units,
         run_unit=run_unit,
         summarize=summarize,
+        claims=claims,
     )
 )

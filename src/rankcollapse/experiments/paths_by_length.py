@@ -1,6 +1,6 @@
 """paths-by-length: exact per-length path components of toy and real transformers.
 
-Paper: Dong, Cordonnier, Loukas 2021 (arXiv 2103.03404), Sec. 3 (spec dong2021.md sec. 3): the
+Paper: Dong, Cordonnier, Loukas 2021 (arXiv 2103.03404), Sec. 3: the
 output of a self-attention network is a sum over paths, and the total of the paths of each
 length k can be computed exactly without enumerating them. Going further than the paper, the
 same is done for full pretrained transformers (BERT family, Llama family) by freezing, from the
@@ -14,13 +14,16 @@ Per model and length k = 0..L (and the bias term, length -1): the component's Fr
 collapse metrics of the component (res_comp_rel, mu_rel, stable_rank); `exact_error` = max |sum
 of components + bias - real output| / max |output|; `rank1_dist` of sampled path products.
 
-Claims:
-- toy-decomposition-exact: toy networks' components add up to the output to float64 rounding.
-- real-decomposition-exact: so do real models' (run in float64); Llama's RMSNorm computes in
-  float32 inside a float64 model, so its level is float32's.
-- pure-san-single-length: a pure SAN has all of its output at length L.
-- long-products-near-rank-one: the longest paths' attention products are closer to rank 1 than
-  single heads (median rank1_dist at length L below that at length 1, every model).
+Finding:
+- long-products-near-rank-one: for every model, the attention products of the longest paths
+  are closer to rank 1 than single heads (median rank1_dist at length L / at length 1 < 1):
+  the path view of Thm 2.2, where each path's P_path converges to rank 1.
+Checks (exact by construction):
+- toy-decomposition-exact / real-decomposition-exact: the components add up to the output to
+  float64 rounding (real models run in float64; Llama's RMSNorm computes in float32 inside a
+  float64 model, so its level is float32's).
+- pure-san-single-length: a pure SAN has all of its output at length L (the recursion has no
+  other term).
 """
 
 from __future__ import annotations
@@ -33,18 +36,26 @@ from matplotlib.figure import Figure
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from rankcollapse.experiments._plots import band_plot, line_plot
-from rankcollapse.experiments._registry import Claim, Experiment, Summary, Unit, register
+from rankcollapse.experiments._registry import (
+    Claim,
+    Experiment,
+    Summary,
+    Unit,
+    check,
+    for_every,
+    register,
+)
 
 NAME = "paths-by-length"
 
-ToyVariant = Literal["san", "skip", "skip+postln", "transformer"]
-TOY_VARIANTS: dict[str, dict] = {
-    "san": {},
-    "skip": {"skip": "on"},
-    "skip+postln": {"skip": "on", "norm": "post", "bias": True},
-    "transformer": {"skip": "on", "norm": "post", "mlp": True, "activation": "gelu", "bias": True},
+ToyVariant = Literal["san", "san+skip", "san+skip+ln", "transformer"]
+# Toy variant of `rankcollapse.nets` and options on top (biases give the bias term a value).
+TOY: dict[str, tuple[str, dict]] = {
+    "san": ("san", {}),
+    "san+skip": ("san+skip", {}),
+    "san+skip+ln": ("san+skip", {"norm": "post", "bias": True}),
+    "transformer": ("transformer", {"activation": "gelu", "bias": True}),
 }
-DATA_SEED_OFFSET = 10_000
 # Names of `rankcollapse.hf.MODELS` whose architecture `freeze_real` decomposes (bert, llama).
 DECOMPOSABLE_MODELS = ("minilm", "bert-base", "smollm2", "llama-small")
 TOY_EXACT = 1e-12
@@ -56,13 +67,13 @@ class Config(BaseModel):
 
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
-    toy_variants: list[ToyVariant] = Field(default_factory=lambda: list(TOY_VARIANTS))
-    """Toy variants: san, skip, skip+postln, transformer (skip + MLP + post-LN)."""
-    toy_layers: int = Field(6, ge=1, le=48)
-    """Layers of the toy networks."""
-    toy_heads: int = Field(2, ge=1, le=32)
+    toy_variants: list[ToyVariant] = Field(default_factory=lambda: list(TOY))
+    """Toy variants: san, san+skip, san+skip+ln (post-LN), transformer (skip + MLP + post-LN)."""
+    n_layers: int = Field(6, ge=1, le=48)
+    """Layers of the toy networks (real models keep their own)."""
+    n_heads: int = Field(2, ge=1, le=32)
     """Heads per layer of the toy networks."""
-    toy_width: int = Field(32, ge=2, le=2048)
+    d_model: int = Field(32, ge=2, le=2048)
     """Width of the toy networks."""
     models: list[str] = Field(default_factory=lambda: ["minilm:pretrained", "llama-small:random"])
     """Real models as name:init (names of rankcollapse.hf.MODELS of the bert or llama family)."""
@@ -94,9 +105,9 @@ class Config(BaseModel):
 PRESETS = {
     "quick": {},
     "paper": {
-        "toy_layers": 12,
-        "toy_heads": 12,
-        "toy_width": 768,
+        "n_layers": 12,
+        "n_heads": 12,
+        "d_model": 768,
         "models": [
             "minilm:pretrained",
             "minilm:random",
@@ -130,23 +141,17 @@ def units(config: Config) -> list[Unit]:
 
 
 def _toy(config: Config, unit: Unit):
-    from rankcollapse.nets import NetConfig, ToyNet, random_tokens
+    from rankcollapse.nets import ToyNet, random_tokens, toy_config
     from rankcollapse.paths import freeze_toy
+    from rankcollapse.seeds import stream_seed
 
-    options = TOY_VARIANTS[unit["model"].removeprefix("toy-")]
-    net = ToyNet(
-        NetConfig(
-            n_layers=config.toy_layers,
-            n_heads=config.toy_heads,
-            d_model=config.toy_width,
-            seed=unit["seed"],
-            **options,
-        )
+    variant, options = TOY[unit["model"].removeprefix("toy-")]
+    size = {"n_layers": config.n_layers, "n_heads": config.n_heads, "d_model": config.d_model}
+    net = ToyNet(toy_config(variant, **size, seed=unit["seed"], **options))
+    seed = stream_seed(unit["seed"], "data")
+    return freeze_toy(
+        net, random_tokens(config.n_samples, config.n_tokens, config.d_model, seed=seed)
     )
-    x = random_tokens(
-        config.n_samples, config.n_tokens, config.toy_width, seed=DATA_SEED_OFFSET + unit["seed"]
-    )
-    return freeze_toy(net, x)
 
 
 def _real(config: Config, unit: Unit):
@@ -188,28 +193,49 @@ def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
 
 
 def products_figure(products: pd.DataFrame) -> Figure:
+    """Per model: boxes of the rank-1 distance of sampled path products per path length.
+
+    Rows (model, length, value); at most three panels a row. Used by `rankcollapse paths
+    products` too (it moves to `rankcollapse.plot`).
+    """
     models = list(dict.fromkeys(products["model"]))
-    fig = Figure(figsize=(3.4 * len(models), 3.2), layout="constrained")
-    axes = fig.subplots(1, len(models), squeeze=False)[0]
+    n_cols = min(3, len(models))
+    n_rows = -(-len(models) // n_cols)
+    fig = Figure(figsize=(3.4 * n_cols, 3.0 * n_rows), layout="constrained")
+    axes = fig.subplots(n_rows, n_cols, squeeze=False).ravel()
+    for ax in axes[len(models) :]:
+        ax.set_visible(False)
     for ax, model in zip(axes, models):
         rows = products[products["model"] == model]
         lengths = sorted(rows["length"].unique())
         data = [rows.loc[rows["length"] == k, "value"].clip(lower=1e-17) for k in lengths]
         ax.boxplot(data, positions=lengths, widths=0.6)
-        ax.set_xticks(lengths[:: max(1, len(lengths) // 8)])
+        ticks = lengths[:: max(1, len(lengths) // 8)]
+        ax.set_xticks(ticks, [str(k) for k in ticks])  # boxplot labels boxes 1..n otherwise
         ax.set_yscale("log")
         ax.set_title(model, fontsize=10)
         ax.set_xlabel("path length k")
         ax.grid(alpha=0.3)
-    axes[0].set_ylabel("||P_path - rank-1||_F / ||P_path||_F")
+    for ax in axes[::n_cols]:
+        ax.set_ylabel("||P_path - rank-1||_F / ||P_path||_F")
     fig.suptitle("Products of attention along sampled paths: distance to rank 1", fontsize=10)
     return fig
 
 
-def summarize(config: Config, results: pd.DataFrame) -> Summary:
-    results = results.assign(label=results["model"] + " (" + results["init"] + ")")
-    claims = []
-    error = results[results["metric"] == "exact_error"]
+def _labelled(results: pd.DataFrame) -> pd.DataFrame:
+    return results.assign(label=results["model"] + " (" + results["init"] + ")")
+
+
+def rank1_ratios(results: pd.DataFrame) -> pd.Series:
+    """Per model: median rank1_dist of sampled path products at length L / at length 1."""
+    products = _labelled(results[results["metric"] == "rank1_dist"])
+    medians = products.groupby(["label", "length"])["value"].median().unstack()
+    return medians.apply(lambda row: row.dropna().iloc[-1] / row.dropna().iloc[0], axis=1)
+
+
+def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
+    found = []
+    error = _labelled(results[results["metric"] == "exact_error"])
     is_toy = error["model"].str.startswith("toy-")
     for subset, claim_id, level, scope in (
         (error[is_toy], "toy-decomposition-exact", TOY_EXACT, "toy networks"),
@@ -217,8 +243,8 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
     ):
         if len(subset):
             worst = subset.groupby("label")["value"].max()
-            claims.append(
-                Claim.check(
+            found.append(
+                check(
                     claim_id,
                     f"Components plus bias equal the output of {scope}.",
                     "max relative error of sum of components + bias vs the real output",
@@ -230,9 +256,9 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
             )
     share = results[results["metric"] == "share"]
     if "san" in config.toy_variants:
-        san = share[(share["model"] == "toy-san") & (share["length"] == config.toy_layers)]
-        claims.append(
-            Claim.check(
+        san = share[(share["model"] == "toy-san") & (share["length"] == config.n_layers)]
+        found.append(
+            check(
                 "pure-san-single-length",
                 "A pure SAN's output is all at length L.",
                 "max |share of length L - 1| (toy-san)",
@@ -241,20 +267,29 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
                 1e-12,
             )
         )
-    products = results[results["metric"] == "rank1_dist"]
-    medians = products.groupby(["label", "length"])["value"].median().unstack()
-    ratio = medians.apply(lambda row: row.dropna().iloc[-1] / row.dropna().iloc[0], axis=1)
-    claims.append(
-        Claim.check(
+    expected = list(dict.fromkeys(f"{u['model']} ({u['init']})" for u in units(config)))
+    found.append(
+        for_every(
             "long-products-near-rank-one",
-            "Longer chains of attention are closer to rank 1 (chained attention).",
-            "max over models of median rank1_dist at length L / at length 1",
-            float(ratio.max()),
+            "Longer chains of attention are closer to rank 1 (each path's product of attention "
+            "matrices tends to rank 1).",
+            "median rank1_dist of sampled path products at length L / at length 1, per model",
+            rank1_ratios(results).to_dict(),
             "<",
             1.0,
-            note="; ".join(f"{k}: {v:.2g}" for k, v in ratio.items()),
+            expected=expected,
+            source="Sec. 2.2, Thm 2.2 (path view)",
+            paper="every path's P_path converges to a rank-1 matrix with its length",
         )
     )
+    return found
+
+
+def summarize(config: Config, results: pd.DataFrame) -> Summary:
+    results = _labelled(results)
+    share = results[results["metric"] == "share"]
+    products = results[results["metric"] == "rank1_dist"]
+    medians = products.groupby(["label", "length"])["value"].median().unstack()
     lengths = results[results["length"] >= 0]
     figures = {
         "share of the output per length": line_plot(
@@ -291,7 +326,7 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
     return Summary(
         tables={"per-length means": table, "median rank1_dist": medians.reset_index()},
         figures=figures,
-        claims=claims,
+        claims=claims(config, results),
         notes=[
             (
                 "Frozen from the forward pass: attention probabilities, every norm's per-token "
@@ -318,5 +353,6 @@ register(
         units=units,
         run_unit=run_unit,
         summarize=summarize,
+        claims=claims,
     )
 )

@@ -13,8 +13,10 @@ falls doubly exponentially; otherwise it grows and says nothing.
 
 gamma: the paper's constant from its softmax perturbation argument (it bounds how far
 softmax(1 r^T + E) moves from softmax(r) for small E; the argument holds while the entries of E
-stay within the range where exp(x) <= 1 + 2x). We use gamma = 1 unless told otherwise, and
-every result states the gamma it used.
+stay within the range where exp(x) <= 1 + 2x). Its closed form is in the paper's appendix, which
+this code does not reproduce: we use gamma = 1 unless told otherwise, and every result states
+the gamma it used. The bound c r^3 grows with gamma, so a bound that holds with gamma = 1 holds
+for every gamma >= 1 on the same inputs (and fewer inputs are informative with a larger gamma).
 
 Token-wise MLP, lambda: for f(x) = act(x W_1 + b_1) W_2 + b_2 with |act'| <= a, the residual
 of f(X) about f(x) obeys ||.||_1 <= a ||W_1||_1 ||W_2||_1 ||res||_1 and likewise for ||.||_inf,
@@ -50,6 +52,9 @@ def norm_inf(w: Tensor) -> Tensor:
 
 def norm_1_inf(w: Tensor) -> Tensor:
     """The composite ||W||_{1,inf} = sqrt(||W||_1 ||W||_inf) of Dong et al. (not a true norm).
+
+    Of weight matrices; `rankcollapse.metrics` computes the same norm of hidden states in a
+    private helper (no public name yet), which this should call once one exists.
 
     Example:
         >>> norm_1_inf(torch.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=torch.float64))
@@ -197,19 +202,24 @@ def toy_constants(net: ToyNet, *, gamma: float = 1.0) -> list[DongConstants]:
     return constants
 
 
-def bound_frame(net: ToyNet, x: Tensor, *, gamma: float = 1.0) -> pd.DataFrame:
+def bound_frame(
+    net: ToyNet, x: Tensor, *, gamma: float = 1.0, allow_skip: bool = False
+) -> pd.DataFrame:
     """Measured r_l against the bounds, per layer and sample, for a toy network on input x.
 
     Rows (layer, sample, metric, value, at_floor): `r` (measured ||res(X^l)||_{1,inf},
-    mean-centred), `log10_r`, `log10_one_step` (c_l r_{l-1}^3 from the measured r_{l-1}),
-    `log10_unrolled` (the chained bound from r_0), and per sample `informative`
-    (sqrt(c) r_0 < 1 with c the largest c_l) and `c` (that c). `at_floor` marks measured values
-    whose relative residual sits at the floor of the network's dtype: rounding, not a residual
-    the bound speaks about. The network must have no skip (Cor 3.1: no bound exists
-    with skips) and no norm (the theorems have none).
+    mean-centred), `log10_r`, `res_comp_rel` (r_l / ||X^l||_{1,inf}), `log10_one_step`
+    (c_l r_{l-1}^3 from the measured r_{l-1}), `log10_unrolled` (the chained bound from r_0),
+    and per sample `informative` (sqrt(c) r_0 < 1 with c the largest c_l) and `c` (that c).
+    `at_floor` marks measured values whose relative residual sits at the floor of the
+    network's dtype: rounding, not a residual the bound speaks about. The network must have
+    no skip (Cor 3.1: no bound exists with skips) and no norm (the theorems have none);
+    `allow_skip=True` computes the pure-SAN bound from the same weights for a network with an
+    attention skip anyway, to show that it escapes it.
     """
     config = net.config
-    if config.skip != "off" or config.norm != "none" or (config.mlp and config.mlp_skip):
+    skip = config.skip != "off" and not allow_skip
+    if skip or config.norm != "none" or (config.mlp and config.mlp_skip):
         raise ConfigError(
             f"Dong et al.'s bounds hold for networks without skips or norms (got skip="
             f"'{config.skip}', norm='{config.norm}', mlp_skip={config.mlp_skip if config.mlp else '-'}"
@@ -218,8 +228,9 @@ def bound_frame(net: ToyNet, x: Tensor, *, gamma: float = 1.0) -> pd.DataFrame:
     with torch.no_grad():
         states = net(x).states
     r = torch.stack([res_comp(s) for s in states]).tolist()  # (L + 1, b)
-    floor = dtype_floor(net.dtype)
-    at_floor = (torch.stack([res_comp_rel(s) for s in states]) <= floor).tolist()
+    rel = torch.stack([res_comp_rel(s) for s in states])
+    at_floor = (rel <= dtype_floor(net.dtype)).tolist()
+    rel = rel.tolist()
     cs = [k.c for k in toy_constants(net, gamma=gamma)]
     c = max(cs)
     rows = []
@@ -233,6 +244,7 @@ def bound_frame(net: ToyNet, x: Tensor, *, gamma: float = 1.0) -> pd.DataFrame:
             for metric, number, flag in (
                 ("r", value, floored),
                 ("log10_r", log_r, floored),
+                ("res_comp_rel", rel[layer][sample], floored),
                 ("log10_one_step", one_step[layer], False),
                 ("log10_unrolled", chained[layer], False),
             ):
@@ -240,6 +252,61 @@ def bound_frame(net: ToyNet, x: Tensor, *, gamma: float = 1.0) -> pd.DataFrame:
         rows.append((0, sample, "informative", float(informative(c, measured[0])), False))
         rows.append((0, sample, "c", c, False))
     return pd.DataFrame(rows, columns=["layer", "sample", "metric", "value", "at_floor"])
+
+
+def log_ratios(frame: pd.DataFrame, *, window: float = 0.1) -> pd.DataFrame:
+    """Per-layer log ratios log rho_l / log rho_{l-1} of `bound_frame` rows (3 for a cubic step).
+
+    rho = res_comp_rel; only steps with rho_{l-1} < `window` (logs of values near 1 are too
+    close to 0 to divide) and both values above the floor. `frame` carries `variant` and
+    `seed` columns besides `bound_frame`'s; returns rows (variant, seed, ratio).
+    Reference: Dong et al. 2021, Thm 2.2 (r_l <= c r_{l-1}^3).
+    """
+    rel = frame[frame["metric"] == "res_comp_rel"].sort_values("layer")
+    rows = []
+    for (variant, seed, _), seq in rel.groupby(["variant", "seed", "sample"]):
+        value, floor = seq["value"].to_numpy(), seq["at_floor"].to_numpy(dtype=bool)
+        for l in range(1, len(value)):
+            if value[l - 1] < window and not floor[l] and not floor[l - 1]:
+                rows.append((variant, seed, math.log(value[l]) / math.log(value[l - 1])))
+    return pd.DataFrame(rows, columns=["variant", "seed", "ratio"])
+
+
+def bound_margins(frame: pd.DataFrame) -> pd.DataFrame:
+    """log10 bound - log10 measured r_l per informative sequence and layer l >= 1 above the floor.
+
+    `frame`: `bound_frame` rows with `variant` and `seed` columns; returns rows (variant, seed,
+    sample, layer, one_step, unrolled), in decades (>= 0 where the bound holds).
+    """
+    keys = ["variant", "seed", "sample"]
+    informative = frame[frame["metric"] == "informative"].set_index(keys)["value"]
+    rows = frame[frame["metric"].isin(["log10_r", "log10_one_step", "log10_unrolled"])]
+    floor = rows[rows["metric"] == "log10_r"].set_index([*keys, "layer"])["at_floor"]
+    wide = rows.pivot_table(index=[*keys, "layer"], columns="metric", values="value")
+    keep = ~floor.reindex(wide.index).astype(bool).to_numpy(copy=True)
+    keep &= wide.index.get_level_values("layer").to_numpy() > 0
+    keep &= informative.reindex(wide.index.droplevel("layer")).to_numpy() == 1.0
+    wide = wide[keep]
+    return pd.DataFrame({"one_step": wide["log10_one_step"] - wide["log10_r"],
+                         "unrolled": wide["log10_unrolled"] - wide["log10_r"]}).reset_index()  # fmt: skip
+
+
+def informative_inputs(z: Tensor, c: float, levels: list[float]) -> Tensor:
+    """Inputs X = 1 z_0^T + s Z at given levels sqrt(c) r_0 of the bound (< 1: informative).
+
+    `z` (b, n + 1, d): token 0 of each sequence is the common point, tokens 1..n the spread
+    Z; the scale s of each sequence is chosen so that sqrt(c) ||res(X)||_{1,inf} = level
+    exactly. Returns (len(levels) * b, n, d): sequence i has level levels[i // b].
+
+    Example:
+        >>> from rankcollapse.nets import random_tokens
+        >>> x = informative_inputs(random_tokens(2, 4, 3, seed=0), 16.0, [0.5, 0.9])
+        >>> [round(4 * v, 12) for v in res_comp(x).tolist()]
+        [0.5, 0.5, 0.9, 0.9]
+    """
+    spread = 1 / (math.sqrt(c) * res_comp(z[:, 1:]))  # (b,): residuals scale with the spread
+    scaled = z[:, 1:] * spread[:, None, None]
+    return torch.cat([z[:, :1] + level * scaled for level in levels])
 
 
 def skip_network_without_collapse(

@@ -1,0 +1,54 @@
+"""dong2021-rank-collapse: hand-made per-layer means of the quick preset's four arms."""
+
+import pandas as pd
+from _case import Case
+
+# (model, init, variant) -> mean res_comp_rel per layer (two identical windows each).
+CURVES = {
+    ("minilm", "pretrained", "san"): [1.0, 0.7, 0.4, 0.006, 3e-4, 2e-7, 1e-7],  # layer 3 of 6
+    ("minilm", "pretrained", "transformer"): [1.0, 0.9, 0.9, 0.8, 0.8, 0.6, 0.9],
+    ("smollm2", "pretrained", "san"): [1.0, 0.5, 0.3, 0.2],  # a decoder: not in the encoder finding
+    ("smollm2", "pretrained", "transformer"): [1.0, 0.8, 0.7, 0.5],
+    ("minilm", "random", "san"): [0.6, 0.01, 1e-7],
+    ("minilm", "random", "san+mlp"): [0.6, 0.01, 1e-7],
+    ("minilm", "random", "san+skip"): [0.6, 0.6, 0.6],
+    ("minilm", "random", "transformer"): [0.6, 0.6, 0.6],
+    ("bert-base", "random", "san"): [0.6, 0.02, 2e-6],
+    ("bert-base", "random", "san+mlp"): [0.6, 0.02, 2e-6],
+    ("bert-base", "random", "san+skip"): [0.6, 0.5, 0.4],
+    ("bert-base", "random", "transformer"): [0.6, 0.5, 0.4],
+}
+
+
+def table(changes: dict | None = None, drop: tuple = ()) -> pd.DataFrame:
+    curves = {k: v for k, v in {**CURVES, **(changes or {})}.items() if k not in drop}
+    rows = [
+        (model, init, variant, layer, sample, "res_comp_rel", value, value < 1e-6, "no")
+        for (model, init, variant), values in curves.items()
+        for layer, value in enumerate(values)
+        for sample in (0, 1)
+    ]
+    columns = ["model", "init", "variant", "layer", "sample", "metric", "value", "at_floor",
+               "quantized"]  # fmt: skip
+    return pd.DataFrame(rows, columns=columns)
+
+
+CASES = {
+    "init-san-collapses": Case(
+        passing=table(),
+        failing=table({("bert-base", "random", "san+mlp"): [0.6, 0.3, 0.1]}),
+    ),
+    "init-skip-stays": Case(
+        passing=table(),
+        failing=table(drop=(("minilm", "random", "transformer"),)),  # a member missing
+    ),
+    "pretrained-san-collapses": Case(
+        passing=table(),
+        # Below 0.01 only at layer 4 of 6: not within the first half of the depth.
+        failing=table({("minilm", "pretrained", "san"): [1.0, 0.7, 0.4, 0.06, 3e-4, 2e-7, 1e-7]}),
+    ),
+    "pretrained-transformer-keeps": Case(
+        passing=table(),
+        failing=table({("smollm2", "pretrained", "transformer"): [1.0, 0.3, 0.1, 0.01]}),
+    ),
+}
