@@ -52,7 +52,7 @@ def run_unit(config: Config, unit: dict) -> pd.DataFrame:
     if wait.exists():  # "FOLDER N": hold this unit until N unit files are stored in FOLDER
         folder, n = wait.read_text().split()
         deadline = time.monotonic() + 60
-        while len(list(Path(folder).glob("*.pkl"))) < int(n):
+        while len(list(Path(folder).glob("*.json"))) < int(n):
             if time.monotonic() > deadline:
                 raise TimeoutError(f"fewer than {n} units were stored in {folder} within 60 s")
             time.sleep(0.05)

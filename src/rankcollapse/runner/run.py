@@ -3,7 +3,7 @@ results and build the report.
 
     config = preset <- --config FILE.yaml <- --set key=value   (each merged over the last)
     DIR    = results/NAME/<first 10 hex of sha256(name, resolved config)>/
-    DIR/units/<unit hash>.pkl   one per finished unit, atomic, checksummed (see _store.py)
+    DIR/units/<unit hash>.json  one per finished unit: typed columns, checksummed (see _store.py)
     DIR/config.yaml, manifest.json, results.csv, then claims.json, figures/, report.html
 
 Every config is validated, and every unit list built, before any unit runs. Units are
@@ -44,7 +44,8 @@ from rankcollapse.experiments import (
     experiment_names,
     get_experiment,
 )
-from rankcollapse.runner._store import canonical_json, digest, load_unit, save_unit, write_atomic
+from rankcollapse.files import TMP_SUFFIX, canonical_json, digest, write_atomic
+from rankcollapse.runner._store import OLD_SUFFIX, SUFFIX, load_unit, save_unit
 
 Progress = Callable[[str, int, int], None]  # (experiment name, units done, units in all)
 
@@ -78,7 +79,8 @@ class RunResult:
     n_units: int
     n_cached: int  # reused from an earlier (killed or finished) run with the same config
     n_computed: int
-    n_corrupt: int = 0  # unit files found damaged and recomputed
+    n_corrupt: int = 0  # unit files found damaged (or of an older format) and recomputed
+    recomputed: list[dict[str, str]] = field(default_factory=list)  # {"unit_file", "reason"}
     manifest: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -213,25 +215,30 @@ def execute(plan: Plan, jobs: int = 1, progress: Progress | None = None) -> RunR
         raise ConfigError(f"jobs is {jobs}; it must be at least 1 (the number of processes).")
     exp, out_dir = plan.experiment, plan.out_dir
     unit_dir = out_dir / "units"
-    paths = [unit_dir / f"{digest([plan.config_hash, unit])[:16]}.pkl" for unit in plan.units]
+    paths = [unit_dir / f"{digest([plan.config_hash, unit])[:16]}{SUFFIX}" for unit in plan.units]
     started = _now()
     write_atomic(out_dir / "config.yaml", config_yaml(plan.config).encode())
 
-    for partial in unit_dir.glob(".*.tmp"):  # left by a run killed while writing a unit
+    for partial in unit_dir.glob(f".*{TMP_SUFFIX}"):  # left by a run killed while writing
         partial.unlink(missing_ok=True)
     rows: list[pd.DataFrame | None] = [None] * len(plan.units)
     seconds = [0.0] * len(plan.units)
-    n_corrupt = 0
+    recomputed = []
     for i, (unit, path) in enumerate(zip(plan.units, paths)):
-        stored = load_unit(path, unit)
+        stored, reason = load_unit(path, unit)
         if stored is not None:
-            rows[i], seconds[i] = stored
-        elif path.exists():
-            n_corrupt += 1
+            rows[i], seconds[i], _ = stored
+            continue
+        old = path.with_suffix(OLD_SUFFIX)
+        if old.exists():  # a pickle of version 1: never loaded, it could run code
+            reason, path = "older pickle format (never loaded)", old
+        if reason:
+            recomputed.append({"unit_file": path.name, "reason": reason})
             path.unlink()
+    n_corrupt = len(recomputed)
     pending = [i for i, r in enumerate(rows) if r is None]
     n_cached = len(plan.units) - len(pending)
-    manifest = _manifest(plan, jobs, started, n_cached, len(pending), n_corrupt)
+    manifest = _manifest(plan, jobs, started, n_cached, len(pending), recomputed)
     write_atomic(out_dir / "manifest.json", _json(manifest))
 
     done = n_cached
@@ -275,6 +282,7 @@ def execute(plan: Plan, jobs: int = 1, progress: Progress | None = None) -> RunR
         n_cached=n_cached,
         n_computed=len(pending),
         n_corrupt=n_corrupt,
+        recomputed=recomputed,
         manifest=manifest,
     )
 
@@ -376,7 +384,7 @@ def config_yaml(config: BaseModel) -> str:
 
 
 def _manifest(
-    plan: Plan, jobs: int, started: str, n_cached: int, n_pending: int, n_corrupt: int
+    plan: Plan, jobs: int, started: str, n_cached: int, n_pending: int, recomputed: list[dict]
 ) -> dict[str, Any]:
     packages = {"rankcollapse": __version__, "python": platform.python_version()}
     for package in PACKAGES:
@@ -403,7 +411,8 @@ def _manifest(
         "n_units": len(plan.units),
         "n_cached": n_cached,
         "n_computed": n_pending,
-        "n_corrupt": n_corrupt,
+        "n_corrupt": len(recomputed),
+        "recomputed": recomputed,  # unit files that could not be used, and why
     }
 
 
