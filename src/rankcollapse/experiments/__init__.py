@@ -29,6 +29,8 @@ from rankcollapse.experiments._registry import (
     Unit,
     experiment_names,
     get_experiment,
+    merge_values,
+    nest_dotted,
     register,
 )
 
@@ -39,5 +41,7 @@ __all__ = [
     "Unit",
     "experiment_names",
     "get_experiment",
+    "merge_values",
+    "nest_dotted",
     "register",
 ]

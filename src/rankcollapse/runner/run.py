@@ -43,6 +43,8 @@ from rankcollapse.experiments import (
     Unit,
     experiment_names,
     get_experiment,
+    merge_values,
+    nest_dotted,
 )
 from rankcollapse.files import TMP_SUFFIX, canonical_json, digest, write_atomic
 from rankcollapse.runner._store import OLD_SUFFIX, SUFFIX, load_unit, save_unit
@@ -151,8 +153,6 @@ def plan(
     results_root: str | Path = "results",
 ) -> Plan:
     """Resolve and validate the config and build the unit list; nothing runs, nothing is written."""
-    from rankcollapse.experiments._registry import merge_values, nest_dotted
-
     exp = name if isinstance(name, Experiment) else get_experiment(name)
     values = load_config_file(config_file) if config_file is not None else {}
     values = merge_values(nest_dotted(values), nest_dotted(dict(overrides or {})))
