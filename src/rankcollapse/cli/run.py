@@ -100,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
         check_writable(p.out_dir)
 
     def notify(message: str) -> None:
-        err_console.print(f"[yellow]note:[/] {message}", highlight=False)
+        err_console.print(f"[yellow]note:[/] {message}", highlight=False, soft_wrap=True)
 
     if args.dry_run:
         return print_dry_run(plans, args, notify)
