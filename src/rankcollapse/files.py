@@ -71,9 +71,26 @@ def check_writable(folder: str | os.PathLike) -> None:
 
     Catches a read-only, foreign or full output folder before any work starts.
     """
-    folder = Path(folder)
-    write_atomic(folder / ".write-probe", b"rankcollapse write probe\n")
-    (folder / ".write-probe").unlink()
+    probe = Path(folder) / f".write-probe-{secrets.token_hex(4)}"
+    try:
+        probe.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        try:
+            os.write(fd, b"rankcollapse write probe\n")
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError as err:
+        raise output_error(probe, err) from err
+    finally:
+        probe.unlink(missing_ok=True)
+
+
+def remove_partial(folder: str | os.PathLike) -> None:
+    """Remove the temporary files a killed writer left in `folder` and below (call this only
+    while no other process writes there, e.g. under the run lock)."""
+    for partial in Path(folder).rglob(f".*{TMP_SUFFIX}"):
+        partial.unlink(missing_ok=True)
 
 
 def output_error(path: Path, err: OSError) -> OutputError:

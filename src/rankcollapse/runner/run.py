@@ -42,7 +42,13 @@ from rankcollapse.experiments import (
     merge_values,
     nest_dotted,
 )
-from rankcollapse.files import TMP_SUFFIX, canonical_json, check_writable, digest, write_atomic
+from rankcollapse.files import (
+    canonical_json,
+    check_writable,
+    digest,
+    remove_partial,
+    write_atomic,
+)
 from rankcollapse.runner._lock import run_lock
 from rankcollapse.runner._store import OLD_SUFFIX, SUFFIX, load_unit, save_unit
 from rankcollapse.runner.backends import UnitFailure, check_backend, ray_session, run_units
@@ -351,8 +357,7 @@ class Stored:
 def load_stored(plan: Plan, paths: list[Path]) -> Stored:
     """Read every stored unit; remove temporary, damaged and old-format files (callers hold
     the run lock, so no temporary file belongs to a live writer)."""
-    for partial in paths[0].parent.glob(f".*{TMP_SUFFIX}"):  # a run killed mid-write
-        partial.unlink(missing_ok=True)
+    remove_partial(plan.out_dir)  # left by a run killed while writing
     n = len(plan.units)
     stored = Stored([None] * n, [0.0] * n, [{} for _ in range(n)], [])
     for i, (unit, path) in enumerate(zip(plan.units, paths)):
