@@ -186,13 +186,15 @@ def ray_session(jobs: int, address: str | None = None) -> Iterator[None]:
     if address:
         ray.init(address=address, log_to_driver=False)
     else:
-        # Workers import what this process imports (e.g. a source checkout before the install).
+        # Workers import what this process imports (e.g. a source checkout before the install);
+        # a local instance listens on the loopback only, not on the machine's network.
         path = os.pathsep.join(p for p in sys.path if p)
         ray.init(
             num_cpus=jobs,
             include_dashboard=False,
             log_to_driver=False,
             runtime_env={"env_vars": {"PYTHONPATH": path}},
+            _node_ip_address="127.0.0.1",
         )
     try:
         yield
@@ -218,5 +220,5 @@ def _run_ray(
                 _deliver(refs.pop(ref), *ray.get(ref), finished)
     except BaseException:  # a failed unit, Ctrl-C, a lost node: nothing else may start
         for ref in refs:
-            ray.cancel(ref, force=True)
+            ray.cancel(ref)  # the worker stays up; its unit stops with KeyboardInterrupt
         raise
