@@ -135,8 +135,7 @@ def _run_processes(
             f"run_unit and Config must be module-level (picklable) to run with jobs > 1 "
             f"({err}); use jobs=1 or move them to module level."
         ) from err
-    context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(jobs, mp_context=context, initializer=init_worker) as pool:
+    with process_pool(jobs) as pool:
         futures = {pool.submit(call_unit, run_unit, config, units[i]): i for i in pending}
         remaining, failure = set(futures), None
         try:
@@ -153,10 +152,33 @@ def _run_processes(
                     for future in remaining:
                         future.cancel()
         except BaseException:
-            pool.shutdown(wait=True, cancel_futures=True)
+            for future in remaining:
+                future.cancel()
             raise
     if failure:
         raise failure
+
+
+_POOLS: dict[int, ProcessPoolExecutor] = {}  # open process sessions, by number of workers
+
+
+@contextlib.contextmanager
+def process_pool(jobs: int) -> Iterator[ProcessPoolExecutor]:
+    """The pool of the enclosing process session with `jobs` workers, else a new one for the
+    block. A session lets every experiment of `run all` share workers that are already up
+    (each spawned worker imports the package once, which takes seconds)."""
+    if jobs in _POOLS:
+        yield _POOLS[jobs]
+        return
+    # spawn: a fresh interpreter per worker, safe with torch's own threads (fork is not).
+    context = multiprocessing.get_context("spawn")
+    pool = ProcessPoolExecutor(jobs, mp_context=context, initializer=init_worker)
+    _POOLS[jobs] = pool
+    try:
+        yield pool
+    finally:
+        del _POOLS[jobs]
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def init_worker() -> None:

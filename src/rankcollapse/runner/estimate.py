@@ -13,17 +13,15 @@ are dealt, in order, to the first free worker (as the process pool and Ray do):
 from __future__ import annotations
 
 import heapq
-import multiprocessing
 import time
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 
 from rankcollapse.errors import UnitError
 from rankcollapse.experiments import Unit
 from rankcollapse.files import canonical_json, check_writable, write_atomic
 from rankcollapse.runner._lock import run_lock
-from rankcollapse.runner.backends import Failed, call_unit, init_worker, ray_session
+from rankcollapse.runner.backends import Failed, call_unit, process_pool, ray_session
 from rankcollapse.runner.run import Notify, Plan, config_yaml, load_stored, store_unit, unit_paths
 
 
@@ -104,8 +102,7 @@ def startup_seconds(backend: str, jobs: int, address: str | None = None) -> floa
 
             ray.get([ray.remote(num_cpus=1)(_warm).remote() for _ in range(jobs)])
     elif jobs > 1:
-        context = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(jobs, mp_context=context, initializer=init_worker) as pool:
+        with process_pool(jobs) as pool:
             list(pool.map(_warm, range(jobs)))
     return time.perf_counter() - start
 

@@ -51,7 +51,13 @@ from rankcollapse.files import (
 )
 from rankcollapse.runner._lock import run_lock
 from rankcollapse.runner._store import OLD_SUFFIX, SUFFIX, load_unit, save_unit
-from rankcollapse.runner.backends import UnitFailure, check_backend, ray_session, run_units
+from rankcollapse.runner.backends import (
+    UnitFailure,
+    check_backend,
+    process_pool,
+    ray_session,
+    run_units,
+)
 
 Progress = Callable[[str, int, int], None]  # (experiment name, units done, units in all)
 Notify = Callable[[str], None]  # a message for the user (waiting for a lock, a file not used)
@@ -233,8 +239,11 @@ def run_all(
 def session(
     backend: str, jobs: int, address: str | None = None
 ) -> contextlib.AbstractContextManager:
-    """One Ray instance for several `execute` calls (a no-op for the process backend)."""
-    return ray_session(jobs, address) if backend == "ray" else contextlib.nullcontext()
+    """Workers kept up for several `execute` calls: one Ray instance, or one process pool
+    (jobs > 1); nothing for one process."""
+    if backend == "ray":
+        return ray_session(jobs, address)
+    return process_pool(jobs) if jobs > 1 else contextlib.nullcontext()
 
 
 def execute(
