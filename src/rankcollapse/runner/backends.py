@@ -93,25 +93,28 @@ def _device(config: BaseModel) -> str:
     return device
 
 
-def run_units(
-    backend: str,
-    run_unit: Callable,
-    config: BaseModel,
-    units: Sequence[dict],
-    pending: Sequence[int],
-    jobs: int,
-    finished: Finished,
-    address: str | None = None,
-) -> None:
-    """Run `units[i]` for every i in `pending`, calling `finished` as each one ends."""
+@dataclass
+class Work:
+    """The units to run: `units[i]` for every i in `pending`, each via `run_unit(config, unit)`,
+    and `finished` to call in the driver as each one ends."""
+
+    run_unit: Callable
+    config: BaseModel
+    units: Sequence[dict]
+    pending: Sequence[int]
+    finished: Finished
+
+
+def run_units(backend: str, work: Work, jobs: int, address: str | None = None) -> None:
+    """Run the pending units on `backend` with `jobs` workers (see the module doc)."""
     if backend == "ray":
         with ray_session(jobs, address):
-            _run_ray(run_unit, config, units, pending, finished)
+            _run_ray(work)
     elif jobs == 1:
-        for i in pending:
-            _deliver(i, *call_unit(run_unit, config, units[i]), finished)
+        for i in work.pending:
+            _deliver(i, *call_unit(work.run_unit, work.config, work.units[i]), work.finished)
     else:
-        _run_processes(run_unit, config, units, pending, jobs, finished)
+        _run_processes(work, jobs)
 
 
 def _deliver(i: int, rows: Any, seconds: float, where: dict, finished: Finished) -> None:
@@ -120,23 +123,19 @@ def _deliver(i: int, rows: Any, seconds: float, where: dict, finished: Finished)
     finished(i, rows, seconds, where)
 
 
-def _run_processes(
-    run_unit: Callable,
-    config: BaseModel,
-    units: Sequence[dict],
-    pending: Sequence[int],
-    jobs: int,
-    finished: Finished,
-) -> None:
+def _run_processes(work: Work, jobs: int) -> None:
     try:
-        pickle.dumps((run_unit, config))  # a check only: workers receive them pickled
+        pickle.dumps((work.run_unit, work.config))  # a check only: workers receive them pickled
     except Exception as err:
         raise TypeError(
             f"run_unit and Config must be module-level (picklable) to run with jobs > 1 "
             f"({err}); use jobs=1 or move them to module level."
         ) from err
     with process_pool(jobs) as pool:
-        futures = {pool.submit(call_unit, run_unit, config, units[i]): i for i in pending}
+        futures = {
+            pool.submit(call_unit, work.run_unit, work.config, work.units[i]): i
+            for i in work.pending
+        }
         remaining, failure = set(futures), None
         try:
             while remaining:
@@ -145,7 +144,7 @@ def _run_processes(
                     if future.cancelled():
                         continue
                     try:
-                        _deliver(futures[future], *future.result(), finished)
+                        _deliver(futures[future], *future.result(), work.finished)
                     except UnitFailure as err:
                         failure = failure or err
                 if failure:  # let running units finish and be stored; start no new ones
@@ -224,22 +223,16 @@ def ray_session(jobs: int, address: str | None = None) -> Iterator[None]:
         ray.shutdown()
 
 
-def _run_ray(
-    run_unit: Callable,
-    config: BaseModel,
-    units: Sequence[dict],
-    pending: Sequence[int],
-    finished: Finished,
-) -> None:
+def _run_ray(work: Work) -> None:
     ray = _import_ray()
     task = ray.remote(num_cpus=1, max_retries=0)(call_unit)
-    run_ref, config_ref = ray.put(run_unit), ray.put(config)
-    refs = {task.remote(run_ref, config_ref, units[i]): i for i in pending}
+    run_ref, config_ref = ray.put(work.run_unit), ray.put(work.config)
+    refs = {task.remote(run_ref, config_ref, work.units[i]): i for i in work.pending}
     try:
         while refs:
             ready, _ = ray.wait(list(refs), num_returns=1)
             for ref in ready:
-                _deliver(refs.pop(ref), *ray.get(ref), finished)
+                _deliver(refs.pop(ref), *ray.get(ref), work.finished)
     except BaseException:  # a failed unit, Ctrl-C, a lost node: nothing else may start
         for ref in refs:
             ray.cancel(ref)  # the worker stays up; its unit stops with KeyboardInterrupt

@@ -53,6 +53,7 @@ from rankcollapse.runner._lock import run_lock
 from rankcollapse.runner._store import OLD_SUFFIX, SUFFIX, load_unit, save_unit
 from rankcollapse.runner.backends import (
     UnitFailure,
+    Work,
     check_backend,
     process_pool,
     ray_session,
@@ -220,7 +221,8 @@ def run_all(
     """Run every registered experiment into results_root/NAME/<config hash>/.
 
     Every config is validated (and every unit list built), and every output folder checked
-    for writing, before the first unit runs. One Ray session serves every experiment.
+    for writing, before the first unit runs. One session of workers (a Ray instance or a
+    process pool) serves every experiment.
     """
     plans = [
         plan(name, preset, overrides, config_file, results_root=results_root)
@@ -309,7 +311,8 @@ def _execute(
             progress(exp.name, done, len(plan.units))
 
     try:
-        run_units(backend, exp.run_unit, plan.config, plan.units, pending, jobs, finished, address)
+        work = Work(exp.run_unit, plan.config, plan.units, pending, finished)
+        run_units(backend, work, jobs, address)
     except UnitFailure as failure:
         unit = plan.units[failure.index]
         raise UnitError(
