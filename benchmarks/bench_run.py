@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from rankcollapse.experiments import experiment_names
-from rankcollapse.runner import execute, plan, session
+from rankcollapse.runner import execute, plan, session, startup_seconds
 
 SETUPS = {"jobs1": ("process", 1), "jobs2": ("process", 2), "ray2": ("ray", 2)}
 TARGET = 0.6
@@ -29,18 +29,11 @@ def run_setup(names: list[str], backend: str, jobs: int, root: Path) -> tuple[fl
     plans = [plan(name, "quick", results_root=root) for name in names]
     start = time.perf_counter()
     with session(backend, jobs):
-        if backend == "ray":
-            import ray
-
-            ray.get([ray.remote(num_cpus=1)(_noop).remote() for _ in range(jobs)])
+        startup_seconds(backend, jobs)  # workers up and the package imported in each
         started = time.perf_counter()
         for p in plans:
             execute(p, jobs, backend=backend)
     return time.perf_counter() - start, started - start
-
-
-def _noop() -> None:
-    return None
 
 
 def main() -> None:

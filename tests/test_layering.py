@@ -97,3 +97,8 @@ def test_the_private_import_check_finds_cross_package_imports_only():
         "rankcollapse.runner._store",
         "rankcollapse.metrics._norms",
     }
+
+
+@pytest.mark.parametrize("path", [p for p in MODULES if package(p) == "report"], ids=module_id)
+def test_report_never_imports_the_runner(path):
+    assert "runner" not in imported_packages(path), "runner uses report, never the reverse"
