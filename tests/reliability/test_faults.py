@@ -73,6 +73,7 @@ def test_kills_at_random_moments_then_resume_give_the_uninterrupted_files(tmp_pa
         assert not done_before & set(calls(log)[before:]), f"a stored unit ran again ({moment})"
         if moment == "building the report" and (log / "summarizing").exists():
             assert len(stored()) == 6  # every unit stored before the report is built
+    print(f"killed {len(killed)} times: {killed}")
     assert len(killed) >= 5, killed
     (log / "slow").unlink()
     done_before, before = stored(), len(calls(log))
