@@ -26,6 +26,10 @@ class UnitError(RankCollapseError):
     """A unit of work of an experiment failed; wraps the original error with its context."""
 
 
+class OutputError(RankCollapseError):
+    """An output file or folder that cannot be written (read-only, full, not a folder)."""
+
+
 def did_you_mean(name: str, known: Iterable[str]) -> str:
     """' Did you mean 'x'?' for the closest known name, or '' when nothing is close."""
     close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)

@@ -105,7 +105,7 @@ def test_a_corrupt_or_truncated_unit_file_is_detected_and_recomputed(tmp_path):
 
 def test_no_temporary_files_are_left_behind_even_after_a_kill_mid_write(tmp_path):
     run_tiny(tmp_path)
-    (tmp_path / "run" / "units" / ".abc.pkl.123.tmp").write_bytes(b"half a unit")
+    (tmp_path / "run" / "units" / ".abc.json.123.tmp").write_bytes(b"half a unit")
     run_tiny(tmp_path)
     assert not [p for p in (tmp_path / "run").rglob("*") if p.name.endswith(".tmp")]
 

@@ -4,7 +4,9 @@ and simulate a unit that dies midway.
 
 Units: one per (item, seed). Claims: one that passes, one that fails.
 Switches in `log_dir`: `fail-ITEM` makes that item's units raise; `wait-ITEM-SEED` holding
-"FOLDER N" makes that unit wait until N unit files are stored in FOLDER.
+"FOLDER N" makes that unit wait until N unit files are stored in FOLDER; `slow` holding S
+makes every unit take S seconds longer; `slow-summary` holding S makes `summarize` write
+`summarizing` and then take S seconds longer (so a test can kill a run while it reports).
 """
 
 from __future__ import annotations
@@ -52,10 +54,12 @@ def run_unit(config: Config, unit: dict) -> pd.DataFrame:
     if wait.exists():  # "FOLDER N": hold this unit until N unit files are stored in FOLDER
         folder, n = wait.read_text().split()
         deadline = time.monotonic() + 60
-        while len(list(Path(folder).glob("*.pkl"))) < int(n):
+        while len(list(Path(folder).glob("*.json"))) < int(n):
             if time.monotonic() > deadline:
                 raise TimeoutError(f"fewer than {n} units were stored in {folder} within 60 s")
             time.sleep(0.05)
+    if (log / "slow").exists():
+        time.sleep(float((log / "slow").read_text()))
     g = torch.Generator().manual_seed(1000 * unit["seed"] + unit["item"])
     x = torch.randn(16, 16, generator=g, dtype=torch.float64)
     rows = []
@@ -67,6 +71,10 @@ def run_unit(config: Config, unit: dict) -> pd.DataFrame:
 
 
 def summarize(config: Config, results: pd.DataFrame) -> Summary:
+    log = Path(config.log_dir)
+    if (log / "slow-summary").exists():
+        (log / "summarizing").touch()
+        time.sleep(float((log / "slow-summary").read_text()))
     means = results.groupby("layer", as_index=False)["value"].mean()
     last = float(means["value"].iloc[-1])
     return Summary(

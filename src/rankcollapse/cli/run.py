@@ -1,14 +1,18 @@
 """`rankcollapse run NAME|all`: run an experiment (or all of them) and build its report.
 
     rankcollapse run toy-collapse --preset quick --set seeds=[0,1,2] --jobs 2
+    rankcollapse run all --backend ray --jobs 2          # a local Ray instance with 2 CPUs
+    rankcollapse run dong2021-circle --preset paper --dry-run   # units and estimated time
 
 Prints a progress bar (units done, time left), the claims table and the report's path.
-A killed run resumes when the same command is given again.
+A killed run resumes when the same command is given again; a second run of the same config
+waits for the first and reuses its units.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 
 
@@ -40,7 +44,35 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         default=None,
         help="output folder (default: results/NAME/<config hash>/; with 'all': the results root)",
     )
-    parser.add_argument("--jobs", type=int, default=1, help="worker processes (default: 1)")
+    parser.add_argument(
+        "--jobs", type=int, default=1, help="workers: processes, or Ray CPUs (default: 1)"
+    )
+    parser.add_argument(
+        "--backend",
+        choices=("process", "ray"),
+        default="process",
+        help="where units run: this machine's processes, or Ray tasks; ray needs "
+        'pip install -e ".[ray]" (default: process)',
+    )
+    parser.add_argument(
+        "--address",
+        default=None,
+        help="with --backend ray: the address of a running Ray cluster to join, e.g. "
+        "HOST:6379 (default: start a local Ray with --jobs CPUs)",
+    )
+    parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the units, their count and the estimated time per backend and workers, "
+        "from a timed sample of units (stored, so the real run reuses them); run nothing else",
+    )
+    parser.add_argument(
+        "--sample-units",
+        type=int,
+        default=2,
+        metavar="N",
+        help="with --dry-run: units to time per experiment (default: 2)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -48,10 +80,13 @@ def run(args: argparse.Namespace) -> int:
     from rankcollapse.cli._console import err_console
     from rankcollapse.errors import ConfigError
     from rankcollapse.experiments import experiment_names
-    from rankcollapse.runner import execute, parse_overrides, plan
+    from rankcollapse.files import check_writable
+    from rankcollapse.runner import execute, parse_overrides, plan, session
 
     if args.jobs < 1:
-        raise ConfigError(f"--jobs is {args.jobs}; it must be at least 1 (worker processes).")
+        raise ConfigError(f"--jobs is {args.jobs}; it must be at least 1 (workers).")
+    if args.address and args.backend != "ray":
+        raise ConfigError("--address joins a Ray cluster; add --backend ray.")
     overrides = parse_overrides(args.overrides)
     if args.name == "all":
         root = args.out or Path("results")
@@ -59,12 +94,84 @@ def run(args: argparse.Namespace) -> int:
         plans = [plan(n, args.preset, overrides, args.config, results_root=root) for n in names]
     else:
         plans = [plan(args.name, args.preset, overrides, args.config, out=args.out)]
-    # Every config is valid and every unit list built: only now does work start.
+    # Every config is valid, every unit list built and every folder writable: only now does
+    # work start.
     for p in plans:
-        with _progress_bar(err_console) as progress:
-            result = execute(p, args.jobs, progress)
-        print_claims(result)
+        check_writable(p.out_dir)
+
+    def notify(message: str) -> None:
+        err_console.print(f"[yellow]note:[/] {message}", highlight=False, soft_wrap=True)
+
+    if args.dry_run:
+        return print_dry_run(plans, args, notify)
+    with session(args.backend, args.jobs, args.address):
+        for p in plans:
+            with _progress_bar(err_console) as progress:
+                result = execute(
+                    p,
+                    args.jobs,
+                    progress,
+                    backend=args.backend,
+                    address=args.address,
+                    notify=notify,
+                )
+            print_claims(result)
     return 0
+
+
+def print_dry_run(plans: list, args: argparse.Namespace, notify) -> int:
+    """Units, count and estimated wall time per (backend, workers); the sum over plans."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    from rankcollapse.cli._console import console
+    from rankcollapse.files import canonical_json
+    from rankcollapse.runner import dry_run, startup_seconds
+
+    runs = [dry_run(p, args.sample_units, notify) for p in plans]
+    workers = max(2, args.jobs)
+    setups = [("process", 1), ("process", workers)]
+    if args.backend == "ray":
+        setups.append(("ray", workers))
+    startup = {(b, k): startup_seconds(b, k, args.address) for b, k in setups}
+    if len(runs) == 1:
+        table = Table(title=f"{runs[0].name}: units", title_justify="left")
+        for column in ("unit", "seconds", "source"):
+            table.add_column(column, overflow="fold")
+        for unit, seconds, source in zip(runs[0].units, runs[0].seconds, runs[0].source):
+            table.add_row(escape(canonical_json(unit)), f"{seconds:.3g}", source)
+        console.print(table)
+    table = Table(title="estimated wall time of the units still to run", title_justify="left")
+    table.add_column("experiment")
+    table.add_column("units (stored, sampled now)")
+    for backend, k in setups:
+        table.add_column(f"{backend}, {k} worker{'s' * (k > 1)}", justify="right")
+    for r in runs:
+        counts = f"{len(r.units)} ({r.source.count('stored')}, {r.source.count('sampled')})"
+        table.add_row(r.name, counts, *(_duration(r.wall_seconds(k)) for _, k in setups))
+    # Workers start once per command (one Ray session serves every experiment).
+    totals = [sum(r.wall_seconds(k) for r in runs) + startup[(b, k)] for b, k in setups]
+    n_units = sum(len(r.units) for r in runs)
+    table.add_row(
+        "[bold]all[/]" if len(runs) > 1 else "with start-up", str(n_units), *map(_duration, totals)
+    )
+    console.print(table)
+    console.print(
+        "start-up (measured): "
+        + ", ".join(f"{b} x{k}: {startup[(b, k)]:.1f} s" for b, k in setups)
+        + ". Sampled units are stored: the real run reuses them.",
+        highlight=False,
+    )
+    return 0
+
+
+def _duration(seconds: float) -> str:
+    """Seconds as '42 s', '3.5 min' or '2.1 h'."""
+    if math.isnan(seconds):
+        return "unknown"
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    return f"{seconds / 60:.1f} min" if seconds < 7200 else f"{seconds / 3600:.1f} h"
 
 
 class _progress_bar:

@@ -22,8 +22,8 @@ from pydantic import BaseModel
 
 from rankcollapse.errors import InputError
 from rankcollapse.experiments import Claim, Experiment, Summary, get_experiment
+from rankcollapse.files import write_atomic
 from rankcollapse.report.html import render_html
-from rankcollapse.runner._store import write_atomic
 
 RUN_FILES = ("config.yaml", "manifest.json", "results.csv")
 

@@ -1,5 +1,6 @@
-"""Run experiments: validate configs, run or resume units (optionally in parallel), store
-results and build reports. The Python API has the power of `rankcollapse run`:
+"""Run experiments: validate configs, run or resume units (in this process, in worker
+processes or on Ray), store results and build reports, or estimate a run's time before it
+starts. The Python API has the power of `rankcollapse run`:
 
     >>> from rankcollapse.runner import parse_overrides
     >>> parse_overrides(["seeds=[0, 1]"])
@@ -7,8 +8,12 @@ results and build reports. The Python API has the power of `rankcollapse run`:
 
     result = run_experiment("toy-collapse", preset="quick", overrides={"seeds": [0, 1]})
     result.results, result.claims, result.report_path
+    run_experiment("toy-collapse", jobs=2, backend="ray")       # address="HOST:PORT" joins
+    dry_run(plan("toy-collapse", preset="paper")).wall_seconds(2)  # seconds on 2 workers
 """
 
+from rankcollapse.runner.backends import BACKENDS, RAY_EXTRA
+from rankcollapse.runner.estimate import DryRun, dry_run, makespan, startup_seconds
 from rankcollapse.runner.run import (
     Plan,
     RunResult,
@@ -19,16 +24,24 @@ from rankcollapse.runner.run import (
     plan,
     run_all,
     run_experiment,
+    session,
 )
 
 __all__ = [
+    "BACKENDS",
+    "RAY_EXTRA",
+    "DryRun",
     "Plan",
     "RunResult",
     "config_hash",
+    "dry_run",
     "execute",
     "load_config_file",
+    "makespan",
     "parse_overrides",
     "plan",
     "run_all",
     "run_experiment",
+    "session",
+    "startup_seconds",
 ]

@@ -3,13 +3,14 @@ results and build the report.
 
     config = preset <- --config FILE.yaml <- --set key=value   (each merged over the last)
     DIR    = results/NAME/<first 10 hex of sha256(name, resolved config)>/
-    DIR/units/<unit hash>.pkl   one per finished unit, atomic, checksummed (see _store.py)
+    DIR/units/<unit hash>.json  one per finished unit: typed columns, checksummed (see _store.py)
     DIR/config.yaml, manifest.json, results.csv, then claims.json, figures/, report.html
 
-Every config is validated, and every unit list built, before any unit runs. Units are
-independent; with `jobs > 1` they run in spawned worker processes; every unit runs with one
-torch thread (in a worker or not) and rows are assembled in unit order, so the results do not
-depend on `jobs`.
+Every config is validated, every unit list built and the output folder checked for writing
+before any unit runs. Units are independent; they run in this process, in spawned worker
+processes or as Ray tasks (`backends.py`), always with one torch thread, and rows are assembled
+in unit order, so the results do not depend on `jobs` or the backend. The driver alone writes,
+under a lock on DIR/.lock: a second run of the same config waits, then reuses the units.
 """
 
 from __future__ import annotations
@@ -17,15 +18,10 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import importlib.metadata
-import multiprocessing
-import os
-import pickle
 import platform
 import re
 import sys
-import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,10 +39,29 @@ from rankcollapse.experiments import (
     Unit,
     experiment_names,
     get_experiment,
+    merge_values,
+    nest_dotted,
 )
-from rankcollapse.runner._store import canonical_json, digest, load_unit, save_unit, write_atomic
+from rankcollapse.files import (
+    canonical_json,
+    check_writable,
+    digest,
+    remove_partial,
+    write_atomic,
+)
+from rankcollapse.runner._lock import run_lock
+from rankcollapse.runner._store import OLD_SUFFIX, SUFFIX, load_unit, save_unit
+from rankcollapse.runner.backends import (
+    UnitFailure,
+    Work,
+    check_backend,
+    process_pool,
+    ray_session,
+    run_units,
+)
 
 Progress = Callable[[str, int, int], None]  # (experiment name, units done, units in all)
+Notify = Callable[[str], None]  # a message for the user (waiting for a lock, a file not used)
 
 PACKAGES = ("torch", "numpy", "pandas", "pydantic", "matplotlib", "scipy", "transformers")
 
@@ -78,7 +93,9 @@ class RunResult:
     n_units: int
     n_cached: int  # reused from an earlier (killed or finished) run with the same config
     n_computed: int
-    n_corrupt: int = 0  # unit files found damaged and recomputed
+    n_corrupt: int = 0  # unit files found damaged (or of an older format) and recomputed
+    recomputed: list[dict[str, str]] = field(default_factory=list)  # {"unit_file", "reason"}
+    waited_for_lock: float = 0.0  # seconds spent waiting for another run of this folder
     manifest: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -149,8 +166,6 @@ def plan(
     results_root: str | Path = "results",
 ) -> Plan:
     """Resolve and validate the config and build the unit list; nothing runs, nothing is written."""
-    from rankcollapse.experiments._registry import merge_values, nest_dotted
-
     exp = name if isinstance(name, Experiment) else get_experiment(name)
     values = load_config_file(config_file) if config_file is not None else {}
     values = merge_values(nest_dotted(values), nest_dotted(dict(overrides or {})))
@@ -175,14 +190,20 @@ def run_experiment(
     jobs: int = 1,
     progress: Progress | None = None,
     results_root: str | Path = "results",
+    *,
+    backend: str = "process",
+    address: str | None = None,
+    notify: Notify | None = None,
 ) -> RunResult:
     """Run one experiment (by name, or an `Experiment` object) and build its report.
 
     Finished units of an earlier run with the same config are reused; a unit that raises is
     re-raised as `UnitError` after every other finished unit is stored, so rerunning the
-    same call resumes where it stopped.
+    same call resumes where it stopped. `backend` is "process" (this process when jobs=1,
+    else `jobs` worker processes) or "ray" (`address` joins a cluster); see `backends`.
     """
-    return execute(plan(name, preset, overrides, config_file, out, results_root), jobs, progress)
+    p = plan(name, preset, overrides, config_file, out, results_root)
+    return execute(p, jobs, progress, backend=backend, address=address, notify=notify)
 
 
 def run_all(
@@ -193,74 +214,122 @@ def run_all(
     jobs: int = 1,
     progress: Progress | None = None,
     results_root: str | Path = "results",
+    backend: str = "process",
+    address: str | None = None,
+    notify: Notify | None = None,
 ) -> list[RunResult]:
     """Run every registered experiment into results_root/NAME/<config hash>/.
 
-    Every config is validated (and every unit list built) before the first unit runs.
+    Every config is validated (and every unit list built), and every output folder checked
+    for writing, before the first unit runs. One session of workers (a Ray instance or a
+    process pool) serves every experiment.
     """
     plans = [
         plan(name, preset, overrides, config_file, results_root=results_root)
         for name in experiment_names()
     ]
-    return [execute(p, jobs, progress) for p in plans]
+    check_backend(backend, jobs)
+    for p in plans:
+        check_writable(p.out_dir)
+    with session(backend, jobs, address):
+        return [
+            execute(p, jobs, progress, backend=backend, address=address, notify=notify)
+            for p in plans
+        ]
 
 
-def execute(plan: Plan, jobs: int = 1, progress: Progress | None = None) -> RunResult:
-    """Run the units of a plan that have no valid stored result, then store and report."""
+def session(
+    backend: str, jobs: int, address: str | None = None
+) -> contextlib.AbstractContextManager:
+    """Workers kept up for several `execute` calls: one Ray instance, or one process pool
+    (jobs > 1); nothing for one process."""
+    if backend == "ray":
+        return ray_session(jobs, address)
+    return process_pool(jobs) if jobs > 1 else contextlib.nullcontext()
+
+
+def execute(
+    plan: Plan,
+    jobs: int = 1,
+    progress: Progress | None = None,
+    *,
+    backend: str = "process",
+    address: str | None = None,
+    notify: Notify | None = None,
+) -> RunResult:
+    """Run the units of a plan that have no valid stored result, then store and report.
+
+    The run folder is checked for writing first (OutputError, before any unit runs) and
+    locked while the run lasts: a second run of the same config waits, then reuses the units.
+    """
+    check_backend(backend, jobs)
+    check_writable(plan.out_dir)
+    with run_lock(plan.out_dir, notify) as waited:
+        return _execute(plan, jobs, progress, backend, address, notify, waited)
+
+
+def _execute(
+    plan: Plan,
+    jobs: int,
+    progress: Progress | None,
+    backend: str,
+    address: str | None,
+    notify: Notify | None,
+    waited: float,
+) -> RunResult:
     from rankcollapse.report import build_report
 
-    if jobs < 1:
-        raise ConfigError(f"jobs is {jobs}; it must be at least 1 (the number of processes).")
     exp, out_dir = plan.experiment, plan.out_dir
-    unit_dir = out_dir / "units"
-    paths = [unit_dir / f"{digest([plan.config_hash, unit])[:16]}.pkl" for unit in plan.units]
+    paths = unit_paths(plan)
     started = _now()
     write_atomic(out_dir / "config.yaml", config_yaml(plan.config).encode())
-
-    for partial in unit_dir.glob(".*.tmp"):  # left by a run killed while writing a unit
-        partial.unlink(missing_ok=True)
-    rows: list[pd.DataFrame | None] = [None] * len(plan.units)
-    seconds = [0.0] * len(plan.units)
-    n_corrupt = 0
-    for i, (unit, path) in enumerate(zip(plan.units, paths)):
-        stored = load_unit(path, unit)
-        if stored is not None:
-            rows[i], seconds[i] = stored
-        elif path.exists():
-            n_corrupt += 1
-            path.unlink()
+    stored = load_stored(plan, paths)
+    for problem in stored.recomputed:
+        if notify:
+            notify(
+                f"{exp.name}: unit file {problem['unit_file']} not used: {problem['reason']}; "
+                "its unit is recomputed."
+            )
+    rows, seconds, where = stored.rows, stored.seconds, stored.where
     pending = [i for i, r in enumerate(rows) if r is None]
     n_cached = len(plan.units) - len(pending)
-    manifest = _manifest(plan, jobs, started, n_cached, len(pending), n_corrupt)
+    manifest = _manifest(plan, jobs, started, n_cached, len(pending), stored.recomputed)
+    manifest.update(backend=backend, address=address, waited_for_lock_seconds=round(waited, 3))
     write_atomic(out_dir / "manifest.json", _json(manifest))
 
     done = n_cached
     if progress:
         progress(exp.name, done, len(plan.units))
 
-    def finished(i: int, unit_rows: pd.DataFrame, unit_seconds: float) -> None:
+    def finished(i: int, unit_rows: pd.DataFrame, unit_seconds: float, unit_where: dict) -> None:
         nonlocal done
-        _check_rows(exp.name, plan.units[i], unit_rows)
-        save_unit(paths[i], plan.units[i], unit_rows, unit_seconds)
-        rows[i], seconds[i] = unit_rows, unit_seconds
+        unit_where = {**unit_where, "backend": backend}
+        store_unit(plan, paths[i], i, unit_rows, unit_seconds, unit_where)
+        rows[i], seconds[i], where[i] = unit_rows, unit_seconds, unit_where
         done += 1
         if progress:
             progress(exp.name, done, len(plan.units))
 
-    if jobs == 1:
-        with _one_torch_thread():
-            for i in pending:
-                try:
-                    unit_rows, unit_seconds = _timed_call(exp.run_unit, plan.config, plan.units[i])
-                except Exception as err:
-                    raise _unit_error(exp.name, plan.units[i], err, done, len(plan.units)) from err
-                finished(i, unit_rows, unit_seconds)
-    else:
-        _run_parallel(plan, pending, jobs, finished, lambda: done)
+    try:
+        work = Work(exp.run_unit, plan.config, plan.units, pending, finished)
+        run_units(backend, work, jobs, address)
+    except UnitFailure as failure:
+        unit = plan.units[failure.index]
+        raise UnitError(
+            f"{exp.name} unit {canonical_json(unit)} failed: {failure.failed.kind}: "
+            f"{failure.failed.message}. {done} of {len(plan.units)} units are stored; rerun the "
+            f"same command to resume. Config: {out_dir / 'config.yaml'}.\n"
+            f"{failure.failed.traceback}"
+        ) from None
 
     results = pd.concat([r for r in rows if r is not None], ignore_index=True)
     write_atomic(out_dir / "results.csv", results.to_csv(index=False).encode())
-    manifest.update(finished=_now(), unit_seconds=round(sum(seconds), 3), status="complete")
+    manifest.update(
+        finished=_now(),
+        unit_seconds=round(sum(seconds), 3),
+        units_where=[{"unit": u, **w} for u, w in zip(plan.units, where)],
+        status="complete",
+    )
     write_atomic(out_dir / "manifest.json", _json(manifest))
     report = build_report(out_dir, experiment=exp)
     return RunResult(
@@ -274,101 +343,61 @@ def execute(plan: Plan, jobs: int = 1, progress: Progress | None = None) -> RunR
         n_units=len(plan.units),
         n_cached=n_cached,
         n_computed=len(pending),
-        n_corrupt=n_corrupt,
+        n_corrupt=len(stored.recomputed),
+        recomputed=stored.recomputed,
+        waited_for_lock=waited,
         manifest=manifest,
     )
 
 
-def _run_parallel(
-    plan: Plan,
-    pending: list[int],
-    jobs: int,
-    finished: Callable[[int, pd.DataFrame, float], None],
-    n_done: Callable[[], int],
+def unit_paths(plan: Plan) -> list[Path]:
+    """Where each unit of a plan is stored: DIR/units/<16 hex of sha256(config hash, unit)>."""
+    unit_dir = plan.out_dir / "units"
+    return [unit_dir / f"{digest([plan.config_hash, u])[:16]}{SUFFIX}" for u in plan.units]
+
+
+@dataclass
+class Stored:
+    """What a run folder holds for a plan: per unit its rows (None: to run), seconds, where."""
+
+    rows: list[pd.DataFrame | None]
+    seconds: list[float]
+    where: list[dict]
+    recomputed: list[dict[str, str]]  # {"unit_file", "reason"}: files found and not used
+
+
+def load_stored(plan: Plan, paths: list[Path]) -> Stored:
+    """Read every stored unit; remove temporary, damaged and old-format files (callers hold
+    the run lock, so no temporary file belongs to a live writer)."""
+    remove_partial(plan.out_dir)  # left by a run killed while writing
+    n = len(plan.units)
+    stored = Stored([None] * n, [0.0] * n, [{} for _ in range(n)], [])
+    for i, (unit, path) in enumerate(zip(plan.units, paths)):
+        found, reason = load_unit(path, unit)
+        if found is not None:
+            stored.rows[i], stored.seconds[i], stored.where[i] = found
+            continue
+        old = path.with_suffix(OLD_SUFFIX)
+        if old.exists():  # a pickle of version 1: never loaded, it could run code
+            reason, path = "older pickle format (never loaded)", old
+        if reason:
+            stored.recomputed.append({"unit_file": path.name, "reason": reason})
+            path.unlink(missing_ok=True)
+    return stored
+
+
+def store_unit(
+    plan: Plan, path: Path, i: int, rows: Any, seconds: float, where: dict[str, Any]
 ) -> None:
-    exp = plan.experiment
-    try:
-        pickle.dumps((exp.run_unit, plan.config))
-    except Exception as err:
-        raise TypeError(
-            f"{exp.name}: run_unit and Config must be module-level (picklable) to run with "
-            f"jobs > 1 ({err}); use jobs=1 or move them to module level."
-        ) from err
-    # spawn: a fresh interpreter per worker, safe with torch's own threads (fork is not).
-    context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(jobs, mp_context=context, initializer=_init_worker) as pool:
-        futures = {
-            pool.submit(_worker_call, exp.run_unit, plan.config, plan.units[i]): i for i in pending
-        }
-        remaining = set(futures)
-        failure: tuple[int, BaseException] | None = None
-        try:
-            while remaining:
-                done, remaining = wait(remaining, return_when=FIRST_COMPLETED)
-                for future in sorted(done, key=futures.get):
-                    if future.cancelled():
-                        continue
-                    if future.exception() is not None:
-                        failure = failure or (futures[future], future.exception())
-                        continue
-                    finished(futures[future], *future.result())
-                if failure:  # let running units finish and be stored; start no new ones
-                    for future in remaining:
-                        future.cancel()
-        except BaseException:
-            pool.shutdown(wait=True, cancel_futures=True)
-            raise
-    if failure:
-        i, err = failure
-        raise _unit_error(exp.name, plan.units[i], err, n_done(), len(plan.units)) from err
-
-
-@contextlib.contextmanager
-def _one_torch_thread() -> Iterator[None]:
-    """Run units with one torch thread, as in a worker, so results do not depend on `jobs`
-    (small units are also much faster on a busy machine); restore the setting after."""
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
-
-def _init_worker() -> None:
-    # Units of one run share the machine: one thread each, so `jobs` processes use `jobs` cores.
-    os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = "1"
-
-
-def _worker_call(run_unit: Callable, config: BaseModel, unit: Unit) -> tuple[pd.DataFrame, float]:
-    import torch
-
-    torch.set_num_threads(1)
-    return _timed_call(run_unit, config, unit)
-
-
-def _timed_call(run_unit: Callable, config: BaseModel, unit: Unit) -> tuple[pd.DataFrame, float]:
-    start = time.perf_counter()
-    rows = run_unit(config, unit)
-    return rows, time.perf_counter() - start
-
-
-def _check_rows(name: str, unit: Unit, rows: Any) -> None:
+    """Check the rows unit `i` returned and store them (atomically) at `path`."""
+    unit = plan.units[i]
     if not isinstance(rows, pd.DataFrame) or not {"metric", "value"} <= set(rows.columns):
         got = list(rows.columns) if isinstance(rows, pd.DataFrame) else type(rows).__name__
         raise UnitError(
-            f"{name} unit {canonical_json(unit)} returned {got}; run_unit must return a "
-            "DataFrame with identifying columns, then 'metric' and 'value'."
+            f"{plan.experiment.name} unit {canonical_json(unit)} returned {got}; run_unit must "
+            "return a DataFrame with identifying columns, then 'metric' and 'value'."
         )
-
-
-def _unit_error(name: str, unit: Unit, err: BaseException, done: int, total: int) -> UnitError:
-    return UnitError(
-        f"{name} unit {canonical_json(unit)} failed: {type(err).__name__}: {err}. "
-        f"{done} of {total} units are stored; rerun the same command to resume."
-    )
+    save_unit(path, unit, rows, seconds, where)
 
 
 def config_yaml(config: BaseModel) -> str:
@@ -376,7 +405,7 @@ def config_yaml(config: BaseModel) -> str:
 
 
 def _manifest(
-    plan: Plan, jobs: int, started: str, n_cached: int, n_pending: int, n_corrupt: int
+    plan: Plan, jobs: int, started: str, n_cached: int, n_pending: int, recomputed: list[dict]
 ) -> dict[str, Any]:
     packages = {"rankcollapse": __version__, "python": platform.python_version()}
     for package in PACKAGES:
@@ -397,13 +426,14 @@ def _manifest(
         "platform": platform.platform(),
         "command": " ".join(sys.argv),
         "packages": packages,
-        "torch_threads": 1,  # per unit, whatever `jobs` is (see _one_torch_thread)
+        "torch_threads": 1,  # per unit, whatever `jobs` is (see backends.call_unit)
         "jobs": jobs,
         "seeds": _seeds(plan.config.model_dump(mode="json"), plan.units),
         "n_units": len(plan.units),
         "n_cached": n_cached,
         "n_computed": n_pending,
-        "n_corrupt": n_corrupt,
+        "n_corrupt": len(recomputed),
+        "recomputed": recomputed,  # unit files that could not be used, and why
     }
 
 

@@ -14,10 +14,9 @@ a store is passed in by whoever owns the disk (the runner, a CLI, a notebook).
 from __future__ import annotations
 
 import hashlib
-import json
+import io
 import os
 import pickle
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -27,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from torch import Tensor, nn
 
 from rankcollapse.errors import ConfigError, InputError
+from rankcollapse.files import canonical_json, write_atomic
 
 
 class TrainConfig(BaseModel):
@@ -98,7 +98,7 @@ def checkpoint_key(config: Mapping[str, Any], *tensors: Tensor) -> str:
         >>> checkpoint_key({"lr": 0.1}) == checkpoint_key({"lr": 0.2})
         False
     """
-    digest = hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode())
+    digest = hashlib.sha256(canonical_json(config).encode())
     for tensor in tensors:
         digest.update(str((tuple(tensor.shape), str(tensor.dtype))).encode())
         digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
@@ -115,10 +115,6 @@ class CheckpointStore(Protocol):
         """Store `checkpoint` (state dict, losses, ...) under `key`, with its full `config`."""
 
 
-def _canonical(config: Mapping[str, Any]) -> str:
-    return json.dumps(config, sort_keys=True, default=str)
-
-
 class MemoryStore:
     """A checkpoint store in a dict (one process). Example:
 
@@ -133,12 +129,12 @@ class MemoryStore:
 
     def load(self, key: str, config: Mapping[str, Any]) -> dict[str, Any] | None:
         stored = self.entries.get(key)
-        if stored is None or stored[0] != _canonical(config):
+        if stored is None or stored[0] != canonical_json(config):
             return None
         return stored[1]
 
     def save(self, key: str, config: Mapping[str, Any], checkpoint: dict[str, Any]) -> None:
-        self.entries[key] = (_canonical(config), checkpoint)
+        self.entries[key] = (canonical_json(config), checkpoint)
 
 
 class DirectoryStore:
@@ -160,20 +156,14 @@ class DirectoryStore:
             stored = torch.load(path, map_location="cpu", weights_only=True)
         except (RuntimeError, EOFError, OSError, pickle.UnpicklingError):  # corrupt: a miss
             return None
-        if stored.get("config") != _canonical(config):
+        if stored.get("config") != canonical_json(config):
             return None
         return stored["checkpoint"]
 
     def save(self, key: str, config: Mapping[str, Any], checkpoint: dict[str, Any]) -> None:
-        self.root.mkdir(parents=True, exist_ok=True)
-        handle, tmp = tempfile.mkstemp(dir=self.root, suffix=".tmp")
-        os.close(handle)
-        try:
-            torch.save({"config": _canonical(config), "checkpoint": checkpoint}, tmp)
-            os.replace(tmp, self.root / f"{key}.pt")
-        finally:
-            if os.path.exists(tmp):
-                os.remove(tmp)
+        buffer = io.BytesIO()
+        torch.save({"config": canonical_json(config), "checkpoint": checkpoint}, buffer)
+        write_atomic(self.root / f"{key}.pt", buffer.getvalue())
 
 
 def check_store(store: object) -> None:

@@ -1,0 +1,239 @@
+"""Where units run: in this process, in spawned worker processes, or as Ray tasks.
+
+Every backend calls `finished(i, rows, seconds, where)` in the driver as each unit finishes (so
+the driver alone writes unit files, and progress counts units as they finish) and runs every
+unit through `call_unit`: one torch thread, its time, the node and device it ran on, and a
+failure as data (type, message, traceback) rather than an exception that must cross processes.
+
+    process, jobs=1   in this process, units in order
+    process, jobs=N   N spawned processes (fork is unsafe with torch's threads)
+    ray, jobs=N       one Ray task per unit (num_cpus=1): a local Ray instance with N CPUs,
+                      started and shut down here, or the cluster at `address`
+
+On the first failure no new unit starts; units already running finish and are stored (process
+pool) or are cancelled (Ray), and the failure is raised as `UnitFailure`. Ctrl-C cancels every
+outstanding unit; whatever finished is stored.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import os
+import pickle
+import platform
+import sys
+import time
+import traceback
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+from pydantic import BaseModel
+
+from rankcollapse.errors import ConfigError
+
+BACKENDS = ("process", "ray")
+RAY_EXTRA = 'pip install -e ".[ray]"'
+Finished = Callable[[int, pd.DataFrame, float, dict], None]  # (index, rows, seconds, where)
+
+
+@dataclass
+class Failed:
+    """A unit that raised, as plain text (it crosses process and node boundaries)."""
+
+    kind: str
+    message: str
+    traceback: str
+
+
+class UnitFailure(Exception):
+    """Unit `index` raised; `failed` holds what it raised and where."""
+
+    def __init__(self, index: int, failed: Failed) -> None:
+        super().__init__(f"unit {index}: {failed.kind}: {failed.message}")
+        self.index, self.failed = index, failed
+
+
+def check_backend(backend: str, jobs: int) -> None:
+    """Raise ConfigError for an unknown backend, jobs < 1, or Ray without its extra."""
+    if backend not in BACKENDS:
+        raise ConfigError(f"backend is {backend!r}; choose one of {', '.join(BACKENDS)}.")
+    if jobs < 1:
+        raise ConfigError(f"jobs is {jobs}; it must be at least 1 (the number of workers).")
+    if backend == "ray":
+        _import_ray()
+
+
+def call_unit(run_unit: Callable, config: BaseModel, unit: dict) -> tuple[Any, float, dict]:
+    """Run one unit with one torch thread: (rows or Failed, seconds, where it ran)."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)  # results must not depend on jobs; small units run faster too
+    start = time.perf_counter()
+    try:
+        rows = run_unit(config, unit)
+    except Exception as err:  # noqa: BLE001 - any error of a unit is reported, with its traceback
+        rows = Failed(type(err).__name__, str(err), traceback.format_exc())
+    finally:
+        torch.set_num_threads(before)
+    return rows, time.perf_counter() - start, {"node": platform.node(), "device": _device(config)}
+
+
+def _device(config: BaseModel) -> str:
+    """The device a unit ran on: its config's `device` field (auto resolved), else the CPU."""
+    device = str(getattr(config, "device", "cpu"))
+    if device == "auto":
+        import torch
+
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    return device
+
+
+@dataclass
+class Work:
+    """The units to run: `units[i]` for every i in `pending`, each via `run_unit(config, unit)`,
+    and `finished` to call in the driver as each one ends."""
+
+    run_unit: Callable
+    config: BaseModel
+    units: Sequence[dict]
+    pending: Sequence[int]
+    finished: Finished
+
+
+def run_units(backend: str, work: Work, jobs: int, address: str | None = None) -> None:
+    """Run the pending units on `backend` with `jobs` workers (see the module doc)."""
+    if backend == "ray":
+        with ray_session(jobs, address):
+            _run_ray(work)
+    elif jobs == 1:
+        for i in work.pending:
+            _deliver(i, *call_unit(work.run_unit, work.config, work.units[i]), work.finished)
+    else:
+        _run_processes(work, jobs)
+
+
+def _deliver(i: int, rows: Any, seconds: float, where: dict, finished: Finished) -> None:
+    if isinstance(rows, Failed):
+        raise UnitFailure(i, rows)
+    finished(i, rows, seconds, where)
+
+
+def _run_processes(work: Work, jobs: int) -> None:
+    try:
+        pickle.dumps((work.run_unit, work.config))  # a check only: workers receive them pickled
+    except Exception as err:
+        raise TypeError(
+            f"run_unit and Config must be module-level (picklable) to run with jobs > 1 "
+            f"({err}); use jobs=1 or move them to module level."
+        ) from err
+    with process_pool(jobs) as pool:
+        futures = {
+            pool.submit(call_unit, work.run_unit, work.config, work.units[i]): i
+            for i in work.pending
+        }
+        remaining, failure = set(futures), None
+        try:
+            while remaining:
+                done, remaining = wait(remaining, return_when=FIRST_COMPLETED)
+                for future in sorted(done, key=futures.get):
+                    if future.cancelled():
+                        continue
+                    try:
+                        _deliver(futures[future], *future.result(), work.finished)
+                    except UnitFailure as err:
+                        failure = failure or err
+                if failure:  # let running units finish and be stored; start no new ones
+                    for future in remaining:
+                        future.cancel()
+        except BaseException:
+            for future in remaining:
+                future.cancel()
+            raise
+    if failure:
+        raise failure
+
+
+_POOLS: dict[int, ProcessPoolExecutor] = {}  # open process sessions, by number of workers
+
+
+@contextlib.contextmanager
+def process_pool(jobs: int) -> Iterator[ProcessPoolExecutor]:
+    """The pool of the enclosing process session with `jobs` workers, else a new one for the
+    block. A session lets every experiment of `run all` share workers that are already up
+    (each spawned worker imports the package once, which takes seconds)."""
+    if jobs in _POOLS:
+        yield _POOLS[jobs]
+        return
+    # spawn: a fresh interpreter per worker, safe with torch's own threads (fork is not).
+    context = multiprocessing.get_context("spawn")
+    pool = ProcessPoolExecutor(jobs, mp_context=context, initializer=init_worker)
+    _POOLS[jobs] = pool
+    try:
+        yield pool
+    finally:
+        del _POOLS[jobs]
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def init_worker() -> None:
+    # Units of one run share the machine: one thread each, so `jobs` processes use `jobs` cores.
+    os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = "1"
+
+
+def _import_ray() -> Any:
+    try:
+        import ray
+    except ImportError:
+        raise ConfigError(
+            f"--backend ray needs Ray, which is not installed; install the extra: {RAY_EXTRA} "
+            "(or pip install 'ray>=2.9'), or use --backend process."
+        ) from None
+    return ray
+
+
+@contextlib.contextmanager
+def ray_session(jobs: int, address: str | None = None) -> Iterator[None]:
+    """Join the Ray cluster at `address`, or start a local one with `jobs` CPUs; shut down
+    after only what was started here (an already initialised Ray is used as it is)."""
+    ray = _import_ray()
+    if ray.is_initialized():
+        yield
+        return
+    if address:
+        ray.init(address=address, log_to_driver=False)
+    else:
+        # Workers import what this process imports (e.g. a source checkout before the install);
+        # a local instance listens on the loopback only, not on the machine's network.
+        path = os.pathsep.join(p for p in sys.path if p)
+        ray.init(
+            num_cpus=jobs,
+            include_dashboard=False,
+            log_to_driver=False,
+            runtime_env={"env_vars": {"PYTHONPATH": path}},
+            _node_ip_address="127.0.0.1",
+        )
+    try:
+        yield
+    finally:
+        ray.shutdown()
+
+
+def _run_ray(work: Work) -> None:
+    ray = _import_ray()
+    task = ray.remote(num_cpus=1, max_retries=0)(call_unit)
+    run_ref, config_ref = ray.put(work.run_unit), ray.put(work.config)
+    refs = {task.remote(run_ref, config_ref, work.units[i]): i for i in work.pending}
+    try:
+        while refs:
+            ready, _ = ray.wait(list(refs), num_returns=1)
+            for ref in ready:
+                _deliver(refs.pop(ref), *ray.get(ref), work.finished)
+    except BaseException:  # a failed unit, Ctrl-C, a lost node: nothing else may start
+        for ref in refs:
+            ray.cancel(ref)  # the worker stays up; its unit stops with KeyboardInterrupt
+        raise

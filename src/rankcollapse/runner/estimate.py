@@ -1,0 +1,111 @@
+"""A plan before a long run: the units, their count and the time they would take here.
+
+Unit times come from the unit files already stored in the run folder (an earlier, killed or
+partial run of the same config) and from a timed sample of a few pending units, run now in
+this process with one torch thread and stored, so the real run reuses them. Every other unit
+is estimated at the mean of those times. The wall time on `workers` workers is the measured
+start-up of the backend plus the time at which the last unit ends when the remaining units
+are dealt, in order, to the first free worker (as the process pool and Ray do):
+
+    wall(k) = start-up(backend, k) + makespan(estimated unit times, k workers)
+"""
+
+from __future__ import annotations
+
+import heapq
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from rankcollapse.errors import UnitError
+from rankcollapse.experiments import Unit
+from rankcollapse.files import canonical_json, check_writable, write_atomic
+from rankcollapse.runner._lock import run_lock
+from rankcollapse.runner.backends import Failed, call_unit, process_pool, ray_session
+from rankcollapse.runner.run import Notify, Plan, config_yaml, load_stored, store_unit, unit_paths
+
+
+@dataclass
+class DryRun:
+    """The units of a plan and the seconds each takes: stored, sampled now, or estimated."""
+
+    name: str
+    units: list[Unit]
+    seconds: list[float]
+    source: list[str]  # per unit: "stored", "sampled" (run by the dry run) or "estimated"
+
+    @property
+    def remaining(self) -> list[float]:
+        """Estimated seconds of the units a real run would still compute."""
+        return [s for s, src in zip(self.seconds, self.source) if src == "estimated"]
+
+    def wall_seconds(self, workers: int, startup: float = 0.0) -> float:
+        """Estimated wall time of the real run on `workers` workers (see the module doc)."""
+        return startup + makespan(self.remaining, workers) if self.remaining else 0.0
+
+
+def makespan(seconds: Sequence[float], workers: int) -> float:
+    """When the last of `seconds` ends if each goes, in order, to the first free worker.
+
+    Example:
+        >>> makespan([3.0, 1.0, 1.0, 1.0], 2)
+        3.0
+    """
+    free = [0.0] * workers
+    for s in seconds:
+        heapq.heappush(free, heapq.heappop(free) + s)
+    return max(free)
+
+
+def dry_run(plan: Plan, samples: int = 2, notify: Notify | None = None) -> DryRun:
+    """Time `samples` pending units (spread over the unit list) and store them; estimate the
+    rest. Nothing else runs; the folder is locked while the samples run."""
+    check_writable(plan.out_dir)
+    with run_lock(plan.out_dir, notify):
+        write_atomic(plan.out_dir / "config.yaml", config_yaml(plan.config).encode())
+        paths = unit_paths(plan)
+        stored = load_stored(plan, paths)
+        source = ["stored" if rows is not None else "estimated" for rows in stored.rows]
+        pending = [i for i, rows in enumerate(stored.rows) if rows is None]
+        for i in _spread(pending, samples):
+            rows, seconds, where = call_unit(plan.experiment.run_unit, plan.config, plan.units[i])
+            if isinstance(rows, Failed):
+                raise UnitError(
+                    f"{plan.experiment.name} unit {canonical_json(plan.units[i])} failed in the "
+                    f"dry run: {rows.kind}: {rows.message}\n{rows.traceback}"
+                )
+            store_unit(plan, paths[i], i, rows, seconds, {**where, "backend": "process"})
+            stored.seconds[i], source[i] = seconds, "sampled"
+    known = [s for s, src in zip(stored.seconds, source) if src != "estimated"]
+    mean = sum(known) / len(known) if known else float("nan")
+    seconds = [s if src != "estimated" else mean for s, src in zip(stored.seconds, source)]
+    return DryRun(plan.experiment.name, list(plan.units), seconds, source)
+
+
+def _spread(pending: list[int], samples: int) -> list[int]:
+    """Up to `samples` of `pending`, first and last first: units often grow along the list."""
+    if samples <= 0 or not pending:
+        return []
+    if samples == 1 or len(pending) == 1:
+        return [pending[0]]
+    step = (len(pending) - 1) / (min(samples, len(pending)) - 1)
+    return sorted({pending[round(k * step)] for k in range(min(samples, len(pending)))})
+
+
+def startup_seconds(backend: str, jobs: int, address: str | None = None) -> float:
+    """Measured seconds to bring up `jobs` workers of `backend` ready to run a unit (0 for one
+    process, which is this one)."""
+    start = time.perf_counter()
+    if backend == "ray":
+        with ray_session(jobs, address):
+            import ray
+
+            ray.get([ray.remote(num_cpus=1)(_warm).remote() for _ in range(jobs)])
+    elif jobs > 1:
+        with process_pool(jobs) as pool:
+            list(pool.map(_warm, range(jobs)))
+    return time.perf_counter() - start
+
+
+def _warm(*_: object) -> None:
+    import rankcollapse.experiments  # noqa: F401  what every unit's worker imports first

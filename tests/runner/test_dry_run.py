@@ -1,0 +1,97 @@
+"""`--dry-run`: the units, their count and an estimated time from a timed sample; sampled units
+are stored and reused by the real run; nothing else runs."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from tiny_experiment import TINY
+
+from rankcollapse import cli, runner
+from rankcollapse.experiments import _registry
+from rankcollapse.runner import dry_run, makespan, plan, run_experiment
+
+
+def calls(log_dir) -> list[str]:
+    path = log_dir / "calls.log"
+    return path.read_text().split() if path.exists() else []
+
+
+def test_makespan_deals_units_in_order_to_the_first_free_worker():
+    assert makespan([1.0] * 5, 1) == 5.0
+    assert makespan([1.0] * 5, 2) == 3.0
+    assert makespan([4.0, 1.0, 1.0, 1.0, 1.0], 2) == 4.0
+    assert makespan([1.0, 1.0, 4.0], 2) == 5.0
+
+
+def test_a_dry_run_times_two_spread_units_stores_them_and_runs_nothing_else(tmp_path):
+    (tmp_path / "slow").write_text("0.05")
+    p = plan(TINY, overrides={"log_dir": str(tmp_path)}, out=tmp_path / "run")
+    estimate = dry_run(p, samples=2)
+    assert calls(tmp_path) == ["0-0", "2-1"]  # the first and the last unit
+    assert estimate.source == ["sampled"] + ["estimated"] * 4 + ["sampled"]
+    mean = (estimate.seconds[0] + estimate.seconds[5]) / 2
+    assert estimate.seconds[1:5] == [mean] * 4 and mean >= 0.05
+    assert estimate.wall_seconds(1) == pytest.approx(4 * mean)
+    assert estimate.wall_seconds(2, startup=1.5) == pytest.approx(1.5 + 2 * mean)
+    real = run_experiment(TINY, overrides={"log_dir": str(tmp_path)}, out=tmp_path / "run")
+    assert (real.n_cached, real.n_computed) == (2, 4)
+    assert sorted(calls(tmp_path)) == ["0-0", "0-1", "1-0", "1-1", "2-0", "2-1"]
+
+
+def test_a_dry_run_uses_stored_unit_times_before_sampling(tmp_path):
+    first = run_experiment(
+        TINY, overrides={"log_dir": str(tmp_path), "items": 1}, out=tmp_path / "r"
+    )
+    p = plan(TINY, overrides={"log_dir": str(tmp_path), "items": 1}, out=tmp_path / "r")
+    estimate = dry_run(p, samples=2)
+    assert estimate.source == ["stored", "stored"] and len(calls(tmp_path)) == 2
+    assert estimate.remaining == [] and estimate.wall_seconds(2) == 0.0
+    assert first.n_computed == 2
+
+
+def test_run_dry_run_prints_units_count_and_estimates(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(_registry, "_REGISTRY", {"tiny": TINY})
+    monkeypatch.setattr(cli, "COMMAND_MODULES", ["run"])
+    # spawning workers to measure their start-up takes seconds; the measurement is not tested
+    monkeypatch.setattr(runner, "startup_seconds", lambda backend, jobs, address: 0.25 * (jobs - 1))
+    argv = ["run", "tiny", "--preset", "paper", "--set", f"log_dir={tmp_path}", "--dry-run"]
+    argv += ["--out", str(tmp_path / "run"), "--sample-units", "1"]
+    assert cli.main(argv) == 0
+    out = capsys.readouterr().out
+    assert '{"item":9,"seed":2}' in out and "30 (0, 1)" in out
+    assert "process, 1 worker" in out and "process, 2 workers" in out
+    assert "start-up (measured): process x1: 0.0 s, process x2: 0.2 s" in out
+    assert calls(tmp_path) == ["0-0"]  # one sampled unit, nothing else
+    assert not (tmp_path / "run" / "results.csv").exists()
+
+
+def test_run_help_shows_every_flag_with_its_default(capsys, monkeypatch):
+    monkeypatch.setattr(cli, "COMMAND_MODULES", ["run"])
+    with pytest.raises(SystemExit):
+        cli.main(["run", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for flag in ("--backend {process,ray}", "--address", "--dry-run", "--sample-units", "--jobs"):
+        assert flag in text
+    assert "(default: process)" in text and "(default: 2)" in text and "(default: 1)" in text
+
+
+def test_address_without_ray_backend_is_rejected(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(_registry, "_REGISTRY", {"tiny": TINY})
+    monkeypatch.setattr(cli, "COMMAND_MODULES", ["run"])
+    assert cli.main(["run", "tiny", "--address", "h:6379", "--out", str(tmp_path)]) == 2
+    assert "--address joins a Ray cluster; add --backend ray." in capsys.readouterr().err
+
+
+def test_run_all_dry_run_sums_the_experiments(tmp_path, capsys, monkeypatch):
+    other = dataclasses.replace(TINY, name="tiny-b")
+    monkeypatch.setattr(_registry, "_REGISTRY", {"tiny": TINY, "tiny-b": other})
+    monkeypatch.setattr(cli, "COMMAND_MODULES", ["run"])
+    monkeypatch.setattr(runner, "startup_seconds", lambda backend, jobs, address: 0.0)
+    argv = ["run", "all", "--set", f"log_dir={tmp_path}", "--out", str(tmp_path / "res")]
+    assert cli.main([*argv, "--dry-run", "--sample-units", "1"]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if "│" in line]
+    assert [r.split("│")[1].strip() for r in rows] == ["tiny", "tiny-b", "all"]
+    assert rows[-1].split("│")[2].strip() == "12"
+    assert calls(tmp_path) == ["0-0", "0-0"]  # one sampled unit per experiment
