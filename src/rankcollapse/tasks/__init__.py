@@ -8,6 +8,7 @@ from rankcollapse.tasks.neighbours import (
     NeighbourBatch,
     NeighbourTask,
     farthest_point,
+    linear_baseline,
     nearest_neighbour,
     relative_mse,
 )
@@ -23,6 +24,7 @@ __all__ = [
     "farthest_point",
     "hull_vertex_labels",
     "label_ceiling",
+    "linear_baseline",
     "memorization_data",
     "nearest_neighbour",
     "relative_mse",
