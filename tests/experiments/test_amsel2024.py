@@ -162,3 +162,36 @@ def test_encoder_run_scores_the_baselines_on_the_same_samples(run_quick):
 def test_unknown_device_is_refused_before_any_unit_runs():
     with pytest.raises(ConfigError, match="device"):
         get_experiment("amsel2024-depth").make_config("quick", {"device": "tpu"})
+
+
+# amsel2024-constructions ----------------------------------------------------------------------
+
+CONSTRUCTIONS = _cases("amsel2024_constructions")
+
+
+def test_constructions_findings_measure_the_hand_made_errors():
+    claims = _claims("amsel2024-constructions", CONSTRUCTIONS.OVERRIDES, CONSTRUCTIONS.table())
+    assert claims["full-rank-falls"].measured == pytest.approx(1.05e-4)  # mean of 1e-4, 1.1e-4
+    # full rank 1.05e-4 against the 8-head mixture (0.4, 0.44 at d = 3; 0.6, 0.66 at d = 5)
+    assert claims["full-rank-beats-low-rank"].measured == pytest.approx(1.05e-4 / 0.42)
+    assert claims["low-rank-worsens-with-d"].measured == pytest.approx(0.63 - 0.42)
+    assert claims["hardmax-exact"].kind == "check" and claims["hardmax-exact"].passed
+
+
+def test_constructions_curve_that_rises_fails_and_is_named():
+    rising = CONSTRUCTIONS.table(falls=(0.5, 1e-5, 1e-4))  # ends below 1e-3, but rose
+    claim = _claims("amsel2024-constructions", CONSTRUCTIONS.OVERRIDES, rising)["full-rank-falls"]
+    assert not claim.passed and "d=4: inf; rises: d=4" in claim.note
+
+
+def test_constructions_run_scores_every_construction(run_quick):
+    config, results = run_quick(
+        "amsel2024-constructions",
+        {"full_rank_d_models": [4], "n_points": 4, "temperatures": [1, 100, 1e4],
+         "low_rank_d_models": [3, 5], "ranks": [1], "n_heads": [1, 8], "fit_samples": 400,
+         "eval_samples": 400, "seeds": [0]},
+    )  # fmt: skip
+    claims = {c.id: c for c in get_experiment("amsel2024-constructions").claims(config, results)}
+    assert results[results.metric == "rel_mse_hardmax"].value.max() == 0.0
+    assert claims["hardmax-exact"].passed and claims["full-rank-falls"].passed
+    assert claims["full-rank-beats-low-rank"].passed

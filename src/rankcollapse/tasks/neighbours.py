@@ -18,7 +18,7 @@ exact definition could not be checked against the paper.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Literal
 
@@ -88,6 +88,18 @@ def relative_mse(prediction: Tensor, target: Tensor) -> Tensor:
     """
     difference = (prediction.double() - target.double()).square().sum()
     return difference / target.double().square().sum()
+
+
+def layer_error(layer: Callable[[Tensor, Tensor], Tensor], batch: NeighbourBatch) -> float:
+    """Relative MSE of a cross-attention layer `layer(queries, x)` on `batch` (no gradients).
+
+    Example:
+        >>> batch = NeighbourTask(3, 4).sample(8, torch.Generator().manual_seed(0))
+        >>> layer_error(lambda queries, x: torch.zeros_like(queries), batch)
+        1.0
+    """
+    with torch.no_grad():
+        return float(relative_mse(layer(batch.queries, batch.x), batch.target))
 
 
 def linear_baseline(fit: NeighbourBatch, held_out: NeighbourBatch) -> float:
