@@ -15,13 +15,12 @@ Parts (one unit per part, width and seed):
   temperature is scored on the same samples, for the comparison at equal budget.
 
 Findings (errors are means over seeds; the notes give each seed and how many agree):
-- full-rank-falls (Fact 1): for every d, the full-rank error falls monotonically in t and ends
-  below 1e-3 at the largest t of the grid.
+- full-rank-falls (Fact 1): for every d, the full-rank error falls monotonically in t, below
+  1e-3 at the largest t.
 - full-rank-beats-low-rank (Thm 2): for every d of the low-rank part, the full-rank head
-  (2 d^2 query-key parameters) beats every low-rank mixture tried with at least as many
-  query-key parameters (H r >= d): ratio full-rank error / best such mixture's error, < 1.
-- low-rank-worsens-with-d (Thm 2): rank-1 heads' error at the largest H grows with d (the
-  plateau worsens with the width): error at the largest d minus at the smallest, > 0.
+  (2 d^2 query-key parameters) beats every mixture with as many (H r >= d): ratio < 1.
+- low-rank-worsens-with-d (Thm 2): rank-1 heads' error at the largest H grows with d: error
+  at the largest d minus at the smallest, > 0.
 Check: hardmax-exact, the hardmax full-rank head is exact (error 0) by construction.
 """
 
@@ -103,12 +102,8 @@ def units(config: Config) -> list[Unit]:
         for d in config.full_rank_d_models
         for s in config.seeds
     ]
-    low = [
-        {"part": "low-rank", "d_model": d, "seed": s}
-        for d in config.low_rank_d_models
-        for s in config.seeds
-    ]
-    return full + low
+    ds = config.low_rank_d_models
+    return full + [{"part": "low-rank", "d_model": d, "seed": s} for d in ds for s in config.seeds]
 
 
 def run_unit(config: Config, unit: Unit) -> pd.DataFrame:

@@ -196,17 +196,16 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
 
 
 def summarize(config: Config, results: pd.DataFrame) -> Summary:
-    final = results[results.metric == "eval_rel_mse"].copy()
-    rank = final.n_heads.map(lambda h: "rank 1" if h == config.d_model else "full rank")
-    final["model"] = rank + ", N=" + final.n_points.astype(str)
-    curves = results[results.metric == "train_rel_mse"].copy()
-    curves["model"] = (
-        curves.n_heads.map(lambda h: "rank 1" if h == config.d_model else "full rank")
-        + ", "
-        + curves.n_layers.astype(str)
-        + " layer(s)"
+    rank = lambda frame: frame.n_heads.map(
+        lambda h: "rank 1" if h == config.d_model else "full rank"
     )
-    curves["context"] = "N=" + curves.n_points.astype(str)
+    final = results[results.metric == "eval_rel_mse"]
+    final = final.assign(model=rank(final) + ", N=" + final.n_points.astype(str))
+    curves = results[results.metric == "train_rel_mse"]
+    curves = curves.assign(
+        model=rank(curves) + ", " + curves.n_layers.astype(str) + " layer(s)",
+        context="N=" + curves.n_points.astype(str),
+    )
     figures = {
         "error_vs_layers": band_plot(
             final,

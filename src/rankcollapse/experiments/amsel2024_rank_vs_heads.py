@@ -226,26 +226,14 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
         ylabel="relative MSE (zero predictor: 1)",
     )
     _seed_points(figure, final, list(pd.unique(best.d_model)))
-    figures = {"error_vs_heads": figure}
-    curves = results[results.metric == "train_rel_mse"].copy()
-    curves["config"] = "r=" + curves.d_qk.astype(str) + ", H=" + curves.n_heads.astype(str)
-    curves["d"] = curves.d_model
-    if len(curves):
-        figures["loss_curves"] = line_plot(
-            curves,
-            x="step",
-            hue="config",
-            panel="d",
-            logy=True,
-            title="Training loss (relative MSE, mean over seeds)",
-            ylabel="relative MSE",
-        )
     keys = ["d_model", "d_qk", "n_heads"]
     table = final.groupby(keys).value.agg(["min", "median", "max", "count"]).reset_index()
     table = table.rename(columns={"min": "best seed"})
     steps = results[results.metric == "steps_run"].groupby(keys).value
     table["steps_run"] = steps.mean().values
-    return Summary(tables={"errors": table}, figures=figures, claims=claims(config, results))
+    return Summary(
+        tables={"errors": table}, figures={"error_vs_heads": figure}, claims=claims(config, results)
+    )
 
 
 register(
