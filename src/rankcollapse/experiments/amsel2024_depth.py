@@ -226,6 +226,9 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
             ylabel="training relative MSE",
         ),
     }
+    for ax in figures["error_vs_layers"].axes:  # integer ticks on an integer axis
+        ax.set_xticks(config.n_layers)
+        ax.set_xlabel("layers")
     table = runs(config, results)
     errors = (
         table.groupby(["n_points", "n_heads", "n_layers"])

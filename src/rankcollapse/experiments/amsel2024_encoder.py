@@ -161,8 +161,7 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
         logx=True,
         logy=True,
         floor_column=None,
-        title=f"Stock encoders, d={config.d_model}, N={config.n_points}: error vs heads "
-        "(rank d/H), all seeds",
+        title=f"d={config.d_model}, N={config.n_points}: error vs heads (rank d/H), all seeds",
         ylabel="held-out relative MSE (zero predictor: 1)",
     )
     for ax in figure.axes:  # one labelled tick per H; no overlapping minor labels

@@ -221,16 +221,17 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
         panel="d",
         logx=True,
         logy=True,
-        title="Trained attention: held-out relative MSE vs heads "
-        "(lines: best seed, as the findings use; points: every seed)",
+        title="Error vs heads (line: best seed; points: each seed)",
         ylabel="relative MSE (zero predictor: 1)",
     )
     _seed_points(figure, final, list(pd.unique(best.d_model)))
+    for ax in figure.axes:
+        ax.set_xlabel("heads H")
     keys = ["d_model", "d_qk", "n_heads"]
     table = final.groupby(keys).value.agg(["min", "median", "max", "count"]).reset_index()
     table = table.rename(columns={"min": "best seed"})
     steps = results[results.metric == "steps_run"].groupby(keys).value
-    table["steps_run"] = steps.mean().values
+    table = table.merge(steps.mean().rename("steps_run").reset_index(), how="left", on=keys)
     return Summary(
         tables={"errors": table}, figures={"error_vs_heads": figure}, claims=claims(config, results)
     )
