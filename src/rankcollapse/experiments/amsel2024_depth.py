@@ -16,7 +16,8 @@ on measured convergence: a run has converged when its training loss moved by les
 `plateau_tol` (relative) over the last `plateau_tail` of its curve (`train.tail_change`). A
 finding that uses a run that has not converged fails, and its note names those runs.
 
-Findings (errors are means over seeds; the note gives each seed's value and how many agree):
+Findings (errors are means over seeds; the note gives each seed's value, how many agree, and
+the error of the best predictor that selects nothing, a y_i + b mean_j x_j, on the same samples):
 - depth-helps-short-more (Thm 5): going from the fewest to the most layers, rank-1 heads'
   error falls more for the shortest context than for the longest: ratio(short) / ratio(long)
   with ratio = error(most layers) / error(fewest); expected < 1.
@@ -136,6 +137,10 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
     by_seed = rank1.pivot_table(index="seed", columns=["n_points", "n_layers"], values="error")
     short, long = min(config.contexts), max(config.contexts)
     shallow, deep = min(config.n_layers), max(config.n_layers)
+    linear = results[results.metric == "linear_rel_mse"].groupby("n_points").value.mean()
+    baseline = "; no-selection baseline (a y_i + b mean_j x_j): " + ", ".join(
+        f"N={n}: {v:.3g}" for n, v in linear.items()
+    )
     out = []
     if short < long and shallow < deep:
         cells = pd.MultiIndex.from_product([[short, long], [shallow, deep]])
@@ -147,6 +152,8 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
         note = (
             f"ratio at N={short}: {gain(mean, short):.3g}, at N={long}: {gain(mean, long):.3g}; "
             + seeds_agree(per_seed, "<", 1.0)
+            + f"; rank-1 errors {rank1.error.min():.3g} to {rank1.error.max():.3g}"
+            + baseline
         )
         used = rank1[rank1.n_points.isin([short, long]) & rank1.n_layers.isin([shallow, deep])]
         value, note = _gated(config, used, value, note)
@@ -175,7 +182,7 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
     if len(full):
         per_seed = (full / rank1_long.min(axis=1, skipna=False)).to_dict()
         value = float(full.mean() / rank1_long.mean(skipna=False).min(skipna=False))
-        note = seeds_agree(per_seed, "<", 1.0) + f"; rank-1 depths {config.n_layers}"
+        note = seeds_agree(per_seed, "<", 1.0) + f"; rank-1 depths {config.n_layers}" + baseline
         value, note = _gated(
             config, at_long[at_long.n_heads.isin([1, config.d_model])], value, note
         )
