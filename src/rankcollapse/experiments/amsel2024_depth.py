@@ -179,26 +179,23 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
         .pivot_table(index="seed", columns="n_layers", values="error")
         .reindex(index=full.index, columns=config.n_layers)  # a missing depth: NaN, fails
     )
-    if len(full):
-        per_seed = (full / rank1_long.min(axis=1, skipna=False)).to_dict()
-        value = float(full.mean() / rank1_long.mean(skipna=False).min(skipna=False))
-        note = seeds_agree(per_seed, "<", 1.0) + f"; rank-1 depths {config.n_layers}" + baseline
-        value, note = _gated(
-            config, at_long[at_long.n_heads.isin([1, config.d_model])], value, note
+    per_seed = (full / rank1_long.min(axis=1, skipna=False)).to_dict()
+    value = float(full.mean() / rank1_long.mean(skipna=False).min(skipna=False))
+    note = seeds_agree(per_seed, "<", 1.0) + f"; rank-1 depths {config.n_layers}" + baseline
+    value, note = _gated(config, at_long[at_long.n_heads.isin([1, config.d_model])], value, note)
+    out.append(
+        finding(
+            "full-rank-needed-long",
+            f"at N={long}, one full-rank head beats rank-1 heads at every depth",
+            f"full-rank error / least rank-1 error over depths, N={long}",
+            value,
+            "<",
+            1.0,
+            note=note,
+            source="Conjecture 6",
+            paper="for long contexts, full rank is conjectured necessary whatever the depth",
         )
-        out.append(
-            finding(
-                "full-rank-needed-long",
-                f"at N={long}, one full-rank head beats rank-1 heads at every depth",
-                f"full-rank error / least rank-1 error over depths, N={long}",
-                value,
-                "<",
-                1.0,
-                note=note,
-                source="Conjecture 6",
-                paper="for long contexts, full rank is conjectured necessary whatever the depth",
-            )
-        )
+    )
     return out
 
 
