@@ -1,50 +1,130 @@
-"""The four Amsel et al. 2024 experiments on tiny configs: units, tidy rows, claims computed
-from the rows, and the notes a too-short run must carry."""
+"""The Amsel et al. 2024 experiments: the claims' computations on small hand-made tables
+(values, convergence gates, seeds that agree, missing members), then one tiny run of each
+trained experiment (rows, baselines, device)."""
 
 from __future__ import annotations
 
+import importlib.util
+import math
+import sys
+from pathlib import Path
+
+import pandas as pd
 import pytest
 
+from rankcollapse.errors import ConfigError
 from rankcollapse.experiments import get_experiment
+from rankcollapse.experiments.amsel2024_depth import runs
 from rankcollapse.experiments.amsel2024_rank_vs_heads import grid_points, resolve_rank
 
-
-@pytest.fixture
-def run(run_quick):
-    """(config, results, summary) of an experiment's quick preset with overrides."""
-
-    def run_and_summarize(name: str, overrides: dict):
-        config, results = run_quick(name, overrides)
-        return config, results, get_experiment(name).summarize(config, results)
-
-    return run_and_summarize
+CASES = Path(__file__).parent / "cases"
 
 
-def test_constructions_measure_their_claims_and_the_exact_hardmax_head(run):
-    _, results, summary = run(
-        "amsel2024-constructions",
-        {
-            "full_rank_d_models": [4],
-            "n_points": 4,
-            "temperatures": [1, 100, 1e4],
-            "low_rank_d_models": [3, 5],
-            "ranks": [1],
-            "n_heads": [1, 4],
-            "fit_samples": 400,
-            "eval_samples": 400,
-            "seeds": [0],
-        },
+def _cases(module: str):
+    sys.path.insert(0, str(CASES))
+    try:
+        spec = importlib.util.spec_from_file_location(f"cases_{module}", CASES / f"{module}.py")
+        loaded = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(loaded)
+    finally:
+        sys.path.remove(str(CASES))
+    return loaded
+
+
+def _claims(name: str, overrides: dict, table: pd.DataFrame) -> dict:
+    exp = get_experiment(name)
+    return {c.id: c for c in exp.claims(exp.make_config("quick", overrides), table)}
+
+
+# amsel2024-depth ------------------------------------------------------------------------------
+
+DEPTH = _cases("amsel2024_depth")
+
+
+def test_depth_runs_measure_the_tail_of_each_loss_curve():
+    config = get_experiment("amsel2024-depth").make_config("quick", DEPTH.OVERRIDES)
+    table = runs(config, DEPTH.table(DEPTH.HELPS, stalled={(8, 2, 4, 1)}))
+    stalled = table[(table.n_points == 8) & (table.n_layers == 2) & (table.n_heads == 4)]
+    # FLAT's last four points 0.31, 0.3, 0.3, 0.3: (0.305 - 0.3) / 0.305; FALLING's: 0.65 -> 0.45
+    assert stalled.set_index("seed").tail_change.to_dict() == pytest.approx(
+        {0: 0.005 / 0.305, 1: 0.2 / 0.65}
     )
-    assert list(results.columns[-2:]) == ["metric", "value"]
-    claims = {c.id: c for c in summary.claims}
-    assert set(claims) == {"full-rank-falls", "full-rank-beats-low-rank", "low-rank-worsens-with-d"}
-    assert claims["full-rank-falls"].passed and claims["full-rank-beats-low-rank"].passed
-    assert results[results.metric == "rel_mse_hardmax"].value.max() == 0.0
-    assert set(summary.figures) == {
-        "full_rank_vs_temperature",
-        "full_rank_n2_closed_form",
-        "low_rank_vs_heads",
-    }
+    assert table.converged.sum() == len(table) - 1
+    full = table[(table.n_points == 2) & (table.n_heads == 1)]
+    assert full.error.tolist() == pytest.approx([0.05, 0.06])  # seeds 0 and 1
+
+
+def test_depth_findings_compute_the_ratios_from_the_seed_means():
+    claims = _claims("amsel2024-depth", DEPTH.OVERRIDES, DEPTH.table(DEPTH.HELPS))
+    # depth gain at N=2: 0.105 / 0.405; at N=8: 0.605 / 0.605
+    assert claims["depth-helps-short-more"].measured == pytest.approx(0.105 / 0.405)
+    assert "2 of 2 seeds agree" in claims["depth-helps-short-more"].note
+    # full rank at N=8: 0.205 against the best rank-1 depth 0.605
+    assert claims["full-rank-needed-long"].measured == pytest.approx(0.205 / 0.605)
+    assert all(c.passed and c.source for c in claims.values())
+
+
+def test_depth_run_that_has_not_converged_fails_the_finding_and_is_named():
+    table = DEPTH.table(DEPTH.HELPS, stalled={(2, 2, 4, 0)})
+    claims = _claims("amsel2024-depth", DEPTH.OVERRIDES, table)
+    helps = claims["depth-helps-short-more"]
+    assert math.isnan(helps.measured) and not helps.passed
+    assert "not converged (1 of 8 runs" in helps.note
+    assert "N=2, 2 layer(s), rank 1, seed 0: +30.8%" in helps.note  # (0.65 - 0.45) / 0.65
+    assert claims["full-rank-needed-long"].passed  # it uses only N=8, all converged
+
+
+def test_depth_missing_run_fails_rather_than_being_skipped():
+    table = DEPTH.table(DEPTH.HELPS)
+    table = table[~((table.n_points == 8) & (table.n_layers == 2) & (table.seed == 1))]
+    claims = _claims("amsel2024-depth", DEPTH.OVERRIDES, table)
+    assert not claims["depth-helps-short-more"].passed
+    assert not claims["full-rank-needed-long"].passed
+
+
+# amsel2024-encoder ----------------------------------------------------------------------------
+
+ENCODER = _cases("amsel2024_encoder")
+
+
+def test_encoder_finding_is_the_median_over_seeds_with_agreement_and_baseline():
+    overrides = {**ENCODER.OVERRIDES, "seeds": [0, 1, 2]}
+    seed2 = ENCODER.table(ENCODER.DEPTH_WINS).query("seed == 0").assign(seed=2)
+    table = pd.concat([ENCODER.table(ENCODER.RANK_WINS), seed2], ignore_index=True)
+    claim = _claims("amsel2024-encoder", overrides, table)["rank-beats-heads-and-layers"]
+    # seeds 0, 1: (0.2 / 0.6) / (0.5 / 0.6) = 0.4; seed 2: (0.58 / 0.6) / (0.5 / 0.6) = 1.16
+    assert claim.measured == pytest.approx(0.4) and claim.passed
+    assert "2 of 3 seeds agree (min 0.4, median 0.4, max 1.16)" in claim.note
+    assert "against 0.9 for the best predictor that selects nothing" in claim.note
+
+
+def test_encoder_seed_with_a_missing_cell_counts_as_nan():
+    overrides = {**ENCODER.OVERRIDES, "seeds": [0, 1, 2]}
+    claim = _claims("amsel2024-encoder", overrides, ENCODER.table(ENCODER.RANK_WINS))
+    assert math.isnan(claim["rank-beats-heads-and-layers"].measured)
+
+
+# amsel2024-rank-vs-heads ----------------------------------------------------------------------
+
+RANK = _cases("amsel2024_rank_vs_heads")
+
+
+def test_rank_vs_heads_takes_the_best_seed_and_reports_every_seed():
+    claims = _claims("amsel2024-rank-vs-heads", RANK.OVERRIDES, RANK.GOOD)
+    assert claims["full-rank-wins"].measured == pytest.approx(0.01 / 0.5)
+    assert (
+        "d=8: 1 of 2 seeds agree (min 0.02, median 0.465, max 0.909)"
+        in claims["full-rank-wins"].note
+    )
+    assert claims["more-heads-do-not-close-gap"].measured == pytest.approx(0.01 / 0.2)
+    assert claims["full-rank-aligns"].measured == pytest.approx(0.95)  # seed 0 has the best error
+
+
+def test_rank_vs_heads_width_without_results_fails_every_finding():
+    overrides = {**RANK.OVERRIDES, "d_models": [8, 16]}
+    claims = _claims("amsel2024-rank-vs-heads", overrides, RANK.GOOD)
+    assert not any(c.passed for c in claims.values())
+    assert all("d=16: missing" in c.note for c in claims.values())
 
 
 def test_rank_vs_heads_grid_pairs_each_rank_with_its_head_budgets():
@@ -53,69 +133,65 @@ def test_rank_vs_heads_grid_pairs_each_rank_with_its_head_budgets():
     assert grid_points(config, 8) == [(1, 8), (1, 32), (2, 4), (2, 16), (8, 1), (8, 4)]
 
 
-def test_rank_vs_heads_runs_one_batched_unit_per_width_and_claims_from_it(run):
-    config, results, summary = run(
+# tiny runs ------------------------------------------------------------------------------------
+
+
+def test_rank_vs_heads_runs_one_batched_unit_per_width_on_the_configured_device(run_quick):
+    config, results = run_quick(
         "amsel2024-rank-vs-heads",
         {"d_models": [4], "steps": 60, "batch_size": 8, "warmup": 5, "eval_samples": 64},
     )
-    assert results.columns.tolist() == [
-        "d_model",
-        "d_qk",
-        "n_heads",
-        "seed",
-        "step",
-        "metric",
-        "value",
-    ]
     final = results[results.metric == "eval_rel_mse"]
     pairs = list(zip(final.d_qk, final.n_heads, strict=True))
-    assert sorted(set(pairs)) == sorted(grid_points(config, 4))
-    assert len(pairs) == len(grid_points(config, 4)) * len(config.seeds)
-    assert {c.id for c in summary.claims} == {
-        "full-rank-wins",
-        "more-heads-do-not-close-gap",
-        "full-rank-aligns",
-    }
-    assert set(summary.figures) == {"error_vs_heads", "loss_curves"}
+    assert sorted(pairs) == sorted(grid_points(config, 4) * len(config.seeds))
+    assert set(results.device) == {"cpu"}
 
 
-@pytest.mark.parametrize(
-    ("name", "overrides", "claim"),
-    [
-        (
-            "amsel2024-encoder",
-            {
-                "d_model": 4,
-                "n_points": 3,
-                "n_heads": [1, 4],
-                "n_layers": [1, 2],
-                "width_multipliers": [1, 2],
-                "d_ff": 8,
-                "steps": 10,
-                "eval_samples": 64,
-            },
-            "rank-beats-heads-and-layers",
-        ),
-        (
-            "amsel2024-depth",
-            {
-                "d_model": 4,
-                "contexts": [2, 5],
-                "depths": [1, 2],
-                "d_ff": 8,
-                "steps": 10,
-                "eval_samples": 64,
-            },
-            "depth-helps-short-more",
-        ),
-    ],
-)
-def test_encoder_experiments_train_each_unit_and_measure_the_claim(run, name, overrides, claim):
-    config, results, summary = run(name, overrides)
-    assert results[results.metric == "eval_rel_mse"].shape[0] == len(
-        get_experiment(name).units(config)
-    )
-    (measured,) = summary.claims
-    assert measured.id == claim
-    if name == "amsel2024-depth":  # 10 steps cannot show depth benefits: the note says so
-        assert "too short to show them" in measured.note
+def test_encoder_run_scores_the_baselines_on_the_same_samples(run_quick):
+    _, results = run_quick(
+        "amsel2024-encoder",
+        {"d_model": 4, "n_points": 2, "n_heads": [1, 4], "n_layers": [1], "d_ff": 8,
+         "width_multipliers": [1], "steps": 10, "eval_samples": 64, "seeds": [0]},
+    )  # fmt: skip
+    by_metric = results.groupby("metric").value
+    assert by_metric.min()["zero_rel_mse"] == by_metric.max()["zero_rel_mse"] == 1.0
+    assert by_metric.max()["linear_rel_mse"] < 1e-12  # N = 2: the other point is 2 mean - x_i
+    assert set(results.device) == {"cpu"}
+
+
+def test_unknown_device_is_refused_before_any_unit_runs():
+    with pytest.raises(ConfigError, match="device"):
+        get_experiment("amsel2024-depth").make_config("quick", {"device": "tpu"})
+
+
+# amsel2024-constructions ----------------------------------------------------------------------
+
+CONSTRUCTIONS = _cases("amsel2024_constructions")
+
+
+def test_constructions_findings_measure_the_hand_made_errors():
+    claims = _claims("amsel2024-constructions", CONSTRUCTIONS.OVERRIDES, CONSTRUCTIONS.table())
+    assert claims["full-rank-falls"].measured == pytest.approx(1.05e-4)  # mean of 1e-4, 1.1e-4
+    # full rank 1.05e-4 against the 8-head mixture (0.4, 0.44 at d = 3; 0.6, 0.66 at d = 5)
+    assert claims["full-rank-beats-low-rank"].measured == pytest.approx(1.05e-4 / 0.42)
+    assert claims["low-rank-worsens-with-d"].measured == pytest.approx(0.63 - 0.42)
+    assert claims["hardmax-exact"].kind == "check" and claims["hardmax-exact"].passed
+
+
+def test_constructions_curve_that_rises_fails_and_is_named():
+    rising = CONSTRUCTIONS.table(falls=(0.5, 1e-5, 1e-4))  # ends below 1e-3, but rose
+    claim = _claims("amsel2024-constructions", CONSTRUCTIONS.OVERRIDES, rising)["full-rank-falls"]
+    assert not claim.passed and "d=4: inf; rises: d=4" in claim.note
+
+
+def test_constructions_run_scores_every_construction(run_quick):
+    config, results = run_quick(
+        "amsel2024-constructions",
+        {"full_rank_d_models": [4], "n_points": 4, "temperatures": [1, 100, 1e4],
+         "low_rank_d_models": [3, 5], "ranks": [1], "n_heads": [1, 8], "fit_samples": 400,
+         "eval_samples": 400, "seeds": [0]},
+    )  # fmt: skip
+    claims = {c.id: c for c in get_experiment("amsel2024-constructions").claims(config, results)}
+    assert results[results.metric == "rel_mse_hardmax"].value.max() == 0.0
+    assert claims["hardmax-exact"].passed and claims["full-rank-falls"].passed
+    assert claims["full-rank-beats-low-rank"].passed

@@ -10,7 +10,7 @@ import torch
 
 from rankcollapse.errors import ConfigError
 from rankcollapse.nets import RankAttention, RankEncoder, StackedRankAttention
-from rankcollapse.nets.rank_attention import hardmax
+from rankcollapse.nets.layers import hardmax
 
 F64 = torch.float64
 

@@ -3,6 +3,8 @@ configurations keep their parameters, the schedule, and bad input."""
 
 from __future__ import annotations
 
+import math
+
 import pandas as pd
 import pytest
 import torch
@@ -10,7 +12,14 @@ import torch
 from rankcollapse.errors import ConfigError
 from rankcollapse.nets import RankEncoder
 from rankcollapse.tasks import NeighbourTask
-from rankcollapse.train import GridPoint, TrainSettings, train_encoder, train_grid, train_one_by_one
+from rankcollapse.train import (
+    GridPoint,
+    TrainSettings,
+    tail_change,
+    train_encoder,
+    train_grid,
+    train_one_by_one,
+)
 
 TASK = NeighbourTask(6, 4, target="farthest")
 SETTINGS = TrainSettings(steps=40, batch_size=16, warmup=5, log_every=10, eval_samples=128)
@@ -75,7 +84,20 @@ def test_encoder_training_records_a_curve_and_needs_self_attention():
     model = RankEncoder(6, n_heads=2, n_layers=1, d_ff=8, seed=0)
     result = train_encoder(model, TASK, SETTINGS, seed=0)
     assert list(result.curves.step) == [10, 20, 30, 40]
-    assert set(result.final.metric) == {"eval_rel_mse", "best_train_rel_mse", "steps_run"}
+    assert set(result.final.metric) == {
+        "eval_rel_mse",
+        "best_train_rel_mse",
+        "steps_run",
+        "zero_rel_mse",
+        "linear_rel_mse",
+    }
     with pytest.raises(ConfigError, match="farthest-point target; got target='nearest'"):
         train_encoder(model, NeighbourTask(6, 4), SETTINGS)
     assert torch.isfinite(torch.tensor(result.final.value.tolist())).all()
+
+
+def test_tail_change_is_zero_on_a_plateau_and_the_relative_fall_otherwise():
+    assert tail_change([2.0, 1.0, 0.5, 0.5, 0.5, 0.5]) == 0.0
+    assert tail_change([1.0, 0.8, 0.6, 0.4]) == pytest.approx((0.9 - 0.5) / 0.9)
+    assert tail_change([0.5, 0.5, 0.6, 0.6]) == pytest.approx(-0.2)  # rising: negative
+    assert math.isnan(tail_change([1.0, 0.5, 0.2]))  # too short to judge

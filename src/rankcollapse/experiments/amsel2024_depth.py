@@ -3,21 +3,26 @@
 Paper: Amsel, Yehudai, Bruna, "On the benefits of rank in attention layers" (arXiv 2407.16153,
 2024), Thm 5 (for short contexts, depth lets polynomially many rank-1 heads approximate the
 nearest-neighbour target: the heads vote, the next layer takes the majority) and Conjecture 6
-(for long contexts full rank stays necessary); spec amsel2024.md sec. 3, 4.
+(for long contexts full rank stays necessary, whatever the depth).
 Model: `rankcollapse.nets.RankEncoder` (torch's encoder layers, unit normalisation) with H = d
-heads of rank 1 at depths 1, 2, 3, and one full-rank head (H = 1, rank d) at depth 1 as the
-reference, on the farthest-point target with N short and N long. Trained on fresh samples
+heads of rank 1 at each of `n_layers`, and one full-rank head (H = 1, rank d) at one layer as
+the reference, on the farthest-point target with N short and N long. Trained on fresh samples
 (AdamW, a longer warm-up than the other experiments: deeper models can collapse to the zero
-predictor at lr 0.01; the paper preset lowers lr to 0.001), scored by held-out relative MSE.
+predictor at lr 0.01; the paper preset lowers lr to 0.001), scored by held-out relative MSE
+(the zero predictor scores 1).
 
-The spec warns that depth benefits need tens of thousands of steps (or concatenated positional
-dimensions): a run with fewer steps says so in its claim note instead of reporting a failure
-of the paper.
+Depth benefits need long training (the paper trains 100k steps), so both findings are decided
+on measured convergence: a run has converged when its training loss moved by less than
+`plateau_tol` (relative) over the last `plateau_tail` of its curve (`train.tail_change`). A
+finding that uses a run that has not converged fails, and its note names those runs.
 
-Claim (as measured):
-- depth-helps-short-more: going from 1 layer to the deepest, rank-1 heads' error falls more for
-  the shortest context than for the longest: measured, ratio(short) / ratio(long) with
-  ratio = error(deepest) / error(1 layer); expected < 1.
+Findings (errors are means over seeds; the note gives each seed's value, how many agree, and
+the error of the best predictor that selects nothing, a y_i + b mean_j x_j, on the same samples):
+- depth-helps-short-more (Thm 5): going from the fewest to the most layers, rank-1 heads'
+  error falls more for the shortest context than for the longest: ratio(short) / ratio(long)
+  with ratio = error(most layers) / error(fewest); expected < 1.
+- full-rank-needed-long (Conjecture 6): at the longest context, one full-rank head at one layer
+  beats rank-1 heads at every depth: error(full rank) / least rank-1 error over depths; < 1.
 """
 
 from __future__ import annotations
@@ -25,12 +30,21 @@ from __future__ import annotations
 import pandas as pd
 from pydantic import Field
 
-from rankcollapse.experiments._amsel import EncoderConfig, train_encoder_unit
-from rankcollapse.experiments._plots import band_plot
-from rankcollapse.experiments._registry import Claim, Experiment, Summary, Unit, register
+from rankcollapse.devices import resolve_device
+from rankcollapse.experiments._plots import band_plot, line_plot
+from rankcollapse.experiments._registry import (
+    Claim,
+    Experiment,
+    Summary,
+    Unit,
+    finding,
+    register,
+    seeds_agree,
+)
+from rankcollapse.train import EncoderConfig, tail_change, train_farthest_encoder
 
 NAME = "amsel2024-depth"
-ENOUGH_STEPS = 20_000  # spec sec. 4: depth benefits need tens of thousands of steps
+KEYS = ["n_points", "n_layers", "n_heads", "seed"]
 
 
 class Config(EncoderConfig):
@@ -38,18 +52,22 @@ class Config(EncoderConfig):
 
     contexts: list[int] = Field(default_factory=lambda: [4, 16], min_length=1)
     """Points per set N: short and long contexts."""
-    depths: list[int] = Field(default_factory=lambda: [1, 2, 3], min_length=1)
+    n_layers: list[int] = Field(default_factory=lambda: [1, 2, 3], min_length=1)
     """Encoder depths of the rank-1 models (rank-1 heads: H = d)."""
     warmup: int = Field(200, ge=0)
     """Linear warm-up steps (longer than the others: deeper models can collapse to 0)."""
+    plateau_tail: float = Field(0.2, gt=0, le=1)
+    """Last part of a run's loss curve over which convergence is judged."""
+    plateau_tol: float = Field(0.05, gt=0)
+    """A run has converged when its loss moved by less than this (relative) over that tail."""
 
 
 PRESETS = {
-    "quick": {},
+    "quick": {"seeds": [0, 1]},
     "paper": {
         "d_model": 32,
         "contexts": [2, 4, 16, 64],
-        "depths": [1, 2, 3, 5],
+        "n_layers": [1, 2, 3, 5],
         "d_ff": 2048,
         "seeds": [0, 1, 2],
         "steps": 50_000,
@@ -64,9 +82,9 @@ PRESETS = {
 
 def units(config: Config) -> list[Unit]:
     rank_one = [
-        {"n_points": n, "n_layers": depth, "n_heads": config.d_model, "seed": s}
+        {"n_points": n, "n_layers": n_layers, "n_heads": config.d_model, "seed": s}
         for n in config.contexts
-        for depth in config.depths
+        for n_layers in config.n_layers
         for s in config.seeds
     ]
     full = [
@@ -78,57 +96,154 @@ def units(config: Config) -> list[Unit]:
 
 
 def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
-    frame = train_encoder_unit(config, unit, n_points=unit["n_points"])
+    frame = train_farthest_encoder(config, **unit)
+    for key, value in reversed(unit.items()):
+        frame.insert(0, key, value)
     frame.insert(3, "d_qk", config.d_model // unit["n_heads"])
+    frame["device"] = str(resolve_device(config.device))
     return frame
 
 
-def summarize(config: Config, results: pd.DataFrame) -> Summary:
-    final = results[results.metric == "eval_rel_mse"].copy()
-    rank_one = final[final.n_heads == config.d_model].copy()
-    rank_one["context"] = "N=" + rank_one.n_points.astype(str)
-    figures = {
-        "error_vs_depth": band_plot(
-            rank_one,
-            x="n_layers",
-            hue="context",
-            logy=True,
-            floor_column=None,
-            title=f"Rank-1 heads (H={config.d_model}), d={config.d_model}: error vs depth",
-            ylabel="held-out relative MSE",
-        )
-    }
-    mean = rank_one.groupby(["n_points", "n_layers"]).value.mean()
+def runs(config: Config, results: pd.DataFrame) -> pd.DataFrame:
+    """One row per run: held-out error, relative loss change over the curve's tail, converged."""
+    final = results[results.metric == "eval_rel_mse"].set_index(KEYS).value.rename("error")
+    curves = results[results.metric == "train_rel_mse"].sort_values("step").groupby(KEYS).value
+    tail = curves.agg(lambda v: tail_change(v.tolist(), tail=config.plateau_tail))
+    table = pd.concat([final, tail.rename("tail_change")], axis=1).reset_index()
+    table["converged"] = table.tail_change.abs() < config.plateau_tol  # NaN: too short to tell
+    return table
+
+
+def _gated(config: Config, used: pd.DataFrame, value: float, note: str) -> tuple[float, str]:
+    """`value`, or NaN with the runs named when one of `used` has not converged."""
+    stalled = used[~used.converged]
+    if stalled.empty:
+        return value, note
+    kind = lambda r: "rank 1" if r.n_heads == config.d_model else "full rank"
+    names = "; ".join(
+        f"N={r.n_points}, {r.n_layers} layer(s), {kind(r)}, seed {r.seed}: {r.tail_change:+.1%}"
+        for r in stalled.itertuples()
+    )
+    return float("nan"), (
+        f"not converged ({len(stalled)} of {len(used)} runs; the loss still moved by more than "
+        f"{config.plateau_tol:.0%} over the last {config.plateau_tail:.0%} of the curve): "
+        f"{names}; value as measured {value:.3g}; {note}"
+    )
+
+
+def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
+    table = runs(config, results)
+    rank1 = table[table.n_heads == config.d_model]
+    by_seed = rank1.pivot_table(index="seed", columns=["n_points", "n_layers"], values="error")
     short, long = min(config.contexts), max(config.contexts)
-    shallow, deep = min(config.depths), max(config.depths)
-    claims = []
+    shallow, deep = min(config.n_layers), max(config.n_layers)
+    linear = results[results.metric == "linear_rel_mse"].groupby("n_points").value.mean()
+    baseline = "; no-selection baseline (a y_i + b mean_j x_j): " + ", ".join(
+        f"N={n}: {v:.3g}" for n, v in linear.items()
+    )
+    out = []
     if short < long and shallow < deep:
-        ratio = lambda n: mean[(n, deep)] / mean[(n, shallow)]
-        note = f"ratio N={short}: {ratio(short):.3g}, N={long}: {ratio(long):.3g}"
-        if config.steps < ENOUGH_STEPS:
-            note += (
-                f"; only {config.steps} steps: depth benefits need tens of thousands (spec "
-                "sec. 4), so this run is too short to show them and a failure here is not "
-                "a failure of the paper"
-            )
-        claims.append(
-            Claim.check(
+        cells = pd.MultiIndex.from_product([[short, long], [shallow, deep]])
+        errors = by_seed.reindex(index=config.seeds, columns=cells)  # missing run: NaN, fails
+        gain = lambda e, n: e[(n, deep)] / e[(n, shallow)]
+        per_seed = (gain(errors, short) / gain(errors, long)).to_dict()
+        mean = errors.mean(skipna=False)
+        value = float(gain(mean, short) / gain(mean, long))
+        note = (
+            f"ratio at N={short}: {gain(mean, short):.3g}, at N={long}: {gain(mean, long):.3g}; "
+            + seeds_agree(per_seed, "<", 1.0)
+            + f"; rank-1 errors {rank1.error.min():.3g} to {rank1.error.max():.3g}"
+            + baseline
+        )
+        used = rank1[rank1.n_points.isin([short, long]) & rank1.n_layers.isin([shallow, deep])]
+        value, note = _gated(config, used, value, note)
+        out.append(
+            finding(
                 "depth-helps-short-more",
                 f"from {shallow} to {deep} layers, rank-1 heads gain more on short contexts "
                 "than on long ones",
-                f"error ratio (deep / shallow) at N={short} over that at N={long}",
-                float(ratio(short) / ratio(long)),
+                f"error ratio ({deep} / {shallow} layers) at N={short} over that at N={long}",
+                value,
                 "<",
                 1.0,
                 note=note,
+                source="Thm 5",
+                paper="depth lets polynomially many rank-1 heads represent nearest neighbour "
+                "for short contexts",
             )
         )
-    table = (
-        final.groupby(["n_points", "n_heads", "d_qk", "n_layers"])
-        .value.agg(["mean", "std", "count"])
+    at_long = table[table.n_points == long]
+    full = at_long[at_long.n_heads == 1].set_index("seed").error.reindex(config.seeds)
+    rank1_long = (
+        rank1[rank1.n_points == long]
+        .pivot_table(index="seed", columns="n_layers", values="error")
+        .reindex(index=full.index, columns=config.n_layers)  # a missing depth: NaN, fails
+    )
+    per_seed = (full / rank1_long.min(axis=1, skipna=False)).to_dict()
+    value = float(full.mean() / rank1_long.mean(skipna=False).min(skipna=False))
+    note = seeds_agree(per_seed, "<", 1.0) + f"; rank-1 depths {config.n_layers}" + baseline
+    value, note = _gated(config, at_long[at_long.n_heads.isin([1, config.d_model])], value, note)
+    out.append(
+        finding(
+            "full-rank-needed-long",
+            f"at N={long}, one full-rank head beats rank-1 heads at every depth",
+            f"full-rank error / least rank-1 error over depths, N={long}",
+            value,
+            "<",
+            1.0,
+            note=note,
+            source="Conjecture 6",
+            paper="for long contexts, full rank is conjectured necessary whatever the depth",
+        )
+    )
+    return out
+
+
+def summarize(config: Config, results: pd.DataFrame) -> Summary:
+    rank = lambda frame: frame.n_heads.map(
+        lambda h: "rank 1" if h == config.d_model else "full rank"
+    )
+    final = results[results.metric == "eval_rel_mse"]
+    final = final.assign(model=rank(final) + ", N=" + final.n_points.astype(str))
+    curves = results[results.metric == "train_rel_mse"]
+    curves = curves.assign(
+        model=rank(curves) + ", " + curves.n_layers.astype(str) + " layer(s)",
+        context="N=" + curves.n_points.astype(str),
+    )
+    figures = {
+        "error_vs_layers": band_plot(
+            final,
+            x="n_layers",
+            hue="model",
+            logy=True,
+            floor_column=None,
+            title=f"d={config.d_model}: rank-1 heads (H=d) vs one full-rank head (1 layer)",
+            ylabel="held-out relative MSE (zero predictor: 1)",
+        ),
+        "loss_curves": line_plot(
+            curves,
+            x="step",
+            hue="model",
+            panel="context",
+            logy=True,
+            title="Training loss (mean over seeds): has each run converged?",
+            ylabel="training relative MSE",
+        ),
+    }
+    for ax in figures["error_vs_layers"].axes:  # integer ticks on an integer axis
+        ax.set_xticks(config.n_layers)
+        ax.set_xlabel("layers")
+    table = runs(config, results)
+    errors = (
+        table.groupby(["n_points", "n_heads", "n_layers"])
+        .agg(mean=("error", "mean"), std=("error", "std"), converged=("converged", "sum"))
         .reset_index()
     )
-    return Summary(tables={"errors": table}, figures=figures, claims=claims)
+    return Summary(
+        tables={"errors": errors, "runs": table},
+        figures=figures,
+        claims=claims(config, results),
+    )
 
 
 register(
@@ -140,5 +255,6 @@ register(
         units=units,
         run_unit=run_unit,
         summarize=summarize,
+        claims=claims,
     )
 )

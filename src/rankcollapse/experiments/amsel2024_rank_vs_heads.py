@@ -2,7 +2,7 @@
 
 Paper: Amsel, Yehudai, Bruna, "On the benefits of rank in attention layers" (arXiv 2407.16153,
 2024), Sec. 7 learning experiments (one layer succeeds iff it is full rank) on the decoupled
-layer of Sec. 3; spec amsel2024.md sec. 3, 4. At CPU scale (d = 16, N = 8, one layer, a few
+layer of Sec. 3. At CPU scale (d = 16, N = 8, one layer, a few
 thousand steps) the single full-rank head ends an order of magnitude below every H r = d split,
 and several times more low-rank heads do not close the gap.
 
@@ -13,15 +13,16 @@ cosine decay), every (r, H, seed) of a width trained together as one batched mod
 attention, the authors' training target) or the nearest neighbour of a separate query. Ranks
 r in {1, 2, d/4, d}; heads H = b d / r for each budget b (H r = b d query-key rank in total).
 
-Claims (computed from this run):
-Each configuration is scored by its best seed (the paper: minimum over seeds); a single head
-can settle in the self-attending basin W_Q^T W_K ~ +I, which another seed avoids.
-- full-rank-wins: for every d, the full-rank head's held-out error is far below the best
-  H r = d split: measured, the largest ratio full-rank / best split over d; < 0.1.
+Findings (for every d; each configuration scored by its best seed, the paper's minimum over
+seeds, since a single head can settle in the self-attending basin W_Q^T W_K ~ +I that another
+seed avoids; the notes give every seed's value and how many seeds agree):
+- full-rank-wins: the full-rank head's held-out error is far below the best H r = d split:
+  ratio full-rank / best split, < 0.1 for every d.
 - more-heads-do-not-close-gap: the full-rank head also beats every low-rank layer with more
-  heads (H r up to the largest budget x d): largest ratio over d; < 1.
+  heads (H r up to the largest budget x d): ratio full-rank / best low-rank, < 1 for every d.
 - full-rank-aligns: the trained full-rank head's W_Q^T W_K lines up with -I (farthest point)
-  or +I (nearest neighbour): smallest cosine over d and seeds; > 0.9.
+  or +I (nearest neighbour): cosine of the best seed, > 0.9 for every d.
+The figure draws the best seed of each configuration (lines) and every seed (points).
 """
 
 from __future__ import annotations
@@ -31,9 +32,18 @@ from typing import Literal
 import pandas as pd
 from pydantic import Field
 
-from rankcollapse.experiments._amsel import TrainingConfig, training_rows
-from rankcollapse.experiments._plots import band_plot, line_plot
-from rankcollapse.experiments._registry import Claim, Experiment, Summary, Unit, register
+from rankcollapse.devices import resolve_device
+from rankcollapse.experiments._plots import line_plot
+from rankcollapse.experiments._registry import (
+    Claim,
+    Experiment,
+    Summary,
+    Unit,
+    for_every,
+    register,
+    seeds_agree,
+)
+from rankcollapse.train import TrainingConfig, training_rows
 
 NAME = "amsel2024-rank-vs-heads"
 Rank = int | Literal["d/4", "d/2", "d"]
@@ -103,114 +113,128 @@ def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
     d = unit["d_model"]
     task = NeighbourTask(d, config.n_points, target=config.target)
     points = [GridPoint(r, h, s) for r, h in grid_points(config, d) for s in config.seeds]
-    frame = training_rows(train_grid(task, points, config.train_settings()))
+    result = train_grid(task, points, config.train_settings(), device=config.device)
+    frame = training_rows(result)
     frame.insert(0, "d_model", d)
-    columns = ["d_model", "d_qk", "n_heads", "seed", "step", "metric", "value"]
+    frame["device"] = str(resolve_device(config.device))
+    columns = ["d_model", "d_qk", "n_heads", "seed", "step", "metric", "value", "device"]
     return frame[columns]
+
+
+def _ratios(group: pd.DataFrame, d: int, low: pd.DataFrame) -> tuple[float, dict[int, float]]:
+    """Full-rank error / least error of `low`: best seeds, and seed by seed."""
+    full = group[(group.d_qk == d) & (group.n_heads == 1)].set_index("seed").value
+    if full.empty or low.empty:
+        return float("nan"), {}
+    per_seed = {s: full[s] / low[low.seed == s].value.min() for s in full.index}
+    return float(full.min() / low.value.min()), per_seed
+
+
+def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
+    final = results[results.metric == "eval_rel_mse"]
+    expected = [f"d={d}" for d in config.d_models]
+    split, more, notes = {}, {}, {"split": [], "more": [], "align": []}
+    for d, group in final.groupby("d_model"):
+        low = group[group.d_qk < d]
+        split[f"d={d}"], per_seed = _ratios(group, d, low[low.d_qk * low.n_heads == d])
+        notes["split"].append(f"d={d}: {seeds_agree(per_seed, '<', 0.1)}")
+        more[f"d={d}"], per_seed = _ratios(group, d, low)
+        notes["more"].append(f"d={d}: {seeds_agree(per_seed, '<', 1.0)}")
+    align = results[(results.metric == "qk_alignment") & (results.d_qk == results.d_model)]
+    align = align[align.n_heads == 1].merge(
+        final[["d_model", "d_qk", "n_heads", "seed", "value"]],
+        on=["d_model", "d_qk", "n_heads", "seed"],
+        suffixes=("", "_error"),
+    )
+    cosines = {}
+    for d, group in align.groupby("d_model"):
+        cosines[f"d={d}"] = float(group.loc[group.value_error.idxmin()].value)
+        notes["align"].append(f"d={d}: {seeds_agree(dict(zip(group.seed, group.value)), '>', 0.9)}")
+    sign = "-I" if config.target == "farthest" else "+I"
+    setting = f"best seed per configuration; N={config.n_points}, {config.steps} steps at most"
+    out = [
+        for_every(
+            "full-rank-wins",
+            "one trained full-rank head reaches a much lower error than every H r = d split",
+            "full-rank error / best H r = d error (best seeds), worst d",
+            split,
+            "<",
+            0.1,
+            expected=expected,
+            note=f"{setting}; per seed: " + "; ".join(notes["split"]),
+            source="Sec. 7",
+            paper="one layer succeeds if and only if it is full rank",
+        )
+    ]
+    if max(config.head_budgets) > 1:
+        out.append(
+            for_every(
+                "more-heads-do-not-close-gap",
+                f"low-rank layers with up to {max(config.head_budgets)}x more heads stay above "
+                "the full-rank head",
+                "full-rank error / best low-rank error (best seeds), worst d",
+                more,
+                "<",
+                1.0,
+                expected=expected,
+                note=f"{setting}; per seed: " + "; ".join(notes["more"]),
+                source="Sec. 7",
+                paper="every r < d stays far from 0, even with many times the parameters",
+            )
+        )
+    out.append(
+        for_every(
+            "full-rank-aligns",
+            f"the trained full-rank head's W_Q^T W_K lines up with {sign}",
+            f"cosine of W_Q^T W_K with {sign} (best seed), worst d",
+            cosines,
+            ">",
+            0.9,
+            expected=expected,
+            note="per seed: " + "; ".join(notes["align"]),
+            source="Sec. 7",
+            paper=f"a trained full-rank head's W_K^T W_Q lines up with {sign}, large norm",
+        )
+    )
+    return out
+
+
+def _seed_points(figure, final: pd.DataFrame, d_values: list[int]) -> None:
+    """Every seed as a small hollow point beside the best-seed lines, in the line's colour."""
+    panels = [ax for ax in figure.axes if ax.get_visible()]
+    for ax, d in zip(panels, d_values, strict=False):
+        colours = {line.get_label(): line.get_color() for line in ax.get_lines()}
+        for label, rows in final[final.d_model == d].groupby("rank"):
+            ax.plot(rows.n_heads, rows.value, "o", ms=4, mfc="none", alpha=0.6,
+                    color=colours.get(label, "grey"))  # fmt: skip
 
 
 def summarize(config: Config, results: pd.DataFrame) -> Summary:
     final = results[results.metric == "eval_rel_mse"].copy()
     final["rank"] = "r=" + final.d_qk.astype(str)
     final["d"] = final.d_model
-    figures = {
-        "error_vs_heads": band_plot(
-            final,
-            x="n_heads",
-            hue="rank",
-            panel="d",
-            logx=True,
-            logy=True,
-            floor_column=None,
-            title="Trained attention: held-out relative MSE vs heads",
-            ylabel="relative MSE",
-        )
-    }
-    curves = results[results.metric == "train_rel_mse"].copy()
-    curves["config"] = "r=" + curves.d_qk.astype(str) + ", H=" + curves.n_heads.astype(str)
-    curves["d"] = curves.d_model
-    if len(curves):
-        figures["loss_curves"] = line_plot(
-            curves,
-            x="step",
-            hue="config",
-            panel="d",
-            logy=True,
-            title="Training loss (relative MSE, mean over seeds)",
-            ylabel="relative MSE",
-        )
-
-    # The paper's convention: the best seed of each configuration (a single-head run can settle
-    # in the self-attending basin W_Q^T W_K ~ +I; another seed finds -I).
-    best = final.groupby(["d_model", "d_qk", "n_heads"]).value.min().reset_index()
-    split_ratios, all_ratios = [], []
-    for d, group in best.groupby("d_model"):
-        full = group[(group.d_qk == d) & (group.n_heads == 1)].value
-        low = group[group.d_qk < d]
-        split = low[low.d_qk * low.n_heads == d].value
-        if len(full) and len(split):
-            split_ratios.append(float(full.iloc[0] / split.min()))
-        if len(full) and len(low):
-            all_ratios.append(float(full.iloc[0] / low.value.min()))
-    claims = []
-    if split_ratios:
-        claims.append(
-            Claim.check(
-                "full-rank-wins",
-                "one trained full-rank head reaches a much lower error than every H r = d split",
-                "max over d of full-rank error / best H r = d error",
-                max(split_ratios),
-                "<",
-                0.1,
-                note=f"best seed per configuration; d in {sorted(best.d_model.unique().tolist())}, "
-                f"N={config.n_points}, {config.steps} steps at most",
-            )
-        )
-    if all_ratios and max(config.head_budgets) > 1:
-        claims.append(
-            Claim.check(
-                "more-heads-do-not-close-gap",
-                f"low-rank layers with up to {max(config.head_budgets)}x more heads stay above "
-                "the full-rank head",
-                "max over d of full-rank error / best low-rank error",
-                max(all_ratios),
-                "<",
-                1.0,
-            )
-        )
-    align = results[results.metric == "qk_alignment"]
-    full_align = align[(align.d_qk == align.d_model) & (align.n_heads == 1)]
-    if len(full_align):
-        sign = "-I" if config.target == "farthest" else "+I"
-        best_seed = full_align.merge(
-            final[["d_model", "d_qk", "n_heads", "seed", "value"]],
-            on=["d_model", "d_qk", "n_heads", "seed"],
-            suffixes=("", "_error"),
-        )
-        best_seed = best_seed.loc[best_seed.groupby("d_model").value_error.idxmin()]
-        claims.append(
-            Claim.check(
-                "full-rank-aligns",
-                f"the trained full-rank head's W_Q^T W_K lines up with {sign}",
-                f"smallest cosine with {sign} over d (best seed of each d)",
-                float(best_seed.value.min()),
-                ">",
-                0.9,
-                note="per seed: "
-                + ", ".join(
-                    f"d={d} seed={s}: {v:.3f}"
-                    for d, s, v in full_align[["d_model", "seed", "value"]].itertuples(index=False)
-                ),
-            )
-        )
-    table = (
-        final.groupby(["d_model", "d_qk", "n_heads"])
-        .value.agg(["mean", "std", "count"])
-        .reset_index()
+    best = final.loc[final.groupby(["d_model", "d_qk", "n_heads"]).value.idxmin()]
+    figure = line_plot(
+        best,
+        x="n_heads",
+        hue="rank",
+        panel="d",
+        logx=True,
+        logy=True,
+        title="Error vs heads (line: best seed; points: each seed)",
+        ylabel="relative MSE (zero predictor: 1)",
     )
-    steps = results[results.metric == "steps_run"].groupby(["d_model", "d_qk", "n_heads"]).value
-    table["steps_run"] = steps.mean().values
-    return Summary(tables={"errors": table}, figures=figures, claims=claims)
+    _seed_points(figure, final, list(pd.unique(best.d_model)))
+    for ax in figure.axes:
+        ax.set_xlabel("heads H")
+    keys = ["d_model", "d_qk", "n_heads"]
+    table = final.groupby(keys).value.agg(["min", "median", "max", "count"]).reset_index()
+    table = table.rename(columns={"min": "best seed"})
+    steps = results[results.metric == "steps_run"].groupby(keys).value
+    table = table.merge(steps.mean().rename("steps_run").reset_index(), how="left", on=keys)
+    return Summary(
+        tables={"errors": table}, figures={"error_vs_heads": figure}, claims=claims(config, results)
+    )
 
 
 register(
@@ -222,5 +246,6 @@ register(
         units=units,
         run_unit=run_unit,
         summarize=summarize,
+        claims=claims,
     )
 )

@@ -2,12 +2,8 @@
 
 from rankcollapse.nets.config import NetConfig
 from rankcollapse.nets.layers import MLP, Block, SelfAttention, Skip
-from rankcollapse.nets.rank_attention import (
-    RankAttention,
-    RankEncoder,
-    StackedRankAttention,
-    UnitNorm,
-)
+from rankcollapse.nets.rank_attention import RankAttention, StackedRankAttention
+from rankcollapse.nets.rank_encoder import GainUnitNorm, RankEncoder
 from rankcollapse.nets.toy import ToyNet, Trace, random_tokens
 from rankcollapse.nets.variants import TOY_VARIANTS, toy_config
 
@@ -15,6 +11,7 @@ __all__ = [
     "MLP",
     "TOY_VARIANTS",
     "Block",
+    "GainUnitNorm",
     "NetConfig",
     "RankAttention",
     "RankEncoder",
@@ -23,7 +20,6 @@ __all__ = [
     "StackedRankAttention",
     "ToyNet",
     "Trace",
-    "UnitNorm",
     "random_tokens",
     "toy_config",
 ]

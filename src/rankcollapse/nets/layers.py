@@ -108,10 +108,21 @@ def _softmax(scores: Tensor, mask_bias: Tensor) -> Tensor:
     return torch.softmax(scores + mask_bias, dim=-1)
 
 
+def hardmax(scores: Tensor) -> Tensor:
+    """One-hot on the argmax of the last axis (the first one on ties): the zero-temperature
+    limit of softmax.
+
+    Example:
+        >>> hardmax(torch.tensor([[0.1, 2.0, -1.0]]))
+        tensor([[0., 1., 0.]])
+    """
+    winner = scores.argmax(dim=-1)
+    return F.one_hot(winner, scores.shape[-1]).to(scores.dtype)
+
+
 def _hardmax(scores: Tensor, mask_bias: Tensor) -> Tensor:
     """One-hot on the highest allowed score (the first one on ties)."""
-    winner = (scores + mask_bias).argmax(dim=-1)
-    return F.one_hot(winner, scores.shape[-1]).to(scores.dtype)
+    return hardmax(scores + mask_bias)
 
 
 def _uniform(scores: Tensor, mask_bias: Tensor) -> Tensor:

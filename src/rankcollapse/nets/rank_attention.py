@@ -11,8 +11,8 @@ keys X are separate (cross-attention, the theory); pass Y = X for self-attention
 - `RankAttention`: one layer, any dtype (float32 to train, float64 for constructions).
 - `StackedRankAttention`: many (r, H, seed) configurations as one module, the heads of
   every configuration side by side, so one optimiser step trains them all.
-- `RankEncoder`: the off-the-shelf encoder of Sec. 7 (torch's own encoder layers, post-norm
-  with unit normalisation, m parallel attention modules averaged per layer).
+
+The off-the-shelf encoder of Sec. 7 is `rankcollapse.nets.rank_encoder.RankEncoder`.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ import torch
 from torch import Tensor, nn
 
 from rankcollapse.errors import ConfigError
+from rankcollapse.nets.layers import hardmax
 
 
 def check_rank_heads(d_model: int, d_qk: int, n_heads: int) -> None:
@@ -37,17 +38,6 @@ def check_rank_heads(d_model: int, d_qk: int, n_heads: int) -> None:
         )
     if n_heads < 1:
         raise ConfigError(f"n_heads={n_heads}; a layer needs at least one head (n_heads >= 1).")
-
-
-def hardmax(scores: Tensor) -> Tensor:
-    """One-hot on the argmax of the last axis (the zero-temperature limit of softmax).
-
-    Example:
-        >>> hardmax(torch.tensor([[0.1, 2.0, -1.0]]))
-        tensor([[0., 1., 0.]])
-    """
-    index = scores.argmax(-1, keepdim=True)
-    return torch.zeros_like(scores).scatter_(-1, index, 1.0)
 
 
 def softmax(scores: Tensor, dim: int = -1) -> Tensor:
@@ -278,98 +268,3 @@ class StackedRankAttention(nn.Module):
             for c, z_c, m_c in zip(configs, z.split(sizes, -1), maps[columns].split(sizes)):
                 out[c] = z_c @ m_c  # (..., q, d)
         return torch.stack([out[c] for c in range(self.n_configs)])
-
-
-class UnitNorm(nn.Module):
-    """x -> g x / ||x|| with one learnable scalar g (the paper's replacement for LayerNorm).
-
-    A LayerNorm before the first attention centres each key and stalls the full-rank model.
-
-    Example:
-        >>> UnitNorm()(torch.tensor([[3.0, 4.0]])).detach()
-        tensor([[0.6000, 0.8000]])
-    """
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.gain = nn.Parameter(torch.ones(()))
-
-    def forward(self, x: Tensor) -> Tensor:
-        return self.gain * x / x.norm(dim=-1, keepdim=True).clamp_min(1e-12)
-
-
-class AveragedAttention(nn.Module):
-    """m parallel `nn.MultiheadAttention` modules, averaged: m H heads at rank d / H."""
-
-    def __init__(self, d_model: int, n_heads: int, width_multiplier: int) -> None:
-        super().__init__()
-        self.modules_ = nn.ModuleList(
-            nn.MultiheadAttention(d_model, n_heads, dropout=0.0, batch_first=True)
-            for _ in range(width_multiplier)
-        )
-
-    def forward(self, query: Tensor, key: Tensor, value: Tensor, **kwargs) -> tuple[Tensor, None]:
-        kwargs["need_weights"] = False
-        outputs = [attn(query, key, value, **kwargs)[0] for attn in self.modules_]
-        return torch.stack(outputs).mean(0), None
-
-
-class UnitNormEncoderLayer(nn.TransformerEncoderLayer):
-    """torch's post-norm encoder layer with both norms replaced by `UnitNorm`, no dropout."""
-
-    def __init__(self, d_model: int, n_heads: int, d_ff: int, width_multiplier: int) -> None:
-        super().__init__(d_model, n_heads, d_ff, dropout=0.0, batch_first=True)
-        self.norm1, self.norm2 = UnitNorm(), UnitNorm()
-        if width_multiplier > 1:
-            self.self_attn = AveragedAttention(d_model, n_heads, width_multiplier)
-
-    def forward(self, x: Tensor) -> Tensor:  # torch's slow path; its fused kernel wants LayerNorm
-        x = self.norm1(x + self._sa_block(x, None, None))
-        return self.norm2(x + self._ff_block(x))
-
-
-class RankEncoder(nn.Module):
-    """The off-the-shelf encoder of Sec. 7: unit vectors in, unit-scale vectors out.
-
-    n_layers torch encoder layers, H heads of rank d / H each, `width_multiplier` m parallel
-    attention modules per layer (m = 1, 8, 64 give d^2, d^2.5, d^3 query-key parameters at
-    d = 64); no embedding, no head.
-
-    Example:
-        >>> RankEncoder(8, n_heads=2, n_layers=1, d_ff=16, seed=0)(torch.randn(3, 5, 8)).shape
-        torch.Size([3, 5, 8])
-    """
-
-    def __init__(
-        self,
-        d_model: int,
-        *,
-        n_heads: int,
-        n_layers: int,
-        d_ff: int = 2048,
-        width_multiplier: int = 1,
-        seed: int = 0,
-    ) -> None:
-        super().__init__()
-        if d_model % max(n_heads, 1) or n_heads < 1:
-            raise ConfigError(
-                f"n_heads={n_heads} must divide d_model={d_model} (torch's heads have rank "
-                f"d / H); pass a divisor of {d_model}."
-            )
-        if n_layers < 1 or width_multiplier < 1 or d_ff < 1:
-            raise ConfigError(
-                f"n_layers={n_layers}, width_multiplier={width_multiplier}, d_ff={d_ff}: "
-                "each must be >= 1."
-            )
-        self.n_heads, self.d_qk = n_heads, d_model // n_heads
-        with torch.random.fork_rng():
-            torch.manual_seed(seed)  # torch's layers draw from the global generator
-            self.layers = nn.ModuleList(
-                UnitNormEncoderLayer(d_model, n_heads, d_ff, width_multiplier)
-                for _ in range(n_layers)
-            )
-
-    def forward(self, x: Tensor) -> Tensor:
-        for layer in self.layers:
-            x = layer(x)
-        return x

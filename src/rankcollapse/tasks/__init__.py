@@ -8,6 +8,8 @@ from rankcollapse.tasks.neighbours import (
     NeighbourBatch,
     NeighbourTask,
     farthest_point,
+    layer_error,
+    linear_baseline,
     nearest_neighbour,
     relative_mse,
 )
@@ -23,6 +25,8 @@ __all__ = [
     "farthest_point",
     "hull_vertex_labels",
     "label_ceiling",
+    "layer_error",
+    "linear_baseline",
     "memorization_data",
     "nearest_neighbour",
     "relative_mse",

@@ -18,7 +18,7 @@ exact definition could not be checked against the paper.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Literal
 
@@ -88,6 +88,45 @@ def relative_mse(prediction: Tensor, target: Tensor) -> Tensor:
     """
     difference = (prediction.double() - target.double()).square().sum()
     return difference / target.double().square().sum()
+
+
+def layer_error(layer: Callable[[Tensor, Tensor], Tensor], batch: NeighbourBatch) -> float:
+    """Relative MSE of a cross-attention layer `layer(queries, x)` on `batch` (no gradients).
+
+    Example:
+        >>> batch = NeighbourTask(3, 4).sample(8, torch.Generator().manual_seed(0))
+        >>> layer_error(lambda queries, x: torch.zeros_like(queries), batch)
+        1.0
+    """
+    with torch.no_grad():
+        return float(relative_mse(layer(batch.queries, batch.x), batch.target))
+
+
+def linear_baseline(fit: NeighbourBatch, held_out: NeighbourBatch) -> float:
+    """Relative MSE of the best predictor that selects nothing: a y_i + b mean_j x_j.
+
+    Formula: the two scalars (a, b) solve least squares on `fit` (by rotation invariance a
+        scalar per feature is the best linear map of y_i and the set mean); scored on
+        `held_out`. This is what attention with uniform weights and linear maps can do, the
+        trivial bar a trained model must clear (the zero predictor scores 1).
+    Reference: Amsel, Yehudai, Bruna 2024, Sec. 3 (errors as a fraction of the trivial one).
+
+    Example:
+        >>> task = NeighbourTask(4, 2, target="farthest")
+        >>> fit, held_out = (task.sample(512, torch.Generator().manual_seed(s)) for s in (0, 1))
+        >>> linear_baseline(fit, held_out) < 1e-12  # N = 2: the other point is 2 mean - x_i
+        True
+    """
+
+    def features(batch: NeighbourBatch) -> Tensor:  # (..., q, d, 2): y_i and the set mean
+        mean = batch.x.double().mean(-2, keepdim=True).expand_as(batch.queries)
+        return torch.stack([batch.queries.double(), mean], -1)
+
+    f = features(fit)
+    gram = torch.einsum("...k,...l->kl", f, f)
+    cross = torch.einsum("...k,...->k", f, fit.target.double())
+    coef = torch.linalg.lstsq(gram, cross.unsqueeze(-1)).solution.squeeze(-1)
+    return float(relative_mse(features(held_out) @ coef, held_out.target))
 
 
 def _unit_rows(g: Tensor) -> Tensor:

@@ -1,10 +1,17 @@
 """Training loops for the learning experiments."""
 
+from rankcollapse.train.amsel import (
+    EncoderConfig,
+    TrainingConfig,
+    tail_change,
+    train_encoder,
+    train_farthest_encoder,
+    training_rows,
+)
 from rankcollapse.train.grid import (
     GridPoint,
     GridResult,
     TrainSettings,
-    train_encoder,
     train_grid,
     train_one_by_one,
 )
@@ -30,6 +37,7 @@ __all__ = [
     "CheckpointStore",
     "CircleNet",
     "DirectoryStore",
+    "EncoderConfig",
     "GridPoint",
     "GridResult",
     "MemoryStore",
@@ -37,11 +45,15 @@ __all__ = [
     "TrainConfig",
     "TrainSettings",
     "TrainedModel",
+    "TrainingConfig",
     "accuracy",
     "checkpoint_key",
+    "tail_change",
     "train",
     "train_encoder",
+    "train_farthest_encoder",
     "train_grid",
     "train_model",
     "train_one_by_one",
+    "training_rows",
 ]

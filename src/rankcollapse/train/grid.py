@@ -23,6 +23,7 @@ import pandas as pd
 import torch
 from torch import Tensor
 
+from rankcollapse.devices import resolve_device
 from rankcollapse.errors import ConfigError
 from rankcollapse.nets.rank_attention import StackedRankAttention, check_rank_heads
 from rankcollapse.tasks.neighbours import NeighbourTask, relative_mse
@@ -88,7 +89,9 @@ class _StackedAdamW:
     ) -> None:
         self.params, self.settings = list(params), settings
         self.moments = [(torch.zeros_like(p), torch.zeros_like(p)) for p, _ in self.params]
-        self.steps = torch.zeros(n_configs, dtype=torch.float64)
+        where = self.params[0][0].device  # MPS has no float64; float32 counts steps exactly
+        count_dtype = torch.float32 if where.type == "mps" else torch.float64
+        self.steps = torch.zeros(n_configs, dtype=count_dtype, device=where)
 
     @torch.no_grad()
     def step(self, lr: float, active: Tensor) -> None:
@@ -124,7 +127,7 @@ def _batch(streams) -> tuple[Tensor, Tensor, Tensor]:
 def _qk_alignment(model: StackedRankAttention, c: int, sign: float) -> float:
     """Cosine between sum_h W_Q,h^T W_K,h and sign * I (the full-rank solution's direction)."""
     w_q, w_k, _ = model.config_weights(c)
-    product = (w_q.transpose(-1, -2) @ w_k).sum(0).double()
+    product = (w_q.transpose(-1, -2) @ w_k).sum(0).cpu().double()
     eye = torch.eye(product.shape[0], dtype=torch.float64)
     return float(sign * (product * eye).sum() / (product.norm() * eye.norm()).clamp_min(1e-300))
 
@@ -136,8 +139,12 @@ def train_grid(
     *,
     hard: bool = False,
     keep_model: bool = False,
+    device: str = "cpu",
 ) -> GridResult:
     """Train every configuration of `points` on `task` at once (float32), one optimiser step each.
+
+    Data are drawn on the CPU (the same seeded batches on every device) and moved to `device`
+    (cpu, cuda, mps or auto), where the model trains.
 
     Returns the loss curves (`train_rel_mse`, the mean over `log_every` steps) and, per
     configuration, `eval_rel_mse` (held-out samples), `best_train_rel_mse` (the minimum of the
@@ -151,7 +158,7 @@ def train_grid(
         n_heads=[p.n_heads for p in points],
         seeds=[p.seed for p in points],
         hard=hard,
-    )
+    ).to(resolve_device(device))
     streams = [task.stream(settings.batch_size, seed=s) for s in model.streams]
     owners = [
         (model.w_q, model.row_config),
@@ -160,21 +167,22 @@ def train_grid(
     ]
     n_configs = len(points)
     optimiser = _StackedAdamW(owners, n_configs, settings)
-    active = torch.ones(n_configs, dtype=torch.bool)
+    where = model.w_q.device
+    active = torch.ones(n_configs, dtype=torch.bool, device=where)
     best = torch.full((n_configs,), math.inf, dtype=torch.float64)
     since_best = torch.zeros(n_configs, dtype=torch.long)
     steps_run = torch.zeros(n_configs, dtype=torch.long)
     window, curve_rows = [], []
     for step in range(settings.steps):
-        queries, x, target = _batch(streams)
+        queries, x, target = (t.to(where) for t in _batch(streams))
         target = target[model.config_stream]  # (C, b, q, d): each configuration's stream
         error = (model(queries, x) - target).square().sum(-1)  # (C, b, q)
         per_config = error.flatten(1).mean(1)  # (C,)
         per_config.sum().backward()  # each term reaches only its own configuration's heads
         optimiser.step(settings.lr_at(step), active)
-        steps_run += active
+        steps_run += active.cpu()
         trivial = target.square().sum(-1).flatten(1).mean(1)  # the zero predictor, same samples
-        window.append((per_config.detach() / trivial).double())
+        window.append((per_config.detach() / trivial).cpu().double())
         if (step + 1) % settings.log_every == 0:
             mean = torch.stack(window).mean(0)
             window = []
@@ -182,9 +190,9 @@ def train_grid(
                 if active[c]:
                     curve_rows.append((p.d_qk, p.n_heads, p.seed, step + 1, float(mean[c])))
             improved = mean < best * (1 - settings.min_improvement)
-            best = torch.where(active & (mean < best), mean, best)
+            best = torch.where(active.cpu() & (mean < best), mean, best)
             since_best = torch.where(improved, 0, since_best + 1)
-            active &= since_best < settings.patience  # plateau: stop this configuration
+            active &= (since_best < settings.patience).to(where)  # plateau: stop this one
             if not active.any():
                 break
     curves = pd.DataFrame(curve_rows, columns=["d_qk", "n_heads", "seed", "step", "value"])
@@ -199,17 +207,18 @@ def _final_scores(task, points, settings, model, curves, steps_run) -> pd.DataFr
     held_out = task.sample(
         settings.eval_samples, torch.Generator().manual_seed(settings.eval_seed), torch.float32
     )
+    where = model.w_q.device
     chunk = 512
     predictions = []
     n_streams = len(model.streams)  # every stream is scored on the same held-out samples
     for start in range(0, settings.eval_samples, chunk):
-        queries = held_out.queries[start : start + chunk]
-        x = held_out.x[start : start + chunk]
+        queries = held_out.queries[start : start + chunk].to(where)
+        x = held_out.x[start : start + chunk].to(where)
         shape = (n_streams, *x.shape[:-2])
         predictions.append(
             model(queries.expand(*shape, *queries.shape[-2:]), x.expand(*shape, *x.shape[-2:]))
         )
-    prediction = torch.cat(predictions, dim=1)  # (C, samples, q, d)
+    prediction = torch.cat(predictions, dim=1).cpu()  # (C, samples, q, d)
     sign = -1.0 if task.target == "farthest" else 1.0
     rows = []
     for c, p in enumerate(points):
@@ -232,67 +241,12 @@ def train_one_by_one(
     settings: TrainSettings = TrainSettings(),
     *,
     hard: bool = False,
+    device: str = "cpu",
 ) -> GridResult:
     """The same loop, one configuration after another (the reference for `train_grid`)."""
     _check_grid(task, points)
-    results = [train_grid(task, [p], settings, hard=hard) for p in points]
+    results = [train_grid(task, [p], settings, hard=hard, device=device) for p in points]
     return GridResult(
         pd.concat([r.curves for r in results], ignore_index=True),
         pd.concat([r.final for r in results], ignore_index=True),
     )
-
-
-def train_encoder(
-    model: torch.nn.Module,
-    task: NeighbourTask,
-    settings: TrainSettings = TrainSettings(),
-    *,
-    seed: int = 0,
-) -> GridResult:
-    """One self-attention model `x -> model(x)` (e.g. `RankEncoder`) on the farthest-point task.
-
-    The same schedule, stopping rule and scores as `train_grid`, with torch's AdamW (no weight
-    decay). Rows carry no configuration columns: the caller adds its own.
-    """
-    if task.target != "farthest":
-        raise ConfigError(
-            f"train_model feeds every point as a query (self-attention), so it needs the "
-            f"farthest-point target; got target='{task.target}'."
-        )
-    optimiser = torch.optim.AdamW(
-        model.parameters(), lr=settings.lr, betas=settings.betas, eps=settings.eps, weight_decay=0
-    )
-    stream = task.stream(settings.batch_size, seed=seed)
-    best, since_best, window, rows, step = math.inf, 0, [], [], 0
-    model.train()
-    for step in range(settings.steps):
-        batch = next(stream)
-        for group in optimiser.param_groups:
-            group["lr"] = settings.lr_at(step)
-        loss = (model(batch.x) - batch.target).square().sum(-1).mean()
-        optimiser.zero_grad()
-        loss.backward()
-        optimiser.step()
-        window.append(loss.item() / float(batch.target.square().sum(-1).mean()))
-        if (step + 1) % settings.log_every == 0:
-            mean = sum(window) / len(window)
-            window = []
-            rows.append((step + 1, "train_rel_mse", mean))
-            since_best = 0 if mean < best * (1 - settings.min_improvement) else since_best + 1
-            best = min(best, mean)
-            if since_best >= settings.patience:
-                break
-    model.eval()
-    held_out = task.sample(
-        settings.eval_samples, torch.Generator().manual_seed(settings.eval_seed), torch.float32
-    )
-    with torch.no_grad():
-        error = float(relative_mse(model(held_out.x), held_out.target))
-    curves = pd.DataFrame(rows, columns=["step", "metric", "value"]).astype(
-        {"step": int, "metric": str, "value": float}
-    )
-    final = pd.DataFrame(
-        [("eval_rel_mse", error), ("best_train_rel_mse", best), ("steps_run", float(step + 1))],
-        columns=["metric", "value"],
-    )
-    return GridResult(curves, final)

@@ -1,0 +1,110 @@
+"""The off-the-shelf encoder of Amsel, Yehudai, Bruna 2024 (arXiv 2407.16153), Sec. 7.
+
+torch's own `TransformerEncoderLayer`s, post-norm with both norms replaced by the unit
+normalisation x -> g x / ||x|| (one learnable gain g), ReLU MLP, no dropout, raw unit vectors
+in and out (no embedding, no head). H heads per layer have query-key rank d / H (torch ties
+them); the width multiplier m puts m attention modules side by side per layer, averaged.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from rankcollapse.errors import ConfigError
+
+
+class GainUnitNorm(nn.Module):
+    """x -> g x / ||x|| with one learnable scalar gain g (Amsel et al. 2024, Sec. 7: their
+    replacement for LayerNorm; `nets.layers.UnitNorm` is the same without the gain).
+
+    A LayerNorm before the first attention centres each key and stalls the full-rank model.
+
+    Example:
+        >>> GainUnitNorm()(torch.tensor([[3.0, 4.0]])).detach()
+        tensor([[0.6000, 0.8000]])
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gain = nn.Parameter(torch.ones(()))
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.gain * x / x.norm(dim=-1, keepdim=True).clamp_min(1e-12)
+
+
+class AveragedAttention(nn.Module):
+    """m parallel `nn.MultiheadAttention` modules, averaged: m H heads at rank d / H."""
+
+    def __init__(self, d_model: int, n_heads: int, width_multiplier: int) -> None:
+        super().__init__()
+        self.modules_ = nn.ModuleList(
+            nn.MultiheadAttention(d_model, n_heads, dropout=0.0, batch_first=True)
+            for _ in range(width_multiplier)
+        )
+
+    def forward(self, query: Tensor, key: Tensor, value: Tensor, **kwargs) -> tuple[Tensor, None]:
+        kwargs["need_weights"] = False
+        outputs = [attn(query, key, value, **kwargs)[0] for attn in self.modules_]
+        return torch.stack(outputs).mean(0), None
+
+
+class UnitNormEncoderLayer(nn.TransformerEncoderLayer):
+    """torch's post-norm encoder layer with both norms replaced by `GainUnitNorm`, no dropout."""
+
+    def __init__(self, d_model: int, n_heads: int, d_ff: int, width_multiplier: int) -> None:
+        super().__init__(d_model, n_heads, d_ff, dropout=0.0, batch_first=True)
+        self.norm1, self.norm2 = GainUnitNorm(), GainUnitNorm()
+        if width_multiplier > 1:
+            self.self_attn = AveragedAttention(d_model, n_heads, width_multiplier)
+
+    def forward(self, x: Tensor) -> Tensor:  # torch's slow path; its fused kernel wants LayerNorm
+        x = self.norm1(x + self._sa_block(x, None, None))
+        return self.norm2(x + self._ff_block(x))
+
+
+class RankEncoder(nn.Module):
+    """The off-the-shelf encoder of Sec. 7: unit vectors in, unit-scale vectors out.
+
+    n_layers torch encoder layers, H heads of rank d / H each, `width_multiplier` m parallel
+    attention modules per layer (m = 1, 8, 64 give d^2, d^2.5, d^3 query-key parameters at
+    d = 64); no embedding, no head.
+
+    Example:
+        >>> RankEncoder(8, n_heads=2, n_layers=1, d_ff=16, seed=0)(torch.randn(3, 5, 8)).shape
+        torch.Size([3, 5, 8])
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        *,
+        n_heads: int,
+        n_layers: int,
+        d_ff: int = 2048,
+        width_multiplier: int = 1,
+        seed: int = 0,
+    ) -> None:
+        super().__init__()
+        if d_model % max(n_heads, 1) or n_heads < 1:
+            raise ConfigError(
+                f"n_heads={n_heads} must divide d_model={d_model} (torch's heads have rank "
+                f"d / H); pass a divisor of {d_model}."
+            )
+        if n_layers < 1 or width_multiplier < 1 or d_ff < 1:
+            raise ConfigError(
+                f"n_layers={n_layers}, width_multiplier={width_multiplier}, d_ff={d_ff}: "
+                "each must be >= 1."
+            )
+        self.n_heads, self.d_qk = n_heads, d_model // n_heads
+        with torch.random.fork_rng():
+            torch.manual_seed(seed)  # torch's layers draw from the global generator
+            self.layers = nn.ModuleList(
+                UnitNormEncoderLayer(d_model, n_heads, d_ff, width_multiplier)
+                for _ in range(n_layers)
+            )
+
+    def forward(self, x: Tensor) -> Tensor:
+        for layer in self.layers:
+            x = layer(x)
+        return x
