@@ -20,7 +20,7 @@ import pandas as pd
 
 from rankcollapse.errors import InputError
 from rankcollapse.experiments import experiment_names
-from rankcollapse.report.build import write_atomic
+from rankcollapse.files import write_atomic
 from rankcollapse.report.html import format_value
 
 PRESET_ORDER = ("paper", "quick")  # with no preset asked for: the paper run where there is one
