@@ -9,21 +9,26 @@ from rankcollapse.nets.rank_attention import (
     UnitNorm,
 )
 from rankcollapse.nets.toy import ToyNet, Trace, random_tokens
+from rankcollapse.nets.trainable import SAN, CircleNet, SANConfig, plain_layer_norm
 from rankcollapse.nets.variants import TOY_VARIANTS, toy_config
 
 __all__ = [
     "MLP",
+    "SAN",
     "TOY_VARIANTS",
     "Block",
+    "CircleNet",
     "NetConfig",
     "RankAttention",
     "RankEncoder",
+    "SANConfig",
     "SelfAttention",
     "Skip",
     "StackedRankAttention",
     "ToyNet",
     "Trace",
     "UnitNorm",
+    "plain_layer_norm",
     "random_tokens",
     "toy_config",
 ]

@@ -1,5 +1,7 @@
 """Training loops for the learning experiments."""
 
+from rankcollapse.train.evaluate import accuracy, evaluate_san, path_accuracies
+from rankcollapse.train.fit import TrainedModel, train_model
 from rankcollapse.train.grid import (
     GridPoint,
     GridResult,
@@ -16,29 +18,20 @@ from rankcollapse.train.loop import (
     checkpoint_key,
     train,
 )
-from rankcollapse.train.san import (
-    SAN,
-    CircleNet,
-    SANConfig,
-    TrainedModel,
-    accuracy,
-    train_model,
-)
 
 __all__ = [
-    "SAN",
     "CheckpointStore",
-    "CircleNet",
     "DirectoryStore",
     "GridPoint",
     "GridResult",
     "MemoryStore",
-    "SANConfig",
     "TrainConfig",
     "TrainSettings",
     "TrainedModel",
     "accuracy",
     "checkpoint_key",
+    "evaluate_san",
+    "path_accuracies",
     "train",
     "train_encoder",
     "train_grid",
