@@ -42,9 +42,11 @@ def test_too_long_sequences_for_the_positions_get_a_clear_error():
 
 def test_circle_net_skip_variant_adds_its_input_to_the_pure_step():
     points = torch.randn(3, 2, 2, generator=torch.Generator().manual_seed(0))
-    pure, skip = CircleNet("pure", d_model=8, seed=1), CircleNet("skip", d_model=8, seed=1)
+    pure, skip = CircleNet("san", d_model=8, seed=1), CircleNet("san+skip", d_model=8, seed=1)
     assert torch.allclose(skip(points), points + pure(points), atol=1e-6)
-    assert CircleNet("mlp", d_model=8).forward(points).shape == (3, 2, 2)
+    with_mlp = CircleNet("san+mlp", d_model=8, seed=1)
+    assert with_mlp.layer.config.mlp and not pure.layer.config.mlp
+    assert with_mlp(points).shape == (3, 2, 2)
 
 
 def test_bad_san_configs_get_clear_errors():

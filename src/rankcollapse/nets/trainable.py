@@ -12,8 +12,8 @@ before classifying (`rankcollapse.paths.path_restricted_forward`): with it insid
 classifier sees normalised states in both.
 
 `CircleNet` is the step map of the circle toy (Sec. 6): points -> linear -> LayerNorm -> one
-post-LN attention block (2 heads; + MLP block) -> linear -> points, with the "skip" variant adding
-its input points to its output.
+post-LN attention block (2 heads; + MLP block) -> linear -> points, with the "san+skip" variant
+adding its input points to its output.
 """
 
 from __future__ import annotations
@@ -161,21 +161,21 @@ class SAN(nn.Module):
         return self.classify(plain_layer_norm(self.body(self.embed(inputs)).output))
 
 
-CircleVariant = Literal["pure", "skip", "mlp"]
+CircleVariant = Literal["san", "san+skip", "san+mlp"]
 
 
 class CircleNet(nn.Module):
     """The step map of the circle toy, as in the authors' code: points (b, 2, 2) -> next points.
 
         f(X) = LN(Y + SA(Y)) W_r + b_r,   Y = LN(X W_e + b_e)      (2 heads, post-LN)
-        pure:  X_next = f(X)
-        skip:  X_next = X + f(X)       the skip connection around the recurrent step
-        mlp:   f with the transformer MLP block after the attention, LN(Z + MLP(Z)) (GELU,
-               hidden width d_model, the authors' intermediate_size)
+        san:       X_next = f(X)
+        san+skip:  X_next = X + f(X)       the skip connection around the recurrent step
+        san+mlp:   f with the transformer MLP block after the attention, LN(Z + MLP(Z)) (GELU,
+                   hidden width d_model, the authors' intermediate_size)
 
     Quirk (kept from the authors' SAN): the attention block itself is the BERT block
     LN(Y + SA(Y)), skip inside; the point embedding and read-out make each step one layer of a
-    network in the plane, and "skip" adds the identity across those steps (recurrent applications
+    network in the plane, and "san+skip" adds the identity across those steps (recurrent applications
     of f are layers of a network without skips; of X + f(X), with them).
     """
 
@@ -194,7 +194,7 @@ class CircleNet(nn.Module):
                 d_model=d_model,
                 skip="on",
                 norm="post",
-                mlp=variant == "mlp",
+                mlp=variant == "san+mlp",
                 d_mlp=d_model,
                 activation="gelu",
                 mlp_skip=True,
@@ -212,4 +212,4 @@ class CircleNet(nn.Module):
 
     def forward(self, points: Tensor) -> Tensor:
         """The next points (b, 2, 2)."""
-        return points + self.step(points) if self.variant == "skip" else self.step(points)
+        return points + self.step(points) if self.variant == "san+skip" else self.step(points)
