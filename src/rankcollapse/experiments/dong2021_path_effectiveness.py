@@ -31,7 +31,7 @@ from typing import Annotated
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from rankcollapse.devices import DeviceName
 from rankcollapse.experiments._plots import band_plot, ordered_values
@@ -45,6 +45,7 @@ from rankcollapse.experiments._registry import (
     seeds_agree,
 )
 from rankcollapse.tasks import TASKS, TaskName
+from rankcollapse.train import TaskSetup
 
 NAME = "dong2021-path-effectiveness"
 PAPER_FULL_ACCURACY = {"sorting": 0.98, "convex-hull": 0.90, "memorization": 0.85}
@@ -54,40 +55,6 @@ NEAR_BASELINE = 0.1  # "near the baseline": within 10 accuracy points of the bes
 PATHS_NOISE = 0.02  # sampling noise allowed when comparing 20 and 5 paths
 BASELINES = ("random", "majority", "position_majority")
 SOURCE = "Sec. 5, Fig. 4"
-
-
-class TaskSetup(BaseModel):
-    """Data, network and training of one task."""
-
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
-
-    n_train: int = Field(ge=1)
-    """Training sequences (memorization: the windows to memorise)."""
-    n_eval: int = Field(ge=1)
-    """Evaluation sequences: fresh ones (memorization: the first n_eval training windows)."""
-    n_tokens: int = Field(ge=3)
-    """Tokens per sequence (sorting length, points per set, tokens per text window)."""
-    n_layers: int = Field(6, ge=1)
-    """SAN layers (L)."""
-    n_heads: int = Field(2, ge=1)
-    """Heads per layer (H)."""
-    d_model: int = Field(48, ge=2)
-    """Width of the SAN."""
-    steps: int = Field(ge=0)
-    """Adam steps."""
-    batch_size: int = Field(64, ge=1)
-    """Sequences per step."""
-    lr: float = Field(1e-3, gt=0)
-    """Adam learning rate."""
-
-    @model_validator(mode="after")
-    def _width_splits_into_heads(self) -> TaskSetup:
-        if self.d_model % self.n_heads:
-            raise ValueError(
-                f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}; pick a "
-                "width that splits evenly into heads"
-            )
-        return self
 
 
 class Config(BaseModel):
@@ -159,27 +126,21 @@ def setup_of(config: Config, task: str) -> TaskSetup:
 
 def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
     from rankcollapse.devices import resolve_device
-    from rankcollapse.nets import SAN
     from rankcollapse.seeds import stream_seed
-    from rankcollapse.tasks import san_config, train_and_eval_data
-    from rankcollapse.train import DirectoryStore, TrainConfig, evaluate_san, train_model
+    from rankcollapse.train import DirectoryStore, evaluate_san, train_on_task
 
-    task, seed, setup = unit["task"], unit["seed"], setup_of(config, unit["task"])
-    device, data_seed = resolve_device(config.device), stream_seed(seed, "data")
-    train, held_out = train_and_eval_data(
-        task, setup.n_train, setup.n_eval, seed=data_seed, n_tokens=setup.n_tokens
-    )
-    sizes = setup.model_dump(include={"n_layers", "n_heads", "d_model"})
-    san = san_config(train, **sizes, seed=stream_seed(seed, "weights"))
-    training = setup.model_dump(include={"steps", "batch_size", "lr"})
-    schedule = TrainConfig(**training, seed=data_seed)
+    task, seed, device = unit["task"], unit["seed"], resolve_device(config.device)
     store = DirectoryStore(config.checkpoint_dir) if config.checkpoint_dir else None
-    trained = train_model(SAN(san), san.model_dump(), train.inputs, train.targets, schedule,
-                          store=store, device=device)  # fmt: skip
+    trained, held_out = train_on_task(
+        task, setup_of(config, task), seed=seed, store=store, device=device
+    )
     rows = evaluate_san(
-        trained.model, held_out, n_paths=config.n_paths, n_repeats=config.n_repeats,
+        trained.model,
+        held_out,
+        n_paths=config.n_paths,
+        n_repeats=config.n_repeats,
         seed=stream_seed(seed, "paths"),
-    )  # fmt: skip
+    )
     last = trained.losses[-max(1, len(trained.losses) // 20) :] or [np.nan]
     stats = {"final_loss": float(np.mean(last)), "reused_checkpoint": float(trained.reused)}
     training = pd.DataFrame(

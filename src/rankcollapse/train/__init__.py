@@ -1,7 +1,7 @@
 """Training loops for the learning experiments."""
 
 from rankcollapse.train.evaluate import accuracy, evaluate_san, path_accuracies
-from rankcollapse.train.fit import TrainedModel, train_model
+from rankcollapse.train.fit import TaskSetup, TrainedModel, train_model, train_on_task
 from rankcollapse.train.grid import (
     GridPoint,
     GridResult,
@@ -25,6 +25,7 @@ __all__ = [
     "GridPoint",
     "GridResult",
     "MemoryStore",
+    "TaskSetup",
     "TrainConfig",
     "TrainSettings",
     "TrainedModel",
@@ -36,5 +37,6 @@ __all__ = [
     "train_encoder",
     "train_grid",
     "train_model",
+    "train_on_task",
     "train_one_by_one",
 ]

@@ -3,6 +3,7 @@
 `train_model` runs `rankcollapse.train.loop.train` on a freshly built model, or loads the
 weights stored under the same full config (model config with its seed, training config, data
 bytes, device type), so the same settings reuse the weights and other settings never do.
+`train_on_task` does it for the SAN of one task of Dong et al. 2021, Sec. 5 (`TaskSetup`).
 """
 
 from __future__ import annotations
@@ -11,8 +12,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 from torch import Tensor, nn
 
+from rankcollapse.nets import SAN
+from rankcollapse.seeds import stream_seed
+from rankcollapse.tasks import TaskData, san_config, train_and_eval_data
 from rankcollapse.train.loop import CheckpointStore, TrainConfig, check_store, checkpoint_key, train
 
 
@@ -75,3 +80,78 @@ def train_model(
         state = {name: value.detach().cpu().clone() for name, value in model.state_dict().items()}
         store.save(key, full_config, {"state": state, "losses": losses})
     return TrainedModel(model, losses, False, key)
+
+
+class TaskSetup(BaseModel):
+    """Data, network and training of one task of Dong et al. 2021, Sec. 5."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    n_train: int = Field(ge=1)
+    """Training sequences (memorization: the windows to memorise)."""
+    n_eval: int = Field(ge=1)
+    """Evaluation sequences: fresh ones (memorization: the first n_eval training windows)."""
+    n_tokens: int = Field(ge=3)
+    """Tokens per sequence (sorting length, points per set, tokens per text window)."""
+    n_layers: int = Field(6, ge=1)
+    """SAN layers (L)."""
+    n_heads: int = Field(2, ge=1)
+    """Heads per layer (H)."""
+    d_model: int = Field(48, ge=2)
+    """Width of the SAN."""
+    steps: int = Field(ge=0)
+    """Adam steps."""
+    batch_size: int = Field(64, ge=1)
+    """Sequences per step."""
+    lr: float = Field(1e-3, gt=0)
+    """Adam learning rate."""
+
+    @model_validator(mode="after")
+    def _width_splits_into_heads(self) -> TaskSetup:
+        if self.d_model % self.n_heads:
+            raise ValueError(
+                f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}; pick a "
+                "width that splits evenly into heads"
+            )
+        return self
+
+
+def train_on_task(
+    task: str,
+    setup: TaskSetup,
+    *,
+    seed: int,
+    store: CheckpointStore | None = None,
+    device: torch.device | str = "cpu",
+) -> tuple[TrainedModel, TaskData]:
+    """Train the SAN of `task` (`rankcollapse.tasks.san_config`) as `setup` says.
+
+    Weights come from the "weights" stream of `seed`; the data and the batch order from its
+    "data" stream (`rankcollapse.seeds.stream_seed`). Returns the trained model and the
+    evaluation data (`rankcollapse.tasks.train_and_eval_data`).
+
+    Example:
+        >>> setup = TaskSetup(n_train=8, n_eval=4, n_tokens=5, n_layers=1, d_model=4, steps=2)
+        >>> trained, held_out = train_on_task("sorting", setup, seed=0)
+        >>> len(trained.losses), held_out.inputs.shape
+        (2, torch.Size([4, 5]))
+    """
+    data_seed = stream_seed(seed, "data")
+    train_data, held_out = train_and_eval_data(
+        task, setup.n_train, setup.n_eval, seed=data_seed, n_tokens=setup.n_tokens
+    )
+    sizes = setup.model_dump(include={"n_layers", "n_heads", "d_model"})
+    config = san_config(train_data, **sizes, seed=stream_seed(seed, "weights"))
+    schedule = TrainConfig(
+        **setup.model_dump(include={"steps", "batch_size", "lr"}), seed=data_seed
+    )
+    trained = train_model(
+        SAN(config),
+        config.model_dump(),
+        train_data.inputs,
+        train_data.targets,
+        schedule,
+        store=store,
+        device=device,
+    )
+    return trained, held_out
