@@ -169,27 +169,32 @@ def runs(results: pd.DataFrame) -> pd.DataFrame:
     )
 
 
+FINDINGS = {  # variant -> finding id, statement, outcome its runs must show
+    "san": ("pure-merges", "Applied recurrently, pure attention merges the two tokens.", "merged"),
+    "san+skip": ("skip-keeps-apart", "With the skip connection, the tokens stay apart.", "apart"),
+    "san+mlp": ("mlp-keeps-apart", "With the MLP, the two tokens stay apart.", "apart"),
+}
+OUTCOMES = {
+    "merged": f"merged (relative final distance < {MERGED})",
+    "apart": f"stayed apart (no divergence, relative final distance > {APART})",
+}
+
+
 def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
     table = runs(results)
-    expected = {"san": ("pure-merges", "merged"), "san+skip": ("skip-keeps-apart", "apart"),
-                "san+mlp": ("mlp-keeps-apart", "apart")}  # fmt: skip
     out = []
-    for variant in [v for v in config.variants if v in table.index.get_level_values("variant")]:
-        name, outcome = expected[variant]
-        part = table.loc[variant].reindex(config.seeds)  # a missing seed counts as a failed run
-        what = "merged (relative final distance < 0.1)" if outcome == "merged" else (
-            "stayed apart (no divergence, relative final distance > 0.5)")  # fmt: skip
-        text = {
-            "merged": "Applied recurrently, pure attention merges the two tokens.",
-            "apart": f"With {'the skip connection' if variant == 'san+skip' else 'the MLP'}, "
-            "the two tokens stay apart.",
-        }[outcome]
-        out.append(finding(
-            name, text, f"share of runs (seeds) that learned the step (train MSE below predicting "
-            f"the input) and {what}", float(part[outcome].fillna(False).astype(bool).mean()),
-            ">=", MAJORITY, note=_run_note(part), source=SOURCE,
-            paper="pure attention: the trajectories merge; skip or MLP: they stay apart",
-        ))  # fmt: skip
+    for variant in config.variants:
+        name, text, outcome = FINDINGS[variant]
+        # every configured seed is a run: a missing one counts as failed
+        part = table.reindex(pd.MultiIndex.from_product([[variant], config.seeds]))
+        share = float(part[outcome].astype(float).fillna(0.0).mean())
+        quantity = (
+            "share of runs (seeds) that learned the step (train MSE below that of predicting the "
+            f"input) and {OUTCOMES[outcome]}"
+        )
+        paper = "pure attention: the trajectories merge; with skip or MLP they stay apart"
+        out.append(finding(name, text, quantity, share, ">=", MAJORITY,
+                           note=_run_note(part.droplevel(0)), source=SOURCE, paper=paper))  # fmt: skip
     return out
 
 
