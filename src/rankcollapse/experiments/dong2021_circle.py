@@ -285,7 +285,8 @@ def distance_figure(config: Config, results: pd.DataFrame, table: pd.DataFrame) 
     )
     figure = line_plot(
         relative, x="step", hue="run", panel="variant", logy=True,
-        title="Dotted: the fit did not beat predicting the input (not learned)",
+        title=f"Dotted: the fit did not beat predicting the input (not learned). Dashed line: "
+        f"merged below {MERGED}; dash-dot line: apart above {APART}",
         ylabel="distance / starting distance",
     )  # fmt: skip
     learned = table.set_index(["variant", "seed"])["learned"]
@@ -294,8 +295,8 @@ def distance_figure(config: Config, results: pd.DataFrame, table: pd.DataFrame) 
         for line in ax.get_lines():
             seed = int(str(line.get_label()).removeprefix("seed "))
             line.set(marker="", linestyle="-" if learned.get((variant, seed), False) else ":")
-        ax.axhline(MERGED, color="0.4", ls="--", lw=0.8, label="merged below")
-        ax.axhline(APART, color="0.6", ls="-.", lw=0.8, label="apart above")
+        ax.axhline(MERGED, color="0.4", ls="--", lw=0.8)
+        ax.axhline(APART, color="0.6", ls="-.", lw=0.8)
         ax.set_xlabel("recurrent step")
     return figure
 
