@@ -11,7 +11,7 @@ authors' evaluation (`rankcollapse.train.path_accuracies`); `n_repeats` fresh sa
 n_paths give a spread. Each unit reports the full model's accuracy and the trivial baselines
 (random guess, majority class, majority class per position) measured on the same data.
 k = 0 (the embedding alone, no attention) is shown but is not a path through attention: the
-"best length" findings look at k >= 1.
+"best length" findings look at k >= 1 (method notes: docs/methods.md, sec. 5).
 
 Findings (per task, means over repeats and seeds; the note gives every seed's value):
 - {task}:full-learned: the full model reaches the paper's accuracy (sorting 0.98, convex hull
