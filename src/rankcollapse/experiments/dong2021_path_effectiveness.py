@@ -9,7 +9,8 @@ hull, memorization). At inference only `n_paths` paths of one length k are kept,
 among the C(L, k) H^k paths of that length, and the network is run restricted to them as in the
 authors' evaluation (`rankcollapse.train.path_accuracies`); `n_repeats` fresh samples per k and
 n_paths give a spread. Each unit reports the full model's accuracy and the trivial baselines
-(random guess, majority class, majority class per position) measured on the same data.
+(random guess, majority class; majority class per position when the SAN sees positions, as in
+sorting) measured on the same data.
 k = 0 (the embedding alone, no attention) is shown but is not a path through attention: the
 "best length" findings look at k >= 1 (method notes: docs/methods.md, sec. 5).
 
@@ -17,8 +18,9 @@ Findings (per task, means over repeats and seeds; the note gives every seed's va
 - {task}:full-learned: the full model reaches the paper's accuracy (sorting 0.98, convex hull
   0.90, memorization 0.85); path accuracies mean little otherwise.
 - {task}:best-short: the best path length k >= 1 (best over n_paths; of tied lengths the
-  longest) is at most 2, and its accuracy beats the best trivial baseline by at least 0.05;
-  when no length beats it by that margin there is no best length and the finding fails.
+  longest) is at most 2, and its accuracy beats what needs no attention (the best trivial
+  baseline and k = 0) by at least 0.05; when no length does, there is no best length and the
+  finding fails.
 - {task}:long-near-baseline: the longest paths (k = L) are within 0.1 of the best baseline.
 - {task}:more-paths-help: 20 paths do at least as well as 5 at k = 1 and 2, up to 0.02 of
   sampling noise (with other n_paths: the largest against the smallest).
