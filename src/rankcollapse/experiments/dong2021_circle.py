@@ -118,7 +118,7 @@ def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
     from rankcollapse.devices import resolve_device
     from rankcollapse.nets import CircleNet
     from rankcollapse.seeds import stream_seed
-    from rankcollapse.tasks import circle_data, rollout
+    from rankcollapse.tasks import circle_data, rollout, rollout_frame
     from rankcollapse.train import DirectoryStore, TrainConfig, train_model
 
     variant, seed, device = unit["variant"], unit["seed"], resolve_device(config.device)
@@ -134,22 +134,9 @@ def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
     trajectory = rollout(model, inputs[:1], config.n_steps, radius=config.radius)[:, 0]
     with torch.no_grad():
         train_mse = float(((model(inputs).cpu() - data.targets) ** 2).double().mean())
-    rows = [
-        (step, token, axis, float(trajectory[step, token, i]))
-        for step in range(config.n_steps + 1)
-        for token in range(2)
-        for i, axis in enumerate(("x", "y"))
-    ]
-    distance = np.linalg.norm(trajectory[:, 0] - trajectory[:, 1], axis=-1)  # (n_steps + 1,)
-    last = int((~np.isnan(distance)).sum()) - 1  # last step before any divergence
-    rows += [(step, np.nan, "distance", float(d)) for step, d in enumerate(distance)]
-    rows += [
-        (np.nan, np.nan, "relative_final_distance", float(distance[last] / distance[0])),
-        (np.nan, np.nan, "diverged", float(last < config.n_steps)),
-        (np.nan, np.nan, "train_mse", train_mse),
-    ]
-    rows += [(np.nan, np.nan, f"baseline_mse_{k}", v) for k, v in data.baselines().items()]
-    frame = pd.DataFrame(rows, columns=["step", "token", "metric", "value"])
+    fit = {"train_mse": train_mse} | {f"baseline_mse_{k}": v for k, v in data.baselines().items()}
+    fits = pd.DataFrame({"metric": list(fit), "value": list(fit.values())})
+    frame = pd.concat([rollout_frame(trajectory), fits], ignore_index=True)
     return frame.assign(variant=variant, seed=seed, device=str(device))[
         ["variant", "seed", "device", *frame.columns]
     ]

@@ -1,7 +1,7 @@
 """Data generators for the learning experiments (seeded streams, trivial baselines)."""
 
 from rankcollapse.tasks._baselines import TaskData, trivial_baselines
-from rankcollapse.tasks.circle import CircleData, circle_data, rollout
+from rankcollapse.tasks.circle import CircleData, circle_data, rollout, rollout_frame
 from rankcollapse.tasks.convex_hull import convex_hull_data, hull_vertex_labels
 from rankcollapse.tasks.memorization import label_ceiling, memorization_data
 from rankcollapse.tasks.named import (
@@ -36,6 +36,7 @@ __all__ = [
     "nearest_neighbour",
     "relative_mse",
     "rollout",
+    "rollout_frame",
     "san_config",
     "sorting_data",
     "task_data",

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 import torch
 from torch import Tensor
 
@@ -117,3 +118,33 @@ def rollout(
             kept = alive.cpu().numpy()
             trajectory[index, kept] = current[alive].double().cpu().numpy()
     return trajectory
+
+
+def rollout_frame(trajectory: np.ndarray) -> pd.DataFrame:
+    """Tidy rows of one rollout (n_steps + 1, 2 tokens, 2 coordinates), from `rollout`.
+
+    Rows (step, token, metric, value): the points ("x", "y") of both tokens at every step; the
+    distance between the tokens at every step ("distance", token NaN); then, step NaN: the last
+    distance before any divergence over the first ("relative_final_distance") and whether the
+    rollout diverged ("diverged", 0 or 1).
+
+    Example:
+        >>> frame = rollout_frame(rollout(lambda x: 0.5 * x, torch.eye(2)[None], 2, radius=1.0)[:, 0])
+        >>> frame.set_index("metric").loc["relative_final_distance", "value"]
+        np.float64(0.25)
+    """
+    n_steps = len(trajectory) - 1
+    rows = [
+        (step, token, axis, float(trajectory[step, token, i]))
+        for step in range(n_steps + 1)
+        for token in range(2)
+        for i, axis in enumerate(("x", "y"))
+    ]
+    distance = np.linalg.norm(trajectory[:, 0] - trajectory[:, 1], axis=-1)  # (n_steps + 1,)
+    last = int((~np.isnan(distance)).sum()) - 1  # last step before any divergence
+    rows += [(step, np.nan, "distance", float(d)) for step, d in enumerate(distance)]
+    rows += [
+        (np.nan, np.nan, "relative_final_distance", float(distance[last] / distance[0])),
+        (np.nan, np.nan, "diverged", float(last < n_steps)),
+    ]
+    return pd.DataFrame(rows, columns=["step", "token", "metric", "value"])
