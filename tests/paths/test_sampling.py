@@ -133,3 +133,11 @@ def test_bad_routes_get_clear_errors():
         path_restricted_forward(net, x, torch.tensor([[0, 1]]))
     with pytest.raises(ConfigError, match="without MLP blocks"):
         path_restricted_forward(_net(mlp=True), x, torch.tensor([[0, 1, 1]]))
+
+
+def test_a_generator_seed_draws_consecutive_independent_samples():
+    generator = torch.Generator().manual_seed(3)
+    first = sample_paths(5, 2, 2, 4, seed=generator, n_repeats=2)
+    second = sample_paths(5, 2, 2, 4, seed=generator, n_repeats=2)
+    assert torch.equal(first, sample_paths(5, 2, 2, 4, seed=3, n_repeats=2))
+    assert not torch.equal(first, second)

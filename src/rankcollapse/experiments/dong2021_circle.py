@@ -1,42 +1,41 @@
 """dong2021-circle: applied recurrently, pure attention merges two tokens; skip or MLP keep them apart.
 
 Paper: Dong, Cordonnier, Loukas, "Attention is not all you need: pure attention loses rank
-doubly exponentially with depth", ICML 2021 (arXiv 2103.03404), Sec. 6 (the circle toy: token
-trajectories of a recurrently applied layer) (spec dong2021.md sec. 6); set-up from the authors'
-code (twistedcubic/attention-rank-collapse, run_circle.py, README command).
+doubly exponentially with depth", ICML 2021 (arXiv 2103.03404), Sec. 6, Fig. 5 (the circle toy:
+token trajectories of a recurrently applied layer); set-up from the authors' code
+(twistedcubic/attention-rank-collapse, run_circle.py, README command).
 
 Data (`rankcollapse.tasks.circle_data`, the authors'): 1000 points evenly spaced on a circle of
 radius 0.3 make two counter-clockwise arcs of 499 steps, one from (0.3, 0), the other from the
 opposite side. A sample is a pair of points, one on each arc (two tokens); its target, the next
-pair, is both points one step further along their arcs. Network (`rankcollapse.train.CircleNet`,
+pair, is both points one step further along their arcs. Network (`rankcollapse.nets.CircleNet`,
 the authors' SAN with one layer): linear embedding of the points and LayerNorm, one post-LN
 attention block of 2 heads and width 32, linear read-out to the plane; variants
-    pure   X_next = f(X)
-    skip   X_next = X + f(X)      (skip connection around the recurrent step)
-    mlp    f with the transformer MLP block after the attention
+    san        X_next = f(X)              (pure attention)
+    san+skip   X_next = X + f(X)          (skip connection around the recurrent step)
+    san+mlp    f with the transformer MLP block after the attention
 Trained one step ahead with teacher forcing (mean squared error, Adam, mini-batches of 30 pairs),
-then applied to its own output `n_steps` times from the first pair; the two token trajectories
-are recorded. One run = one seed.
+then applied to its own output `n_steps` times from the first pair (`rankcollapse.tasks.rollout`).
+One run = one seed.
 
 Quirks of the authors' code, kept or resolved:
 - Their attention block is the BERT block LN(Y + SA(Y)) in every variant (the SAN code has no
   switch for the in-block skip), so "pure" means no skip across the recurrent steps. Kept.
 - Their skip variant adds the layer's output to a running state in the plane, plots the layer's
   output, and was trained on the pair plus the pair one mini-batch earlier (a data-loader
-  artefact that the rollout never sees). Resolved as X_next = X + f(X) trained one step ahead,
-  the trajectory being X itself.
+  artefact that the rollout never sees). Resolved as X_next = X + f(X) trained one step ahead.
 - lr 1e-5 with dropout 0.1 for 70 epochs; see PRESETS for why we use lr 1e-3.
 
-Claims (computed from this run's results). A run's relative final distance is the Euclidean
-distance between the two tokens at the last step over their starting distance. A trajectory
-that leaves the disc of 100 radii has diverged: it stops there and its last step is the one
-before.
-- pure-merges: in at least half of the runs, pure attention merges the two tokens (relative
-  final distance < 0.1).
-- skip-keeps-apart, mlp-keeps-apart: in at least half of the runs, with the skip or the MLP,
-  the tokens stay apart: no divergence and relative final distance > 0.5. A diverged run does
-  not count as kept apart: the paper's figure shows bounded trajectories that follow the arcs,
-  and a run that shoots off to infinity reproduces neither that nor a merge.
+A run has *learned* the step when its one-step training MSE is below that of predicting the input
+unchanged: only then can its trajectory say anything about attention (an unlearned layer merges
+or drifts whatever its architecture). A run's relative final distance is the distance between the
+two tokens at the last step over their starting distance; a trajectory that leaves the disc of
+100 radii has diverged (it stops there). Findings, over the runs (seeds) of a variant:
+- pure-merges: in at least half of the runs, pure attention learned the step and merged the two
+  tokens (relative final distance < 0.1).
+- skip-keeps-apart, mlp-keeps-apart: in at least half of the runs, with the skip or the MLP, the
+  layer learned the step and the tokens stayed apart: no divergence and relative final distance
+  > 0.5 (the paper's trajectories stay bounded and follow the arcs).
 """
 
 from __future__ import annotations
@@ -46,21 +45,22 @@ from typing import Literal
 
 import numpy as np
 import pandas as pd
-import torch
 from matplotlib.figure import Figure
 from pydantic import BaseModel, ConfigDict, Field
 
-from rankcollapse.experiments._registry import Claim, Experiment, Summary, Unit, register
+from rankcollapse.devices import DeviceName
+from rankcollapse.experiments._plots import line_plot
+from rankcollapse.experiments._registry import Claim, Experiment, Summary, Unit, finding, register
 
 NAME = "dong2021-circle"
 
-Variant = Literal["pure", "skip", "mlp"]
-VARIANTS: tuple[str, ...] = ("pure", "skip", "mlp")
-LABELS = {"pure": "pure attention", "skip": "attention + skip", "mlp": "attention + MLP"}
+Variant = Literal["san", "san+skip", "san+mlp"]
+VARIANTS: tuple[str, ...] = ("san", "san+skip", "san+mlp")
+LABELS = {"san": "pure attention", "san+skip": "attention + skip", "san+mlp": "attention + MLP"}
 MERGED = 0.1  # relative final distance below which the tokens count as merged
 APART = 0.5  # relative final distance above which they count as kept apart
-MAJORITY = 0.5  # a claim holds when it holds for at least half of the runs
-DIVERGED = 100.0  # a trajectory leaving the disc of 100 radii has diverged (stopped, then NaN)
+MAJORITY = 0.5  # a finding holds when it holds for at least half of the runs
+SOURCE = "Sec. 6, Fig. 5"
 
 
 class Config(BaseModel):
@@ -69,7 +69,7 @@ class Config(BaseModel):
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     variants: list[Variant] = Field(default_factory=lambda: list(VARIANTS), min_length=1)
-    """Which variants to run (pure, skip, mlp)."""
+    """Which variants to run (san, san+skip, san+mlp)."""
     n_points: int = Field(1000, ge=6)
     """Points on the circle (even); the data are the n_points / 2 - 1 pairs of the two arcs."""
     radius: float = Field(0.3, gt=0)
@@ -87,7 +87,9 @@ class Config(BaseModel):
     n_steps: int = Field(300, ge=1)
     """Recurrent applications of the trained layer (trajectory length)."""
     seeds: list[int] = Field(default_factory=lambda: [0, 1, 2], min_length=1)
-    """Seeds of the weights and batch order (one unit, one run, per variant and seed)."""
+    """Seeds of the weights and the batch order (one unit, one run, per variant and seed)."""
+    device: DeviceName = "cpu"
+    """Where the layer trains and runs: auto (an accelerator if visible), cpu, cuda, mps."""
     checkpoint_dir: str | None = None
     """Folder of trained layers keyed by their full config (None: always train)."""
 
@@ -97,12 +99,11 @@ PRESETS = {
     # The authors' setting (README command): 1000 points, radius 0.3, width 32, 2 heads, one
     # layer, batches of 30, 70 epochs, 300 recurrent steps from the first pair. They used Adam at
     # lr 1e-5 on the summed squared error (and dropout 0.1); with our initialisation that leaves
-    # the training MSE at about 60% of the predict-the-centre baseline after 70 epochs, and every
-    # variant then merges because nothing was learned, while the paper trains "until near-zero
-    # error": we use lr 1e-3 and no dropout. Ten seeds instead of their one. Also tried, with the
-    # same mixed outcome (about half of the pure and MLP runs merge, skip runs spiral out or
-    # diverge): 4x the steps at lr 1e-3 and at 1e-4, PyTorch's default initialisation, and a
-    # block without its internal skip, LN(SA(Y)).
+    # the training MSE at about 60% of the predict-the-centre baseline after 70 epochs (nothing
+    # learned: every variant then merges), while the paper trains "until near-zero error": we use
+    # lr 1e-3 and no dropout. Ten seeds instead of their one. Also tried, with a mixed outcome:
+    # 4x the steps at lr 1e-3 and at 1e-4, PyTorch's default initialisation, and a block without
+    # its internal skip, LN(SA(Y)).
     "paper": {"seeds": list(range(10))},
 }
 
@@ -112,190 +113,178 @@ def units(config: Config) -> list[Unit]:
 
 
 def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
-    from rankcollapse.tasks import circle_data
-    from rankcollapse.train import CircleNet, DirectoryStore, TrainConfig, train_model
+    import torch
 
-    variant, seed = unit["variant"], unit["seed"]
+    from rankcollapse.devices import resolve_device
+    from rankcollapse.nets import CircleNet
+    from rankcollapse.seeds import stream_seed
+    from rankcollapse.tasks import circle_data, rollout, rollout_frame
+    from rankcollapse.train import DirectoryStore, TrainConfig, train_model
+
+    variant, seed, device = unit["variant"], unit["seed"], resolve_device(config.device)
     data = circle_data(config.n_points, radius=config.radius)
-    net_config = {
-        "variant": variant,
-        "d_model": config.d_model,
-        "n_heads": config.n_heads,
-        "seed": seed,
-    }
-    trained = train_model(
-        CircleNet(**net_config),
-        net_config,
-        data.inputs,
-        data.targets,
-        TrainConfig(
-            steps=config.steps, batch_size=config.batch_size, lr=config.lr, seed=seed, loss="mse"
-        ),
-        store=DirectoryStore(config.checkpoint_dir) if config.checkpoint_dir else None,
-    )
+    net = {"variant": variant, "d_model": config.d_model, "n_heads": config.n_heads,
+           "seed": stream_seed(seed, "weights")}  # fmt: skip
+    schedule = TrainConfig(steps=config.steps, batch_size=config.batch_size, lr=config.lr,
+                           seed=stream_seed(seed, "data"), loss="mse")  # fmt: skip
+    store = DirectoryStore(config.checkpoint_dir) if config.checkpoint_dir else None
+    model = train_model(CircleNet(**net), net, data.inputs, data.targets, schedule, store=store,
+                        device=device).model  # fmt: skip
+    inputs = data.inputs.to(device)
+    trajectory = rollout(model, inputs[:1], config.n_steps, radius=config.radius)[:, 0]
     with torch.no_grad():
-        trajectory = rollout(trained.model, data.inputs[:1], config.n_steps, config.radius)[:, 0]
-        train_mse = float(((trained.model(data.inputs) - data.targets) ** 2).double().mean())
-    rows = [
-        (step, token, axis, float(trajectory[step, token, i]))
-        for step in range(config.n_steps + 1)
-        for token in range(2)
-        for i, axis in enumerate(("x", "y"))
+        train_mse = float(((model(inputs).cpu() - data.targets) ** 2).double().mean())
+    fit = {"train_mse": train_mse} | {f"baseline_mse_{k}": v for k, v in data.baselines().items()}
+    fits = pd.DataFrame({"metric": list(fit), "value": list(fit.values())})
+    frame = pd.concat([rollout_frame(trajectory), fits], ignore_index=True)
+    return frame.assign(variant=variant, seed=seed, device=str(device))[
+        ["variant", "seed", "device", *frame.columns]
     ]
-    distance = np.linalg.norm(trajectory[:, 0] - trajectory[:, 1], axis=-1)  # (n_steps + 1,)
-    last = int((~np.isnan(distance)).sum()) - 1  # last step before any divergence
-    rows += [(step, np.nan, "distance", float(distance[step])) for step in range(len(distance))]
-    rows += [
-        (np.nan, np.nan, "relative_final_distance", float(distance[last] / distance[0])),
-        (np.nan, np.nan, "diverged", float(last < config.n_steps)),
-        (np.nan, np.nan, "train_mse", train_mse),
-    ]
-    rows += [(np.nan, np.nan, f"baseline_mse_{k}", v) for k, v in data.baselines().items()]
-    frame = pd.DataFrame(rows, columns=["step", "token", "metric", "value"])
-    return frame.assign(variant=variant, seed=seed)[["variant", "seed", *frame.columns]]
 
 
-def rollout(model, pairs: torch.Tensor, n_steps: int, radius: float) -> np.ndarray:
-    """Apply `model` to its own output `n_steps` times from `pairs` (s, 2, 2), batched.
+def runs(results: pd.DataFrame) -> pd.DataFrame:
+    """One row per run (variant, seed): fit, baselines, final distance and its outcome."""
+    per_run = results[results["step"].isna()].pivot_table(
+        index=["variant", "seed"], columns="metric", values="value"
+    )
+    learned = per_run["train_mse"] < per_run["baseline_mse_stay"]
+    final, diverged = per_run["relative_final_distance"], per_run["diverged"].astype(bool)
+    return per_run.rename_axis(columns=None).assign(
+        learned=learned,
+        merged=learned & (final < MERGED),
+        apart=learned & ~diverged & (final > APART),
+    )
 
-    Returns float64 (n_steps + 1, s, 2, 2). Once a start's points leave the disc of radius
-    `DIVERGED * radius` (or turn non-finite) that start has diverged: its later steps are NaN.
-    """
-    trajectory = np.full((n_steps + 1, *pairs.shape), np.nan)
-    trajectory[0] = pairs.double().numpy()
-    alive = torch.ones(len(pairs), dtype=torch.bool)
-    current = pairs
-    for step in range(1, n_steps + 1):
-        current = model(current)
-        bad = ~torch.isfinite(current).all(dim=(1, 2)) | (current.abs() > DIVERGED * radius).any(
-            dim=2
-        ).any(dim=1)
-        alive &= ~bad
-        if not alive.any():
-            break
-        current = torch.where(alive[:, None, None], current, torch.zeros_like(current))
-        trajectory[step, alive.numpy()] = current[alive].double().numpy()
-    return trajectory
+
+FINDINGS = {  # variant -> finding id, statement, outcome its runs must show
+    "san": ("pure-merges", "Applied recurrently, pure attention merges the two tokens.", "merged"),
+    "san+skip": ("skip-keeps-apart", "With the skip connection, the tokens stay apart.", "apart"),
+    "san+mlp": ("mlp-keeps-apart", "With the MLP, the two tokens stay apart.", "apart"),
+}
+OUTCOMES = {
+    "merged": f"merged (relative final distance < {MERGED})",
+    "apart": f"stayed apart (no divergence, relative final distance > {APART})",
+}
+
+
+def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
+    table = runs(results)
+    out = []
+    for variant in config.variants:
+        name, text, outcome = FINDINGS[variant]
+        # every configured seed is a run: a missing one counts as failed
+        part = table.reindex(pd.MultiIndex.from_product([[variant], config.seeds]))
+        share = float(part[outcome].astype(float).fillna(0.0).mean())
+        quantity = (
+            "share of runs (seeds) that learned the step (train MSE below that of predicting the "
+            f"input) and {OUTCOMES[outcome]}"
+        )
+        paper = "pure attention: the trajectories merge; with skip or MLP they stay apart"
+        out.append(finding(name, text, quantity, share, ">=", MAJORITY,
+                           note=_run_note(part.droplevel(0)), source=SOURCE, paper=paper))  # fmt: skip
+    return out
+
+
+def _run_note(part: pd.DataFrame) -> str:
+    def row(seed: int, run: pd.Series) -> str:
+        if run.isna().all():
+            return f"seed {seed}: missing"
+        fit = f"train MSE {run['train_mse']:.2e} vs input {run['baseline_mse_stay']:.2e}"
+        state = "diverged" if run["diverged"] else f"distance x{run['relative_final_distance']:.3g}"
+        return f"seed {seed}: {fit}{'' if run['learned'] else ' (not learned)'}, {state}"
+
+    return "; ".join(row(seed, run) for seed, run in part.iterrows())
 
 
 def summarize(config: Config, results: pd.DataFrame) -> Summary:
-    finals = results[results["metric"] == "relative_final_distance"].set_index(["variant", "seed"])[
-        "value"
-    ]
-    diverged = (
-        results[results["metric"] == "diverged"]
-        .set_index(["variant", "seed"])["value"]
-        .astype(bool)
-    )
-    merged = (finals < MERGED).groupby("variant").mean()
-    apart = ((finals > APART) & ~diverged).groupby("variant").mean()
-    fits = results[results["metric"].str.startswith(("train_mse", "baseline"))].pivot_table(
-        index="variant", columns="metric", values="value"
-    )
-    table = fits.rename_axis(columns=None).assign(
-        median_relative_final_distance=finals.groupby("variant").median(),
-        share_merged=merged,
-        share_apart=apart,
-        share_diverged=diverged.groupby("variant").mean(),
-    )
-    claims = []
-    if "pure" in merged:
-        claims.append(
-            Claim.check(
-                "pure-merges",
-                "Applied recurrently, pure attention merges the two tokens.",
-                f"share of runs (seeds) whose relative final distance is < {MERGED}",
-                float(merged["pure"]),
-                ">=",
-                MAJORITY,
-                note=_run_note(fits, table, "pure"),
-            )
-        )
-    for variant in ("skip", "mlp"):
-        if variant in apart:
-            claims.append(
-                Claim.check(
-                    f"{variant}-keeps-apart",
-                    f"With {'the skip connection' if variant == 'skip' else 'the MLP'}, the "
-                    "two tokens stay apart.",
-                    f"share of runs (seeds) that did not diverge (a diverged run counts as not "
-                    f"kept apart) and whose relative final distance is > {APART}",
-                    float(apart[variant]),
-                    ">=",
-                    MAJORITY,
-                    note=_run_note(fits, table, variant),
-                )
-            )
-    unlearned = [
-        v for v in fits.index if fits.loc[v, "train_mse"] > 0.5 * fits.loc[v, "baseline_mse_centre"]
-    ]
+    found = claims(config, results)
+    table = runs(results).reset_index()
+    devices = sorted(set(results["device"].astype(str))) if "device" in results else ["cpu"]
     notes = [
         (
             "Trajectories start at the first pair, (0.3, 0) and the opposite end of the lower "
             "arc, as in the authors' code, and follow the trained layer applied to its own "
-            "output; the lowest seed is drawn, the claims count runs over seeds."
+            f"output (trained on {', '.join(devices)}). Every run (seed) is drawn."
+        ),
+        (
+            f"One recurrent step moves a point by 1/{config.n_points} of the circle, so a fit "
+            "must beat predicting the input (train MSE below 'baseline_mse_stay') to have "
+            "learned anything; runs that did not are drawn dotted and count for no finding."
         ),
     ]
-    if unlearned:
-        notes.append(
-            f"Not learned (train MSE above half the 'centre' baseline, mean over seeds): "
-            f"{', '.join(unlearned)}. Tokens that merge because the layer never learned the "
-            "step say little about rank collapse: train longer (steps) or with another lr."
-        )
-    above_stay = [
-        v for v in fits.index if fits.loc[v, "train_mse"] > fits.loc[v, "baseline_mse_stay"]
-    ]
-    if above_stay:
-        notes.append(
-            f"Train MSE above the predict-the-input ('stay') baseline (mean over seeds): "
-            f"{', '.join(above_stay)}. One step moves a point by 1/{config.n_points} of the "
-            "circle, less than the fit's error, so where a trajectory goes is decided by how "
-            "that error compounds over the recurrent steps."
-        )
     return Summary(
-        tables={"final distance and fit per variant": table.reset_index()},
-        figures={"token trajectories": trajectory_figure(config, results)},
-        claims=claims,
+        tables={"runs: fit, final distance and outcome": table},
+        figures={
+            "token trajectories": trajectory_figure(config, results, table),
+            "token distance over the recurrent steps": distance_figure(config, results, table),
+        },
+        claims=found,
         notes=notes,
     )
 
 
-def _run_note(fits: pd.DataFrame, table: pd.DataFrame, variant: str) -> str:
-    return (
-        f"train MSE {fits.loc[variant, 'train_mse']:.2e} (predict-the-input baseline "
-        f"{fits.loc[variant, 'baseline_mse_stay']:.2e}); median relative final distance "
-        f"{table.loc[variant, 'median_relative_final_distance']:.3g}; "
-        f"{table.loc[variant, 'share_merged']:.0%} of runs merged, "
-        f"{table.loc[variant, 'share_apart']:.0%} kept apart, "
-        f"{table.loc[variant, 'share_diverged']:.0%} diverged (counted as not kept apart)"
-    )
+def _outcome(run: pd.Series) -> str:
+    if not run["learned"]:
+        return "not learned"
+    if run["diverged"]:
+        return "diverged"
+    return "merged" if run["merged"] else ("apart" if run["apart"] else "in between")
 
 
-def trajectory_figure(config: Config, results: pd.DataFrame) -> Figure:
-    """One panel per variant: the two token trajectories in the plane, and the circle."""
+def trajectory_figure(config: Config, results: pd.DataFrame, table: pd.DataFrame) -> Figure:
+    """Small multiples: a row per variant, a panel per seed, the two token paths and the circle."""
     variants = [v for v in config.variants if v in set(results["variant"])]
-    figure = Figure(figsize=(3.6 * len(variants), 3.6), layout="constrained")
-    axes = figure.subplots(1, len(variants), squeeze=False)[0]
+    seeds = sorted(set(results["seed"]))
+    figure = Figure(figsize=(1.9 * len(seeds) + 0.6, 2.0 * len(variants)), layout="constrained")
+    axes = figure.subplots(len(variants), len(seeds), squeeze=False)
     angles = np.linspace(0, 2 * math.pi, 200)
-    seed = min(config.seeds)
-    for ax, variant in zip(axes, variants):
-        part = results[(results["variant"] == variant) & (results["seed"] == seed)]
-        ax.plot(config.radius * np.cos(angles), config.radius * np.sin(angles), color="0.85")
-        for token, color in ((0, "C0"), (1, "C3")):
-            xy = part[part["token"] == token].pivot_table(
-                index="step", columns="metric", values="value"
-            )
-            ax.plot(xy["x"], xy["y"], color=color, lw=1, label=f"token {token + 1}")
-            ax.scatter(xy["x"].iloc[:1], xy["y"].iloc[:1], color=color, marker="o", s=25)
-            ax.scatter(xy["x"].iloc[-1:], xy["y"].iloc[-1:], color=color, marker="x", s=40)
-        ax.set_title(LABELS[variant], fontsize=10)
-        ax.set_aspect("equal", adjustable="datalim")
-        ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=7)
-    figure.suptitle(
-        f"Trained layer applied {config.n_steps} times (o start, x end), seed {seed}",
-        fontsize=10,
+    outcome = {(r["variant"], r["seed"]): _outcome(r) for _, r in table.iterrows()}
+    for row, variant in zip(axes, variants):
+        for ax, seed in zip(row, seeds):
+            part = results[(results["variant"] == variant) & (results["seed"] == seed)]
+            ax.plot(config.radius * np.cos(angles), config.radius * np.sin(angles), color="0.85")
+            for token, (color, style) in enumerate((("C0", "-"), ("C3", "--"))):
+                xy = part[part["token"] == token].pivot_table(
+                    index="step", columns="metric", values="value"
+                )
+                ax.plot(xy["x"], xy["y"], color=color, ls=style, lw=1, label=f"token {token + 1}")
+                ax.plot(xy["x"].iloc[:1], xy["y"].iloc[:1], "o", color=color, ms=4)
+                ax.plot(xy["x"].iloc[-1:], xy["y"].iloc[-1:], "x", color=color, ms=6)
+            ax.set_title(f"seed {seed}: {outcome.get((variant, seed), 'missing')}", fontsize=8)
+            ax.set_aspect("equal", adjustable="datalim")
+            ax.tick_params(labelsize=6)
+        row[0].set_ylabel(LABELS[variant], fontsize=9)
+    axes[0][0].legend(fontsize=6)
+    figure.suptitle(f"Trained layer applied {config.n_steps} times (o start, x end)", fontsize=10)
+    return figure
+
+
+def distance_figure(config: Config, results: pd.DataFrame, table: pd.DataFrame) -> Figure:
+    """Token distance / starting distance against the step, one line per seed (dotted: the fit
+    did not learn the step), with the merged and apart thresholds the findings use."""
+    distance = results[results["metric"] == "distance"]
+    start = distance[distance["step"] == 0].set_index(["variant", "seed"])["value"]
+    keys = pd.MultiIndex.from_frame(distance[["variant", "seed"]])
+    relative = distance.assign(
+        value=distance["value"].to_numpy() / start.reindex(keys).to_numpy(),
+        run=distance["seed"].map(lambda s: f"seed {s}"),
+        variant=distance["variant"].map(LABELS),
     )
+    figure = line_plot(
+        relative, x="step", hue="run", panel="variant", logy=True,
+        title=f"Dotted: the fit did not beat predicting the input (not learned). Dashed line: "
+        f"merged below {MERGED}; dash-dot line: apart above {APART}",
+        ylabel="distance / starting distance",
+    )  # fmt: skip
+    learned = table.set_index(["variant", "seed"])["learned"]
+    for ax, variant in zip(figure.axes, [v for v in config.variants if v in learned.index]):
+        ax.set_title(LABELS[variant], fontsize=10)
+        for line in ax.get_lines():
+            seed = int(str(line.get_label()).removeprefix("seed "))
+            line.set(marker="", linestyle="-" if learned.get((variant, seed), False) else ":")
+        ax.axhline(MERGED, color="0.4", ls="--", lw=0.8)
+        ax.axhline(APART, color="0.6", ls="-.", lw=0.8)
+        ax.set_xlabel("recurrent step")
     return figure
 
 
@@ -308,5 +297,6 @@ register(
         units=units,
         run_unit=run_unit,
         summarize=summarize,
+        claims=claims,
     )
 )

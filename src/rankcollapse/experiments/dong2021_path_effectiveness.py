@@ -1,91 +1,62 @@
 """dong2021-path-effectiveness: short paths carry what a trained SAN computes.
 
 Paper: Dong, Cordonnier, Loukas, "Attention is not all you need: pure attention loses rank
-doubly exponentially with depth", ICML 2021 (arXiv 2103.03404), Sec. 5 "path effectiveness",
-Fig. 4 (spec dong2021.md sec. 3).
+doubly exponentially with depth", ICML 2021 (arXiv 2103.03404), Sec. 5, Fig. 4.
 
-A SAN with skip connections, post-LayerNorm and no MLP (`rankcollapse.train.SAN`) is trained
-with the full model on three tasks (`rankcollapse.tasks`):
-    sorting        length-8 sequences over {0..9} -> the sorted sequence, learned positions
-    convex-hull    10 points in the plane -> is the point a hull vertex (points embedded by an MLP)
-    memorization   random 0/1 labels on the tokens of real text windows (accuracy on the
-                   training windows), no positions
-At inference only `n_paths` paths of one length k are kept, sampled uniformly among the
-C(L, k) H^k paths of that length (`rankcollapse.paths.sample_paths`), and the network is run
-restricted to them as in the authors' evaluation (`path_restricted_forward`: attention
-recomputed along each path, a head step normalised by a LayerNorm without gain or bias, the
-paths' outputs summed and normalised the same way, then classified). `n_repeats` fresh samples
-per k and n_paths give a mean and a std. Every unit reports first the full model's accuracy,
-then the trivial baselines (uniform random guess, majority class) measured on the same data.
+A SAN with skip connections, post-LayerNorm and no MLP (`rankcollapse.nets.SAN`) is trained with
+the full model on the three tasks of Sec. 5 (`rankcollapse.tasks.task_data`: sorting, convex
+hull, memorization). At inference only `n_paths` paths of one length k are kept, drawn uniformly
+among the C(L, k) H^k paths of that length, and the network is run restricted to them as in the
+authors' evaluation (`rankcollapse.train.path_accuracies`); `n_repeats` fresh samples per k and
+n_paths give a spread. Each unit reports the full model's accuracy and the trivial baselines
+(random guess, majority class; majority class per position when the SAN sees positions, as in
+sorting) measured on the same data.
+k = 0 (the embedding alone, no attention) is shown but is not a path through attention: the
+"best length" findings look at k >= 1 (method notes: docs/methods.md, sec. 5).
 
-Claims (per task, computed from this run's results):
-- {task}:full-learned: the full model learns the task (accuracy at least the paper's: 0.98
-  sorting, 0.90 convex hull, 0.85 memorization); path accuracies mean little otherwise.
-- {task}:best-short: the path length with the best mean accuracy is at most 2.
-- {task}:long-near-baseline: the longest paths (k = L) fall to within 0.1 of the best trivial
-  baseline.
-- {task}:more-paths-help: 20 paths do at least as well as 5 at short lengths (k = 1, 2), up to
-  0.02 of sampling noise (needs both 5 and 20 in n_paths; otherwise the smallest and largest).
+Findings (per task, means over repeats and seeds; the note gives every seed's value):
+- {task}:full-learned: the full model reaches the paper's accuracy (sorting 0.98, convex hull
+  0.90, memorization 0.85); path accuracies mean little otherwise.
+- {task}:best-short: the best path length k >= 1 (best over n_paths; of tied lengths the
+  longest) is at most 2, and its accuracy beats what needs no attention (the best trivial
+  baseline and k = 0) by at least 0.05; when no length does, there is no best length and the
+  finding fails.
+- {task}:long-near-baseline: the longest paths (k = L) are within 0.1 of the best baseline.
+- {task}:more-paths-help: 20 paths do at least as well as 5 at k = 1 and 2, up to 0.02 of
+  sampling noise (with other n_paths: the largest against the smallest).
 - {task}:full-beats-paths: the full model beats every path subset (every k and n_paths).
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated
 
 import numpy as np
 import pandas as pd
-import torch
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 
+from rankcollapse.devices import DeviceName
 from rankcollapse.experiments._plots import band_plot, ordered_values
-from rankcollapse.experiments._registry import Claim, Experiment, Summary, Unit, register
+from rankcollapse.experiments._registry import (
+    Claim,
+    Experiment,
+    Summary,
+    Unit,
+    finding,
+    register,
+    seeds_agree,
+)
+from rankcollapse.tasks import TASKS, TaskName
+from rankcollapse.train import TaskSetup
 
 NAME = "dong2021-path-effectiveness"
-
-Task = Literal["sorting", "convex-hull", "memorization"]
-TASKS: tuple[str, ...] = ("sorting", "convex-hull", "memorization")
 PAPER_FULL_ACCURACY = {"sorting": 0.98, "convex-hull": 0.90, "memorization": 0.85}
-SHORT = 2  # "short paths": length at most 2 (best-short claim, more-paths-help lengths 1..2)
-NEAR_BASELINE = 0.1  # "near the baseline": within 10 accuracy points of the best trivial one
+SHORT = 2  # "short paths": length at most 2
+MARGIN = 0.05  # a best length must beat the best trivial baseline by 5 accuracy points
+NEAR_BASELINE = 0.1  # "near the baseline": within 10 accuracy points of the best one
 PATHS_NOISE = 0.02  # sampling noise allowed when comparing 20 and 5 paths
-EVAL_SEED_OFFSET = 1_000  # evaluation data of seed s: a different stream from its training data
-PATH_SEED_OFFSET = 2_000_000
-MAX_ROUTE_SEQUENCES = 20_000  # routes x sequences per batched pass (bounds memory)
-
-
-class TaskSetup(BaseModel):
-    """Data, network and training of one task."""
-
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
-
-    n_train: int = Field(ge=1)
-    """Training sequences (memorization: the windows to memorise)."""
-    n_eval: int = Field(ge=1)
-    """Evaluation sequences: fresh ones (memorization: the first n_eval training windows)."""
-    n_tokens: int = Field(ge=3)
-    """Tokens per sequence (sorting length, points per set, tokens per text window)."""
-    n_layers: int = Field(6, ge=1)
-    """SAN layers (L)."""
-    n_heads: int = Field(2, ge=1)
-    """Heads per layer (H)."""
-    d_model: int = Field(48, ge=2)
-    """Width of the SAN."""
-    steps: int = Field(ge=0)
-    """Adam steps."""
-    batch_size: int = Field(64, ge=1)
-    """Sequences per step."""
-    lr: float = Field(1e-3, gt=0)
-    """Adam learning rate."""
-
-    @model_validator(mode="after")
-    def _width_splits_into_heads(self) -> TaskSetup:
-        if self.d_model % self.n_heads:
-            raise ValueError(
-                f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}; pick a "
-                "width that splits evenly into heads"
-            )
-        return self
+BASELINES = ("random", "majority", "position_majority")
+SOURCE = "Sec. 5, Fig. 4"
 
 
 class Config(BaseModel):
@@ -93,7 +64,7 @@ class Config(BaseModel):
 
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
-    tasks: list[Task] = Field(default_factory=lambda: list(TASKS), min_length=1)
+    tasks: list[TaskName] = Field(default_factory=lambda: list(TASKS), min_length=1)
     """Which tasks to run (sorting, convex-hull, memorization)."""
     sorting: TaskSetup
     """Sorting: sizes and training."""
@@ -108,43 +79,25 @@ class Config(BaseModel):
     n_repeats: int = Field(5, ge=2)
     """Fresh path samples per length and n_paths (mean and std over them)."""
     seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
-    """Seeds of data, weights and path samples (one unit per task and seed)."""
+    """Seeds of weights, data and path samples (one unit per task and seed)."""
+    device: DeviceName = "cpu"
+    """Where the SANs train and run: auto (an accelerator if visible), cpu, cuda, mps."""
     checkpoint_dir: str | None = None
     """Folder of trained SANs keyed by their full config (None: always train)."""
 
 
-QUICK_SETUPS = {
-    "sorting": {
-        "n_train": 10000,
-        "n_eval": 150,
-        "n_tokens": 8,
-        "d_model": 48,
-        "steps": 1500,
-        "lr": 3e-3,
-    },
-    "convex_hull": {
-        "n_train": 4000,
-        "n_eval": 150,
-        "n_tokens": 10,
-        "n_heads": 3,
-        "d_model": 48,
-        "steps": 900,
-        "lr": 2e-3,
-    },
-    "memorization": {
-        "n_train": 100,
-        "n_eval": 100,
-        "n_tokens": 24,
-        "d_model": 64,
-        "steps": 900,
-        "batch_size": 32,
-        "lr": 2e-3,
-    },
-}
+# fmt: off
 PRESETS = {
-    # Small enough for a 2-core CPU in a few minutes per task: fewer, shorter training runs
-    # than the paper (widths as in the paper except convex hull, 48 instead of 84).
-    "quick": {**QUICK_SETUPS, "n_repeats": 3},
+    # A few minutes on a 2-core CPU: fewer, shorter training runs than the paper (widths as in
+    # the paper except convex hull, 48 instead of 84).
+    "quick": {
+        "sorting": {"n_train": 10000, "n_eval": 150, "n_tokens": 8, "steps": 1500, "lr": 3e-3},
+        "convex_hull": {"n_train": 4000, "n_eval": 150, "n_tokens": 10, "n_heads": 3,
+                        "steps": 900, "lr": 2e-3},
+        "memorization": {"n_train": 100, "n_eval": 100, "n_tokens": 24, "d_model": 64,
+                         "steps": 900, "batch_size": 32, "lr": 2e-3},
+        "n_repeats": 3,
+    },
     # The paper's sizes (Sec. 5 and the authors' scripts): sorting L6 H2 width 48 on 10000
     # sequences; convex hull L6 H3 width 84 on 10000 sets; memorization L6 H2 width 250. The
     # authors trained with lr 1e-5 for 65-105 epochs; we use Adam at lr 1e-3 for about 100
@@ -152,36 +105,17 @@ PRESETS = {
     # holds about 7500 tokens, so 200 windows of 32 tokens stand in for the paper's 500 RTE
     # sentences of up to 128 tokens.
     "paper": {
-        "sorting": {
-            "n_train": 10000,
-            "n_eval": 500,
-            "n_tokens": 8,
-            "d_model": 48,
-            "steps": 30000,
-            "batch_size": 32,
-        },
-        "convex_hull": {
-            "n_train": 10000,
-            "n_eval": 500,
-            "n_tokens": 10,
-            "n_heads": 3,
-            "d_model": 84,
-            "steps": 30000,
-            "batch_size": 32,
-        },
-        "memorization": {
-            "n_train": 200,
-            "n_eval": 200,
-            "n_tokens": 32,
-            "d_model": 250,
-            "steps": 5000,
-            "batch_size": 8,
-            "lr": 3e-4,
-        },
+        "sorting": {"n_train": 10000, "n_eval": 500, "n_tokens": 8, "steps": 30000,
+                    "batch_size": 32},
+        "convex_hull": {"n_train": 10000, "n_eval": 500, "n_tokens": 10, "n_heads": 3,
+                        "d_model": 84, "steps": 30000, "batch_size": 32},
+        "memorization": {"n_train": 200, "n_eval": 200, "n_tokens": 32, "d_model": 250,
+                         "steps": 5000, "batch_size": 8, "lr": 3e-4},
         "n_repeats": 5,
         "seeds": [0, 1, 2],
     },
 }
+# fmt: on
 
 
 def units(config: Config) -> list[Unit]:
@@ -192,246 +126,193 @@ def setup_of(config: Config, task: str) -> TaskSetup:
     return getattr(config, task.replace("-", "_"))
 
 
-def task_data(task: str, n_samples: int, *, seed: int, n_tokens: int):
-    """Generate `n_samples` sequences of `task` (a `rankcollapse.tasks.TaskData`)."""
-    from rankcollapse.errors import unknown_name
-    from rankcollapse.tasks import convex_hull_data, memorization_data, sorting_data
-
-    if task == "sorting":
-        return sorting_data(n_samples, seed=seed, n_tokens=n_tokens)
-    if task == "convex-hull":
-        return convex_hull_data(n_samples, seed=seed, n_points=n_tokens)
-    if task == "memorization":
-        return memorization_data(n_samples, seed=seed, n_tokens=n_tokens)
-    raise unknown_name("task", task, TASKS)
-
-
 def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
-    from rankcollapse.paths import sample_paths
-    from rankcollapse.tasks import label_ceiling
-    from rankcollapse.train import (
-        SAN,
-        DirectoryStore,
-        SANConfig,
-        TrainConfig,
-        accuracy,
-        train_model,
-    )
+    from rankcollapse.devices import resolve_device
+    from rankcollapse.seeds import stream_seed
+    from rankcollapse.train import DirectoryStore, evaluate_san, train_on_task
 
-    task, seed = unit["task"], unit["seed"]
-    setup = setup_of(config, task)
-    train_data = task_data(task, setup.n_train, seed=seed, n_tokens=setup.n_tokens)
-    if task == "memorization":  # memorising: accuracy on the training windows themselves
-        inputs, targets = train_data.inputs[: setup.n_eval], train_data.targets[: setup.n_eval]
-    else:
-        eval_data = task_data(
-            task, setup.n_eval, seed=EVAL_SEED_OFFSET + seed, n_tokens=setup.n_tokens
-        )
-        inputs, targets = eval_data.inputs, eval_data.targets
-    san_config = SANConfig(
-        inputs="points" if task == "convex-hull" else "tokens",
-        n_classes=train_data.n_classes,
-        vocab_size=train_data.vocab_size,
-        n_positions=setup.n_tokens if task == "sorting" else 0,
-        n_layers=setup.n_layers,
-        n_heads=setup.n_heads,
-        d_model=setup.d_model,
-        seed=seed,
-    )
-    train_config = TrainConfig(
-        steps=setup.steps, batch_size=setup.batch_size, lr=setup.lr, seed=seed
-    )
+    task, seed, device = unit["task"], unit["seed"], resolve_device(config.device)
     store = DirectoryStore(config.checkpoint_dir) if config.checkpoint_dir else None
-    trained = train_model(
-        SAN(san_config),
-        san_config.model_dump(),
-        train_data.inputs,
-        train_data.targets,
-        train_config,
-        store=store,
+    trained, held_out = train_on_task(
+        task, setup_of(config, task), seed=seed, store=store, device=device
     )
-    model = trained.model
-    rows = []
-
-    def add(kind: str, metric: str, value: float, n_paths=np.nan, length=np.nan, repeat=np.nan):
-        rows.append((kind, n_paths, length, repeat, metric, float(value)))
-
-    with torch.no_grad():
-        add("full", "accuracy", accuracy(model(inputs), targets))
-        for name, value in trivial(targets, train_data.n_classes, seed).items():
-            add("baseline", name, value)
-        if task == "memorization":
-            add("baseline", "ceiling", label_ceiling(train_data))
-        last = trained.losses[-max(1, len(trained.losses) // 20) :]
-        add("training", "final_loss", np.mean(last) if last else np.nan)
-        add("training", "reused_checkpoint", trained.reused)
-        for n_paths in config.n_paths:
-            for length in range(setup.n_layers + 1):
-                routes = sample_paths(
-                    setup.n_layers,
-                    setup.n_heads,
-                    length,
-                    n_paths,
-                    seed=PATH_SEED_OFFSET + 1_000 * seed + 50 * length + n_paths,
-                    n_repeats=config.n_repeats,
-                )
-                for repeat, acc in enumerate(restricted_accuracy(model, inputs, targets, routes)):
-                    add("paths", "accuracy", acc, n_paths, length, repeat)
-    frame = pd.DataFrame(rows, columns=["kind", "n_paths", "length", "repeat", "metric", "value"])
-    return frame.assign(task=task, seed=seed)[["task", "seed", *frame.columns]]
+    rows = evaluate_san(
+        trained.model,
+        held_out,
+        n_paths=config.n_paths,
+        n_repeats=config.n_repeats,
+        seed=stream_seed(seed, "paths"),
+    )
+    last = trained.losses[-max(1, len(trained.losses) // 20) :] or [np.nan]
+    stats = {"final_loss": float(np.mean(last)), "reused_checkpoint": float(trained.reused)}
+    training = pd.DataFrame(
+        {"kind": "training", "metric": list(stats), "value": list(stats.values())}
+    )
+    rows = pd.concat([rows, training], ignore_index=True)
+    columns = ["task", "seed", "device", *rows.columns]
+    return rows.assign(task=task, seed=seed, device=str(device))[columns]
 
 
-def trivial(targets: torch.Tensor, n_classes: int, seed: int) -> dict[str, float]:
-    from rankcollapse.tasks import trivial_baselines
+def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
+    out = []
+    for task in [t for t in config.tasks if t in set(results["task"])]:
+        out += task_claims(task, setup_of(config, task), results[results["task"] == task])
+    return out
 
-    return trivial_baselines(targets, n_classes, seed=seed)
+
+def task_claims(task: str, setup: TaskSetup, rows: pd.DataFrame) -> list[Claim]:
+    """The five findings of one task: quantities pooled over seeds, each seed's in the note."""
+    m = measures(rows, setup.n_layers)
+    per_seed = {seed: measures(part, setup.n_layers) for seed, part in rows.groupby("seed")}
+
+    def say(name, text, quantity, key, relation, threshold, paper, note="") -> Claim:
+        values = {s: v[key] for s, v in per_seed.items()}
+        agree = (
+            seeds_agree(values, relation, threshold)
+            if np.isfinite(list(values.values())).any()
+            else f"no value for any of {len(values)} seeds"
+        )
+        note = f"{note}; {agree}" if note else agree
+        return finding(f"{task}:{name}", text, quantity, m[key], relation, threshold,
+                       note=note, source=SOURCE, paper=paper)  # fmt: skip
+
+    full, small, large = PAPER_FULL_ACCURACY[task], m["n_small"], m["n_large"]
+    return [
+        say("full-learned", f"The full SAN learns {task}; path accuracies mean little otherwise.",
+            "full-model accuracy on the evaluation data", "full", ">=", full,
+            f"full model about {full:.2f}",
+            f"{setup.steps} Adam steps on {setup.n_train} sequences{m['ceiling_note']}"),
+        say("best-short", "The most effective paths are short (length 1 or 2) and carry accuracy "
+            "that needs attention.", "longest of the best path lengths k >= 1 (best over "
+            f"n_paths); NaN (no best length) unless it beats the trivial baselines and k = 0 by "
+            f"{MARGIN}",
+            "best_length", "<=", SHORT, "short paths (k = 1-2) carry most of the accuracy",
+            m["best_note"]),
+        say("long-near-baseline", "Long paths fall to about the trivial baseline.",
+            f"accuracy at k = L = {setup.n_layers} (best over n_paths) minus the best baseline",
+            "long_gap", "<=", NEAR_BASELINE, "long paths reach about the trivial accuracy",
+            m["trivial_note"]),
+        say("more-paths-help", f"More paths help at short lengths ({large} paths against {small}).",
+            f"min over k = 1..{SHORT} of mean accuracy ({large} paths) - ({small} paths)",
+            "gain", ">=", -PATHS_NOISE, "20 paths do better than 5"),
+        say("full-beats-paths", "The full model beats every subset of paths.",
+            "full-model accuracy minus the best mean path accuracy (any k, any n_paths)",
+            "full_margin", ">", 0.0, "the full model is the most accurate"),
+    ]  # fmt: skip
 
 
-def restricted_accuracy(model, inputs: torch.Tensor, targets: torch.Tensor, routes) -> list[float]:
-    """Accuracy of each group of routes (n_repeats, n_paths, L), batched over the groups."""
-    from rankcollapse.train import accuracy
-
-    per_pass = max(1, MAX_ROUTE_SEQUENCES // (routes.shape[1] * len(inputs)))
-    result = []
-    for chunk in routes.split(per_pass):
-        result += accuracy(model.restricted_logits(inputs, chunk), targets).tolist()
-    return result
+def measures(rows: pd.DataFrame, n_layers: int) -> dict:
+    """The findings' quantities from the tidy rows of one task (one seed or several)."""
+    ref = rows[rows["kind"] != "paths"].groupby("metric")["value"].mean()
+    paths = rows[rows["kind"] == "paths"].astype({"n_paths": int, "length": int})
+    curve = paths.groupby(["n_paths", "length"])["value"].mean()  # mean accuracy per (n_paths, k)
+    by_length = curve.groupby(level="length").max()  # best over n_paths at each k
+    trivial = ref.reindex(list(BASELINES)).dropna()
+    trivial_name = str(trivial.idxmax()).replace("_", " ") if len(trivial) else "none"
+    # A best length must beat what needs no attention: the trivial predictors and k = 0.
+    floor = max(trivial.max(), by_length.get(0, -np.inf)) if len(trivial) else np.nan
+    floor_name = "k = 0" if by_length.get(0, -np.inf) > trivial.max() else trivial_name
+    attention = by_length[by_length.index >= 1]
+    best = float(attention.max())
+    tied = [int(k) for k, v in attention.items() if abs(v - best) <= 1e-12]
+    beats = best - floor >= MARGIN
+    sizes = sorted(set(paths["n_paths"]))
+    small, large = (5, 20) if {5, 20} <= set(sizes) else (sizes[0], sizes[-1])
+    gains = [
+        curve[large, k] - curve[small, k]
+        for k in range(1, SHORT + 1)
+        if (large, k) in curve and (small, k) in curve
+    ]
+    lengths = ", ".join(f"k={k}: {v:.3f}" for k, v in by_length.items())
+    ceiling = ref.get("ceiling")
+    return {
+        "full": float(ref.get("accuracy", np.nan)),
+        "best_length": float(max(tied)) if tied and beats else np.nan,
+        "best_note": f"{lengths}; best k >= 1: {', '.join(map(str, tied))} at {best:.3f}, "
+        f"{best - floor:+.3f} against the best of the trivial baselines and k = 0 ({floor_name} "
+        f"{floor:.3f}); "
+        + ("beats it by the margin" if beats else f"no length beats it by {MARGIN}"),
+        "floor": floor,
+        "trivial_note": f"best trivial baseline: {trivial_name} {trivial.max():.3f}",
+        "long_gap": float(by_length.get(n_layers, np.nan)) - float(trivial.max()),
+        "gain": float(min(gains)) if gains else np.nan,
+        "n_small": small,
+        "n_large": large,
+        "full_margin": float(ref.get("accuracy", np.nan)) - float(by_length.max()),
+        "ceiling_note": "" if ceiling is None else f"; ceiling without positions {ceiling:.3f}",
+    }
 
 
 def summarize(config: Config, results: pd.DataFrame) -> Summary:
+    found = claims(config, results)
+    floors = {
+        task: measures(results[results["task"] == task], setup_of(config, task).n_layers)["floor"]
+        for task in set(results["task"])
+    }
     results = results.assign(task=pd.Categorical(results["task"], categories=list(config.tasks)))
     paths = results[results["kind"] == "paths"].astype({"n_paths": int, "length": int})
-    per_length = (
-        paths.groupby(["task", "n_paths", "length"], observed=True)["value"]
-        .agg(["mean", "std"])
-        .reset_index()
+    reference = (
+        results[results["kind"] != "paths"]
+        .pivot_table(index="task", columns="metric", values="value", observed=True)
+        .rename_axis(columns=None)
+        .rename(columns={"accuracy": "full model"})
     )
-    reference = reference_table(results)
-    claims = []
-    for task in ordered_values(results["task"]):
-        setup = setup_of(config, task)
-        claims += task_claims(
-            task, setup, per_length[per_length["task"] == task], reference.loc[task]
-        )
-    figure = path_figure(paths, reference, config)
+    wide = paths.pivot_table(
+        index=["task", "length"], columns="n_paths", values="value", aggfunc=["mean", "std"],
+        observed=True,
+    )  # fmt: skip
+    wide.columns = [f"accuracy {stat}, {n} paths" for stat, n in wide.columns]
+    devices = sorted(set(results["device"].astype(str))) if "device" in results else ["cpu"]
     notes = [
         (
-            "Every unit trains its SAN first and reports the full model's accuracy on the "
-            "evaluation data, then the baselines measured on the same data, then the path accuracies."
+            f"Each unit trains its SAN (on {', '.join(devices)}), then reports the full model's "
+            "accuracy on the evaluation data, the baselines on the same data, the path accuracies."
         ),
         (
-            "Path evaluation as in the authors' code (--no_sub_path): attention is recomputed along "
-            "each path, head steps and the final sum are normalised by a LayerNorm without gain or "
-            "bias."
+            "Path evaluation as in the authors' code (their --no_sub_path mode): attention is "
+            "recomputed along each path; head steps and the final sum are normalised by a "
+            "LayerNorm without gain or bias. k = 0 keeps only the embedding (no attention): drawn "
+            "hollow, and left out of the best-length finding."
         ),
     ]
     unlearned = [
-        c.id.split(":")[0] for c in claims if c.id.endswith("full-learned") and not c.passed
+        c.id.split(":")[0] for c in found if c.id.endswith("full-learned") and not c.passed
     ]
     if unlearned:
         notes.append(
             f"The full model did not reach the paper's accuracy on {', '.join(unlearned)} with "
-            "this preset's training budget: path claims of those tasks mean little; train "
+            "this preset's training budget: path findings of those tasks mean little; train "
             "longer (steps) or on more data (n_train), e.g. with the paper preset."
         )
-    wide = per_length.pivot_table(
-        index=["task", "length"], columns="n_paths", values="mean", observed=True
-    )
-    wide.columns = [f"accuracy, {int(n)} paths" for n in wide.columns]
     return Summary(
         tables={
-            "full model and baselines": reference.reset_index(),
-            "accuracy by path length (mean over repeats and seeds)": wide.reset_index(),
-            "accuracy by path length, mean and std": per_length,
+            "full model and baselines (mean over seeds)": reference.reset_index(),
+            "accuracy by path length (over repeats and seeds)": wide.reset_index(),
         },
-        figures={"accuracy vs path length": figure},
-        claims=claims,
+        figures={"accuracy vs path length": path_figure(paths, reference, floors, config)},
+        claims=found,
         notes=notes,
     )
 
 
-def reference_table(results: pd.DataFrame) -> pd.DataFrame:
-    """Per task: full accuracy, baselines, final training loss (means over seeds)."""
-    others = results[results["kind"] != "paths"]
-    table = others.pivot_table(index="task", columns="metric", values="value", observed=True)
-    return table.rename_axis(columns=None)
+REFERENCE_LINES = {  # column of the reference table -> legend label, colour, line style
+    "full model": ("full model", "k", "--"),
+    "position_majority": ("majority class per position", "0.3", (0, (5, 1, 1, 1))),
+    "majority": ("majority class", "0.45", ":"),
+    "random": ("random guess", "0.6", "-."),
+}
 
 
-def task_claims(task: str, setup: TaskSetup, curve: pd.DataFrame, ref: pd.Series) -> list[Claim]:
-    full = float(ref["accuracy"])
-    baseline = float(max(ref["random"], ref["majority"]))
-    by_length = curve.groupby("length")["mean"].max()  # best over n_paths at each k
-    n_small, n_large = (
-        (5, 20)
-        if {5, 20} <= set(curve["n_paths"])
-        else (
-            curve["n_paths"].min(),
-            curve["n_paths"].max(),
-        )
-    )
-    small = curve[curve["n_paths"] == n_small].set_index("length")["mean"]
-    large = curve[curve["n_paths"] == n_large].set_index("length")["mean"]
-    short = [k for k in range(1, SHORT + 1) if k in small.index]
-    gain = min(float(large[k] - small[k]) for k in short) if short else float("nan")
-    learned_note = f"full-model accuracy {full:.3f}"
-    if task == "memorization" and "ceiling" in ref:
-        learned_note += f"; ceiling without positions {float(ref['ceiling']):.3f}"
-    return [
-        Claim.check(
-            f"{task}:full-learned",
-            f"The full model learns {task} (paper: about {PAPER_FULL_ACCURACY[task]:.2f}); path "
-            "accuracies mean little otherwise.",
-            "full-model accuracy on the evaluation data (mean over seeds)",
-            full,
-            ">=",
-            PAPER_FULL_ACCURACY[task],
-            note=f"{setup.steps} Adam steps on {setup.n_train} sequences",
-        ),
-        Claim.check(
-            f"{task}:best-short",
-            "The most effective paths are short (length at most 2).",
-            "path length with the best mean accuracy (best over n_paths)",
-            int(by_length.idxmax()),
-            "<=",
-            SHORT,
-            note=", ".join(f"k={k}: {v:.3f}" for k, v in by_length.items()),
-        ),
-        Claim.check(
-            f"{task}:long-near-baseline",
-            f"Long paths fall to near the trivial baseline (within {NEAR_BASELINE}).",
-            f"accuracy at k = L = {setup.n_layers} (best over n_paths) minus the best baseline",
-            float(by_length[setup.n_layers]) - baseline,
-            "<=",
-            NEAR_BASELINE,
-            note=f"best baseline {baseline:.3f}",
-        ),
-        Claim.check(
-            f"{task}:more-paths-help",
-            f"{n_large} paths do at least as well as {n_small} at short lengths (k = 1..{SHORT}).",
-            f"min over k = 1..{SHORT} of mean accuracy ({n_large} paths) - ({n_small} paths)",
-            gain,
-            ">=",
-            -PATHS_NOISE,
-        ),
-        Claim.check(
-            f"{task}:full-beats-paths",
-            "The full model beats every subset of paths.",
-            "full-model accuracy minus the best mean path accuracy (any k, any n_paths)",
-            full - float(by_length.max()),
-            ">",
-            0.0,
-            note=learned_note,
-        ),
-    ]
-
-
-def path_figure(paths: pd.DataFrame, reference: pd.DataFrame, config: Config):
-    """Accuracy against path length, one line per n_paths (band: std over repeats and seeds)."""
-    data = paths.assign(n_paths=paths["n_paths"].map(lambda n: f"{n} paths"))
+def path_figure(paths: pd.DataFrame, reference: pd.DataFrame, floors: dict, config: Config):
+    """Accuracy against path length k >= 1, one line per n_paths (band: std over repeats and
+    seeds), k = 0 hollow; the full model, the baselines and the margin a best length must clear
+    (above the best of the trivial baselines and k = 0)."""
+    data = paths.assign(**{"paths kept": paths["n_paths"].map(lambda n: f"{n} paths")})
+    sizes = ordered_values(data["paths kept"])
     figure = band_plot(
-        data,
+        data[data["length"] >= 1],
         x="length",
-        hue="n_paths",
+        hue="paths kept",
         panel="task",
         logy=False,
         title=f"Path effectiveness: {config.n_repeats} path samples per length "
@@ -439,17 +320,26 @@ def path_figure(paths: pd.DataFrame, reference: pd.DataFrame, config: Config):
         ylabel="accuracy",
         floor_column=None,
     )
-    lines = {
-        "accuracy": ("full model", "k", "--"),
-        "majority": ("majority", "0.4", ":"),
-        "random": ("random", "0.6", "-."),
-    }
+    styles = [("o", "-"), ("s", "--"), ("^", ":"), ("D", "-.")]
     for ax, task in zip(figure.axes, ordered_values(data["task"])):
-        for metric, (label, color, style) in lines.items():
-            ax.axhline(reference.loc[task, metric], color=color, linestyle=style, label=label)
+        ax.set_title(task, fontsize=10)
+        for line in ax.get_lines():  # one marker and line style per n_paths, beside its colour
+            if line.get_label() in sizes:
+                marker, style = styles[sizes.index(line.get_label()) % len(styles)]
+                line.set(marker=marker, linestyle=style)
+        ref = reference.loc[task]
+        own = [ax.plot([0], [data.loc[(data["task"] == task) & (data["length"] == 0), "value"]
+                              .mean()], "o", mfc="none", mec="k", ms=6,
+                       label="k = 0 (the embedding alone)")[0]]  # fmt: skip
+        for column, (label, color, style) in REFERENCE_LINES.items():
+            if column in ref and np.isfinite(ref[column]):
+                own.append(ax.axhline(ref[column], color=color, ls=style, lw=1, label=label))
+        floor = floors[task]
+        own.append(ax.axhspan(floor, floor + MARGIN, color="0.8", alpha=0.5, lw=0,
+                              label="margin a best length must clear"))  # fmt: skip
         ax.set_xlabel("path length k")
         ax.xaxis.get_major_locator().set_params(integer=True)
-        ax.legend(fontsize=7)
+        ax.legend(handles=own, fontsize=6, loc="best")
     return figure
 
 
@@ -462,5 +352,6 @@ register(
         units=units,
         run_unit=run_unit,
         summarize=summarize,
+        claims=claims,
     )
 )

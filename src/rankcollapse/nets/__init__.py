@@ -5,21 +5,26 @@ from rankcollapse.nets.layers import MLP, Block, SelfAttention, Skip
 from rankcollapse.nets.rank_attention import RankAttention, StackedRankAttention
 from rankcollapse.nets.rank_encoder import GainUnitNorm, RankEncoder
 from rankcollapse.nets.toy import ToyNet, Trace, random_tokens
+from rankcollapse.nets.trainable import SAN, CircleNet, SANConfig, plain_layer_norm
 from rankcollapse.nets.variants import TOY_VARIANTS, toy_config
 
 __all__ = [
     "MLP",
+    "SAN",
     "TOY_VARIANTS",
     "Block",
+    "CircleNet",
     "GainUnitNorm",
     "NetConfig",
     "RankAttention",
     "RankEncoder",
+    "SANConfig",
     "SelfAttention",
     "Skip",
     "StackedRankAttention",
     "ToyNet",
     "Trace",
+    "plain_layer_norm",
     "random_tokens",
     "toy_config",
 ]

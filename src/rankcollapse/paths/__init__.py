@@ -28,7 +28,13 @@ from rankcollapse.paths.decompose import (
     path_matrices,
 )
 from rankcollapse.paths.frozen import FrozenAttention, FrozenMLP, FrozenNet, FrozenNorm, Sublayer
-from rankcollapse.paths.sampling import FULL, SKIP, path_restricted_forward, sample_paths
+from rankcollapse.paths.sampling import (
+    FULL,
+    SKIP,
+    path_restricted_forward,
+    restricted_logits,
+    sample_paths,
+)
 from rankcollapse.paths.toy import freeze_toy
 
 
@@ -72,5 +78,6 @@ __all__ = [
     "path_restricted_forward",
     "products_frame",
     "rank1_distance",
+    "restricted_logits",
     "sample_paths",
 ]

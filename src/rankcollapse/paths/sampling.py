@@ -25,10 +25,10 @@ from __future__ import annotations
 import math
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
 from rankcollapse.errors import ConfigError, InputError
-from rankcollapse.nets import Block, ToyNet
+from rankcollapse.nets import SAN, Block, ToyNet, plain_layer_norm
 
 SKIP = -1
 """Route entry: the layer's skip connection (the path does not go through any head there)."""
@@ -69,14 +69,15 @@ def sample_paths(
     length: int,
     n_paths: int,
     *,
-    seed: int,
+    seed: int | torch.Generator,
     n_repeats: int = 1,
 ) -> Tensor:
     """Routes of `n_paths` paths of length `length`, drawn uniformly (with replacement).
 
     Each path picks `length` of the `n_layers` layers uniformly without replacement (the other
     layers are `SKIP`) and one head uniformly in each picked layer, so every one of the
-    C(L, k) H^k paths of length k is equally likely.
+    C(L, k) H^k paths of length k is equally likely. `seed` is an int or a torch generator
+    (advanced by the draw, so consecutive samples from one generator are independent).
 
     Returns:
         long tensor of shape (n_repeats, n_paths, n_layers) with entries in {SKIP, 0..H-1}:
@@ -90,7 +91,7 @@ def sample_paths(
     check_path_request(n_layers, n_heads, length, n_paths)
     if n_repeats < 1:
         raise ConfigError(f"n_repeats must be >= 1, got {n_repeats}.")
-    generator = torch.Generator().manual_seed(seed)
+    generator = seed if isinstance(seed, torch.Generator) else torch.Generator().manual_seed(seed)
     shape = (n_repeats, n_paths, n_layers)
     # The first `length` entries of a uniform random permutation are a uniform k-subset.
     order = torch.rand(shape, generator=generator).argsort(dim=-1)
@@ -153,9 +154,25 @@ def path_restricted_forward(
     return total if grouped else total[0]
 
 
-def plain_layer_norm(x: Tensor, *, eps: float = 1e-5) -> Tensor:
-    """LayerNorm without gain or bias: each token centred and scaled to unit variance."""
-    return nn.functional.layer_norm(x, x.shape[-1:], eps=eps)
+def restricted_logits(model: SAN, inputs: Tensor, routes: Tensor) -> Tensor:
+    """Logits of a trained `SAN` restricted to each group of routes (the authors' evaluation).
+
+    The embedding X^0 goes through `path_restricted_forward` of the SAN's body (normalised), then
+    through its classifier: with one route of every entry `FULL` this is the full model.
+
+    Returns:
+        (n_groups, b, n, n_classes) for routes (n_groups, n_routes, n_layers), else (b, n, C).
+
+    Example:
+        >>> from rankcollapse.nets import SANConfig
+        >>> model = SAN(SANConfig(inputs="points", n_classes=2, n_layers=2, d_model=4)).eval()
+        >>> x = torch.randn(3, 5, 2)
+        >>> whole = restricted_logits(model, x, torch.full((1, 2), FULL))
+        >>> torch.equal(whole, model(x))
+        True
+    """
+    routes = routes.to(model.classifier.weight.device)
+    return model.classify(path_restricted_forward(model.body, model.embed(inputs), routes))
 
 
 def _one_head(
@@ -166,7 +183,7 @@ def _one_head(
     attn = block.attn
     u = block.norm_in(states.reshape(m * b, n, d))
     probs = attn.attention(u, mask_bias).reshape(m, b, -1, n, n)  # (m, b, H, n, n)
-    picked = probs[torch.arange(m), :, heads]  # (m, b, n, n)
+    picked = probs[torch.arange(m, device=probs.device), :, heads]  # (m, b, n, n)
     w_h = attn.head_matrices()[heads]  # (m, d, d)
     # Head h's own share of the biases: its value bias through its W_O slice, plus b_O.
     b_h = torch.einsum("hv,hvd->hd", attn.b_v, attn.w_o)[heads] + attn.b_o  # (m, d)

@@ -1,9 +1,16 @@
 """Data generators for the learning experiments (seeded streams, trivial baselines)."""
 
 from rankcollapse.tasks._baselines import TaskData, trivial_baselines
-from rankcollapse.tasks.circle import CircleData, circle_data
+from rankcollapse.tasks.circle import CircleData, circle_data, rollout, rollout_frame
 from rankcollapse.tasks.convex_hull import convex_hull_data, hull_vertex_labels
 from rankcollapse.tasks.memorization import label_ceiling, memorization_data
+from rankcollapse.tasks.named import (
+    TASKS,
+    TaskName,
+    san_config,
+    task_data,
+    train_and_eval_data,
+)
 from rankcollapse.tasks.neighbours import (
     NeighbourBatch,
     NeighbourTask,
@@ -16,10 +23,12 @@ from rankcollapse.tasks.neighbours import (
 from rankcollapse.tasks.sorting import sorting_data
 
 __all__ = [
+    "TASKS",
     "CircleData",
     "NeighbourBatch",
     "NeighbourTask",
     "TaskData",
+    "TaskName",
     "circle_data",
     "convex_hull_data",
     "farthest_point",
@@ -30,6 +39,11 @@ __all__ = [
     "memorization_data",
     "nearest_neighbour",
     "relative_mse",
+    "rollout",
+    "rollout_frame",
+    "san_config",
     "sorting_data",
+    "task_data",
+    "train_and_eval_data",
     "trivial_baselines",
 ]

@@ -7,14 +7,18 @@ lower arc p_m .. p_{2m}, from p_m (one step short of (-radius, 0)). Sample i (i 
 the pair (p_i, p_{i+m}), one point of each arc: two tokens in the plane. Its target, "the next
 pair", is (p_{i+1}, p_{i+1+m}): both points one step further along their arcs (teacher forcing:
 the model always sees the true current pair). A model of the step applied to its own output then
-walks both tokens along the arcs; rank collapse shows as the two trajectories merging.
+walks both tokens along the arcs; rank collapse shows as the two trajectories merging
+(`rollout`).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
+import numpy as np
+import pandas as pd
 import torch
 from torch import Tensor
 
@@ -79,3 +83,68 @@ def circle_data(n_points: int = 1000, *, radius: float = 0.3) -> CircleData:
         return torch.stack([points[index], points[index + m]], dim=1)
 
     return CircleData(pairs(first).float(), pairs(first + 1).float(), radius)
+
+
+DIVERGED = 100.0
+"""A trajectory leaving the disc of DIVERGED radii (or turning non-finite) has diverged."""
+
+
+def rollout(
+    step: Callable[[Tensor], Tensor], pairs: Tensor, n_steps: int, *, radius: float
+) -> np.ndarray:
+    """Apply `step` to its own output `n_steps` times from `pairs` (s, 2, 2), batched.
+
+    Returns float64 (n_steps + 1, s, 2, 2): sample's points at every step, the start first.
+    Once a start's points leave the disc of radius `DIVERGED * radius` (or turn non-finite)
+    that start has diverged: its later steps are NaN, while the other starts go on.
+
+    Example:
+        >>> path = rollout(lambda x: 2 * x, torch.ones(1, 2, 2), 8, radius=1.0)
+        >>> path[3, 0, 0].tolist(), bool(np.isnan(path[7, 0]).all())
+        ([8.0, 8.0], True)
+    """
+    trajectory = np.full((n_steps + 1, *pairs.shape), np.nan)
+    trajectory[0] = pairs.double().cpu().numpy()
+    alive = torch.ones(len(pairs), dtype=torch.bool, device=pairs.device)
+    current = pairs
+    with torch.no_grad():
+        for index in range(1, n_steps + 1):
+            current = step(current)
+            outside = (current.abs() > DIVERGED * radius).flatten(1).any(dim=1)
+            alive &= torch.isfinite(current).flatten(1).all(dim=1) & ~outside
+            if not alive.any():
+                break
+            current = torch.where(alive[:, None, None], current, torch.zeros_like(current))
+            kept = alive.cpu().numpy()
+            trajectory[index, kept] = current[alive].double().cpu().numpy()
+    return trajectory
+
+
+def rollout_frame(trajectory: np.ndarray) -> pd.DataFrame:
+    """Tidy rows of one rollout (n_steps + 1, 2 tokens, 2 coordinates), from `rollout`.
+
+    Rows (step, token, metric, value): the points ("x", "y") of both tokens at every step; the
+    distance between the tokens at every step ("distance", token NaN); then, step NaN: the last
+    distance before any divergence over the first ("relative_final_distance") and whether the
+    rollout diverged ("diverged", 0 or 1).
+
+    Example:
+        >>> frame = rollout_frame(rollout(lambda x: 0.5 * x, torch.eye(2)[None], 2, radius=1.0)[:, 0])
+        >>> frame.set_index("metric").loc["relative_final_distance", "value"]
+        np.float64(0.25)
+    """
+    n_steps = len(trajectory) - 1
+    rows = [
+        (step, token, axis, float(trajectory[step, token, i]))
+        for step in range(n_steps + 1)
+        for token in range(2)
+        for i, axis in enumerate(("x", "y"))
+    ]
+    distance = np.linalg.norm(trajectory[:, 0] - trajectory[:, 1], axis=-1)  # (n_steps + 1,)
+    last = int((~np.isnan(distance)).sum()) - 1  # last step before any divergence
+    rows += [(step, np.nan, "distance", float(d)) for step, d in enumerate(distance)]
+    rows += [
+        (np.nan, np.nan, "relative_final_distance", float(distance[last] / distance[0])),
+        (np.nan, np.nan, "diverged", float(last < n_steps)),
+    ]
+    return pd.DataFrame(rows, columns=["step", "token", "metric", "value"])

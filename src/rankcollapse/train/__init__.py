@@ -8,6 +8,8 @@ from rankcollapse.train.amsel import (
     train_farthest_encoder,
     training_rows,
 )
+from rankcollapse.train.evaluate import accuracy, evaluate_san, path_accuracies
+from rankcollapse.train.fit import TaskSetup, TrainedModel, train_model, train_on_task
 from rankcollapse.train.grid import (
     GridPoint,
     GridResult,
@@ -23,37 +25,30 @@ from rankcollapse.train.loop import (
     checkpoint_key,
     train,
 )
-from rankcollapse.train.san import (
-    SAN,
-    CircleNet,
-    SANConfig,
-    TrainedModel,
-    accuracy,
-    train_model,
-)
 
 __all__ = [
-    "SAN",
     "CheckpointStore",
-    "CircleNet",
     "DirectoryStore",
     "EncoderConfig",
     "GridPoint",
     "GridResult",
     "MemoryStore",
-    "SANConfig",
+    "TaskSetup",
     "TrainConfig",
     "TrainSettings",
     "TrainedModel",
     "TrainingConfig",
     "accuracy",
     "checkpoint_key",
+    "evaluate_san",
+    "path_accuracies",
     "tail_change",
     "train",
     "train_encoder",
     "train_farthest_encoder",
     "train_grid",
     "train_model",
+    "train_on_task",
     "train_one_by_one",
     "training_rows",
 ]

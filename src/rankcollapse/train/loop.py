@@ -46,12 +46,21 @@ class TrainConfig(BaseModel):
     """Per-token cross-entropy on class labels, or mean squared error on real targets."""
 
 
-def train(model: nn.Module, inputs: Tensor, targets: Tensor, config: TrainConfig) -> list[float]:
+def train(
+    model: nn.Module,
+    inputs: Tensor,
+    targets: Tensor,
+    config: TrainConfig,
+    *,
+    device: torch.device | str = "cpu",
+) -> list[float]:
     """Train `model` in place with Adam on mini-batches; return the loss of every step.
 
     `model(inputs[batch])` must return logits `(b, n, n_classes)` for "cross_entropy" (targets:
     long class labels `(b, n)`) or predictions shaped like `targets` for "mse". Mini-batches run
     through the data in a seeded random order, epoch after epoch, with no per-example loops.
+    The model and the data move to `device` (the model stays there); the batch order is drawn
+    on the CPU, so it is the same on every device.
 
     Example:
         >>> model = nn.Linear(1, 2)
@@ -65,6 +74,9 @@ def train(model: nn.Module, inputs: Tensor, targets: Tensor, config: TrainConfig
             f"inputs and targets must hold the same non-zero number of sequences, got "
             f"{len(inputs)} and {len(targets)}."
         )
+    device = torch.device(device)
+    model.to(device)
+    inputs, targets = inputs.to(device), targets.to(device)
     generator = torch.Generator().manual_seed(config.seed)
     batch_size = min(config.batch_size, len(inputs))
     optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
@@ -75,7 +87,7 @@ def train(model: nn.Module, inputs: Tensor, targets: Tensor, config: TrainConfig
     for _ in range(config.steps):
         if len(order) < batch_size:  # a new epoch: reshuffle
             order = torch.randperm(len(inputs), generator=generator)
-        batch, order = order[:batch_size], order[batch_size:]
+        batch, order = order[:batch_size].to(device), order[batch_size:]
         loss = loss_fn(model(inputs[batch]), targets[batch])
         optimizer.zero_grad()
         loss.backward()

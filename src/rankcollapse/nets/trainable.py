@@ -1,28 +1,24 @@
-"""Trainable self-attention networks of Dong et al. 2021, built on `rankcollapse.nets.ToyNet`.
+"""Trainable self-attention networks of Dong et al. 2021, built on `ToyNet`.
 
 `SAN` is the network of the path-effectiveness experiments (Sec. 5): an embedding (token
 embedding plus optional learned positions, or a two-layer MLP on point coordinates), a ToyNet
 body with skip connections, post-LayerNorm and no MLP (float32), and a classifier on each token:
 
-    X^0 = embed(inputs),   X^L = ToyNet(X^0),   logits = plain_norm(X^L) W_c + b_c
+    X^0 = embed(inputs),   X^L = ToyNet(X^0),   logits = plain_layer_norm(X^L) W_c + b_c
 
-`plain_norm` is the non-affine LayerNorm (no gain, no bias). It is part of the model in training
-and in evaluation because the authors' path evaluation normalises the sum of the kept paths with
-it before classifying: with it inside the model, the classifier sees normalised states in both,
-and `restricted_logits` with every layer `FULL` is exactly `forward`.
+`plain_layer_norm` is the LayerNorm without gain or bias. It is part of the model in training and
+in evaluation because the authors' path evaluation normalises the sum of the kept paths with it
+before classifying (`rankcollapse.paths.path_restricted_forward`): with it inside the model, the
+classifier sees normalised states in both.
 
 `CircleNet` is the step map of the circle toy (Sec. 6): points -> linear -> LayerNorm -> one
-post-LN attention block (2 heads; + MLP block) -> linear -> points, with the "skip" variant adding
-its input points to its output.
-
-`train_san` trains a model with `rankcollapse.train.loop.train`, keyed in a checkpoint store by
-the full config and the data, so the same settings reuse the weights and others never do.
+post-LN attention block (2 heads; + MLP block) -> linear -> points, with the "san+skip" variant
+adding its input points to its output.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any, Literal
 
 import torch
@@ -30,11 +26,20 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from torch import Tensor, nn
 
 from rankcollapse.errors import ConfigError
-from rankcollapse.nets import NetConfig, ToyNet
-from rankcollapse.paths.sampling import path_restricted_forward, plain_layer_norm
-from rankcollapse.train.loop import CheckpointStore, TrainConfig, check_store, checkpoint_key, train
+from rankcollapse.nets.config import NetConfig
+from rankcollapse.nets.toy import ToyNet
 
 NORM_EPS = 1e-5
+
+
+def plain_layer_norm(x: Tensor, *, eps: float = NORM_EPS) -> Tensor:
+    """LayerNorm without gain or bias: each token centred and scaled to unit variance.
+
+    Example:
+        >>> plain_layer_norm(torch.tensor([[1.0, 3.0]]), eps=0.0)
+        tensor([[-1.,  1.]])
+    """
+    return nn.functional.layer_norm(x, x.shape[-1:], eps=eps)
 
 
 class SANConfig(BaseModel):
@@ -153,34 +158,24 @@ class SAN(nn.Module):
 
     def forward(self, inputs: Tensor) -> Tensor:
         """Logits (b, n, n_classes) of the full model."""
-        output = self.body(self.embed(inputs)).output
-        return self.classify(plain_layer_norm(output, eps=NORM_EPS))
-
-    def restricted_logits(self, inputs: Tensor, routes: Tensor) -> Tensor:
-        """Logits (n_groups, b, n, n_classes) of the model restricted to each group of routes.
-
-        `routes` (n_groups, n_routes, n_layers), e.g. from `sample_paths`; see
-        `rankcollapse.paths.sampling` for the evaluation (the authors' `--no_sub_path` mode).
-        """
-        summed = path_restricted_forward(self.body, self.embed(inputs), routes, normalise=True)
-        return self.classify(summed)
+        return self.classify(plain_layer_norm(self.body(self.embed(inputs)).output))
 
 
-CircleVariant = Literal["pure", "skip", "mlp"]
+CircleVariant = Literal["san", "san+skip", "san+mlp"]
 
 
 class CircleNet(nn.Module):
     """The step map of the circle toy, as in the authors' code: points (b, 2, 2) -> next points.
 
         f(X) = LN(Y + SA(Y)) W_r + b_r,   Y = LN(X W_e + b_e)      (2 heads, post-LN)
-        pure:  X_next = f(X)
-        skip:  X_next = X + f(X)       the skip connection around the recurrent step
-        mlp:   f with the transformer MLP block after the attention, LN(Z + MLP(Z)) (GELU,
-               hidden width d_model, the authors' intermediate_size)
+        san:       X_next = f(X)
+        san+skip:  X_next = X + f(X)       the skip connection around the recurrent step
+        san+mlp:   f with the transformer MLP block after the attention, LN(Z + MLP(Z)) (GELU,
+                   hidden width d_model, the authors' intermediate_size)
 
     Quirk (kept from the authors' SAN): the attention block itself is the BERT block
     LN(Y + SA(Y)), skip inside; the point embedding and read-out make each step one layer of a
-    network in the plane, and "skip" adds the identity across those steps (recurrent applications
+    network in the plane, and "san+skip" adds the identity across those steps (recurrent applications
     of f are layers of a network without skips; of X + f(X), with them).
     """
 
@@ -199,7 +194,7 @@ class CircleNet(nn.Module):
                 d_model=d_model,
                 skip="on",
                 norm="post",
-                mlp=variant == "mlp",
+                mlp=variant == "san+mlp",
                 d_mlp=d_model,
                 activation="gelu",
                 mlp_skip=True,
@@ -217,72 +212,4 @@ class CircleNet(nn.Module):
 
     def forward(self, points: Tensor) -> Tensor:
         """The next points (b, 2, 2)."""
-        return points + self.step(points) if self.variant == "skip" else self.step(points)
-
-
-def accuracy(logits: Tensor, targets: Tensor) -> Tensor:
-    """Share of tokens whose arg-max class is the target: logits (..., b, n, C), targets (b, n).
-
-    Returns a float64 tensor of shape (...) (one accuracy per leading index).
-
-    Example:
-        >>> accuracy(torch.tensor([[[2.0, 0.0], [0.0, 1.0]]]), torch.tensor([[0, 0]]))
-        tensor(0.5000, dtype=torch.float64)
-    """
-    return (logits.argmax(dim=-1) == targets).double().mean(dim=(-2, -1))
-
-
-@dataclass
-class TrainedModel:
-    """A trained model, its per-step training losses, and whether it came from the store."""
-
-    model: nn.Module
-    losses: list[float]
-    reused: bool
-    key: str
-
-
-def train_model(
-    model: nn.Module,
-    model_config: dict[str, Any],
-    inputs: Tensor,
-    targets: Tensor,
-    train_config: TrainConfig,
-    *,
-    store: CheckpointStore | None = None,
-) -> TrainedModel:
-    """Train `model` (built from `model_config`) on the data, or load it from `store`.
-
-    The checkpoint key covers everything that determines the weights: `model_config` (which must
-    describe the model completely, seed included), `train_config` and the data's bytes. A stored
-    checkpoint is used only when its full config is equal to this one.
-
-    Example:
-        >>> from rankcollapse.train.loop import MemoryStore
-        >>> config = SANConfig(inputs="points", n_classes=2, n_layers=1, d_model=4)
-        >>> x, y = torch.randn(8, 5, 2), torch.randint(2, (8, 5))
-        >>> store = MemoryStore()
-        >>> first = train_model(SAN(config), config.model_dump(), x, y, TrainConfig(steps=2),
-        ...                     store=store)
-        >>> again = train_model(SAN(config), config.model_dump(), x, y, TrainConfig(steps=2),
-        ...                     store=store)
-        >>> first.reused, again.reused, first.losses == again.losses
-        (False, True, True)
-    """
-    check_store(store)
-    full_config = {
-        "model": {"class": type(model).__name__, **model_config},
-        "train": train_config.model_dump(),
-        "data": checkpoint_key({}, inputs, targets),
-    }
-    key = checkpoint_key(full_config)
-    stored = store.load(key, full_config) if store is not None else None
-    if stored is not None:
-        model.load_state_dict(stored["state"])
-        model.eval()
-        return TrainedModel(model, list(stored["losses"]), True, key)
-    losses = train(model, inputs, targets, train_config)
-    if store is not None:
-        state = {name: value.detach().clone() for name, value in model.state_dict().items()}
-        store.save(key, full_config, {"state": state, "losses": losses})
-    return TrainedModel(model, losses, False, key)
+        return points + self.step(points) if self.variant == "san+skip" else self.step(points)

@@ -1,21 +1,10 @@
 import pytest
 import torch
-from torch.nn.functional import layer_norm
 
 from rankcollapse.errors import ConfigError
-from rankcollapse.paths import FULL, SKIP, sample_paths
+from rankcollapse.nets import SAN, SANConfig
 from rankcollapse.tasks import convex_hull_data, sorting_data
-from rankcollapse.train import (
-    SAN,
-    CircleNet,
-    DirectoryStore,
-    MemoryStore,
-    SANConfig,
-    TrainConfig,
-    accuracy,
-    train,
-    train_model,
-)
+from rankcollapse.train import DirectoryStore, MemoryStore, TrainConfig, train, train_model
 
 TINY = {"n_layers": 2, "n_heads": 2, "d_model": 8}
 
@@ -39,26 +28,6 @@ def test_training_is_deterministic_by_seed():
         for _ in range(2)
     ]
     assert runs[0] == runs[1]
-
-
-def test_restricted_logits_with_every_layer_whole_equal_the_full_model():
-    data = sorting_data(16, seed=1)
-    model = SAN(_sorting_san()).eval()
-    with torch.no_grad():
-        full = model(data.inputs)
-        whole = model.restricted_logits(data.inputs, torch.full((1, 1, 2), FULL))[0]
-        assert torch.equal(whole, full)
-        routes = sample_paths(2, 2, 1, 5, seed=0, n_repeats=3)
-        assert model.restricted_logits(data.inputs, routes).shape == (3, 16, 8, 10)
-
-
-def test_the_empty_path_sees_only_the_embedding():
-    data = sorting_data(16, seed=1)
-    model = SAN(_sorting_san()).eval()
-    with torch.no_grad():
-        skip_all = model.restricted_logits(data.inputs, torch.full((1, 1, 2), SKIP))[0]
-        x0 = model.embed(data.inputs)  # the one route never goes through a head
-        assert torch.allclose(skip_all, model.classify(layer_norm(x0, (8,))), atol=1e-6)
 
 
 def test_a_checkpoint_is_reused_only_for_the_same_config(tmp_path):
@@ -102,23 +71,7 @@ def test_a_store_never_hands_back_a_checkpoint_stored_for_another_config(tmp_pat
     assert store.load("k", {"lr": 0.1}) is None
 
 
-def test_accuracy_counts_matching_tokens_per_group():
-    logits = torch.tensor([[[[1.0, 0.0], [0.0, 1.0]]], [[[0.0, 1.0], [0.0, 1.0]]]])
-    assert accuracy(logits, torch.tensor([[0, 1]])).tolist() == [1.0, 0.5]
-
-
-def test_circle_net_skip_variant_adds_its_input_to_the_pure_step():
-    points = torch.randn(3, 2, 2, generator=torch.Generator().manual_seed(0))
-    pure, skip = CircleNet("pure", d_model=8, seed=1), CircleNet("skip", d_model=8, seed=1)
-    assert torch.allclose(skip(points), points + pure(points), atol=1e-6)
-    assert CircleNet("mlp", d_model=8).forward(points).shape == (3, 2, 2)
-
-
-def test_bad_san_configs_get_clear_errors():
-    with pytest.raises(ConfigError, match="token inputs need vocab_size"):
-        SANConfig(inputs="tokens", n_classes=2)
-    with pytest.raises(ConfigError, match="d_model=10 is not divisible by n_heads=3"):
-        SANConfig(inputs="points", n_classes=2, n_heads=3, d_model=10)
+def test_a_bad_store_gets_a_clear_error():
     with pytest.raises(ConfigError, match="store must be a checkpoint store"):
         train_model(
             SAN(_sorting_san()),
@@ -128,3 +81,16 @@ def test_bad_san_configs_get_clear_errors():
             TrainConfig(steps=1),
             store="cache/",
         )
+
+
+def test_the_checkpoint_key_names_the_device_and_the_model_comes_back_on_it():
+    data = sorting_data(16, seed=0)
+    config = _sorting_san()
+    store = MemoryStore()
+    cpu = train_model(
+        SAN(config), config.model_dump(), data.inputs, data.targets, TrainConfig(steps=1),
+        store=store, device="cpu",
+    )  # fmt: skip
+    assert next(cpu.model.parameters()).device.type == "cpu"
+    ((_, (stored_config, _)),) = store.entries.items()
+    assert '"device": "cpu"' in stored_config

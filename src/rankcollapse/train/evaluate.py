@@ -1,0 +1,125 @@
+"""Accuracy of a trained classifier: in full, against trivial baselines, restricted to paths.
+
+Path effectiveness (Dong, Cordonnier, Loukas 2021, Sec. 5, Fig. 4): a trained `SAN` is run
+keeping only `n_paths` paths of one length k, drawn uniformly among the C(L, k) H^k paths of
+that length (`rankcollapse.paths.sample_paths`), and scored; `n_repeats` fresh samples per
+(n_paths, k) give a spread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pandas as pd
+import torch
+from torch import Tensor
+
+from rankcollapse.nets import SAN
+from rankcollapse.paths import restricted_logits, sample_paths
+from rankcollapse.tasks import TaskData, label_ceiling, trivial_baselines
+
+MAX_ROUTE_SEQUENCES = 20_000
+"""Routes x sequences per batched pass of `path_accuracies` (bounds memory, not results)."""
+
+
+def accuracy(logits: Tensor, targets: Tensor) -> Tensor:
+    """Share of tokens whose arg-max class is the target: logits (..., b, n, C), targets (b, n).
+
+    Returns a float64 tensor of shape (...) (one accuracy per leading index).
+
+    Example:
+        >>> accuracy(torch.tensor([[[2.0, 0.0], [0.0, 1.0]]]), torch.tensor([[0, 0]]))
+        tensor(0.5000, dtype=torch.float64)
+    """
+    return (logits.argmax(dim=-1) == targets).double().mean(dim=(-2, -1))
+
+
+def path_accuracies(
+    model: SAN,
+    inputs: Tensor,
+    targets: Tensor,
+    *,
+    n_paths: Sequence[int],
+    n_repeats: int,
+    seed: int,
+) -> pd.DataFrame:
+    """Accuracy of `model` restricted to sampled paths, for every n_paths and length k = 0..L.
+
+    All samples come from one generator seeded with `seed`, drawn in the order of the rows
+    (n_paths, then k), so a run is reproducible and no two samples share random numbers.
+
+    Returns:
+        tidy frame with columns n_paths, length, repeat, accuracy (float64).
+
+    Example:
+        >>> from rankcollapse.nets import SANConfig
+        >>> model = SAN(SANConfig(inputs="points", n_classes=2, n_layers=2, d_model=4)).eval()
+        >>> x, y = torch.randn(6, 5, 2), torch.randint(2, (6, 5))
+        >>> frame = path_accuracies(model, x, y, n_paths=[1, 3], n_repeats=2, seed=0)
+        >>> len(frame), int(frame["length"].max())
+        (12, 2)
+    """
+    n_layers, n_heads = model.config.n_layers, model.config.n_heads
+    device = model.classifier.weight.device
+    inputs, targets = inputs.to(device), targets.to(device)
+    generator = torch.Generator().manual_seed(seed)
+    rows = []
+    with torch.no_grad():
+        for size in n_paths:
+            per_pass = max(1, MAX_ROUTE_SEQUENCES // (size * len(inputs)))
+            for length in range(n_layers + 1):
+                routes = sample_paths(
+                    n_layers, n_heads, length, size, seed=generator, n_repeats=n_repeats
+                )
+                scores = [
+                    accuracy(restricted_logits(model, inputs, chunk), targets)
+                    for chunk in routes.split(per_pass)
+                ]
+                rows += [
+                    (size, length, repeat, float(acc))
+                    for repeat, acc in enumerate(torch.cat(scores).tolist())
+                ]
+    return pd.DataFrame(rows, columns=["n_paths", "length", "repeat", "accuracy"])
+
+
+def evaluate_san(
+    model: SAN, data: TaskData, *, n_paths: Sequence[int], n_repeats: int, seed: int
+) -> pd.DataFrame:
+    """Everything Sec. 5 reports of a trained SAN on `data`, as tidy rows.
+
+    First the full model's accuracy (kind "full"), then the trivial baselines measured on the
+    same labels (kind "baseline": random, majority; position_majority when the model sees
+    positions, since only then can it learn a prior per position; for memorization the ceiling
+    of a model without positions), then `path_accuracies` (kind "paths").
+
+    Returns:
+        frame with columns kind, n_paths, length, repeat, metric, value.
+
+    Example:
+        >>> from rankcollapse.nets import SANConfig
+        >>> from rankcollapse.tasks import convex_hull_data
+        >>> data = convex_hull_data(4, seed=0, n_points=5)
+        >>> model = SAN(SANConfig(inputs="points", n_classes=2, n_layers=1, d_model=4)).eval()
+        >>> evaluate_san(model, data, n_paths=[2], n_repeats=2, seed=0)["kind"].unique().tolist()
+        ['full', 'baseline', 'paths']
+    """
+    device = model.classifier.weight.device
+    with torch.no_grad():
+        full = float(accuracy(model(data.inputs.to(device)).cpu(), data.targets))
+    rows = [("full", "accuracy", full)]
+    baselines = trivial_baselines(data.targets, data.n_classes, seed=seed)
+    if model.positions is None:
+        del baselines["position_majority"]
+    if data.name == "memorization":
+        baselines["ceiling"] = label_ceiling(data)
+    rows += [("baseline", name, value) for name, value in baselines.items()]
+    paths = path_accuracies(
+        model, data.inputs, data.targets, n_paths=n_paths, n_repeats=n_repeats, seed=seed
+    )
+    return pd.concat(
+        [
+            pd.DataFrame(rows, columns=["kind", "metric", "value"]),
+            paths.rename(columns={"accuracy": "value"}).assign(kind="paths", metric="accuracy"),
+        ],
+        ignore_index=True,
+    )[["kind", "n_paths", "length", "repeat", "metric", "value"]]

@@ -1,0 +1,157 @@
+"""Train a model once: keyed in a checkpoint store by everything that determines its weights.
+
+`train_model` runs `rankcollapse.train.loop.train` on a freshly built model, or loads the
+weights stored under the same full config (model config with its seed, training config, data
+bytes, device type), so the same settings reuse the weights and other settings never do.
+`train_on_task` does it for the SAN of one task of Dong et al. 2021, Sec. 5 (`TaskSetup`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+from torch import Tensor, nn
+
+from rankcollapse.nets import SAN
+from rankcollapse.seeds import stream_seed
+from rankcollapse.tasks import TaskData, san_config, train_and_eval_data
+from rankcollapse.train.loop import CheckpointStore, TrainConfig, check_store, checkpoint_key, train
+
+
+@dataclass
+class TrainedModel:
+    """A trained model, its per-step training losses, and whether it came from the store."""
+
+    model: nn.Module
+    losses: list[float]
+    reused: bool
+    key: str
+
+
+def train_model(
+    model: nn.Module,
+    model_config: dict[str, Any],
+    inputs: Tensor,
+    targets: Tensor,
+    train_config: TrainConfig,
+    *,
+    store: CheckpointStore | None = None,
+    device: torch.device | str = "cpu",
+) -> TrainedModel:
+    """Train `model` (built from `model_config`) on the data, or load it from `store`.
+
+    The checkpoint key covers everything that determines the weights: `model_config` (which must
+    describe the model completely, seed included), `train_config`, the data's bytes and the
+    device type (an accelerator's float arithmetic differs from the CPU's). A stored checkpoint
+    is used only when its full config is equal to this one. The model ends on `device`.
+
+    Example:
+        >>> from rankcollapse.nets import SAN, SANConfig
+        >>> from rankcollapse.train.loop import MemoryStore
+        >>> config = SANConfig(inputs="points", n_classes=2, n_layers=1, d_model=4)
+        >>> x, y = torch.randn(8, 5, 2), torch.randint(2, (8, 5))
+        >>> store = MemoryStore()
+        >>> first = train_model(SAN(config), config.model_dump(), x, y, TrainConfig(steps=2),
+        ...                     store=store)
+        >>> again = train_model(SAN(config), config.model_dump(), x, y, TrainConfig(steps=2),
+        ...                     store=store)
+        >>> first.reused, again.reused, first.losses == again.losses
+        (False, True, True)
+    """
+    check_store(store)
+    device = torch.device(device)
+    full_config = {
+        "model": {"class": type(model).__name__, **model_config},
+        "train": train_config.model_dump(),
+        "data": checkpoint_key({}, inputs, targets),
+        "device": device.type,
+    }
+    key = checkpoint_key(full_config)
+    stored = store.load(key, full_config) if store is not None else None
+    if stored is not None:
+        model.load_state_dict(stored["state"])
+        model.to(device).eval()
+        return TrainedModel(model, list(stored["losses"]), True, key)
+    losses = train(model, inputs, targets, train_config, device=device)
+    if store is not None:
+        state = {name: value.detach().cpu().clone() for name, value in model.state_dict().items()}
+        store.save(key, full_config, {"state": state, "losses": losses})
+    return TrainedModel(model, losses, False, key)
+
+
+class TaskSetup(BaseModel):
+    """Data, network and training of one task of Dong et al. 2021, Sec. 5."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    n_train: int = Field(ge=1)
+    """Training sequences (memorization: the windows to memorise)."""
+    n_eval: int = Field(ge=1)
+    """Evaluation sequences: fresh ones (memorization: the first n_eval training windows)."""
+    n_tokens: int = Field(ge=3)
+    """Tokens per sequence (sorting length, points per set, tokens per text window)."""
+    n_layers: int = Field(6, ge=1)
+    """SAN layers (L)."""
+    n_heads: int = Field(2, ge=1)
+    """Heads per layer (H)."""
+    d_model: int = Field(48, ge=2)
+    """Width of the SAN."""
+    steps: int = Field(ge=0)
+    """Adam steps."""
+    batch_size: int = Field(64, ge=1)
+    """Sequences per step."""
+    lr: float = Field(1e-3, gt=0)
+    """Adam learning rate."""
+
+    @model_validator(mode="after")
+    def _width_splits_into_heads(self) -> TaskSetup:
+        if self.d_model % self.n_heads:
+            raise ValueError(
+                f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}; pick a "
+                "width that splits evenly into heads"
+            )
+        return self
+
+
+def train_on_task(
+    task: str,
+    setup: TaskSetup,
+    *,
+    seed: int,
+    store: CheckpointStore | None = None,
+    device: torch.device | str = "cpu",
+) -> tuple[TrainedModel, TaskData]:
+    """Train the SAN of `task` (`rankcollapse.tasks.san_config`) as `setup` says.
+
+    Weights come from the "weights" stream of `seed`; the data and the batch order from its
+    "data" stream (`rankcollapse.seeds.stream_seed`). Returns the trained model and the
+    evaluation data (`rankcollapse.tasks.train_and_eval_data`).
+
+    Example:
+        >>> setup = TaskSetup(n_train=8, n_eval=4, n_tokens=5, n_layers=1, d_model=4, steps=2)
+        >>> trained, held_out = train_on_task("sorting", setup, seed=0)
+        >>> len(trained.losses), held_out.inputs.shape
+        (2, torch.Size([4, 5]))
+    """
+    data_seed = stream_seed(seed, "data")
+    train_data, held_out = train_and_eval_data(
+        task, setup.n_train, setup.n_eval, seed=data_seed, n_tokens=setup.n_tokens
+    )
+    sizes = setup.model_dump(include={"n_layers", "n_heads", "d_model"})
+    config = san_config(train_data, **sizes, seed=stream_seed(seed, "weights"))
+    schedule = TrainConfig(
+        **setup.model_dump(include={"steps", "batch_size", "lr"}), seed=data_seed
+    )
+    trained = train_model(
+        SAN(config),
+        config.model_dump(),
+        train_data.inputs,
+        train_data.targets,
+        schedule,
+        store=store,
+        device=device,
+    )
+    return trained, held_out
