@@ -15,6 +15,10 @@ How the shared quantities stay accurate (see the numerics spec):
   is nearly rank 1. Below RANK1_EXPLICIT (relative) the residual X - u_1 u_1^T X is formed
   explicitly from the Gram matrix's top eigenvector, and its norm taken.
 - Centring: residuals from the mean are formed as X - 1 m^T, never as a difference of norms.
+- Range: squares of states near 1e300 overflow and of states near 1e-300 underflow, so a
+  sequence whose largest entry lies outside 2^-SAFE_EXPONENT..2^SAFE_EXPONENT is first
+  multiplied by a power of two (exact) that brings it into [0.5, 1); absolute metrics are
+  scaled back by `Tokens.scale`, relative ones are unchanged.
 """
 
 from __future__ import annotations
@@ -27,10 +31,12 @@ import torch
 from torch import Tensor
 
 from rankcollapse._validation import check_tokens
+from rankcollapse.errors import InputError
 from rankcollapse.metrics._norms import composite_of_magnitude, frobenius, masked_mean, safe_div
 
 GRAM_EIG_RCOND = 1e-7  # lambda_min / lambda_max below this: an SVD for that sequence
 RANK1_EXPLICIT = 1e-3
+SAFE_EXPONENT = 100  # |x| up to 2^100: n d x^2 stays far from float64 overflow and underflow
 CHUNK_BYTES = 2**20  # sequences per memory-bound pass: the chunk and its scratch fit in L2
 
 
@@ -51,6 +57,28 @@ def single_thread() -> Iterator[None]:
         yield
     finally:
         torch.set_num_threads(threads)
+
+
+def check_batch(shape: tuple[int, ...], name: str) -> None:
+    """An empty batch (a leading dimension of 0) is an error, not an empty result."""
+    if 0 in shape[:-2]:
+        raise InputError(
+            f"{name} has no sequences ({name}.shape={shape}: a batch dimension is 0); "
+            "pass at least one sequence."
+        )
+
+
+def range_scale(x: Tensor) -> Tensor:
+    """Per-sequence power of two s (shape (...)): X / s is safe to square, s = 1 when it already is.
+
+    s = 2^(e - 1) with max |x| = f 2^e, f in [0.5, 1) (so max |x / s| lies in [1, 2) and s
+    itself never overflows), for sequences whose max |x| lies outside
+    [2^-SAFE_EXPONENT, 2^SAFE_EXPONENT]; 1 for all others and for all-zero sequences.
+    """
+    largest = x.abs().amax((-2, -1))  # (...)
+    exponent = torch.frexp(largest).exponent.to(x.dtype)
+    unsafe = (exponent.abs() > SAFE_EXPONENT) & (largest > 0)
+    return torch.where(unsafe, torch.exp2(exponent - 1), 1.0)
 
 
 def evaluate(kernel: Callable[..., Tensor], x: Tensor, mask: Tensor | None, **options) -> Tensor:
@@ -75,6 +103,10 @@ def singular_values_of(x: Tensor) -> Tensor:
 class Tokens:
     """Hidden states checked once (float64, pad rows 0) with lazily shared quantities.
 
+    Every quantity is of `x / scale` (`scale` (...) a power of two, 1 unless the sequence's
+    values are too large or too small to square; see `range_scale`): ratios need nothing,
+    quantities in the units of x are multiplied back by `scale`.
+
     Args:
         x: hidden states, shape (..., n, d), any float dtype.
         mask: True for real tokens, shape (..., n); None = all real.
@@ -82,8 +114,14 @@ class Tokens:
 
     def __init__(self, x: Tensor, mask: Tensor | None = None) -> None:
         # Measurements, not training signals: no autograd graph over (..., n, d) float64 copies.
+        if isinstance(x, Tensor):
+            check_batch(tuple(x.shape), "x")
         self.x, self.mask = check_tokens(x.detach() if isinstance(x, Tensor) else x, mask)
         self.dtype = x.dtype
+        # (...) power of two; every quantity below is of x / scale (exact), see the module doc
+        self.scale = range_scale(self.x)
+        if bool((self.scale != 1).any()):
+            self.x = self.x / self.scale[..., None, None]  # exact: powers of two
         n, d = self.x.shape[-2:]
         self.n_real = self.mask.sum(-1)  # (...)
         self.n_sv = self.n_real.clamp(max=d)  # (...) number of singular values, min(n_real, d)

@@ -40,7 +40,7 @@ class MetricValue(NamedTuple):
 
 
 def _min_sv_rel(t: Tokens) -> Tensor:
-    return safe_div(_min_sv(t), t.singular_values[..., 0])
+    return safe_div(_min_sv(t), t.scale * t.singular_values[..., 0])
 
 
 _FLOOR_QUANTITY: dict[str, Callable[[Tokens], Tensor]] = {
