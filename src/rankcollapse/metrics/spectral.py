@@ -124,7 +124,16 @@ def min_sv(x: Tensor, mask: Tensor | None = None) -> Tensor:
 
 
 def _min_sv(t: Tokens) -> Tensor:
-    return t.scale * t.singular_values.gather(-1, (t.n_sv - 1).unsqueeze(-1)).squeeze(-1)
+    return t.scale * _smallest(t)
+
+
+def _min_sv_rel(t: Tokens) -> Tensor:
+    """sigma_min / sigma_max: the relative size behind min_sv's floor flag."""
+    return safe_div(_smallest(t), t.singular_values[..., 0])
+
+
+def _smallest(t: Tokens) -> Tensor:
+    return t.singular_values.gather(-1, (t.n_sv - 1).unsqueeze(-1)).squeeze(-1)
 
 
 __all__ = ["effective_rank", "min_sv", "numerical_rank", "stable_rank"]

@@ -1,20 +1,17 @@
 """The metric suite: many metrics of one batch, sharing one Gram matrix, with floor flags.
 
 The floor rule (defined once, in `metrics._floor`): a value is flagged `at_floor` when the
-relative quantity behind it is at most FLOOR_FACTOR x eps(source_dtype), the dtype that
-produced the activations. Which relative quantity:
-- res_comp_rel and res_comp: res_comp_rel; mu_rel and mu: mu_rel (mean-centred residuals);
-- min_sv: min_sv / sigma_max;
-- rank1_rel, stable_rank, effective_rank, numerical_rank, cos_mean, abs_cos_mean: rank1_rel
-  (once everything past sigma_1 is rounding noise, these count or average noise);
-- attn_dist_uniform: itself, against the attention's own dtype; other attention metrics
-  are never at a floor.
-The metric functions themselves never flag; only this suite does, since it knows the dtype.
+metric vanishes as the input collapses (`MetricInfo.vanishes`: residuals, mu, rank-1
+residual, smallest singular value, distance from uniform attention) and its relative size
+(`MetricInfo.relative`, e.g. mu / ||X||_F for mu, sigma_min / sigma_max for min_sv) is at
+most FLOOR_FACTOR x eps(source_dtype), the dtype that produced the activations (for attention,
+the attention's own dtype). Cosines, ranks and entropies tend to 1, whole numbers or log n,
+not to 0, and are never flagged. The metric functions themselves never flag; only this suite
+does, since it knows the dtype.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
@@ -24,12 +21,9 @@ from torch import Tensor
 
 from rankcollapse.errors import InputError
 from rankcollapse.metrics._floor import dtype_floor
-from rankcollapse.metrics._norms import safe_div
 from rankcollapse.metrics._tokens import Tokens, single_thread
 from rankcollapse.metrics.attention import Attention
-from rankcollapse.metrics.registry import METRICS, names_of_kind
-from rankcollapse.metrics.residual import _mu_rel, _rank1_rel, _res_comp_rel
-from rankcollapse.metrics.spectral import _min_sv
+from rankcollapse.metrics.registry import METRICS, MetricInfo, names_of_kind
 
 
 class MetricValue(NamedTuple):
@@ -39,17 +33,13 @@ class MetricValue(NamedTuple):
     at_floor: Tensor
 
 
-def _min_sv_rel(t: Tokens) -> Tensor:
-    return safe_div(_min_sv(t), t.scale * t.singular_values[..., 0])
-
-
-_FLOOR_QUANTITY: dict[str, Callable[[Tokens], Tensor]] = {
-    "res_comp_rel": _res_comp_rel,
-    "res_comp": _res_comp_rel,
-    "mu_rel": _mu_rel,
-    "mu": _mu_rel,
-    "min_sv": _min_sv_rel,
-}  # every other state metric: _rank1_rel
+def _measure(info: MetricInfo, prepared: Tokens | Attention, floor: float) -> MetricValue:
+    """One metric's values and floor flags: the one place that reads `MetricInfo.vanishes`."""
+    value = info.kernel(prepared)
+    if not info.vanishes:
+        return MetricValue(value, torch.zeros_like(value, dtype=torch.bool))
+    relative = value if info.relative is None else info.relative(prepared)
+    return MetricValue(value, relative <= floor)
 
 
 def measure_states(
@@ -83,11 +73,7 @@ def measure_states(
     with single_thread():
         t = Tokens(x, mask)
         floor = dtype_floor(t.dtype) if floor is None else floor
-        values = {}
-        for name in names:
-            quantity = _FLOOR_QUANTITY.get(name, _rank1_rel)(t)
-            values[name] = MetricValue(METRICS[name].kernel(t), quantity <= floor)
-    return values
+        return {name: _measure(METRICS[name], t, floor) for name in names}
 
 
 def measure_attention(
@@ -117,14 +103,7 @@ def measure_attention(
     with single_thread():
         p = Attention.of(a, mask, edges)
         floor = dtype_floor(a.dtype)
-        values = {}
-        for name in names:
-            value = METRICS[name].kernel(p)
-            never = torch.zeros_like(value, dtype=torch.bool)
-            values[name] = MetricValue(
-                value, value <= floor if name == "attn_dist_uniform" else never
-            )
-    return values
+        return {name: _measure(METRICS[name], p, floor) for name in names}
 
 
 RESULT_COLUMNS = ("sample", "metric", "value", "at_floor")
