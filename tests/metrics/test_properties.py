@@ -175,3 +175,48 @@ def test_numerical_rank_counts_the_singular_values_of_a_full_svd(case, rtol):
         return  # a singular value on the threshold: either count is right
     expected = int((reference > threshold).sum())
     assert METRICS["numerical_rank"].fn(x, rtol=rtol).item() == expected
+
+
+def _plain(x: torch.Tensor) -> dict[str, float]:
+    """Every state metric of one (n, d) float64 sequence by its formula: sums, an SVD, no Gram."""
+    n = x.shape[0]
+    s = torch.linalg.svdvals(x)
+    centred = x - x.mean(0)
+    composite = lambda a: (a.abs().sum(0).max() * a.abs().sum(1).max()).sqrt()
+    unit = x / x.norm(dim=1, keepdim=True)
+    cos = unit @ unit.T
+    off = ~torch.eye(n, dtype=torch.bool)
+    p = s / s.sum()
+    return {
+        "res_comp_rel": (composite(centred) / composite(x)).item(),
+        "res_comp": composite(centred).item(),
+        "rank1_rel": (s[1:].norm() / s.norm()).item(),
+        "mu": centred.norm().item(),
+        "mu_rel": (centred.norm() / x.norm()).item(),
+        "cos_mean": cos[off].mean().item(),
+        "abs_cos_mean": cos[off].abs().mean().item(),
+        "stable_rank": (s.square().sum() / s[0] ** 2).item(),
+        "effective_rank": torch.exp(-torch.special.xlogy(p, p).sum()).item(),
+        "numerical_rank": float((s > 10 * torch.finfo(torch.float64).eps * s[0]).sum()),
+        "min_sv": s[-1].item(),
+    }
+
+
+@settings(max_examples=25, deadline=None)
+@given(x=states(), lengths=st.tuples(st.integers(2, 9), st.integers(2, 9)))
+def test_the_suite_agrees_with_the_plain_formulas_on_padded_batches(x, lengths):
+    n = x.shape[1]
+    mask = torch.arange(n) < torch.tensor([min(length, n) for length in lengths])[:, None]
+    padded = x.masked_fill(~mask[..., None], 1e6)  # garbage in the pads must never enter
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)  # the suite splits the batch over two Python threads
+        out = measure_states(padded, mask)
+    finally:
+        torch.set_num_threads(before)
+    for b in range(2):
+        plain = _plain(x[b][mask[b]])
+        for name in STATE_METRICS:
+            got = out[name].value[b].item()
+            scale = x[b].norm().item() if name in ABSOLUTE else 1.0
+            assert got == pytest.approx(plain[name], rel=1e-6, abs=1e-10 * scale), (b, name)

@@ -116,6 +116,24 @@ def singular_values_of(x: Tensor) -> Tensor:
     return torch.linalg.svdvals(x.mT if n < d else x)
 
 
+def split_runs(x: Tensor, mask: Tensor | None, count: int) -> list[tuple[Tensor, Tensor | None]]:
+    """The flattened batch of x (and mask) cut into at most `count` runs of whole sequences.
+
+    Unchecked input that cannot be cut (not a tensor, no batch, a mask of another shape, an
+    empty batch) comes back whole, so that checking it gives the error about the whole.
+    """
+    whole = [(x, mask)]
+    if count <= 1 or not isinstance(x, Tensor) or x.ndim < 3 or x.numel() == 0:
+        return whole
+    if mask is not None and (not isinstance(mask, Tensor) or mask.shape != x.shape[:-1]):
+        return whole
+    n, d = x.shape[-2:]
+    xs = x.reshape(-1, n, d).tensor_split(count)
+    masks = [None] * len(xs) if mask is None else mask.reshape(-1, n).tensor_split(count)
+    runs = [(part, part_mask) for part, part_mask in zip(xs, masks) if len(part)]
+    return runs or whole
+
+
 def _checked(x: Tensor, mask: Tensor | None) -> tuple[Tensor, Tensor, torch.dtype]:
     """check_tokens plus a non-empty batch; no autograd graph over the float64 copies."""
     checked, mask = check_tokens(x.detach() if isinstance(x, Tensor) else x, mask)
@@ -138,21 +156,6 @@ class Tokens:
     def __init__(self, x: Tensor, mask: Tensor | None = None) -> None:
         x, mask, dtype = _checked(x, mask)
         self._prepare(x, mask, dtype)
-
-    @classmethod
-    def parts(cls, x: Tensor, mask: Tensor | None, count: int) -> list[Tokens]:
-        """x checked once as a whole (errors name the sample in x), then its flattened batch
-        cut into at most `count` runs of consecutive sequences, one `Tokens` each."""
-        x, mask, dtype = _checked(x, mask)
-        n, d = x.shape[-2:]
-        runs = zip(x.reshape(-1, n, d).tensor_split(count), mask.reshape(-1, n).tensor_split(count))
-        parts = []
-        for part_x, part_mask in runs:
-            if len(part_x):
-                part = cls.__new__(cls)
-                part._prepare(part_x, part_mask, dtype)
-                parts.append(part)
-        return parts
 
     def _prepare(self, x: Tensor, mask: Tensor, dtype: torch.dtype) -> None:
         """Store checked float64 states (pad rows 0), brought into a safe range."""

@@ -22,7 +22,7 @@ from torch import Tensor
 
 from rankcollapse.errors import InputError
 from rankcollapse.metrics._floor import dtype_floor
-from rankcollapse.metrics._tokens import Tokens, single_thread
+from rankcollapse.metrics._tokens import Tokens, single_thread, split_runs
 from rankcollapse.metrics.attention import Attention
 from rankcollapse.metrics.registry import METRICS, MetricInfo, names_of_kind
 
@@ -53,9 +53,10 @@ def measure_states(
     """State metrics of a batch of hidden states, sharing one Gram matrix per sequence.
 
     Torch runs on one intra-op thread (see `metrics._tokens.single_thread` for the measured
-    reason); instead the sequences are cut into as many runs as torch had threads, measured
-    side by side in Python threads (torch releases the GIL in its kernels). Every sequence is
-    computed exactly as alone, whatever the split.
+    reason); instead the sequences are cut into as many runs as torch had threads, checked and
+    measured side by side in Python threads (torch releases the GIL in its kernels). Every
+    sequence is computed exactly as alone, whatever the split; an error is reported for the
+    whole batch.
 
     Args:
         x: hidden states, shape (..., n, d), any float dtype.
@@ -75,17 +76,21 @@ def measure_states(
     names = names_of_kind(metrics, "states")
     floor = None if source_dtype is None else dtype_floor(source_dtype)
     with single_thread() as threads:
-        parts = Tokens.parts(x, mask, threads)
-        floor = dtype_floor(parts[0].dtype) if floor is None else floor
+        runs = split_runs(x, mask, threads)
 
-        def measure(t: Tokens) -> list[MetricValue]:
-            return [_measure(METRICS[name], t, floor) for name in names]
+        def measure(run: tuple[Tensor, Tensor | None]) -> list[MetricValue]:
+            t = Tokens(*run)
+            run_floor = dtype_floor(t.dtype) if floor is None else floor
+            return [_measure(METRICS[name], t, run_floor) for name in names]
 
-        if len(parts) == 1:
-            results = [measure(parts[0])]
-        else:
-            with ThreadPoolExecutor(len(parts)) as pool:
-                results = list(pool.map(measure, parts))
+        try:
+            if len(runs) == 1:
+                return dict(zip(names, measure(runs[0])))
+            with ThreadPoolExecutor(len(runs)) as pool:
+                results = list(pool.map(measure, runs))
+        except InputError:
+            Tokens(x, mask)  # checks the whole batch: the error names the sample in x
+            raise
     batch = x.shape[:-2]
     return {
         name: MetricValue(
