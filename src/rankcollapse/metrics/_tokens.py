@@ -37,6 +37,7 @@ from rankcollapse.metrics._norms import composite_of_magnitude, frobenius, maske
 GRAM_EIG_RCOND = 1e-7  # lambda_min / lambda_max below this: an SVD for that sequence
 RANK1_EXPLICIT = 1e-3
 SAFE_EXPONENT = 100  # |x| up to 2^100: n d x^2 stays far from float64 overflow and underflow
+MIN_RUN_ELEMENTS = 2**16  # smaller runs are not worth a thread (start-up ~0.1 ms)
 CHUNK_BYTES = 2**20  # sequences per memory-bound pass: the chunk and its scratch fit in L2
 
 
@@ -117,7 +118,8 @@ def singular_values_of(x: Tensor) -> Tensor:
 
 
 def split_runs(x: Tensor, mask: Tensor | None, count: int) -> list[tuple[Tensor, Tensor | None]]:
-    """The flattened batch of x (and mask) cut into at most `count` runs of whole sequences.
+    """The flattened batch of x (and mask) cut into at most `count` runs of whole sequences,
+    each of at least MIN_RUN_ELEMENTS values (small batches stay whole).
 
     Unchecked input that cannot be cut (not a tensor, no batch, a mask of another shape, an
     empty batch) comes back whole, so that checking it gives the error about the whole.
@@ -126,6 +128,9 @@ def split_runs(x: Tensor, mask: Tensor | None, count: int) -> list[tuple[Tensor,
     if count <= 1 or not isinstance(x, Tensor) or x.ndim < 3 or x.numel() == 0:
         return whole
     if mask is not None and (not isinstance(mask, Tensor) or mask.shape != x.shape[:-1]):
+        return whole
+    count = min(count, x.numel() // MIN_RUN_ELEMENTS)
+    if count <= 1:
         return whole
     n, d = x.shape[-2:]
     xs = x.reshape(-1, n, d).tensor_split(count)
