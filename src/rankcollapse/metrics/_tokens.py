@@ -16,9 +16,9 @@ How the shared quantities stay accurate (see the numerics spec):
   explicitly from the Gram matrix's top eigenvector, and its norm taken.
 - Centring: residuals from the mean are formed as X - 1 m^T, never as a difference of norms.
 - Range: squares of states near 1e300 overflow and of states near 1e-300 underflow, so a
-  sequence whose largest entry lies outside 2^-SAFE_EXPONENT..2^SAFE_EXPONENT is first
-  multiplied by a power of two (exact) that brings it into [0.5, 1); absolute metrics are
-  scaled back by `Tokens.scale`, relative ones are unchanged.
+  sequence whose ||X||_F^2 is not finite or lies outside 2^(+-2 SAFE_EXPONENT) is first
+  divided by a power of two (exact) that brings its largest entry into [1, 2); absolute
+  metrics are scaled back by `Tokens.scale`, relative ones are unchanged.
 """
 
 from __future__ import annotations
