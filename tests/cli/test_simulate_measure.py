@@ -126,3 +126,40 @@ def test_measure_names_nan_values(tmp_path, capsys):
     torch.save(states, tmp_path / "nan.pt")
     assert main(["measure", str(tmp_path / "nan.pt"), "--out", str(tmp_path)]) == 2
     assert "NaN" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("shape", "what"),
+    [
+        ((0, 2, 5, 4), "0 layers"),
+        ((2, 0, 5, 4), "0 sequences"),
+        ((2, 2, 0, 4), "0 tokens"),
+        ((2, 2, 5, 0), "0 features"),
+        ((0, 5, 4), "0 sequences"),
+    ],
+)
+def test_measure_empty_activations_get_a_clear_error(tmp_path, capsys, shape, what):
+    torch.save(torch.zeros(shape), tmp_path / "empty.pt")
+    assert main(["measure", str(tmp_path / "empty.pt"), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert f"activations have shape {shape}, i.e. {what}" in err
+    assert "Traceback" not in err
+    assert not (tmp_path / "out" / "results.csv").exists()
+
+
+@pytest.mark.parametrize("scale", [1e300, 1e-300])
+def test_measure_huge_and_tiny_values_give_the_relative_metrics_of_scale_one(tmp_path, scale):
+    states = _states()
+    torch.save(states, tmp_path / "one.pt")
+    torch.save(states * scale, tmp_path / "scaled.pt")
+    metrics = "res_comp_rel,mu_rel,rank1_rel,stable_rank,effective_rank,min_sv"
+    for name in ("one", "scaled"):
+        path = str(tmp_path / f"{name}.pt")
+        assert main(["measure", path, "--metrics", metrics, "--out", str(tmp_path / name)]) == 0
+    one = pd.read_csv(tmp_path / "one" / "results.csv")
+    scaled = pd.read_csv(tmp_path / "scaled" / "results.csv")
+    relative = one.metric != "min_sv"
+    np.testing.assert_allclose(scaled["value"][relative], one["value"][relative], rtol=1e-12)
+    np.testing.assert_allclose(
+        scaled["value"][~relative], scale * one["value"][~relative], rtol=1e-12
+    )

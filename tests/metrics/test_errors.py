@@ -145,3 +145,27 @@ def test_per_head_attention_takes_a_broadcast_mask():
 def test_metrics_frame_rejects_ids_that_clash_with_result_columns():
     with pytest.raises(InputError, match=r"id column\(s\) \['sample'\] clash"):
         metrics_frame(measure_states(torch.randn(2, 3, 4), metrics=["mu"]), sample=1)
+
+
+@pytest.mark.parametrize(
+    ("shape", "message"),
+    [
+        ((0, 5, 4), r"x has no sequences \(x.shape=\(0, 5, 4\): a batch dimension is 0\)"),
+        ((3, 0, 5, 4), r"x has no sequences \(x.shape=\(3, 0, 5, 4\)"),
+        ((2, 0, 4), r"x has 0 token\(s\) per sequence"),
+        ((2, 5, 0), r"x has d = 0 features"),
+    ],
+    ids=["no-samples", "no-samples-inner", "no-tokens", "no-width"],
+)
+@pytest.mark.parametrize("name", STATE_METRICS + ["suite"])
+def test_empty_states_are_a_clear_error(shape, message, name):
+    call = measure_states if name == "suite" else METRICS[name].fn
+    with pytest.raises(InputError, match=message):
+        call(torch.randn(shape))
+
+
+def test_empty_attention_is_a_clear_error():
+    with pytest.raises(InputError, match=r"a has no sequences \(a.shape=\(0, 3, 3\)"):
+        measure_attention(torch.full((0, 3, 3), 1 / 3))
+    with pytest.raises(InputError, match=r"a has 0 token\(s\) per sequence"):
+        attn_entropy(torch.zeros(2, 0, 0))

@@ -47,3 +47,13 @@ def test_metrics_command_filters_by_kind(capsys):
     assert main(["metrics", "--kind", "attention"]) == 0
     shown = capsys.readouterr().out
     assert "attn_min_edge" in shown and "res_comp_rel" not in shown
+
+
+def test_metrics_command_says_which_metrics_can_be_at_the_floor(capsys):
+    assert main(["metrics", "--kind", "states"]) == 0
+    rows = {
+        line.split("│")[1].strip(): line
+        for line in capsys.readouterr().out.splitlines()
+        if line.count("│") > 3 and line.split("│")[1].strip() in METRICS
+    }
+    assert "yes" in rows["mu_rel"] and "never" in rows["cos_mean"]

@@ -120,3 +120,45 @@ def test_metrics_run_on_one_thread_and_restore_the_thread_count(call, monkeypatc
         assert torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(before)
+
+
+def test_small_batches_stay_whole_and_large_ones_are_split():
+    assert len(_tokens.split_runs(torch.zeros(4, 8, 8), None, 2)) == 1
+    runs = _tokens.split_runs(torch.zeros(4, 128, 256), torch.ones(4, 128, dtype=torch.bool), 2)
+    assert [tuple(x.shape) for x, _ in runs] == [(2, 128, 256)] * 2
+
+
+@pytest.mark.parametrize("threads", [2, 3, 7])
+def test_a_suite_split_over_threads_equals_the_suite_on_one_thread(threads, monkeypatch):
+    monkeypatch.setattr(_tokens, "MIN_RUN_ELEMENTS", 1)
+    g = torch.Generator().manual_seed(8)
+    x = torch.randn(2, 5, 9, 6, generator=g, dtype=torch.float64)
+    x[0, 1] = x[0, 1, :1] + 1e-9 * x[0, 1]  # nearly collapsed: the explicit routes
+    mask = torch.ones(2, 5, 9, dtype=torch.bool)
+    mask[1, 2, 6:] = False
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        alone = measure_states(x, mask)
+        torch.set_num_threads(threads)
+        split = measure_states(x, mask)
+        assert torch.get_num_threads() == threads
+    finally:
+        torch.set_num_threads(before)
+    for name in STATE_METRICS:
+        assert split[name].value.shape == (2, 5)
+        assert torch.allclose(split[name].value, alone[name].value, rtol=1e-13, atol=0), name
+        assert torch.equal(split[name].at_floor, alone[name].at_floor), name
+
+
+def test_errors_of_a_split_suite_name_the_sample_in_the_whole_batch(monkeypatch):
+    monkeypatch.setattr(_tokens, "MIN_RUN_ELEMENTS", 1)
+    x = torch.randn(6, 5, 4)
+    x[5, 2, 1] = float("nan")
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        with pytest.raises(InputError, match=r"first: sample 5, token 2"):
+            measure_states(x)
+    finally:
+        torch.set_num_threads(before)

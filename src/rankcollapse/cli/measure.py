@@ -15,6 +15,7 @@ from rankcollapse.cli._common import add_metrics_option, parse_metrics
 
 SUFFIXES = (".npy", ".pt", ".safetensors")
 STATE_KEYS = ("states", "hidden_states")
+DIMS = ("layers", "sequences", "tokens", "features")
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -91,6 +92,15 @@ def as_layers(states, mask):
 
     from rankcollapse.errors import InputError
 
+    if states.dim() in (3, 4):
+        dims = DIMS[-states.dim() :]
+        empty = [f"{size} {what}" for size, what in zip(states.shape, dims) if size == 0]
+        if empty:
+            raise InputError(
+                f"activations have shape {tuple(states.shape)}, i.e. {' and '.join(empty)}; "
+                "save at least one layer, one sequence, two tokens and one feature, "
+                "shape (layers, batch, n, d)."
+            )
     if states.dim() == 3:
         states = states.unsqueeze(0)
     if states.dim() != 4:

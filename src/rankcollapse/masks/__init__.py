@@ -23,10 +23,11 @@ from rankcollapse.masks.graph import (
     is_strongly_connected,
     radius,
 )
-from rankcollapse.masks.spec import MASK_FAMILIES, mask_from_spec, parse_mask_spec
+from rankcollapse.masks.spec import MASK_FAMILIES, MaskSpec, mask_from_spec, parse_mask_spec
 
 __all__ = [
     "MASK_FAMILIES",
+    "MaskSpec",
     "causal",
     "causal_window",
     "center_nodes",

@@ -1,6 +1,6 @@
 """Attention masks as boolean (n, n) tensors: `m[i, j]` True iff query i may attend to key j.
 
-In the graph language of Wu et al. 2024 (sec. 1 of wu2024.md), `m[i, j]` is the edge j -> i
+In the graph language of Wu et al. 2024 (attention masks as directed graphs), `m[i, j]` is the edge j -> i
 (information flows from key j to query i). Every family includes the self-loops `m[i, i]`.
 Masks compose with `&` and `|`; pass the result through `from_matrix` to validate it.
 """
@@ -155,7 +155,7 @@ def to_bias(m: Tensor, dtype: torch.dtype = torch.float64) -> Tensor:
     """The additive attention bias of a mask: 0 where attending is allowed, -inf elsewhere.
 
     Adding it to the attention scores before the softmax gives the masked softmax of
-    wu2024.md sec. 1.
+    Wu et al. 2024.
 
     Example:
         >>> to_bias(causal(2))

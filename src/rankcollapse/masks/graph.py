@@ -1,4 +1,4 @@
-"""Graph properties of masks (Wu et al. 2024, sec. 1 of wu2024.md).
+"""Graph properties of masks (Wu et al. 2024, masks as directed graphs).
 
 The mask is read as a directed graph with the edge j -> i whenever `m[i, j]` (query i attends
 to key j, so information flows from j to i). Distances are breadth-first shortest-path lengths

@@ -1,6 +1,8 @@
 """Mask specs: short strings such as "window:1" that name a mask family and its parameters.
 
-Configs and the CLI carry masks as specs; `mask_from_spec(spec, n)` builds the (n, n) mask.
+Configs and the CLI carry masks as specs; `parse_mask_spec(spec)` checks one and returns a
+`MaskSpec` (call it with n for the (n, n) mask; `str()` prints its canonical spec, which
+parses back to an equal `MaskSpec`); `mask_from_spec(spec, n)` builds the mask at once.
 """
 
 from __future__ import annotations
@@ -79,8 +81,35 @@ def _parse_value(name: str, text: str) -> int | float:
     return check_int(name, value, low=low, what=what)
 
 
-def parse_mask_spec(spec: str) -> Callable[[int], Tensor]:
-    """Check a mask spec and return the function `n -> (n, n) mask` it names.
+@dataclass(frozen=True)
+class MaskSpec:
+    """A checked mask spec: the family and its parameter values, in spec order.
+
+    Calling it with n builds the (n, n) mask; `str(spec)` (or `spec.to_spec()`) is the
+    canonical spec string, e.g. "sinks:1:2" or "random:0.1:7".
+
+    Example:
+        >>> spec = parse_mask_spec("window:01")
+        >>> spec, str(spec), spec(3).sum().item()
+        (MaskSpec(family='window', params=(1,)), 'window:1', 7)
+    """
+
+    family: str
+    params: tuple[int | float, ...] = ()
+
+    def __call__(self, n: int) -> Tensor:
+        return _FAMILIES[self.family].build(n, *self.params)
+
+    def to_spec(self) -> str:
+        """The canonical spec string: family, then each parameter after a colon."""
+        return ":".join([self.family, *(repr(value) for value in self.params)])
+
+    def __str__(self) -> str:
+        return self.to_spec()
+
+
+def parse_mask_spec(spec: str) -> MaskSpec:
+    """Check a mask spec and return the `MaskSpec` it names (call it with n for the mask).
 
     Raises:
         UnknownNameError: for an unknown family (the message lists the known ones).
@@ -109,10 +138,7 @@ def parse_mask_spec(spec: str) -> Callable[[int], Tensor]:
     except ConfigError as err:
         raise ConfigError(f"mask spec {spec!r}: {err} Syntax: '{family.syntax}'.") from None
 
-    def build(n: int) -> Tensor:
-        return family.build(n, *values)
-
-    return build
+    return MaskSpec(name, tuple(values))
 
 
 def mask_from_spec(spec: str, n: int) -> Tensor:

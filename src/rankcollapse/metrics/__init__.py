@@ -4,7 +4,8 @@ State metrics `fn(x, mask=None)`, attention metrics `fn(a, mask=None, *, edges=N
 returning a float64 tensor of shape (...); the registry `METRICS` (formula and reference read
 from the docstrings); the suites `measure_states` / `measure_attention`, which share one Gram
 matrix per sequence and flag values at the floor of the source dtype; `metrics_frame` for
-tidy results. Values carry no gradient: inputs are detached.
+tidy results; `summarize_samples` for per-layer means, quantiles and the share of sequences
+at the dtype floor. Values carry no gradient: inputs are detached.
 """
 
 from rankcollapse.metrics._floor import FLOOR_FACTOR, dtype_floor
@@ -15,6 +16,7 @@ from rankcollapse.metrics.registry import DEFAULT_METRICS, METRICS, MetricInfo, 
 from rankcollapse.metrics.residual import mu, mu_rel, rank1_rel, res_comp, res_comp_rel
 from rankcollapse.metrics.spectral import effective_rank, min_sv, numerical_rank, stable_rank
 from rankcollapse.metrics.suite import MetricValue, measure_attention, measure_states, metrics_frame
+from rankcollapse.metrics.summary import summarize_samples
 
 __all__ = [
     "DEFAULT_METRICS",
@@ -42,4 +44,5 @@ __all__ = [
     "res_comp",
     "res_comp_rel",
     "stable_rank",
+    "summarize_samples",
 ]

@@ -14,9 +14,12 @@ def safe_div(num: Tensor, den: Tensor) -> Tensor:
 
 
 def masked_mean(x: Tensor, mask: Tensor) -> Tensor:
-    """Mean of the real tokens, shape (..., 1, d); `x` has zero pad rows."""
-    n_real = mask.sum(-1, keepdim=True).unsqueeze(-1).to(x.dtype)  # (..., 1, 1)
-    return x.sum(-2, keepdim=True) / n_real
+    """Mean of the real tokens, shape (..., 1, d); `x` has zero pad rows.
+
+    The sum is a BLAS product with a vector of ones (faster than torch's sum over tokens).
+    """
+    n_real = mask.sum(-1, keepdim=True).to(x.dtype)  # (..., 1)
+    return ((x.new_ones(x.shape[-2]) @ x) / n_real).unsqueeze(-2)
 
 
 def frobenius(x: Tensor) -> Tensor:
@@ -28,9 +31,10 @@ def composite_of_magnitude(magnitude: Tensor) -> Tensor:
     """Dong's ||X||_{1,inf} = sqrt(||X||_1 ||X||_inf) from |X| (..., n, d), shape (...).
 
     ||X||_1 is the largest absolute column sum (a sum over tokens), ||X||_inf the largest
-    absolute row sum (a sum over features); zero pad rows change neither. Taking |X| once
-    for both sums is faster than two fused ord-1 norms.
+    absolute row sum (a sum over features); zero pad rows change neither. Both sums are BLAS
+    products with a vector of ones (faster than torch's sums, and than two fused ord-1 norms).
     """
-    norm_1 = magnitude.sum(-2).amax(-1)  # (...) max over features of sums over tokens
-    norm_inf = magnitude.sum(-1).amax(-1)  # (...) max over tokens of sums over features
-    return torch.sqrt(norm_1 * norm_inf)
+    n, d = magnitude.shape[-2:]
+    norm_1 = (magnitude.new_ones(n) @ magnitude).amax(-1)  # (...) max over features
+    norm_inf = (magnitude @ magnitude.new_ones(d)).amax(-1)  # (...) max over tokens
+    return torch.sqrt(norm_1) * torch.sqrt(norm_inf)  # no overflow of the product

@@ -14,6 +14,7 @@ import torch
 from torch import Tensor
 
 from rankcollapse._validation import check_attention
+from rankcollapse.metrics._tokens import check_batch
 
 
 class Attention(NamedTuple):
@@ -25,6 +26,8 @@ class Attention(NamedTuple):
 
     @classmethod
     def of(cls, a: Tensor, mask: Tensor | None = None, edges: Tensor | None = None) -> Attention:
+        if isinstance(a, Tensor):
+            check_batch(tuple(a.shape), "a")
         return cls(*check_attention(a.detach() if isinstance(a, Tensor) else a, mask, edges))
 
     def row_mean(self, per_row: Tensor) -> Tensor:
@@ -64,7 +67,7 @@ def attn_min_edge(a: Tensor, mask: Tensor | None = None, *, edges: Tensor | None
     """Smallest attention weight on an allowed edge: the eps of Wu et al.'s Thm 1.
 
     Formula: min over allowed (i, j) between real tokens of a_ij.
-    Reference: Wu et al. 2024, Thm 1 (spec wu2024.md sec. 3).
+    Reference: Wu et al. 2024, Thm 1.
 
     Args:
         a: attention, shape (..., n, n), rows sum to 1, any float dtype.
@@ -92,7 +95,7 @@ def attn_dist_uniform(
     """Mean total-variation distance of each row from the uniform row over its allowed keys.
 
     Formula: mean over real queries i of (1/2) sum_j |a_ij - 1[(i, j) allowed] / #allowed_i|.
-    Reference: Wu et al. 2024, W_Q = W_K = 0 (spec wu2024.md sec. 3).
+    Reference: Wu et al. 2024, W_Q = W_K = 0.
 
     Total variation (half the L1 distance), in [0, 1]: 0 for uniform attention over the allowed
     keys, 1 - 1/#allowed for a one-hot row; weight on disallowed keys counts fully.

@@ -12,7 +12,7 @@ def cos_mean(x: Tensor, mask: Tensor | None = None) -> Tensor:
     """Mean cosine similarity over distinct pairs of real tokens.
 
     Formula: mean over i != j of x_i . x_j / (||x_i|| ||x_j||), real tokens only.
-    Reference: Wu et al. 2024, pairwise cosine (spec wu2024.md sec. 4).
+    Reference: Wu et al. 2024, pairwise cosine.
 
     A zero token has cosine 0 with every other token.
 
@@ -38,7 +38,7 @@ def abs_cos_mean(x: Tensor, mask: Tensor | None = None) -> Tensor:
     """Mean absolute cosine similarity over distinct pairs of real tokens.
 
     Formula: mean over i != j of |x_i . x_j| / (||x_i|| ||x_j||), real tokens only.
-    Reference: Wu et al. 2024, mean |cosine|, anisotropy (spec wu2024.md sec. 4).
+    Reference: Wu et al. 2024, mean |cosine|, anisotropy.
 
     Args:
         x: hidden states, shape (..., n, d), any float dtype.

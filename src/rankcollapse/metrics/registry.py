@@ -25,6 +25,12 @@ class MetricInfo:
     `fn` is the public function (`fn(x, mask)` or `fn(a, mask, *, edges)`); `kernel` computes
     the same value from prepared input (`Tokens` or `Attention`), so that the suite shares one
     Gram matrix among all metrics of a call.
+
+    `vanishes` declares that the metric shrinks to zero as the input collapses (a residual,
+    mu, the smallest singular value, the distance from uniform attention): only such a value
+    can sit at the floor of a dtype, and the suite flags it when `relative` (a kernel giving
+    the metric divided by the input's own size; None = the metric is already relative) is at
+    most that floor. Cosines, ranks and entropies do not vanish and are never flagged.
     """
 
     name: str
@@ -33,6 +39,8 @@ class MetricInfo:
     formula: str
     reference: str
     kernel: Callable[..., Any]
+    vanishes: bool = False
+    relative: Callable[..., Any] | None = None
 
 
 def docstring_field(fn: Callable[..., Any], label: str) -> str:
@@ -54,7 +62,14 @@ def docstring_field(fn: Callable[..., Any], label: str) -> str:
     raise LookupError(f"{fn.__name__} has no '{label}:' line in its docstring; add one.")
 
 
-def _info(fn: Callable[..., Any], kernel: Callable[..., Any], kind: Kind) -> MetricInfo:
+def _info(
+    fn: Callable[..., Any],
+    kernel: Callable[..., Any],
+    kind: Kind,
+    *,
+    vanishes: bool = False,
+    relative: Callable[..., Any] | None = None,
+) -> MetricInfo:
     return MetricInfo(
         name=fn.__name__,
         fn=fn,
@@ -62,24 +77,38 @@ def _info(fn: Callable[..., Any], kernel: Callable[..., Any], kind: Kind) -> Met
         formula=docstring_field(fn, "Formula"),
         reference=docstring_field(fn, "Reference"),
         kernel=kernel,
+        vanishes=vanishes,
+        relative=relative,
     )
 
 
 _ENTRIES = [
-    _info(residual.res_comp_rel, residual._res_comp_rel, "states"),
-    _info(residual.res_comp, residual._res_comp, "states"),
-    _info(residual.rank1_rel, residual._rank1_rel, "states"),
-    _info(residual.mu, residual._mu, "states"),
-    _info(residual.mu_rel, residual._mu_rel, "states"),
+    _info(residual.res_comp_rel, residual._res_comp_rel, "states", vanishes=True),
+    _info(
+        residual.res_comp,
+        residual._res_comp,
+        "states",
+        vanishes=True,
+        relative=residual._res_comp_rel,
+    ),
+    _info(residual.rank1_rel, residual._rank1_rel, "states", vanishes=True),
+    _info(residual.mu, residual._mu, "states", vanishes=True, relative=residual._mu_rel),
+    _info(residual.mu_rel, residual._mu_rel, "states", vanishes=True),
     _info(cosine.cos_mean, cosine._cos_mean, "states"),
     _info(cosine.abs_cos_mean, cosine._abs_cos_mean, "states"),
     _info(spectral.stable_rank, spectral._stable_rank, "states"),
     _info(spectral.effective_rank, spectral._effective_rank, "states"),
     _info(spectral.numerical_rank, spectral._numerical_rank, "states"),
-    _info(spectral.min_sv, spectral._min_sv, "states"),
+    _info(
+        spectral.min_sv,
+        spectral._min_sv,
+        "states",
+        vanishes=True,
+        relative=spectral._min_sv_rel,
+    ),
     _info(attention.attn_entropy, attention._attn_entropy, "attention"),
     _info(attention.attn_min_edge, attention._attn_min_edge, "attention"),
-    _info(attention.attn_dist_uniform, attention._attn_dist_uniform, "attention"),
+    _info(attention.attn_dist_uniform, attention._attn_dist_uniform, "attention", vanishes=True),
 ]
 
 METRICS: dict[str, MetricInfo] = {info.name: info for info in _ENTRIES}

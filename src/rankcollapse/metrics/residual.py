@@ -71,14 +71,14 @@ def res_comp(x: Tensor, mask: Tensor | None = None) -> Tensor:
 
 
 def _res_comp(t: Tokens) -> Tensor:
-    return t.centred_composite
+    return t.centred_composite * t.scale
 
 
 def mu(x: Tensor, mask: Tensor | None = None) -> Tensor:
     """Frobenius distance of the tokens from their mean token.
 
     Formula: ||X - 1 m^T||_F, m = mean of real tokens (= argmin_v ||X - 1 v^T||_F).
-    Reference: Wu et al. 2024, mu(X) (spec wu2024.md sec. 2).
+    Reference: Wu et al. 2024, mu(X).
 
     Mean-centred. Not scale-invariant: read it beside `mu_rel`, since without LayerNorm much
     of its decay can be the norm shrinking rather than a loss of rank.
@@ -98,14 +98,14 @@ def mu(x: Tensor, mask: Tensor | None = None) -> Tensor:
 
 
 def _mu(t: Tokens) -> Tensor:
-    return t.centred_frobenius
+    return t.centred_frobenius * t.scale
 
 
 def mu_rel(x: Tensor, mask: Tensor | None = None) -> Tensor:
     """Relative Frobenius distance of the tokens from their mean token.
 
     Formula: ||X - 1 m^T||_F / ||X||_F, m = mean of real tokens.
-    Reference: Wu et al. 2024, mu(X) / ||X||_F (spec wu2024.md sec. 2).
+    Reference: Wu et al. 2024, mu(X) / ||X||_F.
 
     Mean-centred, in [0, 1]; scale-invariant.
 

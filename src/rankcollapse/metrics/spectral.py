@@ -19,7 +19,7 @@ def stable_rank(x: Tensor, mask: Tensor | None = None) -> Tensor:
     """Stable rank: squared Frobenius norm over squared spectral norm.
 
     Formula: ||X||_F^2 / ||X||_2^2 = sum_i sigma_i^2 / sigma_1^2.
-    Reference: Wu et al. 2024, stable rank (spec wu2024.md sec. 2).
+    Reference: Wu et al. 2024, stable rank.
 
     Between 1 (rank 1) and min(n_real, d); 0 for an all-zero state.
 
@@ -104,7 +104,7 @@ def min_sv(x: Tensor, mask: Tensor | None = None) -> Tensor:
     """Smallest singular value among the min(n_real, d) of the state.
 
     Formula: sigma_min(X) = sigma_{min(n_real, d)}.
-    Reference: Wu et al. 2024, minimum singular value (spec wu2024.md sec. 4).
+    Reference: Wu et al. 2024, minimum singular value.
 
     Accurate on nearly collapsed states too (float64 SVD when the Gram spectrum is too
     ill-conditioned to resolve it).
@@ -124,6 +124,15 @@ def min_sv(x: Tensor, mask: Tensor | None = None) -> Tensor:
 
 
 def _min_sv(t: Tokens) -> Tensor:
+    return t.scale * _smallest(t)
+
+
+def _min_sv_rel(t: Tokens) -> Tensor:
+    """sigma_min / sigma_max: the relative size behind min_sv's floor flag."""
+    return safe_div(_smallest(t), t.singular_values[..., 0])
+
+
+def _smallest(t: Tokens) -> Tensor:
     return t.singular_values.gather(-1, (t.n_sv - 1).unsqueeze(-1)).squeeze(-1)
 
 

@@ -1,20 +1,18 @@
 """The metric suite: many metrics of one batch, sharing one Gram matrix, with floor flags.
 
 The floor rule (defined once, in `metrics._floor`): a value is flagged `at_floor` when the
-relative quantity behind it is at most FLOOR_FACTOR x eps(source_dtype), the dtype that
-produced the activations. Which relative quantity:
-- res_comp_rel and res_comp: res_comp_rel; mu_rel and mu: mu_rel (mean-centred residuals);
-- min_sv: min_sv / sigma_max;
-- rank1_rel, stable_rank, effective_rank, numerical_rank, cos_mean, abs_cos_mean: rank1_rel
-  (once everything past sigma_1 is rounding noise, these count or average noise);
-- attn_dist_uniform: itself, against the attention's own dtype; other attention metrics
-  are never at a floor.
-The metric functions themselves never flag; only this suite does, since it knows the dtype.
+metric vanishes as the input collapses (`MetricInfo.vanishes`: residuals, mu, rank-1
+residual, smallest singular value, distance from uniform attention) and its relative size
+(`MetricInfo.relative`, e.g. mu / ||X||_F for mu, sigma_min / sigma_max for min_sv) is at
+most FLOOR_FACTOR x eps(source_dtype), the dtype that produced the activations (for attention,
+the attention's own dtype). Cosines, ranks and entropies tend to 1, whole numbers or log n,
+not to 0, and are never flagged. The metric functions themselves never flag; only this suite
+does, since it knows the dtype.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
 
 import numpy as np
@@ -24,12 +22,9 @@ from torch import Tensor
 
 from rankcollapse.errors import InputError
 from rankcollapse.metrics._floor import dtype_floor
-from rankcollapse.metrics._norms import safe_div
-from rankcollapse.metrics._tokens import Tokens, single_thread
+from rankcollapse.metrics._tokens import Tokens, single_thread, split_runs
 from rankcollapse.metrics.attention import Attention
-from rankcollapse.metrics.registry import METRICS, names_of_kind
-from rankcollapse.metrics.residual import _mu_rel, _rank1_rel, _res_comp_rel
-from rankcollapse.metrics.spectral import _min_sv
+from rankcollapse.metrics.registry import METRICS, MetricInfo, names_of_kind
 
 
 class MetricValue(NamedTuple):
@@ -39,17 +34,13 @@ class MetricValue(NamedTuple):
     at_floor: Tensor
 
 
-def _min_sv_rel(t: Tokens) -> Tensor:
-    return safe_div(_min_sv(t), t.singular_values[..., 0])
-
-
-_FLOOR_QUANTITY: dict[str, Callable[[Tokens], Tensor]] = {
-    "res_comp_rel": _res_comp_rel,
-    "res_comp": _res_comp_rel,
-    "mu_rel": _mu_rel,
-    "mu": _mu_rel,
-    "min_sv": _min_sv_rel,
-}  # every other state metric: _rank1_rel
+def _measure(info: MetricInfo, prepared: Tokens | Attention, floor: float) -> MetricValue:
+    """One metric's values and floor flags: the one place that reads `MetricInfo.vanishes`."""
+    value = info.kernel(prepared)
+    if not info.vanishes:
+        return MetricValue(value, torch.zeros_like(value, dtype=torch.bool))
+    relative = value if info.relative is None else info.relative(prepared)
+    return MetricValue(value, relative <= floor)
 
 
 def measure_states(
@@ -61,7 +52,11 @@ def measure_states(
 ) -> dict[str, MetricValue]:
     """State metrics of a batch of hidden states, sharing one Gram matrix per sequence.
 
-    Runs on one torch thread (see `metrics._tokens.single_thread` for the measured reason).
+    Torch runs on one intra-op thread (see `metrics._tokens.single_thread` for the measured
+    reason); instead the sequences are cut into as many runs as torch had threads, checked and
+    measured side by side in Python threads (torch releases the GIL in its kernels). Every
+    sequence is computed exactly as alone, whatever the split; an error is reported for the
+    whole batch.
 
     Args:
         x: hidden states, shape (..., n, d), any float dtype.
@@ -80,14 +75,30 @@ def measure_states(
     """
     names = names_of_kind(metrics, "states")
     floor = None if source_dtype is None else dtype_floor(source_dtype)
-    with single_thread():
-        t = Tokens(x, mask)
-        floor = dtype_floor(t.dtype) if floor is None else floor
-        values = {}
-        for name in names:
-            quantity = _FLOOR_QUANTITY.get(name, _rank1_rel)(t)
-            values[name] = MetricValue(METRICS[name].kernel(t), quantity <= floor)
-    return values
+    with single_thread() as threads:
+        runs = split_runs(x, mask, threads)
+
+        def measure(run: tuple[Tensor, Tensor | None]) -> list[MetricValue]:
+            t = Tokens(*run)
+            run_floor = dtype_floor(t.dtype) if floor is None else floor
+            return [_measure(METRICS[name], t, run_floor) for name in names]
+
+        try:
+            if len(runs) == 1:
+                return dict(zip(names, measure(runs[0])))
+            with ThreadPoolExecutor(len(runs)) as pool:
+                results = list(pool.map(measure, runs))
+        except InputError:
+            Tokens(x, mask)  # checks the whole batch: the error names the sample in x
+            raise
+    batch = x.shape[:-2]
+    return {
+        name: MetricValue(
+            torch.cat([part[i].value for part in results]).reshape(batch),
+            torch.cat([part[i].at_floor for part in results]).reshape(batch),
+        )
+        for i, name in enumerate(names)
+    }
 
 
 def measure_attention(
@@ -117,14 +128,7 @@ def measure_attention(
     with single_thread():
         p = Attention.of(a, mask, edges)
         floor = dtype_floor(a.dtype)
-        values = {}
-        for name in names:
-            value = METRICS[name].kernel(p)
-            never = torch.zeros_like(value, dtype=torch.bool)
-            values[name] = MetricValue(
-                value, value <= floor if name == "attn_dist_uniform" else never
-            )
-    return values
+        return {name: _measure(METRICS[name], p, floor) for name in names}
 
 
 RESULT_COLUMNS = ("sample", "metric", "value", "at_floor")
