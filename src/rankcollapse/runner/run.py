@@ -121,12 +121,19 @@ def parse_overrides(pairs: Sequence[str]) -> dict[str, Any]:
             raise ConfigError(
                 f"--set expects key=value, got {pair!r}; e.g. --set depth=4 or --set seeds=[0,1]."
             )
-        overrides[key.strip()] = _yaml_value(text)
+        overrides[key.strip()] = _yaml_value(key.strip(), text)
     return overrides
 
 
-def _yaml_value(text: str) -> Any:
-    value = yaml.safe_load(text)
+def _yaml_value(key: str, text: str) -> Any:
+    try:
+        value = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        problem = str(err).splitlines()[0]
+        raise ConfigError(
+            f"--set {key}={text}: the value is not valid YAML ({problem}); write a number, a "
+            "word or a list such as [0, 1]."
+        ) from None
     # YAML 1.1 reads "1e-3" as a string; a number is what anyone typing it means.
     if isinstance(value, str) and re.fullmatch(r"[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+", value):
         return float(value)
@@ -174,8 +181,12 @@ def plan(
     if not units:
         raise ConfigError(f"{exp.name} has no units of work for this config; check its lists.")
     hashes = [canonical_json(unit) for unit in units]
-    if len(set(hashes)) != len(hashes):
-        raise ValueError(f"{exp.name}.units returned the same unit twice; units must differ.")
+    repeated = next((h for i, h in enumerate(hashes) if h in hashes[:i]), None)
+    if repeated is not None:
+        raise ConfigError(
+            f"{exp.name}: the config asks for the unit {repeated} twice; a list in the config "
+            "repeats a value. Remove the repeated value."
+        )
     full_hash = config_hash(exp.name, config)
     out_dir = Path(out) if out is not None else Path(results_root) / exp.name / full_hash[:10]
     return Plan(exp, preset, values, config, units, full_hash, out_dir)
