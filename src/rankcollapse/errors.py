@@ -5,6 +5,8 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable
 
+from pydantic import ValidationError
+
 
 class RankCollapseError(ValueError):
     """Base class: bad input, with a message that says what was wrong and how to fix it."""
@@ -46,3 +48,31 @@ def unknown_name(kind: str, name: str, known: Iterable[str], extra: str = "") ->
     known = list(known)
     listed = ", ".join(known) + (f", {extra}" if extra else "")
     return UnknownNameError(f"unknown {kind} '{name}'. Known: {listed}.{did_you_mean(name, known)}")
+
+
+def invalid_config(what: str, err: ValidationError, keys: Iterable[str]) -> ConfigError:
+    """The one message for a pydantic validation error: every problem, each naming its key.
+
+    Example:
+        >>> from pydantic import BaseModel, ConfigDict, Field
+        >>> class Cfg(BaseModel):
+        ...     model_config = ConfigDict(extra="forbid")
+        ...     n_layers: int = Field(2, ge=1)
+        >>> try:
+        ...     Cfg(n_layers=0, n_layer=3)
+        ... except ValidationError as err:
+        ...     print(invalid_config("Cfg", err, Cfg.model_fields))
+        invalid Cfg: n_layers: Input should be greater than or equal to 1 (got 0); Cfg has no key 'n_layer'. Did you mean 'n_layers'? Keys: n_layers.
+    """
+    keys = list(keys)
+    problems = []
+    for e in err.errors():
+        key = ".".join(map(str, e["loc"]))
+        if e["type"] == "extra_forbidden":
+            problems.append(f"{what} has no key '{key}'.{did_you_mean(key, keys)} Keys: "
+                            + ", ".join(keys))  # fmt: skip
+        else:
+            message = e["msg"].removeprefix("Value error, ")
+            # a model-level check names its keys itself; its input is the whole config
+            problems.append(f"{key}: {message} (got {e.get('input')!r})" if key else message)
+    return ConfigError(f"invalid {what}: " + "; ".join(problems) + ".")

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from rankcollapse.errors import ConfigError
-from rankcollapse.metrics import res_comp
+from rankcollapse.metrics import composite_norm, res_comp
 from rankcollapse.nets import NetConfig, ToyNet, random_tokens
 from rankcollapse.theory import (
     bound_frame,
@@ -13,7 +13,6 @@ from rankcollapse.theory import (
     log10_stepwise_bound,
     log10_unrolled_bound,
     mlp_lipschitz,
-    norm_1_inf,
     skip_network_without_collapse,
     toy_constants,
 )
@@ -22,7 +21,7 @@ from rankcollapse.theory import (
 def test_composite_norm_of_a_hand_matrix():
     w = torch.tensor([[1.0, -2.0], [3.0, 4.0]], dtype=torch.float64)
     # ||W||_1 = max(4, 6) = 6, ||W||_inf = max(3, 7) = 7
-    assert norm_1_inf(w).item() == pytest.approx(math.sqrt(42))
+    assert composite_norm(w).item() == pytest.approx(math.sqrt(42))
 
 
 def test_constant_scales_with_heads_gamma_and_lipschitz():
@@ -78,7 +77,7 @@ def test_per_layer_constants_match_the_weights():
     attn = net.layers[1].attn
     w_qk = attn.w_q.detach() @ attn.w_k.detach().transpose(-1, -2)
     beta = max(
-        float(w_qk[h].abs().sum(0).max() * norm_1_inf(attn.head_matrices()[h].detach()))
+        float(w_qk[h].abs().sum(0).max() * composite_norm(attn.head_matrices()[h].detach()))
         for h in range(2)
     )
     assert constants[1].beta == pytest.approx(beta)

@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ValidationError
 
-from rankcollapse.errors import ConfigError, did_you_mean, unknown_name
+from rankcollapse.errors import ConfigError, did_you_mean, invalid_config, unknown_name
 
 Unit = dict[str, Any]
 Relation = Literal["<", "<=", ">", ">=", "true"]
@@ -274,11 +274,7 @@ class Experiment:
         try:
             return self.config(**values)
         except ValidationError as err:
-            problems = "; ".join(
-                f"{'.'.join(map(str, e['loc'])) or 'config'}: {e['msg']} (got {e.get('input')!r})"
-                for e in err.errors()
-            )
-            raise ConfigError(f"invalid config for {self.name}: {problems}") from None
+            raise invalid_config(f"config for {self.name}", err, self.config.model_fields) from None
 
 
 def nest_dotted(values: Mapping[str, Any]) -> dict[str, Any]:

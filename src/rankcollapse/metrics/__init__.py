@@ -9,6 +9,7 @@ at the dtype floor. Values carry no gradient: inputs are detached.
 """
 
 from rankcollapse.metrics._floor import FLOOR_FACTOR, dtype_floor
+from rankcollapse.metrics._norms import composite_norm
 from rankcollapse.metrics.attention import attn_dist_uniform, attn_entropy, attn_min_edge
 from rankcollapse.metrics.cosine import abs_cos_mean, cos_mean
 from rankcollapse.metrics.layers import measure_layers
@@ -28,6 +29,7 @@ __all__ = [
     "attn_dist_uniform",
     "attn_entropy",
     "attn_min_edge",
+    "composite_norm",
     "cos_mean",
     "dtype_floor",
     "effective_rank",

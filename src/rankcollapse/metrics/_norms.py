@@ -38,3 +38,16 @@ def composite_of_magnitude(magnitude: Tensor) -> Tensor:
     norm_1 = (magnitude.new_ones(n) @ magnitude).amax(-1)  # (...) max over features
     norm_inf = (magnitude @ magnitude.new_ones(d)).amax(-1)  # (...) max over tokens
     return torch.sqrt(norm_1) * torch.sqrt(norm_inf)  # no overflow of the product
+
+
+def composite_norm(a: Tensor) -> Tensor:
+    """Dong et al.'s composite ||A||_{1,inf} = sqrt(||A||_1 ||A||_inf) over the last two dims.
+
+    Formula: ||A||_1 = largest absolute column sum, ||A||_inf = largest absolute row sum; not a
+    true norm (no triangle inequality). Reference: Dong, Cordonnier, Loukas 2021, Sec. 2.
+
+    Example:
+        >>> composite_norm(torch.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=torch.float64))
+        tensor(6.4807, dtype=torch.float64)
+    """
+    return composite_of_magnitude(a.abs())

@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from rankcollapse.errors import ConfigError, did_you_mean
+from rankcollapse.errors import invalid_config
 from rankcollapse.masks import parse_mask_spec
 
 
@@ -76,7 +76,7 @@ class NetConfig(BaseModel):
         try:
             super().__init__(**values)
         except ValidationError as err:
-            raise ConfigError(_describe(err)) from None
+            raise invalid_config("NetConfig", err, NetConfig.model_fields) from None
 
     @field_validator("mask")
     @classmethod
@@ -99,20 +99,3 @@ class NetConfig(BaseModel):
                 "n_heads (if it divides) or out_proj=True"
             )
         return self
-
-
-def _describe(err: ValidationError) -> str:
-    """One message for all problems of a NetConfig, each naming its key."""
-    keys = list(NetConfig.model_fields)
-    problems = []
-    for e in err.errors():
-        key = ".".join(map(str, e["loc"]))
-        if e["type"] == "extra_forbidden":
-            problems.append(
-                f"NetConfig has no key '{key}'.{did_you_mean(key, keys)} Keys: {', '.join(keys)}"
-            )
-        else:
-            message = e["msg"].removeprefix("Value error, ")
-            # a model-level check names its keys itself; its input is the whole config
-            problems.append(f"{key}: {message} (got {e.get('input')!r})" if key else message)
-    return "invalid NetConfig: " + "; ".join(problems) + "."

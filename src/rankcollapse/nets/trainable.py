@@ -25,7 +25,7 @@ import torch
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from torch import Tensor, nn
 
-from rankcollapse.errors import ConfigError
+from rankcollapse.errors import ConfigError, invalid_config
 from rankcollapse.nets.config import NetConfig
 from rankcollapse.nets.toy import ToyNet
 
@@ -68,12 +68,7 @@ class SANConfig(BaseModel):
         try:
             super().__init__(**values)
         except ValidationError as err:
-            problems = "; ".join(
-                f"{'.'.join(map(str, e['loc'])) or 'SANConfig'}: "
-                f"{e['msg'].removeprefix('Value error, ')}"
-                for e in err.errors()
-            )
-            raise ConfigError(f"invalid SANConfig: {problems}.") from None
+            raise invalid_config("SANConfig", err, SANConfig.model_fields) from None
 
     @model_validator(mode="after")
     def _vocabulary_matches_inputs(self) -> SANConfig:

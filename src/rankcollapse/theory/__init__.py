@@ -25,7 +25,6 @@ from rankcollapse.theory.dong import (
     log10_unrolled_bound,
     log_ratios,
     mlp_lipschitz,
-    norm_1_inf,
     skip_network_without_collapse,
     toy_constants,
 )
@@ -94,7 +93,6 @@ __all__ = [
     "mask_radius",
     "min_allowed_weight",
     "mlp_lipschitz",
-    "norm_1_inf",
     "qk_parameters",
     "radius_concordance",
     "random_low_rank_heads",

@@ -33,7 +33,7 @@ import torch
 from torch import Tensor
 
 from rankcollapse.errors import ConfigError
-from rankcollapse.metrics import dtype_floor, res_comp, res_comp_rel
+from rankcollapse.metrics import composite_norm, dtype_floor, res_comp, res_comp_rel
 from rankcollapse.nets import NetConfig, ToyNet
 
 #: Largest slope of each MLP activation (GELU's is 1.1289 at x ~ 0.75).
@@ -48,19 +48,6 @@ def norm_1(w: Tensor) -> Tensor:
 def norm_inf(w: Tensor) -> Tensor:
     """||W||_inf: largest absolute row sum (..., p, q) -> (...)."""
     return w.abs().sum(-1).amax(-1)
-
-
-def norm_1_inf(w: Tensor) -> Tensor:
-    """The composite ||W||_{1,inf} = sqrt(||W||_1 ||W||_inf) of Dong et al. (not a true norm).
-
-    Of weight matrices; `rankcollapse.metrics` computes the same norm of hidden states in a
-    private helper (no public name yet), which this should call once one exists.
-
-    Example:
-        >>> norm_1_inf(torch.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=torch.float64))
-        tensor(6.4807, dtype=torch.float64)
-    """
-    return torch.sqrt(norm_1(w) * norm_inf(w))
 
 
 @dataclass(frozen=True)
@@ -107,7 +94,7 @@ def layer_constants(
             f"lipschitz={lipschitz}, d_qk={d_qk}."
         )
     w_qk = w_q @ w_k.transpose(-1, -2)  # (h, d, d)
-    beta = (norm_1(w_qk) * norm_1_inf(w_vo)).max()
+    beta = (norm_1(w_qk) * composite_norm(w_vo)).max()
     return DongConstants(float(beta), float(d_qk), int(w_q.shape[0]), float(lipschitz), gamma)
 
 
@@ -122,7 +109,7 @@ def mlp_lipschitz(w_in: Tensor, w_out: Tensor, activation: str) -> float:
         raise ConfigError(
             f"no known slope for activation '{activation}'; known: {', '.join(ACTIVATION_SLOPE)}."
         )
-    return float(ACTIVATION_SLOPE[activation] * norm_1_inf(w_in) * norm_1_inf(w_out))
+    return float(ACTIVATION_SLOPE[activation] * composite_norm(w_in) * composite_norm(w_out))
 
 
 def informative(c: float, r0: float) -> bool:
