@@ -11,8 +11,9 @@ LAYER = {
     "nets": 2, "hf": 2,
     "paths": 3, "theory": 3,
     "tasks": 4, "train": 4,
-    "experiments": 5,
-    "runner": 6, "report": 6, "cli": 6,
+    "plot": 5,
+    "experiments": 6,
+    "runner": 7, "report": 7, "cli": 7,
 }  # fmt: skip
 
 

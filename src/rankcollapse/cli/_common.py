@@ -60,7 +60,7 @@ def _cell(mean: float, all_at_floor: object) -> str:
 
 def write_collapse_outputs(df: pd.DataFrame, out: Path, *, hue: str | None, title: str) -> None:
     """results.csv (long format) and collapse.png (metric against layer, log y, band over samples)."""
-    from rankcollapse.experiments._plots import band_plot
+    from rankcollapse.plot import band_plot
 
     out.mkdir(parents=True, exist_ok=True)
     df.to_csv(out / "results.csv", index=False)

@@ -30,8 +30,8 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
-from rankcollapse.experiments._plots import band_plot, line_plot
 from rankcollapse.experiments._registry import Claim, Experiment, Summary, Unit, register
+from rankcollapse.plot import band_plot, line_plot
 
 NAME = "amsel2024-constructions"
 FIT_SEED_OFFSET, EVAL_SEED_OFFSET = 1_000, 2_000  # fit and score samples: separate streams

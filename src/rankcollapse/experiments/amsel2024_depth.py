@@ -26,8 +26,8 @@ import pandas as pd
 from pydantic import Field
 
 from rankcollapse.experiments._amsel import EncoderConfig, train_encoder_unit
-from rankcollapse.experiments._plots import band_plot
 from rankcollapse.experiments._registry import Claim, Experiment, Summary, Unit, register
+from rankcollapse.plot import band_plot
 
 NAME = "amsel2024-depth"
 ENOUGH_STEPS = 20_000  # spec sec. 4: depth benefits need tens of thousands of steps

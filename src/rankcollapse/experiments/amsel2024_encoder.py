@@ -25,8 +25,8 @@ import pandas as pd
 from pydantic import Field
 
 from rankcollapse.experiments._amsel import EncoderConfig, train_encoder_unit
-from rankcollapse.experiments._plots import band_plot
 from rankcollapse.experiments._registry import Claim, Experiment, Summary, Unit, register
+from rankcollapse.plot import band_plot
 
 NAME = "amsel2024-encoder"
 

@@ -32,8 +32,8 @@ import pandas as pd
 from pydantic import Field
 
 from rankcollapse.experiments._amsel import TrainingConfig, training_rows
-from rankcollapse.experiments._plots import band_plot, line_plot
 from rankcollapse.experiments._registry import Claim, Experiment, Summary, Unit, register
+from rankcollapse.plot import band_plot, line_plot
 
 NAME = "amsel2024-rank-vs-heads"
 Rank = int | Literal["d/4", "d/2", "d"]

@@ -38,8 +38,8 @@ import pandas as pd
 import torch
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from rankcollapse.experiments._plots import band_plot, ordered_values
 from rankcollapse.experiments._registry import Claim, Experiment, Summary, Unit, register
+from rankcollapse.plot import band_plot, ordered_values
 
 NAME = "dong2021-path-effectiveness"
 

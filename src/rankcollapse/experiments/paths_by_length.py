@@ -32,8 +32,8 @@ import pandas as pd
 from matplotlib.figure import Figure
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from rankcollapse.experiments._plots import band_plot, line_plot
 from rankcollapse.experiments._registry import Claim, Experiment, Summary, Unit, register
+from rankcollapse.plot import band_plot, line_plot
 
 NAME = "paths-by-length"
 

@@ -35,8 +35,8 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
-from rankcollapse.experiments._plots import band_plot
 from rankcollapse.experiments._registry import Claim, Experiment, Summary, Unit, register
+from rankcollapse.plot import band_plot
 
 NAME = "toy-collapse"
 

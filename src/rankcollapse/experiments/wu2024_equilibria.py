@@ -37,9 +37,9 @@ import torch
 from matplotlib.figure import Figure
 from pydantic import BaseModel, ConfigDict, Field
 
-from rankcollapse.experiments._plots import band_plot, line_plot
 from rankcollapse.experiments._registry import Claim, Experiment, Summary, Unit, register
 from rankcollapse.metrics import measure_states, min_sv, numerical_rank, stable_rank
+from rankcollapse.plot import band_plot, line_plot
 from rankcollapse.theory.equilibria import (
     counterexample_basin_arc,
     counterexample_point_b,

@@ -37,9 +37,9 @@ import torch
 from matplotlib.figure import Figure
 from pydantic import BaseModel, ConfigDict, Field
 
-from rankcollapse.experiments._plots import line_plot
 from rankcollapse.experiments._registry import Claim, Experiment, Summary, Unit, register
 from rankcollapse.hf import load_model, probe
+from rankcollapse.plot import line_plot
 
 NAME = "wu2024-geometry"
 

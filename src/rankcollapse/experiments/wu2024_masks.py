@@ -50,12 +50,12 @@ import torch
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from rankcollapse.errors import InputError
-from rankcollapse.experiments._plots import band_plot
 from rankcollapse.experiments._registry import Claim, Experiment, Summary, Unit, register
 from rankcollapse.hf import LoadedModel, load_model, probe
 from rankcollapse.masks import is_quasi_strongly_connected, mask_from_spec, parse_mask_spec, radius
 from rankcollapse.metrics import measure_states, metrics_frame
 from rankcollapse.nets import NetConfig, ToyNet, random_tokens
+from rankcollapse.plot import band_plot
 from rankcollapse.theory import fitted_rate
 
 NAME = "wu2024-masks"

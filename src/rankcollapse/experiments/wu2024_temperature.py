@@ -33,7 +33,6 @@ import pandas as pd
 import torch
 from pydantic import Field, model_validator
 
-from rankcollapse.experiments._plots import band_plot
 from rankcollapse.experiments._registry import Claim, Experiment, Summary, Unit, register
 from rankcollapse.experiments.wu2024_masks import (
     CORE_MASKS,
@@ -44,6 +43,7 @@ from rankcollapse.experiments.wu2024_masks import (
     toy_curves,
 )
 from rankcollapse.metrics import dtype_floor
+from rankcollapse.plot import band_plot
 
 NAME = "wu2024-temperature"
 

@@ -1,8 +1,18 @@
 """Reports of stored runs: `build_report(DIR)` re-derives claims, figures and tables from
 `DIR/results.csv` through the experiment's `summarize` and writes one self-contained
-`report.html`, without recomputing any unit."""
+`report.html`, without recomputing any unit; `write_index(results/)` lists every stored run."""
 
 from rankcollapse.report.build import Report, build_report, claim_record, read_results
-from rankcollapse.report.html import format_value, render_html
+from rankcollapse.report.html import format_value, render_html, tidy_table
+from rankcollapse.report.index import write_index
 
-__all__ = ["Report", "build_report", "claim_record", "format_value", "read_results", "render_html"]
+__all__ = [
+    "Report",
+    "build_report",
+    "claim_record",
+    "format_value",
+    "read_results",
+    "render_html",
+    "tidy_table",
+    "write_index",
+]
