@@ -28,6 +28,7 @@ COMMAND_MODULES = [
     "variants",
     "paths",
     "qk_rank",
+    "compare",
 ]
 
 

@@ -153,7 +153,7 @@ def _place_floor_points(fig: Figure, floor: _Floor, axes: list, *, logy: bool) -
         low, high = ax.get_ylim()
         if at <= low:
             ax.set_ylim(at / 2 if logy else at - 0.05 * (high - at), high)
-        if floor.value is not None:
+        if floor.value is not None and logy:
             ax.axhline(floor.value, color=FLOOR_COLOR, lw=0.6, ls=(0, (1, 2)), zorder=0)
 
 
@@ -192,6 +192,29 @@ def _legend(fig: Figure, axes: list, title: str | None, floor: _Floor, band: str
     if entries:
         fig.legend(entries.values(), entries.keys(), loc="outside lower center",
                    ncols=min(len(entries), 3), title=title)  # fmt: skip
+
+
+def _outer_labels(axes: list, values: pd.Series, *, logx: bool) -> None:
+    """x limits from all the data (floor markers included); the x label and tick labels only
+    on the lowest panel of each column."""
+    finite = pd.to_numeric(values, errors="coerce").dropna()
+    if not finite.empty and not logx:
+        low, high = finite.min(), finite.max()
+        pad = 0.04 * (high - low) if high > low else 0.5
+        axes[0].set_xlim(low - pad, high + pad)
+    lowest: dict[int, Any] = {}
+    for ax in axes:
+        spec = ax.get_subplotspec()
+        column = spec.colspan.start
+        if (
+            column not in lowest
+            or spec.rowspan.start > lowest[column].get_subplotspec().rowspan.start
+        ):
+            lowest[column] = ax
+    for ax in axes:
+        if ax is not lowest[ax.get_subplotspec().colspan.start]:
+            ax.set_xlabel("")
+            ax.tick_params(labelbottom=False)
 
 
 def _suptitle(fig: Figure, title: str | None) -> None:
@@ -234,7 +257,9 @@ def band_plot(
     keys = ordered_values(df[panel]) if panel else [None]
     mark = floor_of(floor)
     with context():
-        fig, axes = new_figure(len(keys), sharey=sharey)
+        xs = [set(df[x] if key is None else df.loc[df[panel] == key, x]) for key in keys]
+        sharex = all(v == xs[0] for v in xs)  # panels over different x keep their own axis
+        fig, axes = new_figure(len(keys), sharex=sharex, sharey=sharey)
         for key, ax in zip(keys, axes):
             rows = df if key is None else df[df[panel] == key]
             panel_logy = logy and bool((rows[y] > 0).any())
@@ -248,6 +273,8 @@ def band_plot(
             _finish_axes(ax, rows[x], x=x, logx=logx, logy=logy and bool((rows[y] > 0).any()),
                          ylabel=ylabel if left else None, y_values=rows[y])  # fmt: skip
         _place_floor_points(fig, mark, axes, logy=logy)
+        if sharex:
+            _outer_labels(axes, df[x], logx=logx)
         shown = band if band != "auto" else ("quantile" if logy else "std")
         spread = shown if (df.groupby([c for c in (x, hue, panel) if c]).size() > 1).any() else None
         _legend(fig, axes, words(hue) if hue else None, mark, spread)
@@ -365,6 +392,7 @@ def layers(
             part = [ax for ax, lg in zip(axes, logs) if lg == logy]
             sub = _Floor(mark.value, mark.label, [p for p in mark.points if p[0] in part])
             _place_floor_points(fig, sub, part, logy=logy)
+        _outer_labels(axes, data["layer"], logx=False)
         several = (data.groupby([c for c in ("layer", "metric", hue) if c]).size() > 1).any()
         _legend(fig, axes, words(hue) if hue else None, mark, "quantile" if several else None)
         _suptitle(fig, title)

@@ -126,7 +126,10 @@ def log_axis(ax, which: str = "y") -> None:
             low, high = low / 10, high * 10
         (ax.set_ylim if which == "y" else ax.set_xlim)(low, high)
     axis.set_major_locator(ticker.LogLocator(base=10, numticks=7))
-    axis.set_minor_locator(ticker.LogLocator(base=10, subs=np.arange(2, 10) * 0.1, numticks=12))
+    span = math.log10(high / low) if low > 0 and high > 0 else 99
+    # Unlabelled minor ticks: at 2..9 x each decade when few decades show, else at each decade.
+    subs = np.arange(2, 10) * 0.1 if span <= 5 else (1.0,)
+    axis.set_minor_locator(ticker.LogLocator(base=10, subs=subs, numticks=99))
     axis.set_minor_formatter(ticker.NullFormatter())
     axis.set_major_formatter(ticker.LogFormatterSciNotation())
 
