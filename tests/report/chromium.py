@@ -3,7 +3,9 @@
 Talks to the browser over the DevTools protocol on a pipe (`--remote-debugging-pipe`: JSON
 messages ending in a NUL byte on file descriptors 3 and 4), so it needs no package beyond
 the system's `chromium`. Also a script: `python tests/report/chromium.py results/` checks
-every report.html under a folder (e.g. all 16 quick reports) and prints one line per page.
+every report.html under a folder (e.g. all 16 quick reports) and prints one line per page;
+`python tests/report/chromium.py --screenshots REPORT.html docs/images` saves the screenshots
+the README shows.
 """
 
 from __future__ import annotations
@@ -141,9 +143,9 @@ class Browser:
                 return event
             self._events.append(event)
 
-    def open(self, path: Path, *, screenshot: bool = False) -> Page:
-        """Load `path` at VIEWPORT, then measure it (and optionally screenshot the first
-        screen)."""
+    def open(self, path: Path, *, screenshot: bool | str = False) -> Page:
+        """Load `path` at VIEWPORT, then measure it; `screenshot`: True for the first screen,
+        an element id for one screen starting at that element."""
         target = self.call("Target.createTarget", url="about:blank")["targetId"]
         session = self.call("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
         for domain in ("Page", "Runtime", "Log"):
@@ -158,7 +160,14 @@ class Browser:
         measured = json.loads(result["result"]["value"])
         shot = b""
         if screenshot:
-            shot = base64.b64decode(self.call("Page.captureScreenshot", session)["data"])
+            top = 0
+            if isinstance(screenshot, str):
+                where = f"document.getElementById({json.dumps(screenshot)}).offsetTop"
+                top = self.call("Runtime.evaluate", session, expression=where)["result"]["value"]
+            clip = {"x": 0, "y": top, "width": width, "height": height, "scale": 1}
+            data = self.call("Page.captureScreenshot", session, clip=clip,
+                             captureBeyondViewport=True)["data"]  # fmt: skip
+            shot = base64.b64decode(data)
         errors = [_error_text(e) for e in self._events if _is_error(e)]
         self.call("Target.closeTarget", targetId=target)
         return Page(measured["height"], measured["images"], errors, shot)
@@ -206,5 +215,17 @@ def main(folder: str) -> int:
     return 1 if failed else 0
 
 
+def screenshots(report: str, folder: str) -> int:
+    """The README's two screenshots of a report: its first screen and its findings."""
+    with Browser(find_chromium() or "chromium") as browser:
+        for name, where in (("report-summary.png", True), ("report-findings.png", "findings")):
+            page = browser.open(Path(report), screenshot=where)
+            (Path(folder) / name).write_bytes(page.screenshot)
+            print(f"wrote {Path(folder) / name}")
+    return 0
+
+
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--screenshots"]:
+        sys.exit(screenshots(*sys.argv[2:4]))
     sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else "results"))

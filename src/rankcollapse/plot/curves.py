@@ -144,11 +144,14 @@ def _place_floor_points(fig: Figure, floor: _Floor, axes: list, *, logy: bool) -
         shift = transforms.offset_copy(ax.transData, fig=fig, x=3.5 * slot, units="points")
         ax.plot(xs, np.full(len(xs), at), "v", ms=4.5, mfc="none", mec=style["color"],
                 mew=1.0, linestyle="none", clip_on=False, transform=shift)  # fmt: skip
+        partial_before = False
         for xv, ki, ni in zip(xs, k, n):
-            if ki < ni:
+            # Label the first x of each run of partial floors only, so labels never pile up.
+            if ki < ni and not partial_before:
                 ax.annotate(f"{ki}/{ni}", (xv, at), xytext=(3.5 * slot, 6 + 7 * rank),
                             textcoords="offset points", ha="center", fontsize=5.5,
                             color=style["color"])  # fmt: skip
+            partial_before = ki < ni
     for ax in {id(p[0]): p[0] for p in floor.points}.values():  # once per axis
         low, high = ax.get_ylim()
         if at <= low:
