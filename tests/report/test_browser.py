@@ -15,7 +15,7 @@ BINARY = find_chromium()
 pytestmark = pytest.mark.skipif(
     BINARY is None, reason="no chromium binary on PATH (apt-get install -y chromium)"
 )
-FAST_QUICK = ["toy-collapse", "wu2024-equilibria"]
+FAST_QUICK = ["toy-collapse", "dong2021-bounds"]  # about a second of units each
 
 
 @pytest.fixture(scope="module")
