@@ -135,14 +135,13 @@ def log_axis(ax, which: str = "y") -> None:
 
 
 def integer_axis(ax, which: str = "x", values: Any = None, *, log: bool = False) -> None:
-    """Integer ticks: at each value when there are few (e.g. heads 1, 2, 4, ..., 64 on a log
-    axis), else at whole numbers chosen by matplotlib."""
+    """Integer ticks: on a log axis at the values themselves (e.g. heads 1, 2, 4, ..., 64),
+    at most eight of them; on a linear axis at whole numbers chosen by matplotlib."""
     axis = ax.xaxis if which == "x" else ax.yaxis
     distinct = sorted(set(np.asarray(values).tolist())) if values is not None else []
-    if log:
+    if log and distinct:
         (ax.set_xscale if which == "x" else ax.set_yscale)("log")
         axis.set_minor_locator(ticker.NullLocator())
-    if distinct and (log or len(distinct) <= 8):
         shown = distinct if len(distinct) <= 8 else distinct[:: -(-len(distinct) // 8)]
         axis.set_major_locator(ticker.FixedLocator(shown))
         axis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:.0f}"))
