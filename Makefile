@@ -19,6 +19,11 @@ $(STAMP): pyproject.toml Makefile
 
 demo: $(STAMP)
 	$(VENV)/bin/rankcollapse run dong2021-rank-collapse --preset quick
+	@echo
+	@echo "Open in a browser: $$(ls -t results/dong2021-rank-collapse/*/report.html | head -1)"
+	@echo "Next, try:"
+	@echo "  $(VENV)/bin/rankcollapse probe minilm --variants san,san+skip,transformer"
+	@echo "  $(VENV)/bin/rankcollapse run toy-collapse && $(VENV)/bin/rankcollapse report --index results/"
 
 test: $(STAMP)
 	$(PY) -m pytest -n 2 --durations=15

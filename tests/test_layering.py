@@ -8,21 +8,15 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "rankcollapse"
 LAYER = {
-    "errors": 0, "files": 0,
+    "errors": 0, "files": 0, "seeds": 0, "devices": 0,
     "metrics": 1, "masks": 1,
     "nets": 2, "hf": 2,
     "paths": 3, "theory": 3,
     "tasks": 4, "train": 4,
-    "experiments": 5,
-    "runner": 6, "report": 6, "cli": 6,
+    "plot": 5,
+    "experiments": 6,
+    "runner": 7, "report": 7, "cli": 7,
 }  # fmt: skip
-# Private imports across packages that other work is moving (issue 15, part 2: a public
-# plotting module); remove a line when its module is fixed.
-PENDING_PRIVATE = {
-    "cli/_common.py": {"rankcollapse.experiments._plots"},
-    "cli/paths.py": {"rankcollapse.experiments._plots"},
-    "cli/qk_rank.py": {"rankcollapse.experiments._plots"},
-}
 
 
 def imported_modules(source: str) -> set[str]:
@@ -76,8 +70,6 @@ def test_module_imports_only_its_own_layer_or_below(path):
 @pytest.mark.parametrize("path", MODULES, ids=module_id)
 def test_module_imports_no_private_module_of_another_package(path):
     found = private_imports(path.read_text(), package(path))
-    if found and found <= PENDING_PRIVATE.get(module_id(path), set()):
-        pytest.xfail(f"known, being moved: {sorted(found)}")
     assert found == set(), (
         f"{module_id(path)} imports private {sorted(found)}; import the package's public "
         "names (its __init__ re-exports them)"

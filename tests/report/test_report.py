@@ -15,8 +15,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from rankcollapse import cli
 from rankcollapse.errors import InputError
 from rankcollapse.experiments import Claim, Experiment, Summary, _registry
-from rankcollapse.experiments._plots import band_plot, heatmap
-from rankcollapse.report import build_report
+from rankcollapse.plot import band_plot, heatmap
+from rankcollapse.report import build_report, render_html, tidy_table, write_index
 from rankcollapse.runner import run_experiment
 
 
@@ -85,10 +85,32 @@ def test_report_embeds_every_figure_as_png_and_needs_nothing_online(run):
     html = run.report_path.read_text()
     images = re.findall(r'src="data:image/png;base64,([^"]+)"', html)
     assert len(images) == 2
-    figures = sorted(p.read_bytes() for p in (run.out_dir / "figures").iterdir())
+    figures = sorted(p.read_bytes() for p in (run.out_dir / "figures").glob("*.png"))
     assert sorted(base64.b64decode(i) for i in images) == figures
     assert "residual vs layer" in html and "heat" in html
     assert not re.search(r'(src|href)="(https?:)?//', html)
+
+
+def test_every_figure_has_a_200_dpi_png_and_an_svg_copy_linked_from_the_report(run):
+    html = run.report_path.read_text()
+    names = sorted(p.name for p in (run.out_dir / "figures").iterdir())
+    assert names == ["heat.png", "heat.svg", "residual-vs-layer.png", "residual-vs-layer.svg"]
+    for svg in ("heat.svg", "residual-vs-layer.svg"):
+        assert (run.out_dir / "figures" / svg).read_bytes().lstrip().startswith(b"<?xml")
+        assert f'href="figures/{svg}"' in html
+    png = (run.out_dir / "figures" / "residual-vs-layer.png").read_bytes()
+    width = int.from_bytes(png[16:20], "big")  # IHDR: the PNG's width in pixels
+    drawn = int(re.search(r'alt="residual vs layer" width="(\d+)"', html).group(1))
+    assert width >= 1.5 * drawn  # sharp at the size the page draws it
+
+
+def test_report_reads_summary_first_then_contents_figures_findings_tables(run):
+    html = run.report_path.read_text()
+    order = ["findings passed", "In the results, variant: san, skip.", "<nav>",
+             'id="figures"', 'id="findings"', 'id="tables"', 'id="config"']  # fmt: skip
+    positions = [html.index(text) for text in order]
+    assert positions == sorted(positions)
+    assert '<a href="tables/mean-residual.csv" download>' in html
 
 
 def test_report_has_the_claims_table_with_measured_values_pass_and_fail(run):
@@ -105,7 +127,7 @@ def test_report_shows_config_tables_notes_and_what_was_run(run):
     assert "depth: 3" in html and "mean residual" in html and "values are synthetic" in html
     assert "residual &lt;&amp;&gt;" not in html  # titles live inside the PNGs, not the HTML
     assert "Synthetic decay for report tests." in html
-    assert "1 of 2 claims passed" in html
+    assert "1 of 2 findings passed" in html
 
 
 def test_rebuilding_the_report_gives_identical_files_without_running_units(run):
@@ -113,6 +135,7 @@ def test_rebuilding_the_report_gives_identical_files_without_running_units(run):
         "report.html",
         "claims.json",
         "figures/residual-vs-layer.png",
+        "figures/residual-vs-layer.svg",
         "tables/mean-residual.csv",
     ]
     before = {f: (run.out_dir / f).read_bytes() for f in files}
@@ -129,9 +152,52 @@ def test_report_command_rebuilds_an_identical_report(run, monkeypatch, capsys):
     run.report_path.write_text("stale")
     assert cli.main(["report", str(run.out_dir)]) == 0
     assert run.report_path.read_bytes() == before
-    assert "1 of 2 claims passed" in capsys.readouterr().out
+    assert "1 of 2 findings passed" in capsys.readouterr().out
 
 
 def test_report_of_a_folder_without_a_run_says_what_is_missing(tmp_path):
     with pytest.raises(InputError, match=r"has no config.yaml, manifest.json, results.csv; pass"):
         build_report(tmp_path)
+
+
+def test_long_tables_are_collapsed_and_leftover_index_columns_dropped():
+    table = pd.DataFrame({"value": range(40)}).reset_index()  # a leftover "index" column
+    pivot = pd.DataFrame({"a": [1.0]}, index=pd.Index(["san"], name="variant"))
+    pivot.columns.name = "metric"
+    assert list(tidy_table(table).columns) == ["value"]
+    assert list(tidy_table(pivot).columns) == ["variant", "a"]
+    page = render_html(
+        experiment=SYNTH, config_text="", manifest={}, summary=Summary(tables={"long": table}),
+        pngs={}, csvs={"long": "tables/long.csv"},
+    )  # fmt: skip
+    assert '<details id="table-long"><summary><b>long</b> (40 rows x 1 columns)' in page
+    assert ">index<" not in page
+
+
+def test_findings_and_checks_are_reported_apart_and_only_findings_counted():
+    claims = [
+        Claim.check("f1", "a finding", "q", 0.1, "<", 1.0),
+        dataclasses.replace(Claim.check("c1", "an identity", "q", 2.0, "<", 1.0), note="check"),
+    ]
+    if "kind" in {f.name for f in dataclasses.fields(Claim)}:
+        claims[1] = dataclasses.replace(claims[1], kind="check")
+        page = render_html(experiment=SYNTH, config_text="", manifest={},
+                           summary=Summary(claims=claims), pngs={})  # fmt: skip
+        assert "1 of 1 findings passed; 0 of 1 checks hold (failed: c1)" in page
+        assert page.index('id="findings"') < page.index("c1") and 'id="checks"' in page
+
+
+def test_index_lists_every_run_with_findings_passed_and_a_relative_link(run, monkeypatch):
+    monkeypatch.setitem(_registry._REGISTRY, "synth", SYNTH)
+    monkeypatch.setattr(cli, "COMMAND_MODULES", ["report_cmd"])
+    root = run.out_dir.parent
+    assert cli.main(["report", "--index", str(root)]) == 0
+    page = (root / "index.html").read_text()
+    assert "<td>synth</td><td>quick</td>" in page
+    assert '<td class="fail">1 of 2</td>' in page
+    assert f'<a href="{run.out_dir.name}/report.html">' in page
+
+
+def test_index_of_a_folder_without_runs_says_how_to_make_one(tmp_path):
+    with pytest.raises(InputError, match="holds no finished run.*rankcollapse run"):
+        write_index(tmp_path)

@@ -33,7 +33,10 @@ def test_a_run_writes_config_manifest_results_claims_figures_and_report(tmp_path
     out = tmp_path / "run"
     for name in ("config.yaml", "manifest.json", "results.csv", "claims.json", "report.html"):
         assert (out / name).is_file(), name
-    assert sorted(p.name for p in (out / "figures").iterdir()) == ["res-vs-layer.png"]
+    assert sorted(p.name for p in (out / "figures").iterdir()) == [
+        "res-vs-layer.png",
+        "res-vs-layer.svg",
+    ]
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["config_hash"] == result.config_hash
     assert manifest["seeds"] == [0, 1]

@@ -20,7 +20,7 @@ import torch
 from pydantic import BaseModel, ConfigDict, Field
 
 from rankcollapse.experiments import Claim, Experiment, Summary
-from rankcollapse.experiments._plots import band_plot
+from rankcollapse.plot import band_plot
 
 
 class Net(BaseModel):

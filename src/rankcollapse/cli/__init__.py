@@ -29,6 +29,7 @@ COMMAND_MODULES = [
     "paths",
     "qk_rank",
     "reproduce",
+    "compare",
 ]
 
 

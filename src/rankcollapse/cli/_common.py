@@ -58,15 +58,25 @@ def _cell(mean: float, all_at_floor: object) -> str:
     return "<floor" if all_at_floor is True or all_at_floor == 1 else f"{mean:.3g}"
 
 
-def write_collapse_outputs(df: pd.DataFrame, out: Path, *, hue: str | None, title: str) -> None:
-    """results.csv (long format) and collapse.png (metric against layer, log y, band over samples)."""
-    from rankcollapse.experiments._plots import band_plot
+def write_collapse_outputs(
+    df: pd.DataFrame, out: Path, *, hue: str | None, title: str, floor: object = None
+) -> None:
+    """results.csv (long format) and collapse.png + collapse.svg (`rankcollapse.plot.layers`:
+    one panel per metric, log axes only for quantities that shrink to zero), written atomically.
+
+    `floor` is the dtype whose floor the at_floor column flags (e.g. torch.float32).
+    """
+    from rankcollapse.files import write_atomic
+    from rankcollapse.plot import layers, render
 
     out.mkdir(parents=True, exist_ok=True)
-    df.to_csv(out / "results.csv", index=False)
-    fig = band_plot(df, x="layer", hue=hue, panel="metric", logy=True, title=title, sharey=False)
-    fig.savefig(out / "collapse.png", dpi=110, bbox_inches="tight")
-    console.print(f"wrote [bold]{out / 'results.csv'}[/] and [bold]{out / 'collapse.png'}[/]")
+    write_atomic(out / "results.csv", df.to_csv(index=False).encode())
+    fig = layers(df, by=hue, floor=floor, title=title)
+    for fmt, data in render(fig).items():
+        write_atomic(out / f"collapse.{fmt}", data)
+    console.print(
+        f"wrote [bold]{out / 'results.csv'}[/] and [bold]{out / 'collapse.png'}[/] (+ .svg)"
+    )
 
 
 def add_metrics_option(parser: argparse.ArgumentParser) -> None:

@@ -87,8 +87,8 @@ def run_count(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     from rankcollapse.errors import ConfigError
-    from rankcollapse.experiments._plots import line_plot
     from rankcollapse.paths import REFERENCE_ARCHITECTURES, architecture_paths, count_paths
+    from rankcollapse.plot import line_plot
 
     if (args.layers is None) != (args.heads is None):
         raise ConfigError("give both --layers and --heads (or neither, to count architectures).")
@@ -166,8 +166,8 @@ def _frozen(args: argparse.Namespace):
 def run_decompose(args: argparse.Namespace) -> int:
     from rich.table import Table
 
-    from rankcollapse.experiments._plots import band_plot
     from rankcollapse.paths import decompose_by_length, length_frame
+    from rankcollapse.plot import band_plot
 
     frozen, label = _frozen(args)
     result = decompose_by_length(frozen)
@@ -203,8 +203,8 @@ def run_decompose(args: argparse.Namespace) -> int:
 def run_products(args: argparse.Namespace) -> int:
     from rich.table import Table
 
-    from rankcollapse.experiments.paths_by_length import products_figure
     from rankcollapse.paths import products_frame
+    from rankcollapse.plot import products_figure
 
     _check_positive(n_paths=args.n_paths)
     frozen, label = _frozen(args)

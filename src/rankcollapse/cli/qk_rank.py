@@ -40,9 +40,9 @@ def run(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     from rankcollapse.cli._console import console
-    from rankcollapse.experiments._plots import heatmap
     from rankcollapse.hf import load_model
     from rankcollapse.hf.qk_rank import QK_METRICS, qk_ranks
+    from rankcollapse.plot import heatmap
 
     loaded = load_model(args.model, init=args.init)
     df = qk_ranks(loaded, rtol=args.rtol)

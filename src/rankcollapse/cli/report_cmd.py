@@ -1,4 +1,5 @@
-"""`rankcollapse report DIR`: rebuild a run's report from its stored results (no recompute)."""
+"""`rankcollapse report DIR`: rebuild a run's report from its stored results (no recompute);
+`rankcollapse report --index results/`: an index page of every stored run."""
 
 from __future__ import annotations
 
@@ -11,18 +12,32 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "report",
         help="rebuild report.html, claims and figures of a finished run from its results.csv",
         description="Rebuild DIR/report.html, claims.json, figures/ and tables/ from the stored "
-        "DIR/results.csv and config.yaml, without running any unit.",
+        "DIR/results.csv and config.yaml, without running any unit. With --index, write "
+        "DIR/index.html listing every run stored under DIR instead.",
     )
-    parser.add_argument("dir", type=Path, help="the run folder (results/NAME/<config hash>/)")
+    parser.add_argument(
+        "dir", type=Path, help="the run folder (results/NAME/<config hash>/), or with --index "
+        "the results folder"
+    )  # fmt: skip
+    parser.add_argument(
+        "--index",
+        action="store_true",
+        help="write DIR/index.html: experiment, preset, date, findings passed and a link per "
+        "run (default: off)",
+    )
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from rankcollapse.cli._console import console
-    from rankcollapse.report import build_report
+    from rankcollapse.report import build_report, write_index
 
+    if args.index:
+        console.print(f"index: {write_index(args.dir)}", highlight=False, soft_wrap=True)
+        return 0
     report = build_report(args.dir)
-    n_passed = sum(claim.passed for claim in report.summary.claims)
-    console.print(f"{n_passed} of {len(report.summary.claims)} claims passed.")
+    findings = [c for c in report.summary.claims if getattr(c, "kind", "finding") != "check"]
+    n_passed = sum(claim.passed for claim in findings)
+    console.print(f"{n_passed} of {len(findings)} findings passed.")
     console.print(f"report: {report.path}", highlight=False, soft_wrap=True)
     return 0

@@ -1,12 +1,19 @@
 """`rankcollapse simulate`: run a toy attention network and measure collapse layer by layer.
 
 Every field of `rankcollapse.nets.NetConfig` is an option (`--n-layers`, `--skip`, `--norm`, ...),
-so the command and the Python API never drift apart.
+so the command and the Python API never drift apart. One exception in name only: the field
+`temperature` (the d_QK of the score scale 1/sqrt(d_QK)) is `--scale-dqk`, since
+`--temperature` means logits / T in `rankcollapse probe`; `--temperature` stays a hidden alias.
+
+Each config writes to its own folder, results/simulate/<first 10 hex of its sha256>/, unless
+`--out` is given.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
 import types
 import typing
 from pathlib import Path
@@ -30,6 +37,10 @@ def _option_kwargs(annotation: object, default: object) -> dict:
     return {"type": str}
 
 
+# CLI names that differ from the NetConfig field (the field's name stays a hidden alias).
+OPTION_NAMES = {"temperature": "scale-dqk"}
+
+
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     from rankcollapse.nets import NetConfig
 
@@ -43,30 +54,45 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     for name, field in NetConfig.model_fields.items():
         kwargs = _option_kwargs(field.annotation, field.default)
         help_text = (field.description or "").strip()
+        flag = OPTION_NAMES.get(name, name.replace("_", "-"))
         network.add_argument(
-            f"--{name.replace('_', '-')}",
+            f"--{flag}",
             dest=f"net_{name}",
             default=None,
             help=f"{help_text} (default: {field.default})",
             **kwargs,
         )
-    parser.add_argument("--tokens", type=int, default=32, help="tokens per sequence (default: 32)")
-    parser.add_argument("--batch", type=int, default=16, help="sequences (default: 16)")
-    parser.add_argument("--out", type=Path, default=Path("results/simulate"), help="output folder")
+        if flag != name.replace("_", "-"):  # the field's own name, kept as a hidden alias
+            network.add_argument(
+                f"--{name.replace('_', '-')}", dest=f"net_{name}", help=argparse.SUPPRESS, **kwargs
+            )
+    parser.add_argument(
+        "--n-tokens", "--tokens", type=int, default=32, help="tokens per sequence (default: 32)"
+    )
+    parser.add_argument(
+        "--n-samples", "--batch", type=int, default=16, help="sequences (default: 16)"
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="output folder (default: results/simulate/<config hash>/, one per config)",
+    )
     add_metrics_option(parser)
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from rankcollapse.cli._common import layer_table, print_layer_means, write_collapse_outputs
+    from rankcollapse.cli._console import console
     from rankcollapse.errors import ConfigError
     from rankcollapse.nets import NetConfig, ToyNet, random_tokens
 
     metrics = parse_metrics(args.metrics)
-    for name, value in (("--tokens", args.tokens), ("--batch", args.batch)):
-        if value < 1 or (name == "--tokens" and value < 2):
+    for name, value in (("--n-tokens", args.n_tokens), ("--n-samples", args.n_samples)):
+        if value < 1 or (name == "--n-tokens" and value < 2):
             raise ConfigError(
-                f"{name} is {value}; it must be at least {2 if name == '--tokens' else 1}."
+                f"{name} is {value}; it must be at least {2 if name == '--n-tokens' else 1}."
             )
     overrides = {
         key.removeprefix("net_"): value
@@ -75,11 +101,24 @@ def run(args: argparse.Namespace) -> int:
     }
     config = NetConfig(**overrides)
     net = ToyNet(config)
-    x = random_tokens(args.batch, args.tokens, config.d_model, seed=config.seed, dtype=net.dtype)
+    x = random_tokens(
+        args.n_samples, args.n_tokens, config.d_model, seed=config.seed, dtype=net.dtype
+    )
     trace = net(x)
     df = layer_table(trace.states, metrics=metrics, source_dtype=net.dtype)
-    title = f"toy network: {config.n_layers} layers, {config.n_heads} heads, skip={config.skip}, "
+    heads = f"{config.n_heads} head{'s' if config.n_heads > 1 else ''}"
+    title = f"toy network: {config.n_layers} layers, {heads}, skip={config.skip}, "
     title += f"mlp={config.mlp}, norm={config.norm}, mask={config.mask}"
     print_layer_means(df, title)
-    write_collapse_outputs(df, args.out, hue=None, title=title)
+    out = args.out or Path("results/simulate") / _config_hash(config, args, metrics)
+    if (out / "results.csv").exists():
+        console.print(f"overwriting the earlier results in {out}", highlight=False)
+    write_collapse_outputs(df, out, hue=None, title=title, floor=net.dtype)
     return 0
+
+
+def _config_hash(config: object, args: argparse.Namespace, metrics: list[str] | None) -> str:
+    """First 10 hex of the sha256 of everything that decides the numbers."""
+    what = {"net": config.model_dump(mode="json"), "n_tokens": args.n_tokens,
+            "n_samples": args.n_samples, "metrics": metrics}  # fmt: skip
+    return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:10]

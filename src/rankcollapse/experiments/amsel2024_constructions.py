@@ -31,7 +31,6 @@ import pandas as pd
 import torch
 from pydantic import BaseModel, ConfigDict, Field
 
-from rankcollapse.experiments._plots import band_plot
 from rankcollapse.experiments._registry import (
     Claim,
     Experiment,
@@ -43,6 +42,7 @@ from rankcollapse.experiments._registry import (
     register,
     seeds_agree,
 )
+from rankcollapse.plot import band_plot
 from rankcollapse.tasks import NeighbourTask, layer_error
 from rankcollapse.theory.amsel import (
     fit_output_maps,

@@ -30,7 +30,6 @@ import pandas as pd
 from pydantic import Field
 
 from rankcollapse.devices import resolve_device
-from rankcollapse.experiments._plots import band_plot
 from rankcollapse.experiments._registry import (
     Claim,
     Experiment,
@@ -40,6 +39,7 @@ from rankcollapse.experiments._registry import (
     register,
     seeds_agree,
 )
+from rankcollapse.plot import band_plot
 from rankcollapse.train import EncoderConfig, train_farthest_encoder
 
 NAME = "amsel2024-encoder"

@@ -33,7 +33,6 @@ import pandas as pd
 from pydantic import Field
 
 from rankcollapse.devices import resolve_device
-from rankcollapse.experiments._plots import line_plot
 from rankcollapse.experiments._registry import (
     Claim,
     Experiment,
@@ -43,6 +42,7 @@ from rankcollapse.experiments._registry import (
     register,
     seeds_agree,
 )
+from rankcollapse.plot import line_plot
 from rankcollapse.train import TrainingConfig, training_rows
 
 NAME = "amsel2024-rank-vs-heads"

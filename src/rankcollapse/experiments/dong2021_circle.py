@@ -49,8 +49,8 @@ from matplotlib.figure import Figure
 from pydantic import BaseModel, ConfigDict, Field
 
 from rankcollapse.devices import DeviceName
-from rankcollapse.experiments._plots import line_plot
 from rankcollapse.experiments._registry import Claim, Experiment, Summary, Unit, finding, register
+from rankcollapse.plot import line_plot
 
 NAME = "dong2021-circle"
 

@@ -36,7 +36,6 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
 from rankcollapse.devices import DeviceName
-from rankcollapse.experiments._plots import band_plot, ordered_values
 from rankcollapse.experiments._registry import (
     Claim,
     Experiment,
@@ -46,6 +45,7 @@ from rankcollapse.experiments._registry import (
     register,
     seeds_agree,
 )
+from rankcollapse.plot import band_plot, ordered_values
 from rankcollapse.tasks import TASKS, TaskName
 from rankcollapse.train import TaskSetup
 

@@ -22,8 +22,8 @@ from __future__ import annotations
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
-from rankcollapse.experiments._plots import line_plot
 from rankcollapse.experiments._registry import Claim, Experiment, Summary, Unit, check, register
+from rankcollapse.plot import line_plot
 
 NAME = "dong2021-path-lengths"
 LONG_FRACTION = 0.75  # "long": at least this fraction of the depth

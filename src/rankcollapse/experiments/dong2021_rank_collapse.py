@@ -32,8 +32,8 @@ from typing import Literal
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from rankcollapse.experiments._plots import band_plot
 from rankcollapse.experiments._registry import Claim, Experiment, Summary, Unit, for_every, register
+from rankcollapse.plot import band_plot
 
 NAME = "dong2021-rank-collapse"
 NEAR_ZERO = 0.01  # "about 0": 1% of the input's relative residual scale

@@ -32,10 +32,8 @@ from pathlib import Path
 from typing import Literal
 
 import pandas as pd
-from matplotlib.figure import Figure
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from rankcollapse.experiments._plots import band_plot, line_plot
 from rankcollapse.experiments._registry import (
     Claim,
     Experiment,
@@ -45,6 +43,7 @@ from rankcollapse.experiments._registry import (
     for_every,
     register,
 )
+from rankcollapse.plot import band_plot, line_plot, products_figure
 
 NAME = "paths-by-length"
 
@@ -190,36 +189,6 @@ def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
     for position, (key, value) in enumerate(unit.items()):
         frame.insert(position, key, value)
     return frame
-
-
-def products_figure(products: pd.DataFrame) -> Figure:
-    """Per model: boxes of the rank-1 distance of sampled path products per path length.
-
-    Rows (model, length, value); at most three panels a row. Used by `rankcollapse paths
-    products` too (it moves to `rankcollapse.plot`).
-    """
-    models = list(dict.fromkeys(products["model"]))
-    n_cols = min(3, len(models))
-    n_rows = -(-len(models) // n_cols)
-    fig = Figure(figsize=(3.4 * n_cols, 3.0 * n_rows), layout="constrained")
-    axes = fig.subplots(n_rows, n_cols, squeeze=False).ravel()
-    for ax in axes[len(models) :]:
-        ax.set_visible(False)
-    for ax, model in zip(axes, models):
-        rows = products[products["model"] == model]
-        lengths = sorted(rows["length"].unique())
-        data = [rows.loc[rows["length"] == k, "value"].clip(lower=1e-17) for k in lengths]
-        ax.boxplot(data, positions=lengths, widths=0.6)
-        ticks = lengths[:: max(1, len(lengths) // 8)]
-        ax.set_xticks(ticks, [str(k) for k in ticks])  # boxplot labels boxes 1..n otherwise
-        ax.set_yscale("log")
-        ax.set_title(model, fontsize=10)
-        ax.set_xlabel("path length k")
-        ax.grid(alpha=0.3)
-    for ax in axes[::n_cols]:
-        ax.set_ylabel("||P_path - rank-1||_F / ||P_path||_F")
-    fig.suptitle("Products of attention along sampled paths: distance to rank 1", fontsize=10)
-    return fig
 
 
 def _labelled(results: pd.DataFrame) -> pd.DataFrame:

@@ -31,7 +31,6 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
-from rankcollapse.experiments._plots import band_plot
 from rankcollapse.experiments._registry import (
     Claim,
     Experiment,
@@ -42,6 +41,7 @@ from rankcollapse.experiments._registry import (
     register,
     seeds_agree,
 )
+from rankcollapse.plot import band_plot
 
 NAME = "toy-collapse"
 

@@ -28,9 +28,9 @@ import torch
 from matplotlib.figure import Figure
 from pydantic import BaseModel, ConfigDict, Field
 
-from rankcollapse.experiments._plots import band_plot
 from rankcollapse.experiments._registry import Claim, Experiment, Summary, Unit, for_every, register
 from rankcollapse.metrics import measure_states
+from rankcollapse.plot import band_plot
 from rankcollapse.theory.equilibria import (
     counterexample_basin_arc,
     counterexample_point_b,

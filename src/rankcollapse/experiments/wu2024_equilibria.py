@@ -28,7 +28,6 @@ import pandas as pd
 import torch
 from pydantic import BaseModel, ConfigDict, Field
 
-from rankcollapse.experiments._plots import line_plot
 from rankcollapse.experiments._registry import (
     Claim,
     Experiment,
@@ -39,6 +38,7 @@ from rankcollapse.experiments._registry import (
     register,
 )
 from rankcollapse.metrics import min_sv, numerical_rank, stable_rank
+from rankcollapse.plot import line_plot
 from rankcollapse.theory.equilibria import (
     fixed_point_residual,
     long_frame,

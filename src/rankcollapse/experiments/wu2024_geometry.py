@@ -40,7 +40,6 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from rankcollapse.devices import DeviceName, resolve_device
 from rankcollapse.errors import unknown_name
-from rankcollapse.experiments._plots import line_plot
 from rankcollapse.experiments._registry import (
     Claim,
     Experiment,
@@ -50,6 +49,7 @@ from rankcollapse.experiments._registry import (
     register,
 )
 from rankcollapse.hf import MODELS, load_model, probe
+from rankcollapse.plot import line_plot
 from rankcollapse.theory.curves import real_model_device
 
 NAME = "wu2024-geometry"

@@ -33,7 +33,6 @@ import pandas as pd
 from pydantic import Field
 
 from rankcollapse.devices import resolve_device
-from rankcollapse.experiments._plots import band_plot
 from rankcollapse.experiments._registry import (
     Claim,
     Experiment,
@@ -43,6 +42,7 @@ from rankcollapse.experiments._registry import (
     for_every,
     register,
 )
+from rankcollapse.plot import band_plot
 from rankcollapse.theory import mask_radius, radius_concordance, speed_ratio
 from rankcollapse.theory.curves import (
     WU_VARIANTS,

@@ -31,7 +31,6 @@ import torch
 from pydantic import Field, model_validator
 
 from rankcollapse.devices import resolve_device
-from rankcollapse.experiments._plots import band_plot, line_plot
 from rankcollapse.experiments._registry import (
     Claim,
     Experiment,
@@ -42,6 +41,7 @@ from rankcollapse.experiments._registry import (
     register,
 )
 from rankcollapse.metrics import dtype_floor
+from rankcollapse.plot import band_plot, line_plot
 from rankcollapse.theory.curves import (
     CurvesConfig,
     ToySizes,

@@ -1,9 +1,10 @@
 """Reports of stored runs: `build_report(DIR)` re-derives claims, figures and tables from
 `DIR/results.csv` through the experiment's `summarize` and writes one self-contained
-`report.html`, without recomputing any unit."""
+`report.html`, without recomputing any unit; `write_index(results/)` lists every stored run."""
 
 from rankcollapse.report.build import Report, build_report, claim_record, read_results
-from rankcollapse.report.html import format_value, render_html
+from rankcollapse.report.html import format_value, render_html, tidy_table
+from rankcollapse.report.index import write_index
 from rankcollapse.report.reproduction import reproduction_table, write_reproduction
 
 __all__ = [
@@ -14,5 +15,7 @@ __all__ = [
     "read_results",
     "render_html",
     "reproduction_table",
+    "tidy_table",
+    "write_index",
     "write_reproduction",
 ]

@@ -1,14 +1,14 @@
 """Build a run's report from what is stored in its folder, without recomputing any unit.
 
 Reads `config.yaml`, `manifest.json` and `results.csv`, calls the experiment's `summarize`
-on the results as read back, and writes `claims.json`, `figures/*.png`, `tables/*.csv` and
-`report.html`. `rankcollapse run` ends by calling this same function, so a rebuilt report
+on the results as read back, and writes `claims.json`, `figures/*.png` (200 dpi) with an
+`.svg` copy of each, `tables/*.csv` and `report.html`. Summaries run inside the project's
+figure style (`rankcollapse.plot.style`), so every figure gets its fonts and palette. `rankcollapse run` ends by calling this same function, so a rebuilt report
 is byte-identical to the first one.
 """
 
 from __future__ import annotations
 
-import io
 import json
 import math
 import re
@@ -61,15 +61,23 @@ def build_report(out_dir: str | Path, experiment: Experiment | None = None) -> R
     exp = experiment or get_experiment(manifest["experiment"])
     config = exp.config.model_validate(yaml.safe_load((out_dir / "config.yaml").read_text()))
     results = read_results(out_dir / "results.csv")
-    summary = exp.summarize(config, results)
+    from rankcollapse.plot import style  # the one figure style (sizes, fonts, palette)
+    from rankcollapse.report.html import tidy_table
 
-    pngs = {name: _png(fig) for name, fig in summary.figures.items()}
-    _replace_folder(
-        out_dir / "figures", {f"{_file_name(name)}.png": data for name, data in pngs.items()}
-    )
+    with style.context():
+        summary = exp.summarize(config, results)
+        rendered = {name: style.render(fig) for name, fig in summary.figures.items()}
+    sizes = {name: tuple(fig.get_size_inches()) for name, fig in summary.figures.items()}
+    figure_files = {
+        f"{_file_name(name)}.{fmt}": data
+        for name, files in rendered.items()
+        for fmt, data in files.items()
+    }
+    _replace_folder(out_dir / "figures", figure_files)
+    tables = {name: tidy_table(t) for name, t in summary.tables.items()}
     _replace_folder(
         out_dir / "tables",
-        {f"{_file_name(n)}.csv": t.to_csv(index=False).encode() for n, t in summary.tables.items()},
+        {f"{_file_name(n)}.csv": t.to_csv(index=False).encode() for n, t in tables.items()},
     )
     claims = [claim_record(claim) for claim in summary.claims]
     write_atomic(out_dir / "claims.json", (json.dumps(claims, indent=2) + "\n").encode())
@@ -78,7 +86,11 @@ def build_report(out_dir: str | Path, experiment: Experiment | None = None) -> R
         config_text=(out_dir / "config.yaml").read_text(),
         manifest=manifest,
         summary=summary,
-        pngs=pngs,
+        pngs={name: files["png"] for name, files in rendered.items()},
+        sizes=sizes,
+        svgs={name: f"figures/{_file_name(name)}.svg" for name in rendered},
+        csvs={name: f"tables/{_file_name(name)}.csv" for name in tables},
+        results=results,
     )
     path = out_dir / "report.html"
     write_atomic(path, html.encode())
@@ -113,13 +125,6 @@ def _plain(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return None
     return value
-
-
-def _png(fig: Any) -> bytes:
-    buffer = io.BytesIO()
-    # No "Software" metadata: the bytes then depend on the figure only, and rebuilds match.
-    fig.savefig(buffer, format="png", dpi=100, metadata={"Software": None})
-    return buffer.getvalue()
 
 
 def _file_name(name: str) -> str:

@@ -1,6 +1,12 @@
-"""One self-contained HTML page per run: what ran, the config, the claims, every figure and
-table. Figures are embedded as base64 PNG, styles are inline, nothing is fetched, and the
-only times on the page are those recorded in the manifest (so rebuilding is byte-identical).
+"""One self-contained HTML page per run, read top to bottom: a summary (what ran, which
+findings passed, the main figure), a table of contents, the figures, the findings and
+checks, notes, the tables (collapsed, each downloadable as CSV), then what was run, the
+config and the manifest.
+
+Figures are embedded as base64 PNG and shown at their size in the paper (FIGURE_PX_PER_INCH),
+so their fonts read as intended; the PNG has more pixels than it is drawn with. Links point
+only to files in the run's own folder (the SVG copy of each figure, each table's CSV). The
+only times on the page are those recorded in the manifest, so rebuilding is byte-identical.
 """
 
 from __future__ import annotations
@@ -9,6 +15,7 @@ import base64
 import inspect
 import json
 import math
+import re
 from html import escape
 from typing import Any
 
@@ -16,18 +23,32 @@ import pandas as pd
 
 from rankcollapse.experiments import Claim, Experiment, Summary
 
+FIGURE_PX_PER_INCH = 120  # CSS px per inch of figure: a 7-in figure is drawn 840 px wide
+TABLE_ROWS_OPEN = 12  # longer tables start collapsed
+# Columns that name what a run compared (shown in the summary when the results have them).
+ARM_COLUMNS = ("model", "init", "architecture", "variant", "arm", "mask", "task", "context")
+
 STYLE = """
-body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 70em; color: #222; }
-h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 1.6em; border-bottom: 1px solid #ddd; }
+body { font-family: system-ui, sans-serif; margin: 1.5em auto; max-width: 62em; color: #222;
+  line-height: 1.45; padding: 0 1em; }
+h1 { font-size: 1.5em; margin-bottom: .2em; }
+h2 { font-size: 1.2em; margin-top: 1.8em; border-bottom: 1px solid #ddd; }
+h3 { font-size: 1em; }
 pre { background: #f6f6f6; padding: .8em; overflow-x: auto; font-size: .85em; }
 table { border-collapse: collapse; font-size: .85em; margin: .5em 0; }
 th, td { border: 1px solid #ddd; padding: .3em .6em; text-align: left; vertical-align: top; }
 th { background: #f0f0f0; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
 td.pass { background: #d9f2d9; color: #165c16; font-weight: bold; }
 td.fail { background: #f8d7d7; color: #8a1111; font-weight: bold; }
-.summary { font-size: 1.05em; padding: .6em; background: #eef3fa; }
-figure { margin: 1em 0; } figure img { max-width: 100%; border: 1px solid #eee; }
+.summary { padding: .6em 1em; background: #eef3fa; border-radius: 4px; }
+.summary p { margin: .3em 0; }
+.verdict-pass { color: #165c16; font-weight: bold; } .verdict-fail { color: #8a1111; font-weight: bold; }
+nav ol { columns: 2; font-size: .9em; }
+figure { margin: 1.2em 0; } figure img { max-width: 100%; height: auto; }
 figcaption { font-size: .85em; color: #555; }
+details { margin: .4em 0; } summary { cursor: pointer; }
+.scroll { overflow-x: auto; }
 """
 
 
@@ -38,75 +59,176 @@ def render_html(
     manifest: dict[str, Any],
     summary: Summary,
     pngs: dict[str, bytes],
+    sizes: dict[str, tuple[float, float]] | None = None,
+    svgs: dict[str, str] | None = None,
+    csvs: dict[str, str] | None = None,
+    results: pd.DataFrame | None = None,
 ) -> str:
-    """The report page; `pngs` maps figure name to PNG bytes, in the summary's order."""
-    claims = summary.claims
-    n_passed = sum(claim.passed for claim in claims)
+    """The report page.
+
+    Args:
+        pngs: figure name -> PNG bytes, in the summary's order (the first is the main figure).
+        sizes: figure name -> (width, height) in inches, to draw it at its size.
+        svgs: figure name -> its vector copy in the run folder ("figures/x.svg"), linked.
+        csvs: table name -> its CSV in the run folder ("tables/y.csv"), linked.
+        results: the run's tidy results, to list the models and arms that actually ran.
+    """
+    sizes, svgs, csvs = sizes or {}, svgs or {}, csvs or {}
+    findings, checks = _by_kind(summary.claims)
     doc = inspect.getdoc(inspect.getmodule(experiment.run_unit)) or experiment.description
+    names = list(pngs)
+    sections = [("figures", "Figures")] if names else []
+    sections += [("findings", "Findings")] + ([("checks", "Checks")] if checks else [])
+    sections += [("notes", "Notes")] if summary.notes else []
+    sections += [("tables", "Tables")] if summary.tables else []
+    sections += [("what-ran", "What was run"), ("config", "Config"), ("manifest", "Manifest")]
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>{escape(experiment.name)}: rankcollapse report</title>",
         f"<style>{STYLE}</style></head><body>",
         f"<h1>{escape(experiment.name)}</h1>",
         f"<p>{escape(experiment.description)}</p>",
-        f'<p class="summary">{escape(_summary_line(manifest, n_passed, len(claims)))}</p>',
-        "<h2>What was run</h2>",
-        f"<pre>{escape(doc)}</pre>",
-        "<h2>Claims</h2>",
-        _claims_table(claims) if claims else "<p>This experiment states no claims.</p>",
+        '<div class="summary">',
+        f"<p>{_verdict_line(findings, checks)}</p>",
+        f"<p>{escape(_ran_line(manifest))}</p>",
+        *[f"<p>{line}</p>" for line in _arm_lines(results)],
+        "</div>",
     ]
+    if names:
+        parts.append(_figure(names[0], pngs[names[0]], sizes.get(names[0]), svgs.get(names[0])))
+    parts += ["<nav><h2>Contents</h2><ol>"]
+    parts += [f'<li><a href="#{key}">{title}</a></li>' for key, title in sections]
+    parts += ["</ol></nav>"]
+    if names:
+        parts.append('<h2 id="figures">Figures</h2>')
+        parts.append(f'<p>The main figure, <a href="#figure-{_anchor(names[0])}">'
+                     f"{escape(names[0])}</a>, is shown above.</p>")  # fmt: skip
+        for name in names[1:]:
+            parts.append(_figure(name, pngs[name], sizes.get(name), svgs.get(name)))
+    parts += ['<h2 id="findings">Findings</h2>']
+    parts.append(
+        _claims_table(findings) if findings else "<p>This experiment states no findings.</p>"
+    )
+    if checks:
+        parts += [
+            '<h2 id="checks">Checks</h2>',
+            (
+                "<p>Identities and constructions that hold by design: they guard the code and "
+                "are not evidence for a paper.</p>"
+            ),
+            _claims_table(checks),
+        ]
     if summary.notes:
-        parts += ["<h2>Notes</h2>", "<ul>"]
+        parts += ['<h2 id="notes">Notes</h2>', "<ul>"]
         parts += [f"<li>{escape(note)}</li>" for note in summary.notes]
         parts += ["</ul>"]
-    parts.append("<h2>Figures</h2>")
-    for name, data in pngs.items():
-        encoded = base64.b64encode(data).decode()
-        parts += [
-            f'<figure id="figure-{escape(name.replace(" ", "-"))}">',
-            f'<img alt="{escape(name)}" src="data:image/png;base64,{encoded}">',
-            f"<figcaption>{escape(name)}</figcaption></figure>",
-        ]
     if summary.tables:
-        parts.append("<h2>Tables</h2>")
+        parts.append('<h2 id="tables">Tables</h2>')
         for name, table in summary.tables.items():
-            parts += [f'<h3 id="table-{escape(name)}">{escape(name)}</h3>', _table(table)]
+            parts.append(_table_section(name, tidy_table(table), csvs.get(name)))
     parts += [
-        "<h2>Config</h2>",
-        f"<pre>{escape(config_text)}</pre>",
-        "<h2>Manifest</h2>",
-        f"<pre>{escape(json.dumps(manifest, indent=2, default=str))}</pre>",
+        '<h2 id="what-ran">What was run</h2>',
+        f"<pre>{escape(doc)}</pre>",
+        '<h2 id="config">Config</h2>',
+        f"<details><summary>config.yaml</summary><pre>{escape(config_text)}</pre></details>",
+        '<h2 id="manifest">Manifest</h2>',
+        (
+            "<details><summary>manifest.json (versions, seeds, host, timings)</summary>"
+            f"<pre>{escape(json.dumps(manifest, indent=2, default=str))}</pre></details>"
+        ),
         "</body></html>",
         "",
     ]
     return "\n".join(parts)
 
 
-def _summary_line(manifest: dict[str, Any], n_passed: int, n_claims: int) -> str:
-    packages = manifest.get("packages", {})
+def _by_kind(claims: list[Claim]) -> tuple[list[Claim], list[Claim]]:
+    kinds = [getattr(claim, "kind", "finding") for claim in claims]
     return (
-        f"{n_passed} of {n_claims} claims passed. "
-        f"Preset {manifest.get('preset')}, config {str(manifest.get('config_hash'))[:10]}, "
-        f"{manifest.get('n_units')} units ({manifest.get('n_cached')} reused from an earlier run), "
-        f"jobs {manifest.get('jobs')}; rankcollapse {packages.get('rankcollapse')}, "
-        f"torch {packages.get('torch')}; ran {manifest.get('started')} to "
-        f"{manifest.get('finished')} on {manifest.get('host')}."
+        [c for c, k in zip(claims, kinds) if k != "check"],
+        [c for c, k in zip(claims, kinds) if k == "check"],
     )
 
 
+def _verdict_line(findings: list[Claim], checks: list[Claim]) -> str:
+    n_passed = sum(c.passed for c in findings)
+    style = "pass" if n_passed == len(findings) else "fail"
+    line = (
+        f'<span class="verdict-{style}">{n_passed} of {len(findings)} findings passed</span>'
+        if findings
+        else "No findings stated"
+    )
+    if checks:
+        n_held = sum(c.passed for c in checks)
+        line += f"; {n_held} of {len(checks)} checks hold"
+    failed = [c.id for c in findings + checks if not c.passed]
+    if failed:
+        line += f" (failed: {escape(', '.join(failed))})"
+    return line + "."
+
+
+def _ran_line(manifest: dict[str, Any]) -> str:
+    packages = manifest.get("packages", {})
+    cached = manifest.get("n_cached") or 0
+    reused = f" ({cached} reused from an earlier run)" if cached else ""
+    return (
+        f"Preset {manifest.get('preset')}, config {str(manifest.get('config_hash'))[:10]}: "
+        f"{manifest.get('n_units')} units{reused}, finished {manifest.get('finished')} on "
+        f"{manifest.get('host')} (rankcollapse {packages.get('rankcollapse')}, "
+        f"torch {packages.get('torch')})."
+    )
+
+
+def _arm_lines(results: pd.DataFrame | None) -> list[str]:
+    """'model: minilm, smollm2' per compared column, from the results themselves."""
+    if results is None:
+        return []
+    lines = []
+    for column in ARM_COLUMNS:
+        if column in results.columns:
+            values = [str(v) for v in pd.unique(results[column].dropna())]
+            shown = ", ".join(values[:12]) + (
+                f", ... ({len(values)} in all)" if len(values) > 12 else ""
+            )
+            lines.append(f"In the results, {escape(column)}: {escape(shown)}.")
+    return lines
+
+
+def _figure(name: str, png: bytes, size: tuple[float, float] | None, svg: str | None) -> str:
+    encoded = base64.b64encode(png).decode()
+    drawn = ""
+    if size:
+        width, height = (round(v * FIGURE_PX_PER_INCH) for v in size)
+        drawn = f' width="{width}" height="{height}"'
+    link = f' <a href="{escape(svg)}">vector copy (SVG)</a>' if svg else ""
+    return (
+        f'<figure id="figure-{_anchor(name)}">'
+        f'<img alt="{escape(name)}"{drawn} src="data:image/png;base64,{encoded}">'
+        f"<figcaption>{escape(name)}.{link}</figcaption></figure>"
+    )
+
+
+def _anchor(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_-]+", "-", name).strip("-")
+
+
 def _claims_table(claims: list[Claim]) -> str:
-    header = ("id", "claim", "quantity", "expected", "measured", "result", "note")
-    rows = ['<table class="claims"><tr>' + "".join(f"<th>{h}</th>" for h in header) + "</tr>"]
+    header = ("id", "statement", "quantity", "expected", "measured", "result", "note")
+    rows = ['<div class="scroll"><table class="claims"><tr>']
+    rows[0] += "".join(f"<th>{h}</th>" for h in header) + "</tr>"
     for claim in claims:
         verdict = "pass" if claim.passed else "fail"
-        cells = (claim.id, claim.text, claim.quantity, claim.expected, format_value(claim.measured))
+        source = getattr(claim, "source", "")
+        text = claim.text + (f" ({source})" if source and source not in claim.text else "")
+        cells = (claim.id, text, claim.quantity, claim.expected, format_value(claim.measured))
         rows.append(
             "<tr>"
             + "".join(f"<td>{escape(str(cell))}</td>" for cell in cells)
             + f'<td class="{verdict}">{verdict.upper()}</td><td>{escape(claim.note)}</td></tr>'
         )
-    rows.append("</table>")
+    rows.append("</table></div>")
     return "\n".join(rows)
 
 
@@ -128,5 +250,34 @@ def format_value(value: Any) -> str:
     return "n/a" if value is None else str(value)
 
 
-def _table(table: pd.DataFrame) -> str:
-    return table.to_html(index=False, border=0, float_format=lambda v: f"{v:.4g}", na_rep="")
+def tidy_table(table: pd.DataFrame) -> pd.DataFrame:
+    """A table as a reader sees it: a meaningful index becomes columns, leftover index
+    columns ("index", "level_0", "Unnamed: 0") and the columns' own name are dropped, and
+    multi-level column names are joined.
+
+    Example:
+        >>> t = pd.DataFrame({"v": [1]}, index=pd.Index(["san"], name="variant"))
+        >>> list(tidy_table(t).columns)
+        ['variant', 'v']
+    """
+    if not isinstance(table.index, pd.RangeIndex) or table.index.name is not None:
+        table = table.reset_index()
+    leftover = [c for c in table.columns if str(c) in ("index", "level_0") or
+                str(c).startswith("Unnamed:")]  # fmt: skip
+    table = table.drop(columns=leftover)
+    if isinstance(table.columns, pd.MultiIndex):
+        table.columns = [" ".join(str(p) for p in c if str(p)) for c in table.columns]
+    table.columns = [str(c) for c in table.columns]
+    table.columns.name = None
+    return table
+
+
+def _table_section(name: str, table: pd.DataFrame, csv: str | None) -> str:
+    link = f' <a href="{escape(csv)}" download>download CSV</a>' if csv else ""
+    body = table.to_html(index=False, border=0, float_format=lambda v: f"{v:.4g}", na_rep="")
+    shape = f"{len(table)} rows x {len(table.columns)} columns"
+    opened = " open" if len(table) <= TABLE_ROWS_OPEN else ""
+    return (
+        f'<details id="table-{_anchor(name)}"{opened}><summary><b>{escape(name)}</b> '
+        f'({shape}){link}</summary><div class="scroll">{body}</div></details>'
+    )

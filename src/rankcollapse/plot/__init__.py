@@ -1,0 +1,28 @@
+"""Figures in one style, from tidy frames, for reports, the CLI and notebooks.
+
+    from rankcollapse import plot
+    fig = plot.layers(frame, metric="res_comp_rel", by="model")   # a matplotlib Figure
+
+Every function returns a `matplotlib.figure.Figure` and touches no file; `render(fig)` gives
+its PNG (200 dpi) and SVG bytes. `rankcollapse.plot.style` holds the sizes, palette, ticks
+and label helpers every figure of the project uses.
+"""
+
+from rankcollapse.plot import style
+from rankcollapse.plot.curves import band_plot, layers, line_plot, ordered_values
+from rankcollapse.plot.heatmap import heatmap
+from rankcollapse.plot.paths import products_figure
+from rankcollapse.plot.style import fraction, render, words
+
+__all__ = [
+    "band_plot",
+    "fraction",
+    "heatmap",
+    "layers",
+    "line_plot",
+    "ordered_values",
+    "products_figure",
+    "render",
+    "style",
+    "words",
+]

@@ -1,0 +1,407 @@
+"""Curves of a tidy frame against one column: tidy frame in, `matplotlib.figure.Figure` out.
+
+Figures are built on `Figure` directly (never pyplot), so nothing needs a display and no
+global figure state leaks between callers; nothing here reads or writes a file.
+
+Spread: on a log axis the band runs from the 10th to the 90th percentile of the rows at each
+x (mean - std can be negative there); on a linear axis it is mean +- one standard deviation.
+Floor: at an x where any row is flagged at the floor of its dtype, no mean is drawn (it
+would mix rounding noise with signal). A hollow triangle sits at the dtype's floor value
+instead (at the bottom of the axis when the floor value is not known), labelled with the
+share of rows at the floor when only some are; the rows above the floor are drawn as dots.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+from matplotlib import ticker, transforms
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+
+from rankcollapse.plot.style import (
+    FLOOR_COLOR,
+    MAX_SERIES,
+    context,
+    fraction,
+    fractions_in,
+    integer_axis,
+    is_integer_valued,
+    log_axis,
+    new_figure,
+    series_style,
+    words,
+)
+
+Band = Literal["auto", "quantile", "std"] | None
+QUANTILES = (0.1, 0.9)
+# Metrics that shrink towards zero as tokens collapse: drawn on a log axis by `layers`.
+SHRINKING = {"res_comp_rel", "res_comp", "mu_rel", "mu", "rank1_rel", "min_sv", "min_sv_rel",
+             "attn_dist_uniform"}  # fmt: skip
+# Metrics that never sit at a floor (means of cosines, ranks): always a linear axis.
+BOUNDED = {"cos_mean", "abs_cos_mean", "stable_rank", "effective_rank", "numerical_rank",
+           "attn_entropy", "attn_min_edge"}  # fmt: skip
+
+
+def ordered_values(column: pd.Series) -> list:
+    """Distinct values in their categorical order, else in order of first appearance.
+
+    Example:
+        >>> ordered_values(pd.Series(["b", "a", "b"]))
+        ['b', 'a']
+    """
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        return [c for c in column.cat.categories if (column == c).any()]
+    return list(pd.unique(column))
+
+
+@dataclass
+class _Floor:
+    """Where a figure's floor markers go: the dtype's floor value, else the axis bottom."""
+
+    value: float | None
+    label: str
+    points: list = field(default_factory=list)  # (ax, xs, k, n, colour)
+
+
+def floor_of(floor: Any) -> _Floor:
+    """A floor given as a torch dtype, a number or None (value unknown)."""
+    if floor is None:
+        return _Floor(None, "at the dtype floor")
+    if isinstance(floor, (int, float)):
+        return _Floor(float(floor), "at the dtype floor")
+    from rankcollapse.metrics import dtype_floor
+
+    return _Floor(dtype_floor(floor), f"at the {str(floor).removeprefix('torch.')} floor")
+
+
+def _series_label(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, (float, np.floating)):
+        return fraction(value)
+    return fractions_in(str(value))
+
+
+def _draw_panel(ax, rows: pd.DataFrame, *, x: str, y: str, hue: str | None, hues: list,
+                logy: bool, band: Band, floor_column: str | None, floor: _Floor) -> None:  # fmt: skip
+    """Every series of one panel: mean line (gaps at floor x), spread band, floor markers."""
+    band = ("quantile" if logy else "std") if band == "auto" else band
+    for i, h in enumerate(hues):
+        part = rows if h is None else rows[rows[hue] == h]
+        if part.empty:
+            continue
+        style = series_style(i)
+        flags = part[floor_column].astype(bool) if floor_column and floor_column in part else None
+        part = part.assign(_floor=False if flags is None else flags)
+        groups = part.groupby(x, sort=True)
+        stats = groups.agg(mean=(y, "mean"), n=("_floor", "size"), k=("_floor", "sum"))
+        clean = stats["k"] == 0
+        mean = stats["mean"].where(clean)  # NaN breaks the line at floor layers
+        ax.plot(stats.index, mean, label=_series_label(h), markevery=_every(len(stats)), **style)
+        if band == "quantile":
+            low, high = (groups[y].quantile(q).where(clean) for q in QUANTILES)
+        elif band == "std":
+            std = groups[y].std().fillna(0.0).where(clean)
+            low, high = mean - std, mean + std
+        if band is not None and (stats["n"] > 1).any():
+            ax.fill_between(stats.index, low, high, color=style["color"], alpha=0.18, lw=0)
+        floored = stats[~clean]
+        if not floored.empty:
+            above = part[part[x].isin(floored.index) & ~part["_floor"]]
+            if not above.empty:
+                ax.plot(above[x], above[y], ".", ms=2.5, color=style["color"], alpha=0.5)
+            floor.points.append(
+                (ax, floored.index, floored["k"].to_numpy(), floored["n"].to_numpy(), style)
+            )
+
+
+def _every(n_points: int) -> int:
+    """Markers on at most about 12 points of a line, so dense curves stay legible."""
+    return max(1, n_points // 12)
+
+
+def _place_floor_points(fig: Figure, floor: _Floor, axes: list, *, logy: bool) -> None:
+    if not floor.points:
+        return
+    if floor.value is not None:
+        at = floor.value
+    else:  # below everything drawn: "less than the dtype resolves", not a value
+        lows = [ax.get_ylim()[0] for ax in axes]
+        at = min(lows) / 3 if logy else min(lows)
+    per_axis: dict[int, int] = {}
+    ranks = []  # the series' place among those at the floor in its axis
+    for ax, *_ in floor.points:
+        ranks.append(per_axis.get(id(ax), 0))
+        per_axis[id(ax)] = ranks[-1] + 1
+    for (ax, xs, k, n, style), rank in zip(floor.points, ranks):
+        # Side by side, a few points apart, so series at the floor at one x stay visible.
+        slot = rank - (per_axis[id(ax)] - 1) / 2
+        shift = transforms.offset_copy(ax.transData, fig=fig, x=3.5 * slot, units="points")
+        ax.plot(xs, np.full(len(xs), at), "v", ms=4.5, mfc="none", mec=style["color"],
+                mew=1.0, linestyle="none", clip_on=False, transform=shift)  # fmt: skip
+        partial_before = False
+        for xv, ki, ni in zip(xs, k, n):
+            # Label the first x of each run of partial floors only, so labels never pile up.
+            if ki < ni and not partial_before:
+                ax.annotate(f"{ki}/{ni}", (xv, at), xytext=(3.5 * slot, 6 + 7 * rank),
+                            textcoords="offset points", ha="center", fontsize=5.5,
+                            color=style["color"])  # fmt: skip
+            partial_before = ki < ni
+    for ax in {id(p[0]): p[0] for p in floor.points}.values():  # once per axis
+        low, high = ax.get_ylim()
+        if at <= low:
+            ax.set_ylim(at / 2 if logy else at - 0.05 * (high - at), high)
+        if floor.value is not None and logy:
+            ax.axhline(floor.value, color=FLOOR_COLOR, lw=0.6, ls=(0, (1, 2)), zorder=0)
+
+
+def _finish_axes(ax, values: pd.Series, *, x: str, logx: bool, logy: bool, ylabel: str | None,
+                 y_values: pd.Series) -> None:  # fmt: skip
+    ax.set_xlabel(words(x))
+    if ylabel:
+        ax.set_ylabel(fractions_in(ylabel))
+    if logy:
+        log_axis(ax, "y")
+    elif is_integer_valued(y_values):
+        ax.yaxis.set_major_locator(ticker.MaxNLocator(integer=True, nbins=6))
+    if is_integer_valued(values):
+        integer_axis(ax, "x", values.dropna().unique(), log=logx)
+    elif logx:
+        log_axis(ax, "x")
+
+
+def _legend(fig: Figure, axes: list, title: str | None, floor: _Floor, band: str | None) -> None:
+    entries: dict[str, Any] = {}
+    for ax in axes:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            entries.setdefault(label, handle)
+    if floor.points:
+        where = "" if floor.value is not None else " (drawn at the bottom)"
+        entries[f"{floor.label}{where}; k/n: share of rows"] = Line2D(
+            [], [], marker="v", ls="none", mfc="none", mec=FLOOR_COLOR
+        )
+    if band:
+        text = (
+            f"band: {QUANTILES[0]:.0%} to {QUANTILES[1]:.0%} of rows"
+            if band == "quantile"
+            else "band: mean +- 1 std"
+        )
+        entries[text] = Line2D([], [], color=FLOOR_COLOR, alpha=0.3, lw=6)
+    if entries:
+        fig.legend(entries.values(), entries.keys(), loc="outside lower center",
+                   ncols=min(len(entries), 3), title=title)  # fmt: skip
+
+
+def _outer_labels(axes: list, values: pd.Series, *, logx: bool) -> None:
+    """x limits from all the data (floor markers included); the x label and tick labels only
+    on the lowest panel of each column."""
+    finite = pd.to_numeric(values, errors="coerce").dropna()
+    if not finite.empty and not logx:
+        low, high = finite.min(), finite.max()
+        pad = 0.04 * (high - low) if high > low else 0.5
+        axes[0].set_xlim(low - pad, high + pad)
+    lowest: dict[int, Any] = {}
+    for ax in axes:
+        spec = ax.get_subplotspec()
+        column = spec.colspan.start
+        if (
+            column not in lowest
+            or spec.rowspan.start > lowest[column].get_subplotspec().rowspan.start
+        ):
+            lowest[column] = ax
+    for ax in axes:
+        if ax is not lowest[ax.get_subplotspec().colspan.start]:
+            ax.set_xlabel("")
+            ax.tick_params(labelbottom=False)
+
+
+def _suptitle(fig: Figure, title: str | None) -> None:
+    if title:
+        fig.suptitle(fractions_in(title))
+
+
+def band_plot(
+    df: pd.DataFrame,
+    *,
+    x: str = "layer",
+    y: str = "value",
+    hue: str | None = "variant",
+    panel: str | None = None,
+    logy: bool = True,
+    logx: bool = False,
+    title: str | None = None,
+    ylabel: str | None = None,
+    floor_column: str | None = "at_floor",
+    sharey: bool = True,
+    band: Band = "auto",
+    floor: Any = None,
+) -> Figure:
+    """Mean line and spread band of `y` over all rows sharing `x`, one series per `hue`.
+
+    One panel per value of `panel` (`sharey=False` for panels of different quantities); more
+    than MAX_SERIES series and no `panel` become small multiples, one panel per series.
+    Spread and floor markers as in the module docstring; `floor` is the dtype (or value) of
+    the floor that `floor_column` flags.
+
+    Example:
+        >>> df = pd.DataFrame({"layer": [0, 0, 1, 1], "value": [1.0, 0.5, 1e-9, 2e-9],
+        ...                    "variant": "san", "at_floor": [False, False, True, True]})
+        >>> len(band_plot(df).axes)
+        1
+    """
+    hues = ordered_values(df[hue]) if hue else [None]
+    if panel is None and len(hues) > MAX_SERIES:
+        panel, hue, hues = hue, None, [None]
+    keys = ordered_values(df[panel]) if panel else [None]
+    mark = floor_of(floor)
+    with context():
+        xs = [set(df[x] if key is None else df.loc[df[panel] == key, x]) for key in keys]
+        sharex = all(v == xs[0] for v in xs)  # panels over different x keep their own axis
+        fig, axes = new_figure(len(keys), sharex=sharex, sharey=sharey)
+        for key, ax in zip(keys, axes):
+            rows = df if key is None else df[df[panel] == key]
+            panel_logy = logy and bool((rows[y] > 0).any())
+            _draw_panel(ax, rows, x=x, y=y, hue=hue, hues=hues, logy=panel_logy, band=band,
+                        floor_column=floor_column, floor=mark)  # fmt: skip
+            if key is not None:
+                ax.set_title(_panel_title(panel, key))
+        for i, (key, ax) in enumerate(zip(keys, axes)):
+            rows = df if key is None else df[df[panel] == key]
+            left = sharey is False or i % _n_cols(fig) == 0
+            _finish_axes(ax, rows[x], x=x, logx=logx, logy=logy and bool((rows[y] > 0).any()),
+                         ylabel=ylabel if left else None, y_values=rows[y])  # fmt: skip
+        _place_floor_points(fig, mark, axes, logy=logy)
+        if sharex:
+            _outer_labels(axes, df[x], logx=logx)
+        shown = band if band != "auto" else ("quantile" if logy else "std")
+        spread = shown if (df.groupby([c for c in (x, hue, panel) if c]).size() > 1).any() else None
+        _legend(fig, axes, words(hue) if hue else None, mark, spread)
+        _suptitle(fig, title)
+    return fig
+
+
+def _n_cols(fig: Figure) -> int:
+    return fig.axes[0].get_subplotspec().get_gridspec().ncols if fig.axes else 1
+
+
+def _panel_title(panel: str, key: Any) -> str:
+    if panel in ("metric", "panel"):
+        return words(key)
+    return f"{words(panel)} = {_series_label(key)}"
+
+
+def line_plot(
+    df: pd.DataFrame,
+    *,
+    x: str,
+    y: str = "value",
+    hue: str | None = None,
+    panel: str | None = None,
+    logy: bool = False,
+    logx: bool = False,
+    title: str | None = None,
+    ylabel: str | None = None,
+) -> Figure:
+    """One line per `hue` through the mean of `y` at each `x` (no band, no floor handling).
+
+    Example:
+        >>> df = pd.DataFrame({"k": [1, 2, 3], "value": [0.9, 0.5, 0.2]})
+        >>> len(line_plot(df, x="k").axes)
+        1
+    """
+    return band_plot(df, x=x, y=y, hue=hue, panel=panel, logy=logy, logx=logx, title=title,
+                     ylabel=ylabel or words(y), floor_column=None, band=None)  # fmt: skip
+
+
+ID_COLUMNS = ("run", "model", "init", "variant", "mask", "temperature", "mode", "arm")
+
+
+def layers(
+    frame: pd.DataFrame,
+    *,
+    metric: str | Sequence[str] | None = None,
+    by: str | Sequence[str] | None = None,
+    floor: Any = None,
+    title: str | None = None,
+) -> Figure:
+    """The per-layer figure of a tidy frame (from `probe`, `measure`, `simulate` or a run).
+
+    One panel per metric (its own y axis: log for quantities that shrink to zero, linear for
+    cosines and ranks), one series per value of `by` (default: every identifying column
+    that varies, e.g. model and variant); the band runs from the 10th to the 90th percentile
+    of the samples on every axis; floor markers as in the module docstring.
+
+    Args:
+        frame: tidy rows with columns layer, metric, value (and at_floor).
+        metric: one metric name, several, or None for every metric in the frame.
+        by: the column(s) that name a series; None = those of ID_COLUMNS that vary.
+        floor: dtype (or value) of the floor the at_floor column flags, e.g. torch.float32.
+        title: the figure's title.
+
+    Example:
+        >>> df = pd.DataFrame({"layer": [0, 1, 0, 1], "metric": ["mu_rel"] * 4,
+        ...     "value": [1.0, 0.1, 1.0, 0.5], "variant": ["san", "san", "skip", "skip"]})
+        >>> [ax.get_yscale() for ax in layers(df).axes]
+        ['log']
+    """
+    from rankcollapse.errors import InputError
+
+    missing = [c for c in ("layer", "metric", "value") if c not in frame.columns]
+    if missing:
+        raise InputError(
+            f"the frame has no column(s) {missing} (columns: {list(frame.columns)}); pass the "
+            "tidy frame of probe, measure, simulate or a run's results.csv."
+        )
+    names = ordered_values(frame["metric"]) if metric is None else (
+        [metric] if isinstance(metric, str) else list(metric)
+    )  # fmt: skip
+    unknown = [m for m in names if m not in set(frame["metric"])]
+    if unknown:
+        raise InputError(
+            f"metric(s) {unknown} are not in the frame; it has {ordered_values(frame['metric'])}."
+        )
+    data = frame[frame["metric"].isin(names)]
+    if by is None:
+        by = [c for c in ID_COLUMNS if c in data and data[c].nunique(dropna=False) > 1]
+    by = [by] if isinstance(by, str) else list(by)
+    hue = None
+    if by:
+        hue = by[0] if len(by) == 1 else " / ".join(by)
+        if len(by) > 1:
+            data = data.assign(**{hue: data[by].astype(str).agg(" / ".join, axis=1)})
+    hues = ordered_values(data[hue]) if hue else [None]
+    mark = floor_of(floor)
+    with context():
+        fig, axes = new_figure(len(names), sharey=False)
+        logs = []
+        for name, ax in zip(names, axes):
+            rows = data[data["metric"] == name]
+            logy = name not in BOUNDED and bool((rows["value"] > 0).any()) and (
+                name in SHRINKING or _spans_decades(rows["value"])
+            )  # fmt: skip
+            logs.append(logy)
+            _draw_panel(ax, rows, x="layer", y="value", hue=hue, hues=hues, logy=logy,
+                        band="quantile", floor_column="at_floor", floor=mark)  # fmt: skip
+            ax.set_title(words(name) if len(names) > 1 else None)
+            _finish_axes(ax, rows["layer"], x="layer", logx=False, logy=logy,
+                         ylabel=words(name) if len(names) == 1 else None,
+                         y_values=rows["value"])  # fmt: skip
+        for logy in (True, False):
+            part = [ax for ax, lg in zip(axes, logs) if lg == logy]
+            sub = _Floor(mark.value, mark.label, [p for p in mark.points if p[0] in part])
+            _place_floor_points(fig, sub, part, logy=logy)
+        _outer_labels(axes, data["layer"], logx=False)
+        several = (data.groupby([c for c in ("layer", "metric", hue) if c]).size() > 1).any()
+        _legend(fig, axes, words(hue) if hue else None, mark, "quantile" if several else None)
+        _suptitle(fig, title)
+    return fig
+
+
+def _spans_decades(values: pd.Series) -> bool:
+    positive = values[values > 0]
+    return not positive.empty and positive.max() / positive.min() >= 100

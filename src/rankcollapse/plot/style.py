@@ -1,0 +1,248 @@
+"""The one figure style of the project: sizes, fonts, palette, ticks and labels.
+
+Sizes are those of a paper: a column is 3.4 in wide, the full text width 7 in. Reports show a
+figure at its physical size (96 CSS px per inch), so a 9 pt font reads as 12 px there, and
+the PNG (200 dpi) has about twice the pixels it is drawn with. Every series gets a colour of
+the Okabe-Ito palette (distinguishable with any common colour-vision deficiency), a line
+style and a marker, all cycling together, so no curve can hide another.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import math
+import re
+from collections.abc import Iterator
+from fractions import Fraction
+from typing import Any
+
+import matplotlib
+import numpy as np
+from matplotlib import ticker
+from matplotlib.figure import Figure
+
+COLUMN_WIDTH = 3.4  # in: one column of a two-column paper
+FULL_WIDTH = 7.0  # in: the full text width
+PANEL_HEIGHT = 2.3  # in: one row of panels
+DPI = 200  # of every PNG
+MAX_SERIES = 6  # more series than this in one axis become small multiples
+
+# Okabe & Ito 2008, "Color universal design": black last, so it is used least.
+PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000")
+LINESTYLES = ("-", "--", ":", "-.")
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">")
+FLOOR_COLOR = "#777777"
+
+RC: dict[str, Any] = {
+    "font.size": 8.5,
+    "axes.titlesize": 8.5,
+    "axes.labelsize": 8.5,
+    "xtick.labelsize": 7.5,
+    "ytick.labelsize": 7.5,
+    "legend.fontsize": 7.5,
+    "legend.title_fontsize": 7.5,
+    "figure.titlesize": 9,
+    "lines.linewidth": 1.3,
+    "lines.markersize": 3.5,
+    "axes.linewidth": 0.6,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "grid.linewidth": 0.5,
+    "legend.frameon": False,
+    "axes.prop_cycle": matplotlib.cycler(
+        color=list(PALETTE), linestyle=list(LINESTYLES) * 2, marker=list(MARKERS[:8])
+    ),
+    "image.cmap": "viridis",
+    "mathtext.default": "regular",
+    "svg.hashsalt": "rankcollapse",  # fixed ids: the same figure gives the same SVG bytes
+    "svg.fonttype": "path",
+    "figure.dpi": DPI,
+    "savefig.dpi": DPI,
+}
+
+
+@contextlib.contextmanager
+def context() -> Iterator[None]:
+    """The style's matplotlib settings, for building (and saving) figures inside the block.
+
+    Example:
+        >>> with context():
+        ...     matplotlib.rcParams["font.size"]
+        8.5
+    """
+    with matplotlib.rc_context(RC):
+        yield
+
+
+def series_style(i: int) -> dict[str, Any]:
+    """Colour, line style and marker of the i-th series; distinct for the first 40 series.
+
+    Example:
+        >>> series_style(1)
+        {'color': '#D55E00', 'linestyle': '--', 'marker': 's'}
+    """
+    return {
+        "color": PALETTE[i % len(PALETTE)],
+        "linestyle": LINESTYLES[i % len(LINESTYLES)],
+        "marker": MARKERS[i % len(MARKERS)],
+    }
+
+
+def new_figure(n_panels: int = 1, *, width: float | None = None, max_cols: int = 3,
+               sharex: bool = True, sharey: bool = True) -> tuple[Figure, list]:  # fmt: skip
+    """A figure of `n_panels` axes in rows of at most `max_cols`, column or full width.
+
+    One panel is a column wide; more panels share the full width. Unused cells are hidden.
+    """
+    n_cols = max(1, min(n_panels, max_cols))
+    n_rows = -(-n_panels // n_cols)
+    width = width or (COLUMN_WIDTH if n_cols == 1 else FULL_WIDTH)
+    height = PANEL_HEIGHT * n_rows + 0.5
+    fig = Figure(figsize=(width, height), layout="constrained", dpi=DPI)
+    grid = fig.subplots(n_rows, n_cols, squeeze=False, sharex=sharex, sharey=sharey)
+    axes = list(grid.ravel())
+    for ax in axes[n_panels:]:
+        ax.set_visible(False)
+    return fig, axes[:n_panels]
+
+
+def log_axis(ax, which: str = "y") -> None:
+    """Log scale with labels at whole decades only, the limits widened to whole decades.
+
+    Minor ticks stay unlabelled, so labels never overlap ("2x10^0 3x10^0 ...").
+    """
+    axis = ax.yaxis if which == "y" else ax.xaxis
+    (ax.set_yscale if which == "y" else ax.set_xscale)("log")
+    low, high = ax.get_ylim() if which == "y" else ax.get_xlim()
+    if low > 0 and high > 0:
+        low, high = (
+            10 ** math.floor(math.log10(low) + 1e-9),
+            10 ** math.ceil(math.log10(high) - 1e-9),
+        )
+        if low == high:
+            low, high = low / 10, high * 10
+        (ax.set_ylim if which == "y" else ax.set_xlim)(low, high)
+    axis.set_major_locator(ticker.LogLocator(base=10, numticks=7))
+    span = math.log10(high / low) if low > 0 and high > 0 else 99
+    # Unlabelled minor ticks: at 2..9 x each decade when few decades show, else at each decade.
+    subs = np.arange(2, 10) * 0.1 if span <= 5 else (1.0,)
+    axis.set_minor_locator(ticker.LogLocator(base=10, subs=subs, numticks=99))
+    axis.set_minor_formatter(ticker.NullFormatter())
+    axis.set_major_formatter(ticker.LogFormatterSciNotation())
+
+
+def integer_axis(ax, which: str = "x", values: Any = None, *, log: bool = False) -> None:
+    """Integer ticks: on a log axis at the values themselves (e.g. heads 1, 2, 4, ..., 64),
+    at most eight of them; on a linear axis at whole numbers chosen by matplotlib."""
+    axis = ax.xaxis if which == "x" else ax.yaxis
+    distinct = sorted(set(np.asarray(values).tolist())) if values is not None else []
+    if log and distinct:
+        (ax.set_xscale if which == "x" else ax.set_yscale)("log")
+        axis.set_minor_locator(ticker.NullLocator())
+        shown = distinct if len(distinct) <= 8 else distinct[:: -(-len(distinct) // 8)]
+        axis.set_major_locator(ticker.FixedLocator(shown))
+        axis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:.0f}"))
+    else:
+        axis.set_major_locator(ticker.MaxNLocator(integer=True, nbins=7))
+
+
+def is_integer_valued(values: Any) -> bool:
+    """True when every value is a whole number (layer, heads, path length)."""
+    array = np.asarray(values)
+    if array.dtype.kind in "iub":
+        return True
+    if array.dtype.kind != "f" or array.size == 0:
+        return False
+    finite = array[np.isfinite(array)]
+    return finite.size > 0 and bool(np.all(finite == np.round(finite)))
+
+
+def fraction(value: float, *, max_denominator: int = 1024) -> str:
+    """A number as people write it: 1/64 rather than 0.015625, 3 rather than 3.0.
+
+    Example:
+        >>> fraction(0.015625), fraction(3.0), fraction(0.3), fraction(1e-5)
+        ('1/64', '3', '0.3', '1e-05')
+    """
+    value = float(value)
+    if not math.isfinite(value):
+        return str(value)
+    if value == round(value):
+        return f"{value:.0f}"
+    exact = Fraction(value).limit_denominator(max_denominator)
+    decimal = f"{value:g}"
+    if float(exact) == value and exact.denominator > 4 and len(decimal) > 5:
+        return f"{exact.numerator}/{exact.denominator}"
+    return decimal
+
+
+_DECIMAL = re.compile(r"(?<![\w.])\d*\.\d{4,}(?![\w.])")
+
+
+def fractions_in(text: str) -> str:
+    """Every long decimal in `text` that is an exact small fraction, written as the fraction.
+
+    Example:
+        >>> fractions_in("d_QK = 0.015625, T = 0.5")
+        'd_QK = 1/64, T = 0.5'
+    """
+    return _DECIMAL.sub(lambda m: fraction(float(m.group())), text)
+
+
+# Column names of tidy frames, in words.
+WORDS = {
+    "layer": "layer",
+    "n_layers": "layers L",
+    "n_heads": "heads H",
+    "n_tokens": "tokens n",
+    "n_samples": "samples",
+    "d_model": "width d",
+    "d_qk": "$d_{QK}$",
+    "length": "path length",
+    "relative_length": "path length / depth",
+    "temperature": "temperature T",
+    "step": "training step",
+    "res_comp_rel": "relative residual $\\|X - 1m^\\top\\|_{1,\\infty} / \\|X\\|_{1,\\infty}$",
+    "res_comp": "residual $\\|X - 1m^\\top\\|_{1,\\infty}$",
+    "mu_rel": "relative residual $\\mu(X) / \\|X\\|_F$",
+    "mu": "residual $\\mu(X)$",
+    "rank1_rel": "rank-1 residual (relative)",
+    "cos_mean": "mean cosine of token pairs",
+    "abs_cos_mean": "mean |cosine| of token pairs",
+    "stable_rank": "stable rank",
+    "effective_rank": "effective rank",
+    "numerical_rank": "numerical rank",
+    "min_sv": "smallest singular value",
+    "min_sv_rel": "$\\sigma_{min} / \\sigma_{max}$",
+    "attn_entropy": "attention entropy",
+    "attn_min_edge": "smallest attention weight",
+    "attn_dist_uniform": "distance of attention to uniform",
+}
+
+
+def words(name: object) -> str:
+    """A column or metric name in words (or rendered math); unknown names lose underscores.
+
+    Example:
+        >>> words("numerical_rank"), words("held_out")
+        ('numerical rank', 'held out')
+    """
+    text = str(name)
+    return WORDS.get(text, fractions_in(text.replace("_", " ")))
+
+
+def render(fig: Figure) -> dict[str, bytes]:
+    """The figure as {"png": 200-dpi PNG bytes, "svg": SVG bytes}; same figure, same bytes.
+
+    No metadata that changes between runs (software version, date) enters either file.
+    """
+    out = {}
+    with context():
+        for fmt, metadata in (("png", {"Software": None}), ("svg", {"Date": None})):
+            buffer = io.BytesIO()
+            fig.savefig(buffer, format=fmt, dpi=DPI, metadata=metadata)
+            out[fmt] = buffer.getvalue()
+    return out

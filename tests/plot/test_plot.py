@@ -1,0 +1,135 @@
+"""The one figure style and the public plotting API: what a figure shows, checked on the
+artists it draws (lines, bands, markers, ticks), not on pixels."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from matplotlib.collections import PolyCollection
+
+from rankcollapse import plot
+from rankcollapse.errors import InputError
+from rankcollapse.metrics import dtype_floor
+from rankcollapse.plot import style
+
+
+def frame(values: dict[str, list[float]], floors: dict[str, list[bool]] | None = None,
+          metric: str = "mu_rel") -> pd.DataFrame:  # fmt: skip
+    """Rows (variant, layer, sample, metric, value, at_floor): values[variant][layer] per
+    sample list."""
+    rows = []
+    for variant, per_layer in values.items():
+        for layer, samples in enumerate(per_layer):
+            for sample, value in enumerate(np.atleast_1d(samples)):
+                at_floor = bool(floors and floors[variant][layer] and sample == 0)
+                rows.append((variant, layer, sample, metric, float(value), at_floor))
+    return pd.DataFrame(rows, columns=["variant", "layer", "sample", "metric", "value", "at_floor"])
+
+
+def data_lines(ax):
+    return [
+        line for line in ax.get_lines() if line.get_label() and not line.get_label().startswith("_")
+    ]
+
+
+def test_fraction_writes_exact_small_fractions_and_leaves_other_numbers():
+    assert [style.fraction(v) for v in (0.015625, 0.125, 0.5, 2.0, 0.1, 1e-7)] == [
+        "1/64", "0.125", "0.5", "2", "0.1", "1e-07"
+    ]  # fmt: skip
+    assert style.fractions_in("d_QK = 0.015625 and 0.0078125") == "d_QK = 1/64 and 1/128"
+
+
+def test_series_styles_differ_in_colour_line_style_and_marker_for_many_series():
+    styles = [tuple(style.series_style(i).values()) for i in range(40)]
+    assert len(set(styles)) == 40
+    assert len({s[0] for s in styles[:8]}) == 8  # eight Okabe-Ito colours before any repeats
+
+
+def test_more_than_six_series_become_small_multiples():
+    df = frame({f"v{i}": [1.0, 0.5] for i in range(8)})
+    shown = [ax for ax in plot.band_plot(df, logy=False).axes if ax.get_visible()]
+    assert [ax.get_title() for ax in shown] == [f"variant = v{i}" for i in range(8)]
+    assert len(plot.band_plot(df.query("variant < 'v6'"), logy=False).axes) == 1
+
+
+def test_a_layer_with_any_sample_at_the_floor_has_no_mean_and_a_labelled_floor_marker():
+    # Layer 2: one of three samples at the floor, the others far above it.
+    df = frame({"san": [[1.0, 1.0, 1.0], [0.1, 0.2, 0.3], [1e-16, 0.9, 0.8]]},
+               floors={"san": [False, False, True]})  # fmt: skip
+    fig = plot.band_plot(df, floor=torch.float32)
+    ax = fig.axes[0]
+    (mean,) = data_lines(ax)
+    assert np.allclose(mean.get_ydata()[:2], [1.0, 0.2]) and math.isnan(mean.get_ydata()[2])
+    floor_value = dtype_floor(torch.float32)
+    markers = [line for line in ax.get_lines() if line.get_marker() == "v"]
+    assert [list(m.get_ydata()) for m in markers] == [[floor_value]]
+    assert [t.get_text() for t in ax.texts] == ["1/3"]
+    above = [line for line in ax.get_lines() if line.get_marker() == "."]
+    assert sorted(above[0].get_ydata()) == [0.8, 0.9]  # the samples above the floor, as dots
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert "at the float32 floor; k/n: share of rows" in legend
+
+
+def test_the_band_on_a_log_axis_spans_the_10th_to_90th_percentile_and_stays_positive():
+    samples = [0.001, 0.01, 0.1, 1.0, 10.0]
+    df = frame({"san": [samples, samples]})
+    ax = plot.band_plot(df).axes[0]
+    (band,) = [c for c in ax.collections if isinstance(c, PolyCollection)]
+    ys = band.get_paths()[0].vertices[:, 1]
+    low, high = np.quantile(samples, [0.1, 0.9])
+    assert np.isclose(ys.min(), low) and np.isclose(ys.max(), high) and ys.min() > 0
+
+
+def test_log_axes_label_whole_decades_only_and_integer_axes_integers():
+    df = frame({"san": [1.0, 0.3, 0.02, 0.004]})
+    ax = plot.band_plot(df).axes[0]
+    ax.figure.canvas.draw()
+    low, high = ax.get_ylim()
+    decades = [t for t in ax.yaxis.get_majorticklocs() if low <= t <= high]
+    assert decades and all(np.isclose(np.log10(t), round(np.log10(t))) for t in decades)
+    assert all(t.get_text() == "" for t in ax.yaxis.get_minorticklabels())
+    assert all(float(t).is_integer() for t in ax.xaxis.get_majorticklocs())
+
+
+def test_layers_draws_residuals_on_log_axes_and_cosines_on_linear_ones():
+    df = pd.concat([frame({"san": [1.0, 1e-3]}, metric="res_comp_rel"),
+                    frame({"san": [0.1, 0.99]}, metric="cos_mean")])  # fmt: skip
+    fig = plot.layers(df)
+    assert [ax.get_yscale() for ax in fig.axes] == ["log", "linear"]
+    assert [ax.get_title() for ax in fig.axes][1] == "mean cosine of token pairs"
+
+
+def test_layers_uses_every_varying_identifying_column_as_the_series():
+    df = pd.concat([frame({"san": [1.0, 0.5], "skip": [1.0, 0.9]}).assign(model=m)
+                    for m in ("minilm", "gpt2")])  # fmt: skip
+    labels = [line.get_label() for line in data_lines(plot.layers(df).axes[0])]
+    assert labels == ["minilm / san", "minilm / skip", "gpt2 / san", "gpt2 / skip"]
+
+
+def test_layers_names_a_metric_the_frame_lacks_and_the_ones_it_has():
+    with pytest.raises(InputError, match=r"\['mu'\] are not in the frame; it has \['mu_rel'\]"):
+        plot.layers(frame({"san": [1.0, 0.5]}), metric="mu")
+
+
+def test_render_gives_a_200_dpi_png_and_an_svg_the_same_bytes_every_time():
+    fig = plot.layers(frame({"san": [1.0, 0.5]}))
+    first, second = plot.render(fig), plot.render(fig)
+    assert first == second
+    png = first["png"]
+    assert int.from_bytes(png[16:20], "big") == round(fig.get_size_inches()[0] * style.DPI)
+    assert b"<svg" in first["svg"][:2000]
+
+
+def test_figures_are_a_column_or_the_full_text_width():
+    assert plot.layers(frame({"san": [1.0, 0.5]})).get_size_inches()[0] == style.COLUMN_WIDTH
+    df = pd.concat([frame({"san": [1.0, 0.5]}, metric=m) for m in ("mu_rel", "cos_mean")])
+    assert plot.layers(df).get_size_inches()[0] == style.FULL_WIDTH
+
+
+def test_heatmap_colour_range_is_the_one_asked_for():
+    fig = plot.heatmap(np.full((2, 3), 31.0), vmin=0, vmax=32)
+    assert fig.axes[0].images[0].get_clim() == (0, 32)
