@@ -43,7 +43,7 @@ def test_llama_query_heads_use_their_grouped_key_head(make_tiny):
     assert torch.equal(w_k[2], w_k[3])
     df = qk_ranks(loaded)
     assert _values(df[df.layer == 1], "numerical_rank") == [8.0, 8.0, 4.0, 4.0]
-    assert set(df.kv_head[df.layer == 1]) == {0, 1}
+    assert set(df.kv_head[df.layer == 1]) == {1, 2}  # numbered from 1, as heads and layers
 
 
 @pytest.mark.parametrize("arch", ["bert", "albert", "xlnet", "gpt2", "llama"])
