@@ -96,17 +96,25 @@ def model_inputs(
             config.vocab_size, special, n_samples=n_samples, n_tokens=n_tokens, seed=seed
         )
     if padded:
-        return load_paragraphs(
+        ids, mask = load_paragraphs(
             loaded.tokenizer, text=text, n_samples=n_samples, max_tokens=n_tokens
         )
-    return load_windows(
-        loaded.tokenizer,
-        text=text,
-        n_samples=n_samples,
-        n_tokens=n_tokens,
-        random_tokens=random_tokens,
-        seed=seed,
-    )
+    else:
+        ids, mask = load_windows(
+            loaded.tokenizer,
+            text=text,
+            n_samples=n_samples,
+            n_tokens=n_tokens,
+            random_tokens=random_tokens,
+            seed=seed,
+        )
+    if int(ids.max()) >= config.vocab_size:
+        raise InputError(
+            f"the tokenizer of '{loaded.name}' gives ids up to {int(ids.max())} but the model's "
+            f"embedding has {config.vocab_size}; pass the model's own tokenizer (--tokenizer DIR) "
+            "or --random-tokens."
+        )
+    return ids, mask
 
 
 def probe(
