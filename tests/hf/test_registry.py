@@ -52,3 +52,12 @@ def test_every_family_of_the_issue_is_registered():
         "vit",
     ]
     assert set(wanted) <= set(supported_model_types())
+
+
+def test_readme_tables_list_every_family_and_every_named_model():
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    rows = [line for line in readme.splitlines() if line.startswith("| `")]
+    named = {row.split("`")[1] for row in rows}
+    assert set(ARCHITECTURES) <= named and set(MODELS) <= named
