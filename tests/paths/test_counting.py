@@ -47,7 +47,7 @@ def test_reference_architectures_take_their_sizes_from_the_model_registry():
         for name in REFERENCE_ARCHITECTURES
     }
     assert sizes == {
-        "distilbert-base": (6, 12),
+        "distilbert": (6, 12),
         "bert-base": (12, 12),
         "bert-large": (24, 16),
         "gpt2": (12, 12),

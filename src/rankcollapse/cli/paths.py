@@ -71,7 +71,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         nargs="*",
         default=None,
         help="names of the model registry or local model directories "
-        "(default: distilbert-base bert-base bert-large gpt2 llama-small)",
+        "(default: distilbert bert-base bert-large gpt2 llama-small)",
     )
     count.add_argument("--no-skip", action="store_true", help="count without skip connections")
     count.add_argument(

@@ -273,7 +273,7 @@ MODELS: dict[str, ModelSpec] = {
             "bert-large", "BERT-large at init, post-LN", "bert", 24, 16, 1024, False, _bert_large
         ),
         ModelSpec(
-            "distilbert-base",
+            "distilbert",
             "DistilBERT-base at init, post-LN",
             "distilbert",
             6,

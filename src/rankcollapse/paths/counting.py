@@ -135,7 +135,7 @@ def layers_and_heads(config: Any) -> tuple[int, int]:
 
 
 #: The architectures `rankcollapse paths count` shows by default (names of `rankcollapse.hf.MODELS`).
-REFERENCE_ARCHITECTURES = ("distilbert-base", "bert-base", "bert-large", "gpt2", "llama-small")
+REFERENCE_ARCHITECTURES = ("distilbert", "bert-base", "bert-large", "gpt2", "llama-small")
 
 
 def architecture_paths(name: str, *, skip: bool = True) -> pd.DataFrame:
