@@ -1,4 +1,12 @@
-"""Where tensors live: one resolution of the `device` option for every model and run."""
+"""Where tensors run: one place that turns `device="auto"` into a real device.
+
+`resolve_device("auto")` is the accelerator when one is visible (CUDA, then Apple's MPS), else
+the CPU; any other name is checked and returned as a `torch.device`. No code path assumes CUDA.
+
+Example:
+    >>> resolve_device("cpu")
+    device(type='cpu')
+"""
 
 from __future__ import annotations
 
@@ -9,28 +17,52 @@ import torch
 from rankcollapse.errors import ConfigError
 
 DeviceName = Literal["auto", "cpu", "cuda", "mps"]
-DEVICES: tuple[str, ...] = ("auto", "cpu", "cuda", "mps")
+DEVICES = ("auto", "cpu", "cuda", "mps")
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
-def resolve_device(name: str = "auto") -> torch.device:
-    """`auto`: an accelerator when one is visible (CUDA, then Apple MPS), else the CPU.
+def _available(kind: str) -> bool:
+    if kind == "cuda":
+        return torch.cuda.is_available()
+    if kind == "mps":
+        return bool(getattr(torch.backends, "mps", None)) and torch.backends.mps.is_available()
+    return kind == "cpu"
 
-    A named accelerator that is not there is a clear error, never a silent fallback.
+
+def resolve_device(device: str | torch.device = "auto") -> torch.device:
+    """The `torch.device` for a name: "auto" picks CUDA, then MPS, then the CPU.
+
+    Raises:
+        ConfigError: for an unknown name or an accelerator that is not visible.
+    """
+    if isinstance(device, torch.device):
+        return device
+    kind = device.split(":")[0]
+    if kind not in DEVICES:
+        raise ConfigError(f"device {device!r} is unknown; use one of {', '.join(DEVICES)}.")
+    if kind == "auto":
+        return torch.device(next(k for k in ("cuda", "mps", "cpu") if _available(k)))
+    if not _available(kind):
+        raise ConfigError(
+            f"device {device!r} is not available on this machine; use 'cpu' or 'auto'."
+        )
+    return torch.device(device)
+
+
+def resolve_dtype(dtype: str | torch.dtype) -> torch.dtype:
+    """A parameter dtype by name: float32, bfloat16 or float16 (a torch.dtype passes through).
 
     Example:
-        >>> resolve_device("cpu")
-        device(type='cpu')
+        >>> resolve_dtype("bfloat16")
+        torch.bfloat16
     """
-    if name not in DEVICES:
-        raise ConfigError(f"device {name!r} is not one of {', '.join(DEVICES)}.")
-    if name == "auto":
-        if torch.cuda.is_available():
-            return torch.device("cuda")
-        if torch.backends.mps.is_available():
-            return torch.device("mps")
-        return torch.device("cpu")
-    if name == "cuda" and not torch.cuda.is_available():
-        raise ConfigError("device 'cuda' was asked for but torch sees no CUDA device; use cpu.")
-    if name == "mps" and not torch.backends.mps.is_available():
-        raise ConfigError("device 'mps' was asked for but torch sees no MPS device; use cpu.")
-    return torch.device(name)
+    if isinstance(dtype, torch.dtype):
+        return dtype
+    if dtype not in DTYPES:
+        raise ConfigError(f"dtype {dtype!r} is unknown; use one of {', '.join(DTYPES)}.")
+    return DTYPES[dtype]
+
+
+def metrics_device(device: torch.device) -> torch.device:
+    """Where float64 metrics run: the device itself, except MPS (no float64) -> the CPU."""
+    return torch.device("cpu") if device.type == "mps" else device

@@ -4,6 +4,8 @@ import pandas as pd
 import pytest
 
 from rankcollapse.cli import main
+from rankcollapse.hf import ARCHITECTURES, MODELS
+from rankcollapse.hf.tiny import tiny_model
 
 
 @pytest.mark.slow  # loads MiniLM and draws a figure
@@ -18,7 +20,8 @@ def test_probe_writes_results_and_figure(tmp_path, capsys):
         assert column in df.columns
     assert set(df["variant"]) == {"san", "transformer"} and df["layer"].max() == 6
     assert (tmp_path / "collapse.png").is_file()
-    assert "variant san" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "│ minilm │ san " in out and "│ minilm │ transformer │" in out
 
 
 def test_probe_unknown_model_fails_with_known_names(capsys):
@@ -34,8 +37,49 @@ def test_probe_empty_text_file_fails_clearly(tmp_path, capsys):
     assert "is empty" in capsys.readouterr().err
 
 
-def test_variants_lists_every_variant_with_its_meaning_per_architecture(capsys):
+def test_variants_lists_every_variant_and_family_and_spells_out_the_asked_ones(capsys):
     assert main(["variants"]) == 0
     out = capsys.readouterr().out
-    for name in ["san+mlp", "wu:san+skip+ln", "attention.output.LayerNorm", "input_layernorm"]:
+    for name in ["san+mlp", "wu:san+skip+ln", "dong-authors:san", *ARCHITECTURES]:
+        assert name in out
+    assert main(["variants", "--arch", "bert", "llama", "albert"]) == 0
+    out = capsys.readouterr().out
+    for name in ["attention.output.LayerNorm", "input_layernorm", "activation(y)"]:
+        assert name in out
+
+
+def test_probe_of_a_saved_tiny_model_of_every_family_on_random_tokens(tmp_path, capsys):
+    dirs = []
+    for family in ARCHITECTURES:
+        tiny_model(family).save_pretrained(tmp_path / family)  # no tokenizer files
+        dirs.append(str(tmp_path / family))
+    argv = ["probe", *dirs, "--random-tokens", "--samples", "2", "--tokens", "6",
+            "--metrics", "res_comp_rel", "--out", str(tmp_path / "out")]  # fmt: skip
+    assert main(argv) == 0
+    df = pd.read_csv(tmp_path / "out" / "results.csv")
+    assert sorted(df["model"].unique()) == sorted(dirs)
+    assert df.groupby("model")["layer"].max().eq(2).all() and df["value"].notna().all()
+    assert (tmp_path / "out" / "collapse.png").is_file()
+
+
+def test_probe_writes_a_fresh_folder_per_run_and_says_when_it_overwrites(
+    tmp_path, monkeypatch, capsys
+):
+    tiny_model("gpt2").save_pretrained(tmp_path / "gpt")
+    monkeypatch.chdir(tmp_path)
+    argv = ["probe", "gpt", "--random-tokens", "--samples", "1", "--tokens", "4",
+            "--metrics", "res_comp_rel"]  # fmt: skip
+    assert main(argv) == 0 and main(argv) == 0
+    assert sorted(p.name for p in (tmp_path / "results" / "probe").iterdir()) == ["gpt", "gpt-2"]
+    assert "new folder results/probe/gpt-2" in capsys.readouterr().out
+    assert main([*argv, "--out", "results/probe/gpt"]) == 0
+    assert "overwriting files in results/probe/gpt" in capsys.readouterr().out
+
+
+def test_probe_help_shows_defaults_and_the_model_registry(capsys):
+    with pytest.raises(SystemExit):
+        main(["probe", "--help"])
+    out = capsys.readouterr().out
+    assert "(default: 128)" in out and "(default: float32)" in out
+    for name in MODELS:
         assert name in out

@@ -7,7 +7,7 @@ import pytest
 import torch
 from torch.nn import functional as F
 
-from rankcollapse.errors import UnknownNameError
+from rankcollapse.errors import ConfigError, UnknownNameError
 from rankcollapse.hf import ARCHITECTURES, VARIANTS, describe, get_variant, run_batch
 
 
@@ -198,3 +198,37 @@ def test_unknown_variant_error_lists_known_variants():
 
 def test_dong_prefix_is_accepted():
     assert get_variant("dong:san") is VARIANTS["san"]
+
+
+def test_dong_authors_albert_without_mlp_keeps_a_gelu_and_a_residual(make_tiny, ids):
+    # Dong et al.'s code made ffn and ffn_output identities: LN(GELU(y) + y), y = LN(branch).
+    loaded = make_tiny("albert")
+    block = loaded.model.encoder.albert_layer_groups[0].albert_layers[0]
+    got = states(loaded, ids, "dong-authors:san")
+    exact = states(loaded, ids, "san")
+    captured = {}
+    hook = block.attention.output_dropout.register_forward_hook(
+        lambda m, a, o: captured.update(b=o)
+    )
+    for x, y in itertools.pairwise(got):
+        with torch.no_grad():
+            block.attention(x)
+            mid = block.attention.LayerNorm(captured["b"])
+            expected = block.full_layer_layer_norm(block.activation(mid) + mid)
+        assert torch.equal(y, expected)
+    hook.remove()
+    assert not torch.allclose(got[-1], exact[-1])  # the quirk changes the numbers
+
+
+@pytest.mark.parametrize("arch", ["bert", "xlnet"])
+def test_dong_authors_surgery_of_bert_and_xlnet_is_the_exact_one(make_tiny, ids, arch):
+    loaded = make_tiny(arch)
+    for name in ["san", "san+mlp", "san+skip"]:
+        authors = states(loaded, ids, f"dong-authors:{name}")
+        for ours, theirs in zip(states(loaded, ids, name), authors):
+            assert torch.equal(ours, theirs)
+
+
+def test_dong_authors_variants_are_refused_outside_their_families(make_tiny, ids):
+    with pytest.raises(ConfigError, match="covers bert, albert and xlnet only.*Use 'san'"):
+        states(make_tiny("gpt2"), ids, "dong-authors:san")

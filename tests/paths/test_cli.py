@@ -12,6 +12,14 @@ def test_count_writes_exact_counts(tmp_path):
     assert (tmp_path / "paths.png").is_file()
 
 
+def test_count_prints_every_length_as_an_exact_integer(tmp_path, capsys):
+    assert main(["paths", "count", "--arch", "bert-base", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    rows = [line for line in out.splitlines() if line.startswith("│")]
+    assert len(rows) == 13  # lengths 0..12, none hidden
+    assert "8,916,100,448,256" in out and "e+" not in out
+
+
 def test_decompose_of_a_toy_is_exact_and_written(tmp_path, capsys):
     argv = [
         "paths",

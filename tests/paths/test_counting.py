@@ -41,7 +41,7 @@ def test_huge_counts_stay_exact_integers():
     assert df["n_paths"].iloc[-1] == 9**30  # beyond int64
 
 
-def test_reference_architectures_read_from_their_configs():
+def test_reference_architectures_take_their_sizes_from_the_model_registry():
     sizes = {
         name: tuple(architecture_paths(name)[["n_layers", "n_heads"]].iloc[0])
         for name in REFERENCE_ARCHITECTURES

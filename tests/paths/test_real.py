@@ -78,5 +78,5 @@ def test_shares_of_all_lengths_and_the_bias_add_up_to_one():
 def test_unsupported_architecture_names_the_supported_ones():
     config = tf.GPT2Config(n_embd=32, n_layer=2, n_head=2, vocab_size=100)
     loaded = wrap_model(tf.GPT2Model(config).eval(), name="tiny-gpt2")
-    with pytest.raises(UnknownNameError, match="gpt2.*supported architectures: bert, llama"):
+    with pytest.raises(UnknownNameError, match="gpt2.*supported architectures: llama, .*bert"):
         freeze_real(loaded, torch.zeros(1, 4, dtype=torch.long))

@@ -6,29 +6,8 @@ import argparse
 from pathlib import Path
 
 import pandas as pd
-import torch
 
 from rankcollapse.cli._console import console
-
-
-def layer_table(
-    states: list[torch.Tensor] | torch.Tensor,
-    mask: torch.Tensor | None = None,
-    *,
-    metrics: list[str] | None = None,
-    source_dtype: torch.dtype | None = None,
-) -> pd.DataFrame:
-    """Tidy rows (layer, sample, metric, value, at_floor) for a stack of hidden states."""
-    from rankcollapse.metrics import measure_states, metrics_frame
-
-    frames = [
-        metrics_frame(
-            measure_states(x, mask, metrics=metrics, source_dtype=source_dtype or x.dtype),
-            layer=layer,
-        )
-        for layer, x in enumerate(states)
-    ]
-    return pd.concat(frames, ignore_index=True)
 
 
 def print_layer_means(df: pd.DataFrame, title: str) -> None:

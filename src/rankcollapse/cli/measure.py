@@ -122,13 +122,14 @@ def as_layers(states, mask):
 
 
 def run(args: argparse.Namespace) -> int:
-    from rankcollapse.cli._common import layer_table, print_layer_means, write_collapse_outputs
+    from rankcollapse.cli._common import print_layer_means, write_collapse_outputs
+    from rankcollapse.metrics import measure_layers
 
     metrics = parse_metrics(args.metrics)
     content = load_tensors(args.file)
     mask = load_tensors(args.mask)["states"] if args.mask is not None else content["mask"]
     states, mask = as_layers(content["states"], mask)
-    df = layer_table(list(states), mask, metrics=metrics, source_dtype=states.dtype)
+    df = measure_layers(list(states), mask, metrics=metrics, source_dtype=states.dtype)
     title = (
         f"{args.file.name}: {states.shape[0]} layers, {states.shape[1]} sequences ({states.dtype})"
     )

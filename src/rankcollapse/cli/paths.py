@@ -13,27 +13,40 @@ import argparse
 from pathlib import Path
 
 from rankcollapse.cli._console import console
+from rankcollapse.cli.probe import HelpFormatter
 
 
 def _add_network_options(parser: argparse.ArgumentParser) -> None:
     toy = parser.add_argument_group("toy network (used unless --model is given)")
-    toy.add_argument("--layers", type=int, default=6, help="layers (default: 6)")
-    toy.add_argument("--heads", type=int, default=2, help="heads per layer (default: 2)")
-    toy.add_argument("--width", type=int, default=32, help="d_model (default: 32)")
-    toy.add_argument("--skip", choices=["off", "on"], default="on", help="attention skip (on)")
-    toy.add_argument("--norm", choices=["none", "pre", "post"], default="none", help="norm (none)")
+    toy.add_argument("--layers", type=int, default=6, help="layers")
+    toy.add_argument("--heads", type=int, default=2, help="heads per layer")
+    toy.add_argument("--width", type=int, default=32, help="d_model")
+    toy.add_argument("--skip", choices=["off", "on"], default="on", help="attention skip")
+    toy.add_argument("--norm", choices=["none", "pre", "post"], default="none", help="norm")
     toy.add_argument("--mlp", action="store_true", help="add an MLP block after each layer")
     real = parser.add_argument_group("real model")
     real.add_argument(
         "--model",
         default=None,
-        help="a model name of `rankcollapse probe` (bert or llama family) or a "
-        "local model directory",
+        help="a model name of the registry or a local model directory, of a family that "
+        "decomposes (see `rankcollapse variants`)",
     )
     real.add_argument("--init", choices=["pretrained", "random"], default="pretrained")
-    parser.add_argument("--tokens", type=int, default=16, help="tokens per sequence (16)")
-    parser.add_argument("--samples", type=int, default=4, help="sequences (4)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of weights, inputs, paths (0)")
+    real.add_argument(
+        "--device",
+        choices=["auto", "cpu", "cuda", "mps"],
+        default="cpu",
+        help="where the model runs; auto = an accelerator when one is visible",
+    )
+    real.add_argument(
+        "--dtype",
+        choices=["float64", "float32", "bfloat16", "float16"],
+        default="float64",
+        help="parameter dtype of the model (float64: the decomposition exact to float64)",
+    )
+    parser.add_argument("--tokens", type=int, default=16, help="tokens per sequence")
+    parser.add_argument("--samples", type=int, default=4, help="sequences")
+    parser.add_argument("--seed", type=int, default=0, help="seed of weights, inputs, paths")
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -44,33 +57,49 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     commands = parser.add_subparsers(dest="paths_command", metavar="ACTION", required=True)
 
-    count = commands.add_parser("count", help="number and share of paths of each length")
+    count = commands.add_parser(
+        "count",
+        help="number and share of paths of each length",
+        description="Number (exact integers) and share of the paths of every length k = 0..L "
+        "(Dong et al. 2021, Sec. 3), one table per architecture.",
+        formatter_class=HelpFormatter,
+    )
     count.add_argument("--layers", type=int, default=None, help="L (with --heads)")
     count.add_argument("--heads", type=int, default=None, help="H (with --layers)")
     count.add_argument(
         "--arch",
         nargs="*",
         default=None,
-        help="reference architectures or local model directories "
+        help="names of the model registry or local model directories "
         "(default: distilbert bert-base bert-large gpt2 llama-small)",
     )
     count.add_argument("--no-skip", action="store_true", help="count without skip connections")
-    count.add_argument("--out", type=Path, default=Path("results/paths-count"))
+    count.add_argument(
+        "--out", type=Path, default=Path("results/paths-count"), help="output folder"
+    )
     count.set_defaults(func=run_count)
 
     decompose = commands.add_parser(
-        "decompose", help="exact total of the paths of each length: norms, shares, collapse"
+        "decompose",
+        help="exact total of the paths of each length: norms, shares, collapse",
+        formatter_class=HelpFormatter,
     )
     _add_network_options(decompose)
-    decompose.add_argument("--out", type=Path, default=Path("results/paths-decompose"))
+    decompose.add_argument(
+        "--out", type=Path, default=Path("results/paths-decompose"), help="output folder"
+    )
     decompose.set_defaults(func=run_decompose)
 
     products = commands.add_parser(
-        "products", help="distance of attention products along sampled paths to rank 1"
+        "products",
+        help="distance of attention products along sampled paths to rank 1",
+        formatter_class=HelpFormatter,
     )
     _add_network_options(products)
-    products.add_argument("--n-paths", type=int, default=20, help="paths per length (20)")
-    products.add_argument("--out", type=Path, default=Path("results/paths-products"))
+    products.add_argument("--n-paths", type=int, default=20, help="paths per length")
+    products.add_argument(
+        "--out", type=Path, default=Path("results/paths-products"), help="output folder"
+    )
     products.set_defaults(func=run_products)
 
 
@@ -97,6 +126,8 @@ def run_count(args: argparse.Namespace) -> int:
     frames = []
     if args.layers is not None:
         df = count_paths(args.layers, args.heads, skip=skip)
+        df.insert(0, "n_heads", args.heads)
+        df.insert(0, "n_layers", args.layers)
         df.insert(0, "architecture", f"L={args.layers}, H={args.heads}")
         frames.append(df)
     if args.arch is not None or args.layers is None:
@@ -104,15 +135,17 @@ def run_count(args: argparse.Namespace) -> int:
             architecture_paths(a, skip=skip) for a in (args.arch or list(REFERENCE_ARCHITECTURES))
         ]
     df = pd.concat(frames, ignore_index=True)
-    table = Table(title="share of paths per length" + ("" if skip else " (no skips)"))
-    for column in ("architecture", "length", "n_paths", "share"):
-        table.add_column(column, justify="right")
-    for row in df.itertuples():
-        if row.share > 1e-3:  # the table shows the lengths that matter; the CSV has them all
-            table.add_row(
-                row.architecture, str(row.length), f"{row.n_paths:.4g}", f"{row.share:.4f}"
-            )
-    console.print(table)
+    for name, rows in df.groupby("architecture", sort=False):
+        n_layers, n_heads = int(rows["n_layers"].iloc[0]), int(rows["n_heads"].iloc[0])
+        table = Table(
+            title=f"{name}: paths of each length, L={n_layers}, H={n_heads}"
+            + ("" if skip else " (no skips)")
+        )
+        for column in ("length", "n_paths", "share"):
+            table.add_column(column, justify="right")
+        for row in rows.itertuples():  # every length, exact integer counts
+            table.add_row(str(row.length), f"{row.n_paths:,}", f"{row.share:.4g}")
+        console.print(table)
     args.out.mkdir(parents=True, exist_ok=True)
     df.to_csv(args.out / "paths.csv", index=False)
     figure = line_plot(
@@ -138,12 +171,20 @@ def _frozen(args: argparse.Namespace):
         import torch
 
         from rankcollapse.hf import load_model
-        from rankcollapse.hf.text import load_windows
         from rankcollapse.paths import freeze_real
 
-        loaded = load_model(args.model, init=args.init, seed=args.seed, dtype=torch.float64)
-        ids, token_mask = load_windows(
-            loaded.tokenizer, n_samples=args.samples, n_tokens=args.tokens, seed=args.seed
+        dtype = getattr(torch, args.dtype)
+        loaded = load_model(
+            args.model, init=args.init, seed=args.seed, dtype=dtype, device=args.device
+        )
+        from rankcollapse.hf.probe import model_inputs
+
+        ids, token_mask = model_inputs(
+            loaded,
+            random_tokens=loaded.tokenizer is None,
+            n_samples=args.samples,
+            n_tokens=args.tokens,
+            seed=args.seed,
         )
         return freeze_real(loaded, ids, token_mask), f"{args.model} ({args.init})"
     from rankcollapse.nets import NetConfig, ToyNet, random_tokens

@@ -2,10 +2,11 @@
 
 For every layer and query head, the numerical, stable and effective rank of W_Q,h^T W_K,h (the
 d x d bilinear form of the attention scores, rank at most d_head; Amsel et al. 2024). MODEL is
-a name (minilm, smollm2, bert-base, albert-base, xlnet-base, gpt2, llama-small) or a local
-Hugging Face model directory; nothing reaches a hub. Prints a layer x metric table (mean over
-heads, with the smallest and largest head) and writes qk_ranks.csv and one heat map per metric
-(layer x head) to --out.
+a name of the model registry or a local Hugging Face model directory; nothing reaches a hub.
+Layers and heads are numbered from 1 (layer l is block l, as in `probe`). Prints a layer x
+metric table (mean over heads, with the smallest and largest head) and writes qk_ranks.csv and
+one heat map per metric (layer x head, colours from 0 to d_head) to a new folder under
+results/qk-rank/ (or to --out).
 """
 
 from __future__ import annotations
@@ -13,13 +14,15 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from rankcollapse.cli.probe import HelpFormatter, add_device_options, fresh_folder
+
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "qk-rank",
         help="numerical, stable and effective rank of W_Q^T W_K per layer and head",
         description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=HelpFormatter,
     )
     parser.add_argument("model", help="model name or local model directory")
     parser.add_argument("--init", choices=["pretrained", "random"], default="pretrained")
@@ -30,8 +33,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="numerical-rank threshold relative to the largest singular value "
         "(default: the floor of the weights' dtype)",
     )
+    add_device_options(parser)
     parser.add_argument(
-        "--out", type=Path, default=None, help="output folder (default: results/qk-rank/<model>)"
+        "--out",
+        type=Path,
+        default=None,
+        help="output folder (default: a new folder results/qk-rank/<model>[-N])",
     )
     parser.set_defaults(func=run)
 
@@ -40,11 +47,14 @@ def run(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     from rankcollapse.cli._console import console
+    from rankcollapse.devices import resolve_dtype
     from rankcollapse.hf import load_model
     from rankcollapse.hf.qk_rank import QK_METRICS, qk_ranks
     from rankcollapse.plot import heatmap
 
-    loaded = load_model(args.model, init=args.init)
+    loaded = load_model(
+        args.model, init=args.init, device=args.device, dtype=resolve_dtype(args.dtype)
+    )
     df = qk_ranks(loaded, rtol=args.rtol)
     quantized = loaded.info.get("quantized", "no")
     note = "" if quantized == "no" else f", weights {quantized}"
@@ -65,7 +75,8 @@ def run(args: argparse.Namespace) -> int:
         ]
         table.add_row(str(layer), *cells)
     console.print(table)
-    out = args.out or Path("results/qk-rank") / Path(args.model).name
+    out, message = fresh_folder(args.out, Path("results/qk-rank") / Path(args.model).name)
+    console.print(message)
     out.mkdir(parents=True, exist_ok=True)
     df.to_csv(out / "qk_ranks.csv", index=False)
     for metric in QK_METRICS:
@@ -79,6 +90,7 @@ def run(args: argparse.Namespace) -> int:
             cbar_label=metric,
             title=f"{loaded.name}: {metric} of W_Q^T W_K (d_head={d_head})",
         )
+        fig.axes[0].images[0].set_clim(0, d_head)  # every map on [0, max rank]
         fig.savefig(out / f"qk_{metric}.png", dpi=110, bbox_inches="tight")
     console.print(f"wrote [bold]{out / 'qk_ranks.csv'}[/] and heat maps qk_*.png")
     return 0

@@ -83,9 +83,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rankcollapse.cli._common import layer_table, print_layer_means, write_collapse_outputs
+    from rankcollapse.cli._common import print_layer_means, write_collapse_outputs
     from rankcollapse.cli._console import console
     from rankcollapse.errors import ConfigError
+    from rankcollapse.metrics import measure_layers
     from rankcollapse.nets import NetConfig, ToyNet, random_tokens
 
     metrics = parse_metrics(args.metrics)
@@ -105,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
         args.n_samples, args.n_tokens, config.d_model, seed=config.seed, dtype=net.dtype
     )
     trace = net(x)
-    df = layer_table(trace.states, metrics=metrics, source_dtype=net.dtype)
+    df = measure_layers(trace.states, metrics=metrics, source_dtype=net.dtype)
     heads = f"{config.n_heads} head{'s' if config.n_heads > 1 else ''}"
     title = f"toy network: {config.n_layers} layers, {heads}, skip={config.skip}, "
     title += f"mlp={config.mlp}, norm={config.norm}, mask={config.mask}"

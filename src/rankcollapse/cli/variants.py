@@ -1,25 +1,56 @@
-"""`rankcollapse variants`: what each architectural variant removes, per architecture.
+"""`rankcollapse variants`: the variants, the model families, and what each variant removes.
 
-Variants are applied by forward hooks (never by editing model code); see
-`rankcollapse.hf.variants` for the mechanics.
+Prints the variants (which parts of every block stay on), one row per model family (block
+layout, causal or not, whether masks and temperature apply, whether the per-length path
+decomposition is offered, whether Dong et al.'s own surgery is defined) and, with --arch, the
+exact meaning of every variant for that family, naming its modules. Variants are applied by
+forward hooks, never by editing model code (`rankcollapse.hf.variants`).
 """
 
 from __future__ import annotations
 
 import argparse
 
+from rankcollapse.cli.probe import HelpFormatter
+
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "variants",
-        help="list the model variants (san, san+mlp, ..., wu:san+ln) and their exact meaning",
+        help="list the variants (san, ..., wu:san+ln, dong-authors:san) and the model families",
         description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=HelpFormatter,
     )
     parser.add_argument(
-        "--arch", default=None, help="only this architecture (bert, albert, xlnet, gpt2, llama)"
+        "--arch",
+        nargs="*",
+        default=None,
+        help="families whose variants to spell out (no name: every family); "
+        "default: the tables only",
     )
     parser.set_defaults(func=run)
+
+
+def family_rows() -> list[dict[str, str]]:
+    """One row per registered family: what it is and what it supports."""
+    from rankcollapse.hf import ARCHITECTURES
+
+    rows = []
+    for arch in ARCHITECTURES.values():
+        rows.append(
+            {
+                "family": arch.name,
+                "model_type": ", ".join(arch.model_types)
+                + "".join(f" ({k}={v})" for k, v in arch.requires),
+                "block": arch.block_kind + (", QK-norm" if arch.qk_norm else ""),
+                "causal": "yes" if arch.causal else "no",
+                "masks, temperature": "yes" if arch.attention_interface else "no",
+                "decomposition": "yes" if arch.decomposable else "no",
+                "dong-authors": "yes" if arch.authors_surgery else "no",
+                "inputs": arch.inputs,
+            }
+        )
+    return rows
 
 
 def run(args: argparse.Namespace) -> int:
@@ -29,18 +60,27 @@ def run(args: argparse.Namespace) -> int:
     from rankcollapse.errors import unknown_name
     from rankcollapse.hf import ARCHITECTURES, VARIANTS, describe
 
-    if args.arch is not None and args.arch not in ARCHITECTURES:
-        raise unknown_name("architecture", args.arch, ARCHITECTURES)
+    names = [] if args.arch is None else args.arch or list(ARCHITECTURES)
+    for name in names:
+        if name not in ARCHITECTURES:
+            raise unknown_name("family", name, ARCHITECTURES)
     summary = Table(title="variants (on = kept)")
-    for column in ("variant", "family", "attention skip", "MLP block", "norms"):
+    for column in ("variant", "set", "attention skip", "MLP block", "norms"):
         summary.add_column(column)
     for v in VARIANTS.values():
         flags = ["on" if f else "off" for f in (v.attention_skip, v.mlp, v.norms)]
         summary.add_row(v.name, v.family, *flags)
     console.print(summary)
-    archs = [ARCHITECTURES[args.arch]] if args.arch else list(ARCHITECTURES.values())
-    for arch in archs:
-        table = Table(title=f"{arch.name} ({', '.join(arch.model_types)}), {arch.norm_position}-LN")
+    rows = family_rows()
+    families = Table(title="model families (qk-rank and every variant work for all)")
+    for column in rows[0]:
+        families.add_column(column)
+    for row in rows:
+        families.add_row(*row.values())
+    console.print(families)
+    for name in names:
+        arch = ARCHITECTURES[name]
+        table = Table(title=f"{arch.name} ({', '.join(arch.model_types)}), {arch.block_kind}")
         table.add_column("variant")
         table.add_column("exact meaning")
         for v in VARIANTS.values():
@@ -48,4 +88,6 @@ def run(args: argparse.Namespace) -> int:
         console.print(table)
         if arch.notes:
             console.print(f"  note: {arch.notes}")
+    if not names:
+        console.print("exact meaning per family: rankcollapse variants --arch NAME [NAME ...]")
     return 0

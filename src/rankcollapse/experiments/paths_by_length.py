@@ -55,8 +55,6 @@ TOY: dict[str, tuple[str, dict]] = {
     "san+skip+ln": ("san+skip", {"norm": "post", "bias": True}),
     "transformer": ("transformer", {"activation": "gelu", "bias": True}),
 }
-# Names of `rankcollapse.hf.MODELS` whose architecture `freeze_real` decomposes (bert, llama).
-DECOMPOSABLE_MODELS = ("minilm", "bert-base", "smollm2", "llama-small")
 TOY_EXACT = 1e-12
 REAL_EXACT = 1e-5  # float32 level: Llama's RMSNorm runs in float32 even in a float64 model
 
@@ -92,11 +90,13 @@ class Config(BaseModel):
             name, _, init = entry.partition(":")
             if init not in ("", "pretrained", "random"):
                 raise ValueError(f"'{entry}': the init after ':' must be pretrained or random")
-            if name not in DECOMPOSABLE_MODELS and not Path(name).is_dir():
+            from rankcollapse.hf import MODELS  # the model registry (imports transformers)
+
+            decomposable = [n for n, spec in MODELS.items() if spec.decomposable]
+            if name not in decomposable and not Path(name).is_dir():
                 raise ValueError(
-                    f"'{name}' cannot be decomposed; use one of "
-                    f"{', '.join(DECOMPOSABLE_MODELS)} (bert and llama families) or a local "
-                    "model directory of those families"
+                    f"'{name}' cannot be decomposed; use one of {', '.join(decomposable)} "
+                    "or a local model directory of a decomposable family"
                 )
         return models
 

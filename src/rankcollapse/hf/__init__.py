@@ -1,26 +1,32 @@
 """Real Hugging Face models through declarative adapters, hooks and a custom attention function.
 
-- `load_model(name, *, init, seed, dtype, config_overrides)` -> `LoadedModel` (model in eval mode,
-  tokenizer, `Architecture` adapter, provenance `info`); `MODELS` lists the names; `wrap_model`
-  wraps any supported base model (e.g. a tiny test config).
-- `ARCHITECTURES`: where each family keeps its blocks, attention, q/k/v/o, MLP and norms.
-- `VARIANTS` (Dong's `san`, `san+mlp`, `san+skip`, `transformer`; Wu's `wu:*`), applied by hooks
-  with `variant_applied`; `describe(variant, arch)` says exactly what each removes.
+- `load_model(name, *, init, seed, dtype, device, config_overrides, tokenizer)` -> `LoadedModel`
+  (model in eval mode, tokenizer or None, `Architecture` adapter, provenance `info`); `MODELS`
+  is the model registry (family, sizes, causal, decomposable); `wrap_model` / `as_loaded` take a
+  model already in memory (base model or one with a head), without a copy.
+- `ARCHITECTURES`: one adapter per family (where it keeps its blocks, attention, q/k/v/o, MLP
+  and norms, and its quirks); `tiny_model(family)` builds a 2-layer random model of any family.
+- `VARIANTS` (Dong's `san`, `san+mlp`, `san+skip`, `transformer`; Wu's `wu:*`; the authors'
+  own surgery `dong-authors:*`), applied by hooks with `variant_applied`; `describe(variant,
+  arch)` says exactly what each removes.
 - `run_batch(loaded, input_ids, token_mask, *, on_layer, variant, mask, temperature, train_mode,
   attention)`: one forward pass streaming every layer's states (and attention) to a callback;
   `applied(...)` is the same setup as a context manager for your own hooks.
-- `probe(...)` -> tidy DataFrame of per-layer metrics; `load_windows` / `load_paragraphs` /
-  `sample_corpus` for inputs.
+- `probe(...)` -> tidy DataFrame of per-layer metrics; `model_inputs` (text windows, padded
+  paragraphs, random ids from the tokenizer or the config's vocabulary, random pixels),
+  `load_windows` / `load_paragraphs` / `sample_corpus` for inputs.
 """
 
 from rankcollapse.hf.architectures import ARCHITECTURES, Architecture, architecture_for
 from rankcollapse.hf.attention import AttentionSettings, attention_settings, custom_attention
 from rankcollapse.hf.capture import LayerCapture, applied, run_batch
-from rankcollapse.hf.models import MODELS, LoadedModel, load_model, wrap_model
-from rankcollapse.hf.probe import probe
+from rankcollapse.hf.models import MODELS, LoadedModel, ModelSpec, as_loaded, load_model, wrap_model
+from rankcollapse.hf.probe import model_inputs, probe
 from rankcollapse.hf.qk_rank import qk_ranks
 from rankcollapse.hf.text import load_paragraphs, load_windows, sample_corpus
+from rankcollapse.hf.tiny import tiny_model
 from rankcollapse.hf.variants import (
+    AUTHORS_VARIANTS,
     DONG_VARIANTS,
     VARIANTS,
     WU_VARIANTS,
@@ -32,6 +38,7 @@ from rankcollapse.hf.variants import (
 
 __all__ = [
     "ARCHITECTURES",
+    "AUTHORS_VARIANTS",
     "DONG_VARIANTS",
     "MODELS",
     "VARIANTS",
@@ -40,9 +47,11 @@ __all__ = [
     "AttentionSettings",
     "LayerCapture",
     "LoadedModel",
+    "ModelSpec",
     "Variant",
     "applied",
     "architecture_for",
+    "as_loaded",
     "attention_settings",
     "custom_attention",
     "describe",
@@ -50,10 +59,12 @@ __all__ = [
     "load_model",
     "load_paragraphs",
     "load_windows",
+    "model_inputs",
     "probe",
     "qk_ranks",
     "run_batch",
     "sample_corpus",
+    "tiny_model",
     "variant_applied",
     "wrap_model",
 ]

@@ -34,8 +34,9 @@ class AttentionSettings:
             pattern (causal or complete) in every layer. None keeps the model's pattern.
         token_mask: boolean (b, n), True for real tokens; with `mask`, pads are never attended
             to (a pad query attends to itself so its row stays defined; pads never enter metrics).
-        temperature: the softmax temperature T: logits are divided by T on top of the model's
-            own 1/sqrt(d_head) scaling (T < 1 sharper, T > 1 flatter). In Wu et al.'s terms,
+        temperature: the softmax temperature T: the model's own logits (after its scaling,
+            T5's relative position bias and Gemma 2's soft-capping) are divided by T (T < 1
+            sharper, T > 1 flatter). Without a bias or soft-cap, in Wu et al.'s terms,
             d_QK' = T^2 d_head.
         record: called as record(module, probs) with the (b, h, n, n) probabilities of every
             attention call (before dropout), e.g. to stream attention metrics.
@@ -80,11 +81,15 @@ def custom_attention(
     attention_mask: Tensor | None,
     scaling: float | None = None,
     dropout: float = 0.0,
+    position_bias: Tensor | None = None,
+    softcap: float | None = None,
     **kwargs,
 ) -> tuple[Tensor, Tensor]:
     """Eager attention with the active `AttentionSettings` applied.
 
     query, key, value: (b, h, n, d_head) (key/value may have fewer heads: grouped-query).
+    position_bias: T5's relative position bias, added to the scores (b or 1, h, n, n).
+    softcap: Gemma 2's logit soft-capping, logits = softcap * tanh(scores / softcap).
     Returns the output (b, n, h, d_head) and the probabilities (b, h, n, n).
     """
     settings = _SETTINGS.get() or AttentionSettings()
@@ -92,9 +97,13 @@ def custom_attention(
     key, value = _repeat_kv(key, n_rep), _repeat_kv(value, n_rep)
     if scaling is None:
         scaling = query.shape[-1] ** -0.5
-    if settings.temperature != 1.0:
-        scaling = scaling / settings.temperature
     scores = torch.matmul(query, key.transpose(2, 3)) * scaling  # (b, h, n, n)
+    if position_bias is not None:
+        scores = scores + position_bias
+    if softcap is not None:
+        scores = torch.tanh(scores / softcap) * softcap
+    if settings.temperature != 1.0:
+        scores = scores / settings.temperature
     if settings.mask is not None:
         scores = scores + settings.bias(scores.shape[-2], scores.shape[-1], scores.dtype)
     elif attention_mask is not None:

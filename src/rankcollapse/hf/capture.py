@@ -22,7 +22,7 @@ import torch
 from torch import Tensor
 
 from rankcollapse.errors import ConfigError, InputError
-from rankcollapse.hf.architectures import block_list, submodule
+from rankcollapse.hf.architectures import ARCHITECTURES, block_list, submodule
 from rankcollapse.hf.attention import AttentionSettings, attention_settings
 from rankcollapse.hf.models import LoadedModel
 from rankcollapse.hf.variants import Variant, get_variant, variant_applied
@@ -49,10 +49,11 @@ def check_mask(loaded: LoadedModel, mask: Tensor | None, n_tokens: int, temperat
     if temperature <= 0:
         raise ConfigError(f"temperature must be > 0, got {temperature}; 1.0 keeps the model's own.")
     if (mask is not None or temperature != 1.0) and not loaded.arch.attention_interface:
+        with_interface = [a.name for a in ARCHITECTURES.values() if a.attention_interface]
         raise ConfigError(
             f"model '{loaded.name}' ({loaded.arch.name}) does not support masks or temperature: "
             f"{loaded.arch.notes}. Drop --mask/--temperature, or use a model of "
-            "bert, albert, gpt2, llama."
+            f"{', '.join(with_interface)}."
         )
     if mask is None:
         return
@@ -71,6 +72,11 @@ def check_mask(loaded: LoadedModel, mask: Tensor | None, n_tokens: int, temperat
         raise InputError(
             f"attention mask lacks self-loops at tokens {missing}; set m[i, i] = True."
         )
+
+
+def n_patch_tokens(config) -> int:
+    """Tokens of a ViT: one per image patch plus the [CLS] token."""
+    return (config.image_size // config.patch_size) ** 2 + 1
 
 
 @contextmanager
@@ -123,7 +129,8 @@ def run_batch(
 
     Args:
         loaded: from `load_model` or `wrap_model`.
-        input_ids: (b, n) token ids.
+        input_ids: (b, n) token ids, or (b, channels, height, width) pixel values for a model
+            whose adapter takes pixels (ViT); moved to the model's device.
         token_mask: (b, n) bool, True for real tokens (None: all real). Pads are excluded from
             attention by the model (or by the replacement mask) and must be excluded from metrics
             by the callback.
@@ -134,11 +141,17 @@ def run_batch(
         train_mode: run with dropout on (the model is put back in its previous mode afterwards).
         attention: also capture each block's attention probabilities.
     """
-    n_tokens = input_ids.shape[-1]
-    check_mask(loaded, mask, n_tokens, temperature)
-    if token_mask is None:
-        token_mask = torch.ones_like(input_ids, dtype=torch.bool)
     arch, model = loaded.arch, loaded.model
+    device = loaded.device
+    pixels = arch.inputs == "pixels"
+    if token_mask is None:
+        shape = (input_ids.shape[0], n_patch_tokens(model.config)) if pixels else input_ids.shape
+        token_mask = torch.ones(shape, dtype=torch.bool)
+    n_tokens = token_mask.shape[-1]
+    check_mask(loaded, mask, n_tokens, temperature)
+    input_ids, token_mask = input_ids.to(device), token_mask.to(device)
+    if mask is not None:
+        mask = mask.to(device)
     blocks = block_list(model, arch)
     state = {"layer": 0, "probs": None}
 
@@ -159,17 +172,16 @@ def run_batch(
     def record(module, probs):
         state["probs"] = probs
 
-    def record_xlnet(module, args, output):
-        if args[0].ndim == 4:  # rel_attn.dropout's first call per block: (b, h, n, n) probs
-            state["probs"] = args[0]
+    def record_at(module, args, output):
+        if args[0].ndim == 4:  # the dropout also sees the (n, b, d) branch in XLNet
+            state["probs"] = args[0] if state["probs"] is None else state["probs"]
 
     handles = [blocks[0].register_forward_pre_hook(before_first_block, with_kwargs=True)]
     handles += [block.register_forward_hook(after_block) for block in blocks]
     if attention and not arch.attention_interface:
         for block in blocks:
-            handles.append(
-                submodule(block, arch.attention_branch).register_forward_hook(record_xlnet)
-            )
+            probs_module = submodule(submodule(block, arch.attention), arch.probs_at)
+            handles.append(probs_module.register_forward_hook(record_at))
     use_record = record if attention and arch.attention_interface else None
     try:
         with (
@@ -184,7 +196,10 @@ def run_batch(
             ),
             torch.no_grad(),
         ):
-            model(input_ids=input_ids, attention_mask=token_mask.long())
+            if pixels:
+                model(pixel_values=input_ids.to(loaded.dtype))
+            else:
+                model(input_ids=input_ids, attention_mask=token_mask.long())
     finally:
         for handle in handles:
             handle.remove()

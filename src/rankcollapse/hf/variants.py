@@ -1,7 +1,7 @@
 """Architectural variants of real models, applied by forward hooks (never by editing model code).
 
 A variant switches three parts of every block on or off: the attention skip, the MLP block, the
-norms. Two families:
+norms. Three sets:
 
 Dong et al. 2021 (Fig. 1), names without prefix. LayerNorm stays in every variant.
 
@@ -25,22 +25,39 @@ Wu et al. 2024 (Sec. 4), prefixed `wu:`. The MLP block is removed except in the 
 So `wu:san+ln` is Dong's `san` and `wu:san+skip+ln` is Dong's `san+skip`; Dong's `san` keeps
 LayerNorm, Wu's does not.
 
-How each switch is realised (exactly: no subtraction, so a removed skip leaves no rounding trace):
+The authors' surgery, prefixed `dong-authors:` (`dong-authors:san`, ...): what Dong et al.'s
+published code did to BERT, ALBERT and XLNet, quirks included. For BERT and XLNet it is the
+exact surgery below. For ALBERT their "no MLP" replaced `ffn` and `ffn_output` by identities,
+so the block still computed full_layer_layer_norm(GELU(y) + y): a GELU, a residual and a norm.
 
-Post-LN blocks (BERT, RoBERTa, MiniLM, ALBERT, XLNet): y = Norm_a(x + A(x)), z = Norm_m(y + M(y)).
+How each switch is realised exactly (no subtraction, so a removed skip leaves no rounding trace):
+
+Post-LN blocks (BERT family, ALBERT, DistilBERT, XLNet, DeBERTa-v2, OPT-350m):
+y = Norm_a(x + A(x)), z = Norm_m(y + M(y)).
 - attention skip removed: Norm_a acts on the attention branch alone, y = Norm_a(A(x)) (the
   authors' way). The branch is captured at `attention_branch` and fed to `attention_norm`.
 - MLP block removed: the whole MLP sub-layer is the identity, z = y (drops its skip and its norm,
-  as the authors did). ALBERT quirk: the authors' "no MLP" for ALBERT still left a GELU and a
-  residual; here ALBERT's MLP sub-layer is an exact identity like every other model's.
+  as the authors did for BERT and XLNet).
 - norms removed: Norm_a and Norm_m become identities (post-LN without norm: y = x + A(x)).
 
-Pre-LN blocks (GPT-2, Llama): y = x + A(Norm_a(x)), z = y + M(Norm_m(y)).
-- attention skip removed: y = A(Norm_a(x)) (the block receives zeros as its residual and the
-  norm receives x, so the sum is exact).
-- MLP block removed: M returns zeros, z = y.
-- norms removed: Norm_a and Norm_m become identities (y = x + A(x)). The final norm after the
-  last block is never part of a probe's states (they are raw block outputs).
+Pre-LN blocks (GPT-2, Llama, Mistral, Qwen, Gemma, Phi-3, OPT, T5's encoder, ViT):
+y = x + A(Norm_a(x)), z = y + M(Norm_m(y)).
+- attention skip removed: y = A(Norm_a(x)). The residual input (`residual_in`: the block, or
+  T5's `layer.0`) receives zeros and the modules that read x (`reads_input`) receive x, so the
+  sum 0 + A(...) is exact.
+- MLP block removed: the MLP branch (`mlp_branch`) returns zeros, z = y + 0.
+- norms removed: every norm of the residual stream becomes an identity (y = x + A(x)). The final
+  norm after the last block is never part of a probe's states (they are raw block outputs).
+  QK-norms (Qwen 3, OLMo 2) are part of the attention scores and stay.
+
+The same switches cover three more block shapes:
+- parallel residual (GPT-NeoX): z = x + A(Norm_a(x)) + M(Norm_m(x)). Skip removed:
+  z = A(Norm_a(x)) + M(Norm_m(x)) (both norms read x); MLP removed: z = x + A(Norm_a(x)).
+- sandwich norms (Gemma 2): y = x + N_a'(A(Norm_a(x))), z = y + N_m'(M(Norm_m(y))). Skip
+  removed: y = N_a'(A(Norm_a(x))); MLP removed: N_m' returns zeros; norms removed: all four
+  norms are identities.
+- norms on branch outputs only (OLMo 2): y = x + N_a'(A(x)), z = y + N_m'(M(y)); as for Gemma 2,
+  with x read by the attention module itself.
 """
 
 from __future__ import annotations
@@ -62,7 +79,7 @@ class Variant:
     """Which parts of every block stay on."""
 
     name: str
-    family: Literal["dong", "wu"]
+    family: Literal["dong", "wu", "dong-authors"]
     attention_skip: bool
     mlp: bool
     norms: bool
@@ -84,10 +101,19 @@ VARIANTS: dict[str, Variant] = {
         Variant("wu:san+ln", "wu", attention_skip=False, mlp=False, norms=True),
         Variant("wu:san+skip+ln", "wu", attention_skip=True, mlp=False, norms=True),
         Variant("wu:transformer", "wu", attention_skip=True, mlp=True, norms=True),
+        Variant("dong-authors:san", "dong-authors", attention_skip=False, mlp=False, norms=True),
+        Variant("dong-authors:san+mlp", "dong-authors", attention_skip=False, mlp=True, norms=True),
+        Variant(
+            "dong-authors:san+skip", "dong-authors", attention_skip=True, mlp=False, norms=True
+        ),
+        Variant(
+            "dong-authors:transformer", "dong-authors", attention_skip=True, mlp=True, norms=True
+        ),
     )
 }
 DONG_VARIANTS = ["san", "san+mlp", "san+skip", "transformer"]
 WU_VARIANTS = ["wu:san", "wu:san+skip", "wu:san+ln", "wu:san+skip+ln", "wu:transformer"]
+AUTHORS_VARIANTS = [f"dong-authors:{name}" for name in DONG_VARIANTS]
 
 
 def get_variant(name: str) -> Variant:
@@ -111,6 +137,8 @@ def describe(variant: Variant, arch: Architecture) -> str:
         >>> describe(VARIANTS["san"], ARCHITECTURES["bert"]).split(";")[0]
         'attention skip removed: attention.output.LayerNorm acts on attention.output.dropout alone'
     """
+    if variant.family == "dong-authors" and not arch.authors_surgery:
+        return "not defined (Dong et al.'s code covers bert, albert, xlnet)"
     parts = []
     if not variant.attention_skip:
         if arch.norm_position == "post":
@@ -119,20 +147,42 @@ def describe(variant: Variant, arch: Architecture) -> str:
                 f"{arch.attention_branch} alone"
             )
         else:
+            branch = (
+                f"{arch.attention}({arch.attention_norm}(x))"
+                if arch.attention_norm
+                else (f"{arch.attention}(x)")
+            )
+            if arch.branch_norms:
+                branch = f"{arch.branch_norms[0]}({branch})"
+            if arch.parallel and variant.mlp:
+                branch += f" + {arch.mlp_branch}({arch.mlp_norm}(x))"
+            where = arch.residual_in or "the block"
             parts.append(
-                f"attention skip removed: block output = {arch.attention}({arch.attention_norm}(x))"
+                f"attention skip removed: {where} outputs {branch} ({where} gets zeros as its "
+                f"residual, {', '.join(arch.reads_input)} read x)"
             )
     if not variant.mlp:
-        if arch.norm_position == "post":
+        if variant.family == "dong-authors" and arch.authors_no_mlp:
+            first, activation, last = arch.authors_no_mlp
+            parts.append(
+                f"MLP removed the authors' way: {first} and {last} are identities, so the "
+                f"branch is {activation}(y) and its skip and {arch.mlp_norm} stay"
+            )
+        elif arch.norm_position == "post":
             parts.append(f"MLP sub-layer ({', '.join(arch.mlp)}, {arch.mlp_norm}) is the identity")
         else:
-            parts.append(f"MLP branch {arch.mlp[-1]} returns zeros (sub-layer = identity)")
+            parts.append(f"MLP branch {arch.mlp_branch} returns zeros (sub-layer = identity)")
     if not variant.norms:
-        parts.append(f"{arch.attention_norm} and {arch.mlp_norm} are identities")
+        parts.append(f"{', '.join(_norms(arch))} are identities")
     if not parts:
         parts.append("unchanged model")
-    pos = "post-LN" if arch.norm_position == "post" else "pre-LN"
-    return "; ".join(parts) + f" [{pos}]"
+    return "; ".join(parts) + f" [{arch.block_kind}]"
+
+
+def _norms(arch: Architecture) -> list[str]:
+    """Every norm of the residual stream inside a block (never the QK-norms)."""
+    names = [arch.attention_norm, arch.mlp_norm, *arch.branch_norms]
+    return list(dict.fromkeys(n for n in names if n))
 
 
 def _first_arg_replaced(args: tuple, kwargs: dict, name: str, value: torch.Tensor):
@@ -169,10 +219,7 @@ def _hook_block(block: nn.Module, arch: Architecture, variant: Variant) -> list:
     if variant.is_identity:
         return handles
     # Resolve every part first, so a missing one fails before any hook is registered.
-    attention_norm = _part(block, arch.attention_norm, arch, variant)
-    mlp_norm = _part(block, arch.mlp_norm, arch, variant)
-    branch = _part(block, arch.attention_branch, arch, variant)
-    mlp = _part(block, arch.mlp[-1], arch, variant)
+    norms = [_part(block, path, arch, variant) for path in _norms(arch)]
 
     def keep(key):
         def hook(module, args, output):
@@ -184,6 +231,10 @@ def _hook_block(block: nn.Module, arch: Architecture, variant: Variant) -> list:
         return args[0]
 
     if arch.norm_position == "post":
+        attention_norm = _part(block, arch.attention_norm, arch, variant)
+        mlp_norm = _part(block, arch.mlp_norm, arch, variant)
+        branch = _part(block, arch.attention_branch, arch, variant)
+        authors = [_part(block, p, arch, variant) for p in arch.authors_no_mlp]
         if not variant.attention_skip:
             handles.append(branch.register_forward_hook(keep("branch")))
             handles.append(
@@ -192,36 +243,55 @@ def _hook_block(block: nn.Module, arch: Architecture, variant: Variant) -> list:
                 )
             )
         if not variant.norms:
-            handles.append(attention_norm.register_forward_hook(identity))
-            handles.append(mlp_norm.register_forward_hook(identity))
-        if not variant.mlp:
+            handles += [norm.register_forward_hook(identity) for norm in norms]
+        if not variant.mlp and variant.family == "dong-authors" and authors:
+            # Their identities made the branch activation(y); the projections still run here
+            # (their outputs are replaced), so shapes stay valid.
+            first, activation, last = authors
+            handles.append(first.register_forward_pre_hook(lambda m, args: seen.update(y=args[0])))
+            handles.append(last.register_forward_hook(lambda m, args, out: activation(seen["y"])))
+        elif not variant.mlp:
             # The attention sub-layer's output (registered after the identity hook: sees its result).
             handles.append(attention_norm.register_forward_hook(keep("mid")))
             handles.append(mlp_norm.register_forward_hook(lambda m, args, out: seen["mid"]))
         return handles
 
+    residual_in = _part(block, arch.residual_in, arch, variant)
+    readers = [_part(block, path, arch, variant) for path in arch.reads_input]
+    mlp = _part(block, arch.mlp_branch, arch, variant)
     if not variant.attention_skip:
 
         def zero_residual(module, args, kwargs):
             seen["x"] = _first_arg(args, kwargs, "hidden_states")
             return _first_arg_replaced(args, kwargs, "hidden_states", torch.zeros_like(seen["x"]))
 
-        handles.append(block.register_forward_pre_hook(zero_residual, with_kwargs=True))
-        handles.append(
-            attention_norm.register_forward_pre_hook(lambda m, args: (seen["x"], *args[1:]))
-        )
+        def read_x(module, args, kwargs):
+            return _first_arg_replaced(args, kwargs, "hidden_states", seen["x"])
+
+        handles.append(residual_in.register_forward_pre_hook(zero_residual, with_kwargs=True))
+        handles += [r.register_forward_pre_hook(read_x, with_kwargs=True) for r in readers]
     if not variant.norms:
-        handles.append(attention_norm.register_forward_hook(identity))
-        handles.append(mlp_norm.register_forward_hook(identity))
+        handles += [norm.register_forward_hook(identity) for norm in norms]
     if not variant.mlp:
         handles.append(mlp.register_forward_hook(lambda m, args, out: torch.zeros_like(out)))
     return handles
+
+
+def check_variant(variant: Variant, arch: Architecture) -> None:
+    """Fail before any work when `variant` is not defined for `arch`."""
+    if variant.family == "dong-authors" and not arch.authors_surgery:
+        raise ConfigError(
+            f"variant '{variant.name}' reproduces Dong et al.'s code, which covers bert, albert "
+            f"and xlnet only; this model is {arch.name}. Use "
+            f"'{variant.name.removeprefix('dong-authors:')}' (the exact variant) instead."
+        )
 
 
 @contextmanager
 def variant_applied(model: nn.Module, arch: Architecture, variant: Variant | str) -> Iterator[None]:
     """Apply `variant` to every block of a base model with hooks; remove them afterwards."""
     variant = get_variant(variant) if isinstance(variant, str) else variant
+    check_variant(variant, arch)
     handles = []
     try:
         for block in block_list(model, arch):

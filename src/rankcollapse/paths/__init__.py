@@ -40,7 +40,7 @@ from rankcollapse.paths.toy import freeze_toy
 
 def __getattr__(name: str) -> Any:
     # freeze_real needs rankcollapse.hf, which imports transformers (seconds): load it on use.
-    if name in ("freeze_real", "DECOMPOSABLE"):
+    if name in ("freeze_real", "decompose_real", "DECOMPOSABLE"):
         from rankcollapse.paths import real
 
         return getattr(real, name)
@@ -67,6 +67,7 @@ __all__ = [
     "count_enumerated",
     "count_paths",
     "decompose_by_length",
+    "decompose_real",
     "enumerate_paths",
     "freeze_real",
     "freeze_toy",

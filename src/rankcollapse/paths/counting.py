@@ -109,8 +109,8 @@ def layers_and_heads(config: Any) -> tuple[int, int]:
         if not (path / "config.json").is_file():
             raise InputError(
                 f"'{config}' is not a model directory with a config.json; pass a local Hugging "
-                "Face model directory, a config object, or one of the reference architectures "
-                f"({', '.join(REFERENCE_ARCHITECTURES)})."
+                "Face model directory, a config object, or a named model of "
+                "rankcollapse.hf.MODELS."
             )
         from transformers import AutoConfig
 
@@ -134,33 +134,13 @@ def layers_and_heads(config: Any) -> tuple[int, int]:
     return n_layers, n_heads
 
 
-def _reference_config(name: str) -> Any:
-    import transformers as tf
-
-    # Library configs built in memory: nothing is read from disk or a hub.
-    return {
-        "distilbert": lambda: tf.DistilBertConfig(),
-        "bert-base": lambda: tf.BertConfig(),
-        "bert-large": lambda: tf.BertConfig(
-            hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, intermediate_size=4096
-        ),
-        "gpt2": lambda: tf.GPT2Config(),
-        # SmolLM2-135M's shape: the small Llama the project ships (see hf-notes.md).
-        "llama-small": lambda: tf.LlamaConfig(
-            hidden_size=576,
-            num_hidden_layers=30,
-            num_attention_heads=9,
-            num_key_value_heads=3,
-            intermediate_size=1536,
-        ),
-    }[name]()
-
-
+#: The architectures `rankcollapse paths count` shows by default (names of `rankcollapse.hf.MODELS`).
 REFERENCE_ARCHITECTURES = ("distilbert", "bert-base", "bert-large", "gpt2", "llama-small")
 
 
 def architecture_paths(name: str, *, skip: bool = True) -> pd.DataFrame:
-    """`count_paths` for a reference architecture name or a local model directory.
+    """`count_paths` for a named model of the registry (`rankcollapse.hf.MODELS`, whose sizes
+    it declares) or a local model directory (read from its config.json alone).
 
     Rows carry `architecture`, `n_layers`, `n_heads` before the `count_paths` columns.
 
@@ -169,14 +149,14 @@ def architecture_paths(name: str, *, skip: bool = True) -> pd.DataFrame:
         >>> int(df.loc[df["share"].idxmax(), "length"]), len(df)
         (11, 13)
     """
-    if name in REFERENCE_ARCHITECTURES:
-        n_layers, n_heads = layers_and_heads(_reference_config(name))
+    from rankcollapse.hf import MODELS
+
+    if name in MODELS:
+        n_layers, n_heads = MODELS[name].n_layers, MODELS[name].n_heads
     elif Path(name).is_dir():
         n_layers, n_heads = layers_and_heads(name)
     else:
-        raise unknown_name(
-            "architecture", name, REFERENCE_ARCHITECTURES, "or a local model directory"
-        )
+        raise unknown_name("architecture", name, MODELS, "or a local model directory")
     df = count_paths(n_layers, n_heads, skip=skip)
     df.insert(0, "n_heads", n_heads)
     df.insert(0, "n_layers", n_layers)

@@ -14,8 +14,10 @@ The MLP is one more branch of its sublayer (a path through it keeps its length, 
 attention heads). Then  X^L = sum_k C_k + bias term  exactly, with X^L the last block's output
 (the raw residual stream for pre-LN Llama: the final norm is not applied, as in `run_batch`).
 
-Supported: the BERT family (BERT, RoBERTa, MiniLM; post-LN) and the Llama family (Llama,
-SmolLM2; pre-RMSNorm, grouped-query attention). Llama's RMSNorm computes in float32 even in a
+Supported: the families whose adapter names a recipe (`Architecture.decompose`): BERT-like
+encoders (BERT, RoBERTa, XLM-RoBERTa, ELECTRA, MiniLM; post-LN) and Llama-like decoders (Llama,
+SmolLM2, Mistral, Qwen2, Qwen3, Gemma; pre-RMSNorm, grouped-query attention; Qwen3's QK-norm and
+Gemma's embedding scale act before the frozen parts). RMSNorm computes in float32 even in a
 float64 model, so its outputs agree with the decomposition only to float32 rounding unless the
 norm is run in float64 (the tests do that with a forward hook).
 """
@@ -26,12 +28,14 @@ import torch
 from torch import Tensor, nn
 
 from rankcollapse.errors import UnknownNameError
-from rankcollapse.hf import LoadedModel, run_batch
-from rankcollapse.hf.architectures import block_list, submodule
+from rankcollapse.hf import ARCHITECTURES, LoadedModel, run_batch
+from rankcollapse.hf.architectures import block_list, head_sizes, submodule
+from rankcollapse.hf.models import as_loaded
+from rankcollapse.paths.decompose import LengthDecomposition, decompose_by_length
 from rankcollapse.paths.frozen import FrozenAttention, FrozenMLP, FrozenNet, FrozenNorm, Sublayer
 
-#: Architectures (names of `rankcollapse.hf.ARCHITECTURES`) that `freeze_real` decomposes.
-DECOMPOSABLE = ("bert", "llama")
+#: Families (names of `rankcollapse.hf.ARCHITECTURES`) that `freeze_real` decomposes.
+DECOMPOSABLE = tuple(name for name, arch in ARCHITECTURES.items() if arch.decomposable)
 
 
 def _layer_norm(module: nn.LayerNorm) -> FrozenNorm:
@@ -43,21 +47,19 @@ def _layer_norm(module: nn.LayerNorm) -> FrozenNorm:
     return FrozenNorm(token_scale, centre=True, gain=module.weight, shift=module.bias)
 
 
-def _rms_norm(module: nn.Module) -> FrozenNorm:
-    eps = module.variance_epsilon
+def _rms_norm(module: nn.Module, offset: float = 0.0) -> FrozenNorm:
+    eps = getattr(module, "variance_epsilon", None) or module.eps
 
     def token_scale(x: Tensor) -> Tensor:
         return torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)
 
-    return FrozenNorm(token_scale, centre=False, gain=module.weight)
+    return FrozenNorm(token_scale, centre=False, gain=module.weight + offset)
 
 
 def _attention(loaded: LoadedModel, block: nn.Module, probs: Tensor) -> FrozenAttention:
     """Per-head value and output matrices (grouped-query heads share their key-value group's)."""
     config, arch = loaded.model.config, loaded.arch
-    n_heads = config.num_attention_heads
-    head_dim = getattr(config, "head_dim", None) or config.hidden_size // n_heads
-    n_kv = getattr(config, "num_key_value_heads", None) or n_heads
+    n_heads, n_kv, head_dim = head_sizes(config)
     group = torch.arange(n_heads) // (n_heads // n_kv)  # the key-value head of each query head
     value = submodule(submodule(block, arch.attention), arch.v)
     out = submodule(block, arch.attention_out)
@@ -91,6 +93,7 @@ def _bert_sublayers(loaded: LoadedModel, block: nn.Module, probs: Tensor) -> lis
 
 def _llama_sublayers(loaded: LoadedModel, block: nn.Module, probs: Tensor) -> list[Sublayer]:
     arch = loaded.arch
+    offset = arch.rms_gain_offset
     gated = submodule(block, arch.mlp[0])
     mlp = FrozenMLP(
         w_in=gated.up_proj.weight.T,
@@ -105,9 +108,9 @@ def _llama_sublayers(loaded: LoadedModel, block: nn.Module, probs: Tensor) -> li
         Sublayer(
             _attention(loaded, block, probs),
             1.0,
-            norm_in=_rms_norm(submodule(block, arch.attention_norm)),
+            norm_in=_rms_norm(submodule(block, arch.attention_norm), offset),
         ),
-        Sublayer(mlp, 1.0, norm_in=_rms_norm(submodule(block, arch.mlp_norm))),
+        Sublayer(mlp, 1.0, norm_in=_rms_norm(submodule(block, arch.mlp_norm), offset)),
     ]
 
 
@@ -116,7 +119,7 @@ _SUBLAYERS = {"bert": _bert_sublayers, "llama": _llama_sublayers}
 
 @torch.no_grad()
 def freeze_real(
-    loaded: LoadedModel, input_ids: Tensor, token_mask: Tensor | None = None
+    loaded: LoadedModel | nn.Module, input_ids: Tensor, token_mask: Tensor | None = None
 ) -> FrozenNet:
     """The full model frozen at `input_ids` (b, n): input X^0 = embedding output, reference =
     the last block's output, both from one forward pass of the unmodified model.
@@ -128,11 +131,12 @@ def freeze_real(
     Raises:
         UnknownNameError: for an architecture outside `DECOMPOSABLE`.
     """
-    if loaded.arch.name not in DECOMPOSABLE:
+    loaded = as_loaded(loaded)
+    if not loaded.arch.decomposable:
         raise UnknownNameError(
             f"path decomposition of '{loaded.name}' ({loaded.arch.name}) is not supported; "
-            f"supported architectures: {', '.join(DECOMPOSABLE)} (BERT, RoBERTa, MiniLM, Llama, "
-            "SmolLM2). Use a model of those families, or a toy network."
+            f"supported architectures: {', '.join(DECOMPOSABLE)}. Use a model of those "
+            "families, or a toy network."
         )
     states: list[Tensor] = []
     attention: list[Tensor] = []
@@ -147,6 +151,27 @@ def freeze_real(
     sublayers = [
         sub
         for block, probs in zip(blocks, attention)
-        for sub in _SUBLAYERS[loaded.arch.name](loaded, block, probs.to(states[0].dtype))
+        for sub in _SUBLAYERS[loaded.arch.decompose](loaded, block, probs.to(states[0].dtype))
     ]
     return FrozenNet(states[0], sublayers, reference=states[-1])
+
+
+def decompose_real(
+    model: LoadedModel | nn.Module, input_ids: Tensor, token_mask: Tensor | None = None
+) -> LengthDecomposition:
+    """Per-length path totals of a real model at `input_ids`: `freeze_real`, then
+    `decompose_by_length` (Dong, Cordonnier, Loukas 2021, Sec. 3).
+
+    `model` may be a Hugging Face model in memory (base model or one with a head); it is used
+    as it is and left as it was.
+
+    Example:
+        >>> import transformers as tf
+        >>> cfg = tf.LlamaConfig(hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+        ...                      intermediate_size=32, vocab_size=20)
+        >>> model = tf.LlamaForCausalLM(cfg).eval()
+        >>> parts = decompose_real(model, torch.arange(6)[None])
+        >>> parts.components.shape, model.config._attn_implementation
+        (torch.Size([3, 1, 6, 16]), 'sdpa')
+    """
+    return decompose_by_length(freeze_real(model, input_ids, token_mask))
