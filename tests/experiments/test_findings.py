@@ -1,5 +1,5 @@
 """Every finding of every experiment can fail: a hand-made table where it passes, one where it
-fails (style guide, sec. 11). What cannot fail is a check, and checks are not counted here."""
+fails (docs/methods.md, sec. 7). What cannot fail is a check, and checks are not counted here."""
 
 from __future__ import annotations
 

@@ -19,7 +19,7 @@ import pandas as pd
 import torch
 from pydantic import BaseModel, ConfigDict, Field
 
-from rankcollapse.experiments import Claim, Experiment, Summary
+from rankcollapse.experiments import Experiment, Summary, finding
 from rankcollapse.plot import band_plot
 
 
@@ -81,8 +81,8 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
         tables={"mean per layer": means},
         figures={"res vs layer": band_plot(results, hue="metric", title="tiny")},
         claims=[
-            Claim.check("positive", "the residual stays positive", "last mean", last, ">", 0.0),
-            Claim.check("impossible", "the residual exceeds 1e9", "last mean", last, ">", 1e9),
+            finding("positive", "the residual stays positive", "last mean", last, ">", 0.0),
+            finding("impossible", "the residual exceeds 1e9", "last mean", last, ">", 1e9),
         ],
         notes=[f"pid-free note: {os.sep == '/'}"],
     )

@@ -45,7 +45,7 @@ Kind = Literal["finding", "check"]
 class Claim:
     """A statement tested on this run's measurements, pass or fail.
 
-    Two kinds, reported apart (style guide, sec. 11):
+    Two kinds, reported apart (docs/methods.md, sec. 7):
     - a *finding* is a statement of a paper tested on measurements; it can fail, and a test
       shows a hand-made results table on which it passes and one on which it fails;
     - a *check* is an identity, exactness or construction that holds by design (an exact
@@ -72,11 +72,6 @@ class Claim:
     @property
     def expected(self) -> str:
         return "true" if self.relation == "true" else f"{self.relation} {self.threshold:g}"
-
-    @classmethod
-    def check(cls, id, text, quantity, measured, relation, threshold=None, note=""):  # noqa: ANN
-        """Transitional: the old constructor, a finding. Use `finding` or `check`."""
-        return finding(id, text, quantity, measured, relation, threshold, note=note)
 
 
 def _verdict(measured: Any, relation: Relation, threshold: float | None) -> tuple[Any, bool]:

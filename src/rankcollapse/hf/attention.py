@@ -5,7 +5,7 @@ It is registered once under the name `ATTENTION_NAME` with `transformers.Attenti
 and the library's eager (additive float) mask builder is registered under the same name with
 `AttentionMaskInterface`. The second registration matters: for a custom name, causal models
 (GPT-2, Llama) would otherwise pass `attention_mask=None` and rely on the module's `is_causal`
-flag, silently turning a decoder bidirectional (hf-notes.md). With it, the model passes an
+flag, silently turning a decoder bidirectional (a test checks every adapter against the library's own attention). With it, the model passes an
 explicit (b, 1, n, n) mask and this function reproduces eager attention exactly.
 
 What the function does is read from `AttentionSettings`, installed for the duration of a

@@ -9,7 +9,7 @@ stream layer by layer and peak memory stays near one layer's activations.
 States are the raw outputs of the blocks (layer 0 = the input of the first block, i.e. the
 embedding output; ALBERT: after its embedding projection). The final norm of pre-LN models
 (GPT-2's ln_f, Llama's norm) is never applied: for post-LN models every state is a norm output,
-for pre-LN models none is (hf-notes.md: never mix the two in one curve).
+for pre-LN models none is (the two are never mixed in one curve; docs/methods.md, sec. 4).
 """
 
 from __future__ import annotations

@@ -118,12 +118,12 @@ def log_axis(ax, which: str = "y") -> None:
     (ax.set_yscale if which == "y" else ax.set_xscale)("log")
     low, high = ax.get_ylim() if which == "y" else ax.get_xlim()
     if low > 0 and high > 0:
-        low, high = (
-            10 ** math.floor(math.log10(low) + 1e-9),
-            10 ** math.ceil(math.log10(high) - 1e-9),
-        )
-        if low == high:
-            low, high = low / 10, high * 10
+        # whole decades, kept inside float64's range (states of 1e300 have norms near it)
+        low_exp = max(math.floor(math.log10(low) + 1e-9), -307)
+        high_exp = min(math.ceil(math.log10(high) - 1e-9), 308)
+        if low_exp >= high_exp:
+            low_exp, high_exp = min(low_exp - 1, 307), max(high_exp + 1, -306)
+        low, high = 10.0**low_exp, 10.0**high_exp
         (ax.set_ylim if which == "y" else ax.set_xlim)(low, high)
     axis.set_major_locator(ticker.LogLocator(base=10, numticks=7))
     span = math.log10(high / low) if low > 0 and high > 0 else 99
