@@ -236,4 +236,7 @@ def _run_ray(work: Work) -> None:
     except BaseException:  # a failed unit, Ctrl-C, a lost node: nothing else may start
         for ref in refs:
             ray.cancel(ref)  # the worker stays up; its unit stops with KeyboardInterrupt
+        for ref in refs:  # return only once no cancelled unit can still be computing
+            with contextlib.suppress(Exception):
+                ray.get(ref, timeout=30)
         raise
