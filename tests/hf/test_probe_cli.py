@@ -11,7 +11,7 @@ from rankcollapse.hf.tiny import tiny_model
 @pytest.mark.slow  # loads MiniLM and draws a figure
 def test_probe_writes_results_and_figure(tmp_path, capsys):
     code = main(
-        ["probe", "minilm", "--variants", "san,transformer", "--samples", "2", "--tokens", "16",
+        ["probe", "minilm", "--variants", "san,transformer", "--n-samples", "2", "--n-tokens", "16",
          "--metrics", "res_comp_rel", "--out", str(tmp_path)]
     )  # fmt: skip
     assert code == 0
@@ -33,7 +33,9 @@ def test_probe_unknown_model_fails_with_known_names(capsys):
 def test_probe_empty_text_file_fails_clearly(tmp_path, capsys):
     empty = tmp_path / "empty.txt"
     empty.write_text("")
-    assert main(["probe", "minilm", "--text", str(empty), "--samples", "1", "--tokens", "8"]) == 2
+    assert (
+        main(["probe", "minilm", "--text", str(empty), "--n-samples", "1", "--n-tokens", "8"]) == 2
+    )
     assert "is empty" in capsys.readouterr().err
 
 
@@ -53,7 +55,7 @@ def test_probe_of_a_saved_tiny_model_of_every_family_on_random_tokens(tmp_path, 
     for family in ARCHITECTURES:
         tiny_model(family).save_pretrained(tmp_path / family)  # no tokenizer files
         dirs.append(str(tmp_path / family))
-    argv = ["probe", *dirs, "--random-tokens", "--samples", "2", "--tokens", "6",
+    argv = ["probe", *dirs, "--random-tokens", "--n-samples", "2", "--n-tokens", "6",
             "--metrics", "res_comp_rel", "--out", str(tmp_path / "out")]  # fmt: skip
     assert main(argv) == 0
     df = pd.read_csv(tmp_path / "out" / "results.csv")
@@ -67,7 +69,7 @@ def test_probe_writes_a_fresh_folder_per_run_and_says_when_it_overwrites(
 ):
     tiny_model("gpt2").save_pretrained(tmp_path / "gpt")
     monkeypatch.chdir(tmp_path)
-    argv = ["probe", "gpt", "--random-tokens", "--samples", "1", "--tokens", "4",
+    argv = ["probe", "gpt", "--random-tokens", "--n-samples", "1", "--n-tokens", "4",
             "--metrics", "res_comp_rel"]  # fmt: skip
     assert main(argv) == 0 and main(argv) == 0
     assert sorted(p.name for p in (tmp_path / "results" / "probe").iterdir()) == ["gpt", "gpt-2"]

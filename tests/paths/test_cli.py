@@ -6,7 +6,9 @@ from rankcollapse.cli import main
 
 
 def test_count_writes_exact_counts(tmp_path):
-    assert main(["paths", "count", "--layers", "3", "--heads", "2", "--out", str(tmp_path)]) == 0
+    assert (
+        main(["paths", "count", "--n-layers", "3", "--n-heads", "2", "--out", str(tmp_path)]) == 0
+    )
     df = pd.read_csv(tmp_path / "paths.csv")
     assert df["n_paths"].tolist() == [1, 6, 12, 8]
     assert (tmp_path / "paths.png").is_file()
@@ -24,15 +26,15 @@ def test_decompose_of_a_toy_is_exact_and_written(tmp_path, capsys):
     argv = [
         "paths",
         "decompose",
-        "--layers",
+        "--n-layers",
         "2",
-        "--heads",
+        "--n-heads",
         "2",
-        "--width",
+        "--d-model",
         "8",
-        "--tokens",
+        "--n-tokens",
         "4",
-        "--samples",
+        "--n-samples",
         "2",
         "--norm",
         "post",
@@ -50,15 +52,15 @@ def test_products_writes_one_row_per_path_and_sample(tmp_path):
     argv = [
         "paths",
         "products",
-        "--layers",
+        "--n-layers",
         "3",
-        "--heads",
+        "--n-heads",
         "2",
-        "--width",
+        "--d-model",
         "8",
-        "--tokens",
+        "--n-tokens",
         "4",
-        "--samples",
+        "--n-samples",
         "2",
         "--n-paths",
         "5",
@@ -70,5 +72,5 @@ def test_products_writes_one_row_per_path_and_sample(tmp_path):
 
 
 def test_half_a_network_size_is_refused(capsys, tmp_path):
-    assert main(["paths", "count", "--layers", "3", "--out", str(tmp_path)]) == 2
-    assert "give both --layers and --heads" in capsys.readouterr().err
+    assert main(["paths", "count", "--n-layers", "3", "--out", str(tmp_path)]) == 2
+    assert "give both --n-layers and --n-heads" in capsys.readouterr().err

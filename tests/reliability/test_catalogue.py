@@ -18,6 +18,7 @@ import torch
 from safetensors.torch import save_file
 
 from rankcollapse.cli import main
+from rankcollapse.hf import tiny_model
 
 ROOT = Path(__file__).resolve().parents[2]
 CATALOGUE = ROOT / "docs" / "reliability.md"
@@ -76,6 +77,7 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (folder / "list.yaml").write_text("- 1\n- 2\n")
     (folder / "empty-dir").mkdir()
     (folder / "empty.txt").write_text("")
+    tiny_model("bert").save_pretrained(folder / "tiny-bert")  # weights, no tokenizer files
     return folder
 
 

@@ -49,8 +49,8 @@ def test_probe_minilm_runs_with_no_network_at_all(tmp_path):
         k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
     }
     env["PYTHONPATH"] = os.pathsep.join([str(SRC), env.get("PYTHONPATH", "")])
-    argv = [sys.executable, "-m", "rankcollapse.cli", "probe", "minilm", "--samples", "2"]
-    argv += ["--tokens", "16", "--variants", "transformer", "--out", str(tmp_path)]
+    argv = [sys.executable, "-m", "rankcollapse.cli", "probe", "minilm", "--n-samples", "2"]
+    argv += ["--n-tokens", "16", "--variants", "transformer", "--out", str(tmp_path)]
     done = subprocess.run(
         ["unshare", "-n", *argv], check=False, capture_output=True, text=True, env=env, timeout=600
     )

@@ -1,6 +1,6 @@
 """`rankcollapse paths`: path counts, exact per-length decompositions and attention products.
 
-    rankcollapse paths count   [--layers L --heads H | --arch NAME_OR_DIR ...] [--no-skip]
+    rankcollapse paths count   [--n-layers L --n-heads H | --arch NAME_OR_DIR ...] [--no-skip]
     rankcollapse paths decompose (toy options | --model NAME [--init random])
     rankcollapse paths products  (toy options | --model NAME [--init random]) [--n-paths 20]
 
@@ -18,9 +18,11 @@ from rankcollapse.cli.probe import HelpFormatter
 
 def _add_network_options(parser: argparse.ArgumentParser) -> None:
     toy = parser.add_argument_group("toy network (used unless --model is given)")
-    toy.add_argument("--layers", type=int, default=6, help="layers")
-    toy.add_argument("--heads", type=int, default=2, help="heads per layer")
-    toy.add_argument("--width", type=int, default=32, help="d_model")
+    toy.add_argument("--n-layers", "--layers", dest="layers", type=int, default=6, help="layers")
+    toy.add_argument(
+        "--n-heads", "--heads", dest="heads", type=int, default=2, help="heads per layer"
+    )
+    toy.add_argument("--d-model", "--width", dest="width", type=int, default=32, help="d_model")
     toy.add_argument("--skip", choices=["off", "on"], default="on", help="attention skip")
     toy.add_argument("--norm", choices=["none", "pre", "post"], default="none", help="norm")
     toy.add_argument("--mlp", action="store_true", help="add an MLP block after each layer")
@@ -44,8 +46,12 @@ def _add_network_options(parser: argparse.ArgumentParser) -> None:
         default="float64",
         help="parameter dtype of the model (float64: the decomposition exact to float64)",
     )
-    parser.add_argument("--tokens", type=int, default=16, help="tokens per sequence")
-    parser.add_argument("--samples", type=int, default=4, help="sequences")
+    parser.add_argument(
+        "--n-tokens", "--tokens", dest="tokens", type=int, default=16, help="tokens per sequence"
+    )
+    parser.add_argument(
+        "--n-samples", "--samples", dest="samples", type=int, default=4, help="sequences"
+    )
     parser.add_argument("--seed", type=int, default=0, help="seed of weights, inputs, paths")
 
 
@@ -64,8 +70,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "(Dong et al. 2021, Sec. 3), one table per architecture.",
         formatter_class=HelpFormatter,
     )
-    count.add_argument("--layers", type=int, default=None, help="L (with --heads)")
-    count.add_argument("--heads", type=int, default=None, help="H (with --layers)")
+    count.add_argument(
+        "--n-layers", "--layers", dest="layers", type=int, default=None, help="L (with --n-heads)"
+    )
+    count.add_argument(
+        "--n-heads", "--heads", dest="heads", type=int, default=None, help="H (with --n-layers)"
+    )
     count.add_argument(
         "--arch",
         nargs="*",
@@ -120,7 +130,9 @@ def run_count(args: argparse.Namespace) -> int:
     from rankcollapse.plot import line_plot
 
     if (args.layers is None) != (args.heads is None):
-        raise ConfigError("give both --layers and --heads (or neither, to count architectures).")
+        raise ConfigError(
+            "give both --n-layers and --n-heads (or neither, to count architectures)."
+        )
     _check_positive(layers=args.layers, heads=args.heads)
     skip = not args.no_skip
     frames = []
@@ -166,7 +178,7 @@ def _frozen(args: argparse.Namespace):
     if args.tokens < 2:
         from rankcollapse.errors import ConfigError
 
-        raise ConfigError(f"--tokens is {args.tokens}; it must be at least 2.")
+        raise ConfigError(f"--n-tokens is {args.tokens}; it must be at least 2.")
     if args.model is not None:
         import torch
 

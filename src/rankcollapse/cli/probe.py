@@ -132,8 +132,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="one paragraph per sample, padded (pads never enter metrics)",
     )
-    parser.add_argument("--samples", type=int, default=32, help="number of sequences")
-    parser.add_argument("--tokens", type=int, default=128, help="tokens per sequence")
+    parser.add_argument(
+        "--n-samples", "--samples", dest="samples", type=int, default=32, help="number of sequences"
+    )
+    parser.add_argument(
+        "--n-tokens", "--tokens", dest="tokens", type=int, default=128, help="tokens per sequence"
+    )
     add_metrics_option(parser)
     parser.add_argument(
         "--seed", type=int, default=0, help="seed of random init, windows and random tokens"

@@ -58,7 +58,7 @@ def _check_context(loaded: LoadedModel, n_tokens: int) -> None:
     if limit is not None and 0 < limit < n_tokens:
         raise InputError(
             f"{n_tokens} tokens exceed the context of '{loaded.name}' ({limit} positions); "
-            f"pass --tokens {limit} or fewer."
+            f"pass --n-tokens {limit} or fewer."
         )
 
 

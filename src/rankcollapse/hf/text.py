@@ -134,7 +134,7 @@ def load_windows(
         raise InputError(
             f"{where} has {len(ids)} tokens with this tokenizer, enough for {n_windows} windows "
             f"of {n_tokens}, but {n_samples} x {n_tokens} = {n_samples * n_tokens} were requested. "
-            "Pass a longer text, or fewer samples (--samples) or tokens (--tokens)."
+            "Pass a longer text, or fewer samples (--n-samples) or tokens (--n-tokens)."
         )
     chosen = torch.randperm(n_windows, generator=gen)[:n_samples].sort().values
     windows = ids[: n_windows * n_tokens].view(n_windows, n_tokens)[chosen]
