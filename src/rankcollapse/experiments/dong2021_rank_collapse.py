@@ -143,7 +143,7 @@ def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
 
     arm = next(a for a in config.arms if (a.model, a.init) == (unit["model"], unit["init"]))
     device = resolve_device(config.device)
-    options = {} if device.type == "cpu" else {"device": device}  # hf takes device= off the CPU
+    options = {"device": device}
     if unit["init"] == "random" and config.n_layers is not None:
         options["config_overrides"] = {"num_hidden_layers": config.n_layers}
     loaded = load_model(unit["model"], init=unit["init"], seed=config.seed, **options)

@@ -50,7 +50,6 @@ from rankcollapse.experiments._registry import (
 )
 from rankcollapse.hf import MODELS, load_model, probe
 from rankcollapse.plot import line_plot
-from rankcollapse.theory.curves import real_model_device
 
 NAME = "wu2024-geometry"
 SOURCE = "geometry of pretrained models"
@@ -98,8 +97,8 @@ def units(config: Config) -> list[Unit]:
 
 
 def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
-    device = real_model_device(resolve_device(config.device))
-    loaded = load_model(unit["model"], init=unit["init"], seed=config.seed)
+    device = resolve_device(config.device)
+    loaded = load_model(unit["model"], init=unit["init"], seed=config.seed, device=device)
     frame = probe(
         loaded,
         variants=["transformer"],

@@ -105,14 +105,21 @@ def units(config: Config) -> list[Unit]:
 
 def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
     model, device = unit["model"], resolve_device(config.device)
-    common = {"seed": config.seed, "device": device}
+    common = {"seed": config.seed}
     if model == "toy":
-        frame = toy_curves(config.variants, unit["mask"], **config.toy.model_dump(), **common)
+        frame = toy_curves(
+            config.variants, unit["mask"], **config.toy.model_dump(), device=device, **common
+        )
     else:
         name, init = REAL[model]
         deep = config.deep_n_layers if model == "bert-deep" else None
         loaded = load_real(
-            name, init, seed=config.seed, n_layers=deep, double=model in config.float64_models
+            name,
+            init,
+            seed=config.seed,
+            n_layers=deep,
+            double=model in config.float64_models,
+            device=device,
         )
         frame = real_curves(
             loaded,

@@ -99,12 +99,13 @@ def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
     model, mask, device = unit["model"], unit["mask"], resolve_device(config.device)
     frames = []
     for d_qk in config.d_qk:
-        common = {"seed": config.seed, "device": device, "metrics": ["mu_rel"]}
+        common = {"seed": config.seed, "metrics": ["mu_rel"]}
         if model == "toy":
-            frame = toy_curves(["san"], mask, **config.toy.model_dump(), temperature=d_qk, **common)
+            frame = toy_curves(["san"], mask, **config.toy.model_dump(), temperature=d_qk,
+                               device=device, **common)  # fmt: skip
         else:
             loaded = load_real(model, INIT[model], seed=config.seed,
-                               double=model in config.float64_models)  # fmt: skip
+                               double=model in config.float64_models, device=device)  # fmt: skip
             frame = real_curves(
                 loaded, ["san"], mask, modes=config.modes, n_samples=config.n_samples,
                 n_tokens=config.n_tokens, temperature=math.sqrt(d_qk / head_dim(loaded)), **common,

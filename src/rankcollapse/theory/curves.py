@@ -24,7 +24,7 @@ import torch
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from rankcollapse.devices import DeviceName
-from rankcollapse.errors import ConfigError, InputError
+from rankcollapse.errors import InputError
 from rankcollapse.hf import LoadedModel, load_model, probe
 from rankcollapse.masks import parse_mask_spec
 from rankcollapse.metrics import measure_layers
@@ -131,34 +131,27 @@ class CurvesConfig(BaseModel):
         return masks
 
 
-def real_model_device(device: torch.device | str) -> torch.device:
-    """The device real models run on: the cpu, until `rankcollapse.hf` places models.
-
-    Example:
-        >>> real_model_device("cpu")
-        device(type='cpu')
-    """
-    device = torch.device(device)
-    if device.type != "cpu":
-        raise ConfigError(
-            f"real models run on the cpu only until rankcollapse.hf places models on a device; "
-            f"got device {str(device)!r}. Use device='cpu'."
-        )
-    return device
-
-
 @functools.lru_cache(maxsize=1)
 def load_real(
-    name: str, init: str, *, seed: int, n_layers: int | None = None, double: bool = False
+    name: str,
+    init: str,
+    *,
+    seed: int,
+    n_layers: int | None = None,
+    double: bool = False,
+    device: torch.device | str = "cpu",
 ) -> LoadedModel:
-    """A real model by `rankcollapse.hf` name; `n_layers` overrides the depth of a random init.
+    """A real model by `rankcollapse.hf` name, placed on `device`; `n_layers` overrides the
+    depth of a random init.
 
     The last one is kept per process: units of one model run one after another, and a fresh
     random init of a deep BERT costs more than probing it on a few windows.
     """
     overrides = {"num_hidden_layers": n_layers} if n_layers else None
     dtype = torch.float64 if double else torch.float32
-    return load_model(name, init=init, seed=seed, dtype=dtype, config_overrides=overrides)
+    return load_model(
+        name, init=init, seed=seed, dtype=dtype, device=device, config_overrides=overrides
+    )
 
 
 def head_dim(loaded: LoadedModel) -> int:
@@ -178,15 +171,14 @@ def real_curves(
     seed: int,
     temperature: float = 1.0,
     metrics: Sequence[str] = CURVE_METRICS,
-    device: torch.device | str = "cpu",
 ) -> pd.DataFrame:
-    """Per-layer metrics of a real model for each Wu variant and mode, via `hf.probe`.
+    """Per-layer metrics of a real model for each Wu variant and mode, via `hf.probe` (on the
+    device the model was loaded on).
 
     `temperature` divides the logits on top of the model's own scaling. Train mode draws its
     dropout masks from `seed`. A curve whose hidden states overflow is kept as one row with
     metric `diverged` (value 1, layer NaN), so a claim over every curve sees it missing.
     """
-    real_model_device(device)
     frames = []
     for mode, variant in itertools.product(modes, variants):
         with torch.random.fork_rng(devices=[]):
