@@ -117,3 +117,17 @@ def test_authors_variants_are_accepted_per_arm_and_typos_are_not():
     paper = EXP.make_config("paper")
     albert = next(a for a in paper.arms if a.model == "albert-base")
     assert "dong-authors:san+skip" in albert.variants and "san+skip" in albert.variants
+
+
+def test_a_bfloat16_model_is_measured_in_float64_and_flagged_at_its_own_floor():
+    overrides = {"arms": [{"model": "minilm", "init": "random"}], "n_samples": 2, "n_tokens": 8,
+                 "n_layers": 2, "variants": ["san", "transformer"], "dtype": "bfloat16"}  # fmt: skip
+    config = EXP.make_config("quick", overrides)
+    results = EXP.run_unit(config, EXP.units(config)[0])
+    last = results[(results["layer"] == 2) & (results["metric"] == "res_comp_rel")]
+    san = last[last["variant"] == "san"]
+    assert results["value"].notna().all()
+    # bfloat16's floor (10 eps = 0.078 relative) is far above float32's: the collapsed pure
+    # attention network is at it, the transformer is not
+    assert san["at_floor"].all()
+    assert not last[last["variant"] == "transformer"]["at_floor"].any()

@@ -106,6 +106,8 @@ class Config(BaseModel):
     """A handful of layers: this fraction of a model's depth (pretrained-san-collapses)."""
     device: Literal["auto", "cpu", "cuda", "mps"] = "cpu"
     """Where the models run (auto: an accelerator when one is visible)."""
+    dtype: Literal["float32", "bfloat16", "float16"] = "float32"
+    """Parameter dtype of the models (metrics are float64, flagged at this dtype's floor)."""
     seed: int = 0
     """Seed of the random inits and of the window choice."""
 
@@ -138,12 +140,12 @@ def units(config: Config) -> list[Unit]:
 
 
 def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
-    from rankcollapse.devices import resolve_device
+    from rankcollapse.devices import resolve_device, resolve_dtype
     from rankcollapse.hf import load_model, probe
 
     arm = next(a for a in config.arms if (a.model, a.init) == (unit["model"], unit["init"]))
     device = resolve_device(config.device)
-    options = {"device": device}
+    options = {"device": device, "dtype": resolve_dtype(config.dtype)}
     if unit["init"] == "random" and config.n_layers is not None:
         options["config_overrides"] = {"num_hidden_layers": config.n_layers}
     loaded = load_model(unit["model"], init=unit["init"], seed=config.seed, **options)

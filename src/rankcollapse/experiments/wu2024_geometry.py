@@ -32,13 +32,15 @@ states nothing about them, so they are not findings).
 
 from __future__ import annotations
 
+from typing import Literal
+
 import numpy as np
 import pandas as pd
 import torch
 from matplotlib.figure import Figure
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from rankcollapse.devices import DeviceName, resolve_device
+from rankcollapse.devices import DeviceName, resolve_device, resolve_dtype
 from rankcollapse.errors import unknown_name
 from rankcollapse.experiments._registry import (
     Claim,
@@ -76,6 +78,8 @@ class Config(BaseModel):
     """Seed of the random inits and the window choice."""
     device: DeviceName = "cpu"
     """Where the models run (auto: an accelerator when one is visible)."""
+    dtype: Literal["float32", "bfloat16", "float16"] = "float32"
+    """Parameter dtype of the models (metrics are float64, flagged at this dtype's floor)."""
 
     @model_validator(mode="after")
     def _known_models(self) -> Config:
@@ -98,7 +102,10 @@ def units(config: Config) -> list[Unit]:
 
 def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
     device = resolve_device(config.device)
-    loaded = load_model(unit["model"], init=unit["init"], seed=config.seed, device=device)
+    loaded = load_model(
+        unit["model"], init=unit["init"], seed=config.seed, device=device,
+        dtype=resolve_dtype(config.dtype),
+    )  # fmt: skip
     frame = probe(
         loaded,
         variants=["transformer"],
