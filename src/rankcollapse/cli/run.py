@@ -219,17 +219,18 @@ def print_claims(result) -> None:
     from rankcollapse.cli._console import console
     from rankcollapse.report import format_value
 
-    table = Table(title=f"{result.name}: claims", title_justify="left")
-    for column in ("id", "claim", "measured", "expected", "result"):
+    table = Table(title=f"{result.name}: findings and checks", title_justify="left")
+    for column in ("kind", "id", "claim", "measured", "expected", "result"):
         table.add_column(column, overflow="fold")
-    for claim in result.claims:
+    findings, checks = result.summary.findings, result.summary.checks
+    for claim in findings + checks:
         verdict = "[green]PASS[/]" if claim.passed else "[red]FAIL[/]"
-        cells = (claim.id, claim.text, format_value(claim.measured), claim.expected)
+        cells = (claim.kind, claim.id, claim.text, format_value(claim.measured), claim.expected)
         table.add_row(*map(escape, cells), verdict)
     console.print(table)
-    n_passed = sum(claim.passed for claim in result.claims)
+    held = f"; {sum(c.passed for c in checks)} of {len(checks)} checks hold" if checks else ""
     console.print(
-        f"{n_passed} of {len(result.claims)} claims passed; {result.n_computed} units run, "
-        f"{result.n_cached} reused."
+        f"{sum(c.passed for c in findings)} of {len(findings)} findings passed{held}; "
+        f"{result.n_computed} units run, {result.n_cached} reused."
     )
     console.print(f"report: {result.report_path}", highlight=False, soft_wrap=True)
