@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from rankcollapse.presets import PRESETS
+
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
@@ -17,7 +19,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--preset",
-        choices=["quick", "paper"],
+        choices=PRESETS,
         default=None,
         help="take only runs of this preset (default: paper where stored, else quick)",
     )

@@ -15,6 +15,8 @@ import argparse
 import math
 from pathlib import Path
 
+from rankcollapse.presets import DEFAULT_PRESET, PRESETS
+
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
@@ -25,7 +27,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "dotted keys for nested fields). Finished units are kept: rerunning resumes.",
     )
     parser.add_argument("name", help="experiment name, or 'all'")
-    parser.add_argument("--preset", default="quick", help="preset: quick or paper (default: quick)")
+    parser.add_argument(
+        "--preset",
+        default=DEFAULT_PRESET,
+        choices=PRESETS,
+        help=f"preset: {' or '.join(PRESETS)} (default: {DEFAULT_PRESET})",
+    )
     parser.add_argument(
         "--config", type=Path, default=None, help="YAML file merged over the preset"
     )

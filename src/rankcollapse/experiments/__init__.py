@@ -24,6 +24,8 @@ from rankcollapse.experiments import (
     wu2024_temperature,  # noqa: F401
 )
 from rankcollapse.experiments._registry import (
+    DEFAULT_PRESET,
+    PRESETS,
     Claim,
     Experiment,
     Summary,
@@ -40,6 +42,8 @@ from rankcollapse.experiments._registry import (
 )
 
 __all__ = [
+    "DEFAULT_PRESET",
+    "PRESETS",
     "Claim",
     "Experiment",
     "Summary",

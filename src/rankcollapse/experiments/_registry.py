@@ -33,6 +33,7 @@ import pandas as pd
 from pydantic import BaseModel, ValidationError
 
 from rankcollapse.errors import ConfigError, did_you_mean, invalid_config, unknown_name
+from rankcollapse.presets import DEFAULT_PRESET, PRESETS
 
 Unit = dict[str, Any]
 Relation = Literal["<", "<=", ">", ">=", "true"]
@@ -240,7 +241,7 @@ class Experiment:
     registry-wide test runs it on hand-made tables where each finding passes and fails."""
 
     def make_config(
-        self, preset: str = "quick", overrides: Mapping[str, Any] | None = None
+        self, preset: str = DEFAULT_PRESET, overrides: Mapping[str, Any] | None = None
     ) -> BaseModel:
         """Validate a preset plus overrides; a typo or out-of-range value raises ConfigError.
 
@@ -333,7 +334,7 @@ def register(exp: Experiment) -> Experiment:
     """Add an experiment to the registry (called once, at the bottom of its module)."""
     if exp.name in _REGISTRY:
         raise RuntimeError(f"experiment {exp.name!r} registered twice")
-    for required in ("quick", "paper"):
+    for required in PRESETS:
         if required not in exp.presets:
             raise RuntimeError(f"experiment {exp.name!r} lacks the {required!r} preset")
     _REGISTRY[exp.name] = exp

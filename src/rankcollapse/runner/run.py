@@ -49,6 +49,7 @@ from rankcollapse.files import (
     remove_partial,
     write_atomic,
 )
+from rankcollapse.presets import DEFAULT_PRESET
 from rankcollapse.runner._lock import run_lock
 from rankcollapse.runner._store import OLD_SUFFIX, SUFFIX, load_unit, save_unit
 from rankcollapse.runner.backends import (
@@ -166,7 +167,7 @@ def config_hash(name: str, config: BaseModel) -> str:
 
 def plan(
     name: str | Experiment,
-    preset: str = "quick",
+    preset: str = DEFAULT_PRESET,
     overrides: Mapping[str, Any] | None = None,
     config_file: str | Path | None = None,
     out: str | Path | None = None,
@@ -194,7 +195,7 @@ def plan(
 
 def run_experiment(
     name: str | Experiment,
-    preset: str = "quick",
+    preset: str = DEFAULT_PRESET,
     overrides: Mapping[str, Any] | None = None,
     config_file: str | Path | None = None,
     out: str | Path | None = None,
@@ -218,7 +219,7 @@ def run_experiment(
 
 
 def run_all(
-    preset: str = "quick",
+    preset: str = DEFAULT_PRESET,
     overrides: Mapping[str, Any] | None = None,
     config_file: str | Path | None = None,
     *,
