@@ -108,7 +108,7 @@ def test_train_mode_turns_dropout_on_and_restores_eval(make_tiny, ids):
 
 
 def test_mask_of_wrong_size_is_rejected(make_tiny, ids):
-    with pytest.raises(InputError, match="mask is 9 x 9 but the context has 7 tokens"):
+    with pytest.raises(InputError, match="the mask is for 9 tokens .* but the input has 7 tokens"):
         capture(make_tiny("bert"), ids, mask=causal(9))
 
 

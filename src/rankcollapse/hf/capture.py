@@ -21,11 +21,12 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from rankcollapse.errors import ConfigError, InputError
+from rankcollapse.errors import ConfigError
 from rankcollapse.hf.architectures import ARCHITECTURES, block_list, submodule
 from rankcollapse.hf.attention import AttentionSettings, attention_settings
 from rankcollapse.hf.models import LoadedModel
 from rankcollapse.hf.variants import Variant, get_variant, variant_applied
+from rankcollapse.masks import check_mask
 
 
 @dataclass(frozen=True)
@@ -44,7 +45,9 @@ class LayerCapture:
     attention: Tensor | None = None
 
 
-def check_mask(loaded: LoadedModel, mask: Tensor | None, n_tokens: int, temperature: float) -> None:
+def check_attention_settings(
+    loaded: LoadedModel, mask: Tensor | None, n_tokens: int, temperature: float
+) -> None:
     """Fail before any work when a mask or temperature cannot be applied to this model."""
     if temperature <= 0:
         raise ConfigError(f"temperature must be > 0, got {temperature}; 1.0 keeps the model's own.")
@@ -55,23 +58,8 @@ def check_mask(loaded: LoadedModel, mask: Tensor | None, n_tokens: int, temperat
             f"{loaded.arch.notes}. Drop --mask/--temperature, or use a model of "
             f"{', '.join(with_interface)}."
         )
-    if mask is None:
-        return
-    if mask.dtype != torch.bool or mask.ndim != 2 or mask.shape[0] != mask.shape[1]:
-        raise InputError(
-            f"attention mask must be a square boolean (n, n) tensor, got dtype {mask.dtype} and "
-            f"shape {tuple(mask.shape)}; build one with rankcollapse.masks."
-        )
-    if mask.shape[0] != n_tokens:
-        raise InputError(
-            f"attention mask is {mask.shape[0]} x {mask.shape[1]} but the context has {n_tokens} "
-            f"tokens; build the mask for n = {n_tokens} (e.g. mask_from_spec(spec, {n_tokens}))."
-        )
-    if not bool(mask.diagonal().all()):
-        missing = (~mask.diagonal()).nonzero().flatten().tolist()[:5]
-        raise InputError(
-            f"attention mask lacks self-loops at tokens {missing}; set m[i, i] = True."
-        )
+    if mask is not None:
+        check_mask(mask, n_tokens)  # the one validation of masks
 
 
 def n_patch_tokens(config) -> int:
@@ -148,7 +136,7 @@ def run_batch(
         shape = (input_ids.shape[0], n_patch_tokens(model.config)) if pixels else input_ids.shape
         token_mask = torch.ones(shape, dtype=torch.bool)
     n_tokens = token_mask.shape[-1]
-    check_mask(loaded, mask, n_tokens, temperature)
+    check_attention_settings(loaded, mask, n_tokens, temperature)
     input_ids, token_mask = input_ids.to(device), token_mask.to(device)
     if mask is not None:
         mask = mask.to(device)

@@ -17,7 +17,12 @@ from torch import Tensor, nn
 
 from rankcollapse.devices import metrics_device, resolve_dtype
 from rankcollapse.errors import ConfigError, InputError
-from rankcollapse.hf.capture import LayerCapture, check_mask, n_patch_tokens, run_batch
+from rankcollapse.hf.capture import (
+    LayerCapture,
+    check_attention_settings,
+    n_patch_tokens,
+    run_batch,
+)
 from rankcollapse.hf.models import Init, LoadedModel, as_loaded
 from rankcollapse.hf.text import (
     load_paragraphs,
@@ -211,7 +216,7 @@ def probe(
     )
     n_context = token_mask.shape[1]
     attn_mask, mask_label = resolve_mask(mask, n_context)
-    check_mask(loaded, attn_mask, n_context, temperature)
+    check_attention_settings(loaded, attn_mask, n_context, temperature)
     where = metrics_device(loaded.device)
     step = batch_size or n_samples
     allowed = attn_mask
