@@ -22,6 +22,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
+from rankcollapse.masks import bias_of
+
 ATTENTION_NAME = "rankcollapse"
 
 
@@ -56,8 +58,7 @@ class AttentionSettings:
             allowed = allowed & (keys | own)  # (b, 1, n, n)
         else:
             allowed = allowed[None, None]
-        zero = torch.zeros((), dtype=dtype, device=allowed.device)
-        return torch.where(allowed, zero, torch.finfo(dtype).min)
+        return bias_of(allowed, dtype, finite=True)
 
 
 _SETTINGS: contextvars.ContextVar[AttentionSettings | None] = contextvars.ContextVar(

@@ -6,6 +6,7 @@ edge j -> i); every diagonal entry is True.
 
 from rankcollapse.masks._validation import check_mask
 from rankcollapse.masks.families import (
+    bias_of,
     causal,
     causal_window,
     complete,
@@ -28,6 +29,7 @@ from rankcollapse.masks.spec import MASK_FAMILIES, MaskSpec, mask_from_spec, par
 __all__ = [
     "MASK_FAMILIES",
     "MaskSpec",
+    "bias_of",
     "causal",
     "causal_window",
     "center_nodes",

@@ -162,6 +162,18 @@ def to_bias(m: Tensor, dtype: torch.dtype = torch.float64) -> Tensor:
         tensor([[0., -inf],
                 [0., 0.]], dtype=torch.float64)
     """
-    check_mask(m)
-    bias = torch.zeros(m.shape, dtype=dtype, device=m.device)
-    return bias.masked_fill(~m, float("-inf"))
+    return bias_of(check_mask(m), dtype)
+
+
+def bias_of(allowed: Tensor, dtype: torch.dtype, *, finite: bool = False) -> Tensor:
+    """0 where `allowed` (any boolean shape, e.g. a mask combined with padding) is True, and
+    -inf elsewhere, or the dtype's most negative number with `finite` (what Hugging Face
+    models add to their scores). The one place a mask becomes a bias.
+
+    Example:
+        >>> bias_of(torch.tensor([True, False]), torch.float32, finite=True)
+        tensor([ 0.0000e+00, -3.4028e+38])
+    """
+    blocked = torch.finfo(dtype).min if finite else float("-inf")
+    zero = torch.zeros((), dtype=dtype, device=allowed.device)
+    return torch.where(allowed, zero, torch.tensor(blocked, dtype=dtype, device=allowed.device))
