@@ -36,7 +36,7 @@ def test_paper_run_is_preferred_and_checks_are_counted_not_listed(tmp_path: Path
     table = reproduction_table(tmp_path)
     row = table[table["experiment"] == "toy-collapse"].iloc[0]
     assert (row["finding"], row["preset"], row["result"]) == ("f1", "paper", "PASS")
-    assert row["measured"] == "0.5" and row["checks"] == "1/1" and row["minutes"] == 10.0
+    assert row["measured"] == "0.5" and row["checks"] == "1/1" and row["seconds"] == 600.0
     assert "c1" not in set(table["finding"])
     assert len(table) == len(experiment_names())  # one finding here, one 'not run' row per other
 

@@ -26,7 +26,7 @@ from rankcollapse.report.html import format_value
 PRESET_ORDER = ("paper", "quick")  # with no preset asked for: the paper run where there is one
 COLUMNS = [
     "experiment", "finding", "source", "paper", "measured", "expected", "preset",
-    "result", "minutes", "checks",
+    "result", "seconds", "checks",
 ]  # fmt: skip
 
 
@@ -38,7 +38,7 @@ class StoredRun:
     experiment: str
     preset: str
     finished: str
-    minutes: float
+    seconds: float
 
     @property
     def claims(self) -> list[dict[str, Any]]:
@@ -65,17 +65,18 @@ def stored_runs(results_root: str | Path) -> list[StoredRun]:
                 manifest["experiment"],
                 manifest.get("preset", "?"),
                 manifest.get("finished") or "",
-                _minutes(manifest.get("started"), manifest.get("finished")),
+                _seconds(manifest.get("started"), manifest.get("finished")),
             )
         )
     return runs
 
 
-def _minutes(started: str | None, finished: str | None) -> float:
+def _seconds(started: str | None, finished: str | None) -> float:
+    """Wall time of a run from its manifest (whole seconds: the manifest's resolution)."""
     if not started or not finished:
         return float("nan")
     delta = dt.datetime.fromisoformat(finished) - dt.datetime.fromisoformat(started)
-    return round(delta.total_seconds() / 60, 1)
+    return delta.total_seconds()
 
 
 def choose_run(runs: list[StoredRun], name: str, preset: str | None) -> StoredRun | None:
@@ -99,6 +100,10 @@ def reproduction_table(results_root: str | Path, preset: str | None = None) -> p
         claims = run.claims
         checks = [c for c in claims if c.get("kind") == "check"]
         checks_text = f"{sum(c['passed'] for c in checks)}/{len(checks)}"
+        if len(checks) == len(claims):  # an experiment of checks only still shows its run
+            rows.append({"experiment": name, "finding": "", "preset": run.preset,
+                         "result": "checks only", "seconds": run.seconds,
+                         "checks": checks_text})  # fmt: skip
         for claim in (c for c in claims if c.get("kind", "finding") == "finding"):
             rows.append(
                 {
@@ -110,12 +115,12 @@ def reproduction_table(results_root: str | Path, preset: str | None = None) -> p
                     "expected": claim["expected"],
                     "preset": run.preset,
                     "result": "PASS" if claim["passed"] else "FAIL",
-                    "minutes": run.minutes,
+                    "seconds": run.seconds,
                     "checks": checks_text,
                 }
             )
     table = pd.DataFrame(rows, columns=COLUMNS)
-    text = [c for c in COLUMNS if c != "minutes"]
+    text = [c for c in COLUMNS if c != "seconds"]
     table[text] = table[text].fillna("")
     return table
 
@@ -152,12 +157,24 @@ def reproduction_markdown(table: pd.DataFrame) -> str:
         cells = [row.experiment, row.finding, f"{row.paper}{where}", measured, row.preset,
                  row.result]  # fmt: skip
         lines.append("| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |")
+    lines += [
+        "",
+        "## The runs",
+        "",
+        "| experiment | preset | wall seconds (manifest) | findings passed | checks hold |",
+        "|---|---|---|---|---|",
+    ]
+    for name, rows in table[table["result"] != "not run"].groupby("experiment", sort=False):
+        first = rows.iloc[0]
+        passed = f"{(rows['result'] == 'PASS').sum()}/{len(rows[rows['finding'] != ''])}"
+        lines.append(f"| {name} | {first['preset']} | {first['seconds']:g} | {passed} | "
+                     f"{first['checks'] or '-'} |")  # fmt: skip
     return "\n".join(lines) + "\n"
 
 
 def reproduction_html(table: pd.DataFrame) -> str:
     """The table as one self-contained HTML page."""
-    body = table.drop(columns=["minutes"]).to_html(index=False, border=0, escape=True)
+    body = table.drop(columns=["seconds"]).to_html(index=False, border=0, escape=True)
     return (
         "<!doctype html><html><head><meta charset='utf-8'><title>rankcollapse: reproduction"
         "</title><style>body{font-family:sans-serif;max-width:1200px;margin:2em auto}"
