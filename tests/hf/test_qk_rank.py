@@ -67,4 +67,4 @@ def test_pretrained_minilm_heads_are_full_rank_and_the_cli_writes_a_heat_map(tmp
     assert len(df) == 6 * 12 * 3 and set(df.d_head) == {32}
     assert set(_values(df, "numerical_rank")) == {32.0}
     assert main(["qk-rank", "minilm", "--out", str(tmp_path)]) == 0
-    assert (tmp_path / "qk_ranks.csv").exists() and (tmp_path / "qk_stable_rank.png").exists()
+    assert (tmp_path / "qk_ranks.csv").exists() and (tmp_path / "qk_stable_rank.svg").exists()

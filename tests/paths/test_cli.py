@@ -11,7 +11,7 @@ def test_count_writes_exact_counts(tmp_path):
     )
     df = pd.read_csv(tmp_path / "paths.csv")
     assert df["n_paths"].tolist() == [1, 6, 12, 8]
-    assert (tmp_path / "paths.png").is_file()
+    assert (tmp_path / "paths.png").is_file() and (tmp_path / "paths.svg").is_file()
 
 
 def test_count_prints_every_length_as_an_exact_integer(tmp_path, capsys):

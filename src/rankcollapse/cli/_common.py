@@ -46,13 +46,11 @@ def write_collapse_outputs(
     `floor` is the dtype whose floor the at_floor column flags (e.g. torch.float32).
     """
     from rankcollapse.files import write_atomic
-    from rankcollapse.plot import layers, render
+    from rankcollapse.plot import layers
 
     out.mkdir(parents=True, exist_ok=True)
     write_atomic(out / "results.csv", df.to_csv(index=False).encode())
-    fig = layers(df, by=hue, floor=floor, title=title)
-    for fmt, data in render(fig).items():
-        write_atomic(out / f"collapse.{fmt}", data)
+    save_figure(layers(df, by=hue, floor=floor, title=title), out / "collapse")
     console.print(
         f"wrote [bold]{out / 'results.csv'}[/] and [bold]{out / 'collapse.png'}[/] (+ .svg)"
     )
@@ -76,3 +74,12 @@ def parse_metrics(value: str | None) -> list[str] | None:
     for name in names:
         get_metric(name)
     return names
+
+
+def save_figure(fig: object, stem: Path) -> None:
+    """`stem`.png (200 dpi) and `stem`.svg in the house style, each written atomically."""
+    from rankcollapse.files import write_atomic
+    from rankcollapse.plot import render
+
+    for fmt, data in render(fig).items():
+        write_atomic(stem.with_name(f"{stem.name}.{fmt}"), data)

@@ -66,10 +66,11 @@ def _label(folder: Path, dirs: list[Path]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    from rankcollapse.cli._common import save_figure
     from rankcollapse.cli._console import console
     from rankcollapse.errors import InputError
     from rankcollapse.files import write_atomic
-    from rankcollapse.plot import layers, ordered_values, render
+    from rankcollapse.plot import layers, ordered_values
 
     frame = load_runs(args.dirs)
     known = ordered_values(frame["metric"])
@@ -91,8 +92,7 @@ def run(args: argparse.Namespace) -> int:
     )
     table.columns = [" / ".join(map(str, c)) if isinstance(c, tuple) else c for c in table.columns]
     args.out.mkdir(parents=True, exist_ok=True)
-    for fmt, data in render(fig).items():
-        write_atomic(args.out / f"compare.{fmt}", data)
+    save_figure(fig, args.out / "compare")
     write_atomic(args.out / "compare.csv", table.reset_index().to_csv(index=False).encode())
     from rich.table import Table
 

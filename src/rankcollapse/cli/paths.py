@@ -125,6 +125,7 @@ def run_count(args: argparse.Namespace) -> int:
     import pandas as pd
     from rich.table import Table
 
+    from rankcollapse.cli._common import save_figure
     from rankcollapse.errors import ConfigError
     from rankcollapse.paths import REFERENCE_ARCHITECTURES, architecture_paths, count_paths
     from rankcollapse.plot import line_plot
@@ -167,7 +168,7 @@ def run_count(args: argparse.Namespace) -> int:
         title="Share of paths of each length",
         ylabel="share of paths",
     )
-    figure.savefig(args.out / "paths.png", dpi=110, bbox_inches="tight")
+    save_figure(figure, args.out / "paths")
     console.print(f"wrote [bold]{args.out / 'paths.csv'}[/] and [bold]{args.out / 'paths.png'}[/]")
     return 0
 
@@ -219,6 +220,7 @@ def _frozen(args: argparse.Namespace):
 def run_decompose(args: argparse.Namespace) -> int:
     from rich.table import Table
 
+    from rankcollapse.cli._common import save_figure
     from rankcollapse.paths import decompose_by_length, length_frame
     from rankcollapse.plot import band_plot
 
@@ -246,7 +248,7 @@ def run_decompose(args: argparse.Namespace) -> int:
         logy=True,
         title=f"Path components by length: {label}",
     )
-    figure.savefig(args.out / "components.png", dpi=110, bbox_inches="tight")
+    save_figure(figure, args.out / "components")
     console.print(
         f"wrote [bold]{args.out / 'components.csv'}[/] and [bold]{args.out / 'components.png'}[/]"
     )
@@ -256,6 +258,7 @@ def run_decompose(args: argparse.Namespace) -> int:
 def run_products(args: argparse.Namespace) -> int:
     from rich.table import Table
 
+    from rankcollapse.cli._common import save_figure
     from rankcollapse.paths import products_frame
     from rankcollapse.plot import products_figure
 
@@ -271,9 +274,7 @@ def run_products(args: argparse.Namespace) -> int:
     console.print(table)
     args.out.mkdir(parents=True, exist_ok=True)
     df.to_csv(args.out / "products.csv", index=False)
-    products_figure(df.assign(model=label)).savefig(
-        args.out / "products.png", dpi=110, bbox_inches="tight"
-    )
+    save_figure(products_figure(df.assign(model=label)), args.out / "products")
     console.print(
         f"wrote [bold]{args.out / 'products.csv'}[/] and [bold]{args.out / 'products.png'}[/]"
     )

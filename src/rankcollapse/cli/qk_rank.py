@@ -46,6 +46,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from rich.table import Table
 
+    from rankcollapse.cli._common import save_figure
     from rankcollapse.cli._console import console
     from rankcollapse.devices import resolve_dtype
     from rankcollapse.hf import load_model
@@ -91,6 +92,6 @@ def run(args: argparse.Namespace) -> int:
             title=f"{loaded.name}: {metric} of W_Q^T W_K (d_head={d_head})",
         )
         fig.axes[0].images[0].set_clim(0, d_head)  # every map on [0, max rank]
-        fig.savefig(out / f"qk_{metric}.png", dpi=110, bbox_inches="tight")
-    console.print(f"wrote [bold]{out / 'qk_ranks.csv'}[/] and heat maps qk_*.png")
+        save_figure(fig, out / f"qk_{metric}")
+    console.print(f"wrote [bold]{out / 'qk_ranks.csv'}[/] and heat maps qk_*.png (+ .svg)")
     return 0
