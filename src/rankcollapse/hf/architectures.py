@@ -84,7 +84,10 @@ class Architecture:
     inputs: Literal["tokens", "pixels"] = "tokens"
     model_class: str | None = None
     requires: tuple[tuple[str, Any], ...] = ()
-    decompose: Literal["bert", "llama"] | None = None
+    decompose: (
+        Literal["bert", "distilbert", "llama", "phi3", "gpt2", "gpt_neox", "opt", "t5", "vit"]
+        | None
+    ) = None
     rms_gain_offset: float = 0.0  # Gemma's RMSNorm multiplies by (offset + weight), offset 1
     authors_surgery: bool = False
     authors_no_mlp: tuple[str, str, str] | tuple[()] = ()
@@ -177,6 +180,7 @@ DISTILBERT = Architecture(
     mlp_branch="ffn",
     mlp_norm="output_layer_norm",
     norm_position="post",
+    decompose="distilbert",
 )
 
 XLNET = Architecture(
@@ -246,6 +250,7 @@ GPT2 = Architecture(
     norm_position="pre",
     final_norm="ln_f",
     causal=True,
+    decompose="gpt2",
 )
 
 LLAMA = Architecture(
@@ -292,7 +297,6 @@ GEMMA2 = replace(
     mlp_branch="post_feedforward_layernorm",  # the branch ends with its own norm
     # Sandwich norms: post_attention_layernorm normalises the attention output before the add.
     branch_norms=("post_attention_layernorm", "post_feedforward_layernorm"),
-    decompose=None,
     notes="sandwich norms; logits soft-capped (attn_logit_softcapping) and scaled by "
     "query_pre_attn_scalar; temperature divides the soft-capped logits; alternate layers "
     "use a sliding window unless --mask replaces it",
@@ -307,7 +311,6 @@ OLMO2 = replace(
     mlp_branch="post_feedforward_layernorm",
     branch_norms=("post_attention_layernorm", "post_feedforward_layernorm"),
     qk_norm=("self_attn.q_norm", "self_attn.k_norm"),
-    decompose=None,
     notes="norms on branch outputs only, and QK-norm over all heads; temperature divides the "
     "logits of the normed queries and keys",
 )
@@ -320,7 +323,7 @@ PHI3 = replace(
     v="qkv_proj",
     fused_qkv="concat",
     mlp=("mlp.gate_up_proj", "mlp.down_proj"),
-    decompose=None,
+    decompose="phi3",
     notes="fused qkv_proj and gate_up_proj",
 )
 GPT_NEOX = Architecture(
@@ -344,6 +347,7 @@ GPT_NEOX = Architecture(
     final_norm="final_layer_norm",
     causal=True,
     requires=(("use_parallel_residual", True),),
+    decompose="gpt_neox",
     notes="use_parallel_residual: x + A(LN1(x)) + M(LN2(x)); the attention skip is the + x",
 )
 GPT_NEOX_SEQUENTIAL = replace(
@@ -372,6 +376,7 @@ OPT = Architecture(
     final_norm="decoder.final_layer_norm",
     causal=True,
     requires=(("do_layer_norm_before", True),),
+    decompose="opt",
 )
 OPT_POST = replace(
     OPT,
@@ -401,6 +406,7 @@ T5_ENCODER = Architecture(
     norm_position="pre",
     final_norm="encoder.final_layer_norm",
     model_class="T5EncoderModel",
+    decompose="t5",
     notes="encoder stack only (T5EncoderModel); scores not scaled by 1/sqrt(d_kv); a learned "
     "relative position bias is added to the scores (kept under --mask; temperature divides "
     "the logits including the bias)",
@@ -422,6 +428,7 @@ VIT = Architecture(
     norm_position="pre",
     final_norm="layernorm",
     inputs="pixels",
+    decompose="vit",
     notes="tokens are the [CLS] token and image patches; probed on random pixels",
 )
 

@@ -50,7 +50,8 @@ class LengthDecomposition:
 class Enumeration:
     """Every path's term: `terms[i]` (b, n, d) for `paths[i]`, one step per sublayer.
 
-    A step is SKIP (-1) or the index of the branch taken (a head, or 0 for an MLP).
+    A step is SKIP (-1) or the index of the branch taken (a head, or 0 for an MLP; in a parallel
+    block, the heads, then the MLP).
     """
 
     terms: Tensor  # (n_paths, b, n, d)
@@ -80,12 +81,31 @@ def _branch_inputs(sub: Sublayer, parts: Tensor, bias: Tensor):
     return inputs, input_bias, gate
 
 
+def _branch_output(sub: Sublayer, parts: Tensor, bias: Tensor) -> tuple[Tensor, Tensor]:
+    """Per-length parts of norm_branch(branch(norm_in(x))) (one length longer for heads)."""
+    inputs, input_bias, gate = _branch_inputs(sub, parts, bias)
+    through = sub.branch.linear(inputs, gate)
+    out_bias = sub.branch.linear(input_bias, gate) + sub.branch.constant(gate)
+    through, out_bias = _norm_affine(sub.norm_branch, through, out_bias)
+    if sub.branch.counts:  # a head adds one to the length
+        through = torch.cat([torch.zeros_like(through[:1]), through])
+    return through, out_bias
+
+
+def _add_by_length(a: Tensor, b: Tensor) -> Tensor:
+    """a + b for per-length stacks (k, ...) of different counts k: the missing lengths are 0."""
+    if len(a) < len(b):
+        a, b = b, a
+    return torch.cat([a[: len(b)] + b, a[len(b) :]])
+
+
 @torch.no_grad()
 def decompose_by_length(net: FrozenNet) -> LengthDecomposition:
     """Sum of all paths of each length k = 0..L, by the recursion of Dong et al. Sec. 3.
 
     Formula: C^l_k = s C^{l-1}_k + sum_h P^l_h C^{l-1}_{k-1} W^l_h (s = skip scale), with
-        C^0_0 = X; norms and MLPs enter as linear maps with frozen scales and gates.
+        C^0_0 = X; norms and MLPs enter as linear maps with frozen scales and gates, a
+        parallel branch adds its own terms at the same step.
     Reference: Dong, Cordonnier, Loukas 2021, Sec. 3 (path decomposition).
 
     Args:
@@ -107,16 +127,12 @@ def decompose_by_length(net: FrozenNet) -> LengthDecomposition:
     parts = net.x[None]  # (1, b, n, d): the empty path carries the input
     bias = torch.zeros_like(net.x)
     for sub in net.sublayers:
-        inputs, input_bias, gate = _branch_inputs(sub, parts, bias)
-        through = sub.branch.linear(inputs, gate)
-        new_bias = sub.branch.linear(input_bias, gate) + sub.branch.constant(gate)
-        if sub.branch.counts:  # a head adds one to the length
-            through = torch.cat([torch.zeros_like(parts[:1]), through])
-            if sub.skip:
-                through[:-1] += sub.skip * parts
-        elif sub.skip:
-            through = through + sub.skip * parts
+        through, new_bias = _branch_output(sub, parts, bias)
+        if sub.parallel is not None:
+            other, other_bias = _branch_output(sub.parallel, parts, bias)
+            through, new_bias = _add_by_length(through, other), new_bias + other_bias
         if sub.skip:
+            through = _add_by_length(through, sub.skip * parts)
             new_bias = new_bias + sub.skip * bias
         parts, bias = _norm_affine(sub.norm_out, through, new_bias)
     return LengthDecomposition(parts, bias)  # without skips, lengths below L stay exactly 0
@@ -124,7 +140,20 @@ def decompose_by_length(net: FrozenNet) -> LengthDecomposition:
 
 def count_enumerated(net: FrozenNet) -> int:
     """How many terms `enumerate_paths` would produce: prod over sublayers of (branches + skip)."""
-    return math.prod(s.branch.n_branches + (1 if s.skip else 0) for s in net.sublayers)
+    return math.prod(
+        s.branch.n_branches
+        + (s.parallel.branch.n_branches if s.parallel is not None else 0)
+        + (1 if s.skip else 0)
+        for s in net.sublayers
+    )
+
+
+def _branch_terms(sub: Sublayer, terms: Tensor, bias: Tensor) -> tuple[Tensor, Tensor]:
+    """Every branch's terms, stacked branch-major, with the branch norm applied, and its bias."""
+    inputs, input_bias, gate = _branch_inputs(sub, terms, bias)
+    each = torch.cat([sub.branch.branch(inputs, i, gate) for i in range(sub.branch.n_branches)])
+    out_bias = sub.branch.linear(input_bias, gate) + sub.branch.constant(gate)
+    return _norm_affine(sub.norm_branch, each, out_bias)
 
 
 @torch.no_grad()
@@ -161,17 +190,17 @@ def enumerate_paths(net: FrozenNet, *, max_paths: int = MAX_PATHS) -> Enumeratio
     paths: list[tuple[int, ...]] = [()]
     lengths = [0]
     for sub in net.sublayers:
-        inputs, input_bias, gate = _branch_inputs(sub, terms, bias)
-        steps = ([SKIP] if sub.skip else []) + list(range(sub.branch.n_branches))
-        blocks = [
-            sub.skip * terms if step == SKIP else sub.branch.branch(inputs, step, gate)
-            for step in steps
-        ]
-        new_bias = sub.branch.linear(input_bias, gate) + sub.branch.constant(gate)
-        if sub.skip:
-            new_bias = new_bias + sub.skip * bias
+        branches = [sub] if sub.parallel is None else [sub, sub.parallel]
+        blocks = [sub.skip * terms] if sub.skip else []
+        adds = [0] if sub.skip else []
+        new_bias = sub.skip * bias if sub.skip else torch.zeros_like(bias)
+        for part in branches:
+            each, part_bias = _branch_terms(part, terms, bias)
+            blocks.append(each)
+            adds += [int(part.branch.counts)] * part.branch.n_branches
+            new_bias = new_bias + part_bias
         terms, bias = _norm_affine(sub.norm_out, torch.cat(blocks), new_bias)
-        adds = [int(step != SKIP and sub.branch.counts) for step in steps]
+        steps = ([SKIP] if sub.skip else []) + list(range(len(adds) - (1 if sub.skip else 0)))
         paths = [path + (step,) for step in steps for path in paths]
         lengths = [length + add for add in adds for length in lengths]
     return Enumeration(terms, paths, torch.tensor(lengths), bias)
@@ -192,7 +221,9 @@ def path_matrices(net: FrozenNet, path: tuple[int, ...]) -> tuple[Tensor, Tensor
     p_path = torch.eye(n, dtype=net.x.dtype).expand(b, n, n)
     w_path = torch.eye(d, dtype=net.x.dtype)
     for sub, step in zip(net.sublayers, path):
-        if not isinstance(sub.branch, FrozenAttention) or sub.norm_in or sub.norm_out:
+        if not isinstance(sub.branch, FrozenAttention) or sub.norm_in or sub.norm_out or (
+            sub.norm_branch or sub.parallel
+        ):
             raise ConfigError(
                 "path_matrices needs a network of attention layers without norms or MLPs; "
                 "use enumerate_paths for the terms of other networks."

@@ -16,7 +16,7 @@ Scales and gates are computed from the running total of all components, which eq
 activation (checked against the model's output by the callers' tests to float64 precision).
 
 A path goes through the skip (if any) or one branch of each sublayer: a head of an attention
-sublayer, or the MLP of an MLP sublayer. Its length counts attention heads only (Dong's
+sublayer, or the MLP of an MLP sublayer (in a parallel block, a head or the MLP). Its length counts attention heads only (Dong's
 definition), so an MLP never changes a path's length.
 """
 
@@ -144,12 +144,19 @@ class FrozenMLP:
 
 @dataclass(frozen=True)
 class Sublayer:
-    """x -> norm_out( skip * x + branch(norm_in(x)) ); norms optional, skip 0 means none."""
+    """x -> norm_out( skip * x + norm_branch(branch(norm_in(x))) + parallel(x) ).
+
+    Norms are optional and skip 0 means none. `norm_branch` normalises the branch output before
+    the add (Gemma 2's sandwich norms, OLMo 2); `parallel` is a second branch reading the same x
+    (GPT-NeoX's parallel residual: x + A(N1(x)) + M(N2(x))), its own skip and `norm_out` unused.
+    """
 
     branch: FrozenAttention | FrozenMLP
     skip: float = 0.0
     norm_in: FrozenNorm | None = None  # pre-LN
     norm_out: FrozenNorm | None = None  # post-LN
+    norm_branch: FrozenNorm | None = None  # sandwich: on the branch output, before the add
+    parallel: Sublayer | None = None
 
 
 @dataclass(frozen=True)

@@ -24,12 +24,14 @@ norm is run in float64 (the tests do that with a forward hook).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import torch
 from torch import Tensor, nn
 
 from rankcollapse.errors import UnknownNameError
 from rankcollapse.hf import ARCHITECTURES, LoadedModel, run_batch
-from rankcollapse.hf.architectures import block_list, head_sizes, submodule
+from rankcollapse.hf.architectures import Architecture, block_list, head_sizes, submodule
 from rankcollapse.hf.models import as_loaded
 from rankcollapse.paths.decompose import LengthDecomposition, decompose_by_length
 from rankcollapse.paths.frozen import FrozenAttention, FrozenMLP, FrozenNet, FrozenNorm, Sublayer
@@ -56,65 +58,135 @@ def _rms_norm(module: nn.Module, offset: float = 0.0) -> FrozenNorm:
     return FrozenNorm(token_scale, centre=False, gain=module.weight + offset)
 
 
+def _norm(block: nn.Module, path: str | None, arch: Architecture) -> FrozenNorm | None:
+    """LayerNorm, or an RMSNorm (Llama's, T5's, Gemma's with its gain offset); None: no norm."""
+    if path is None:
+        return None
+    module = submodule(block, path)
+    if isinstance(module, nn.LayerNorm):
+        return _layer_norm(module)
+    return _rms_norm(module, arch.rms_gain_offset)
+
+
+def _in_out(module: nn.Module, arch: Architecture) -> Tensor:
+    """A projection's weight as (in, out): Linear stores (out, in), GPT-2's Conv1D (in, out)."""
+    return module.weight if arch.projection == "conv1d" else module.weight.T
+
+
+def _value(attention: nn.Module, arch: Architecture, sizes) -> tuple[Tensor, Tensor | None]:
+    """The value projection (d, n_kv * d_head) and its bias, cut out of a fused projection."""
+    n_heads, n_kv, head_dim = sizes
+    module = submodule(attention, arch.v)
+    weight, bias = _in_out(module, arch), module.bias
+    if arch.fused_qkv == "concat":  # q, k, v outputs one after the other (Phi-3, GPT-2)
+        start = (n_heads + n_kv) * head_dim
+        weight, bias = weight[:, start:], None if bias is None else bias[start:]
+    elif arch.fused_qkv == "per_head":  # [q_h k_h v_h] per head (GPT-NeoX)
+        rows = slice(2 * head_dim, 3 * head_dim)
+        weight = weight.reshape(-1, n_heads, 3 * head_dim)[..., rows].reshape(weight.shape[0], -1)
+        bias = None if bias is None else bias.view(n_heads, 3 * head_dim)[:, rows].reshape(-1)
+    return weight, bias
+
+
 def _attention(loaded: LoadedModel, block: nn.Module, probs: Tensor) -> FrozenAttention:
     """Per-head value and output matrices (grouped-query heads share their key-value group's)."""
     config, arch = loaded.model.config, loaded.arch
-    n_heads, n_kv, head_dim = head_sizes(config)
+    n_heads, n_kv, head_dim = sizes = head_sizes(config)
     group = torch.arange(n_heads) // (n_heads // n_kv)  # the key-value head of each query head
-    value = submodule(submodule(block, arch.attention), arch.v)
+    weight, bias = _value(submodule(block, arch.attention), arch, sizes)
     out = submodule(block, arch.attention_out)
-    d_model = value.weight.shape[1]
-    w_v = value.weight.view(n_kv, head_dim, d_model).transpose(1, 2)[group]  # (h, d, d_v)
-    b_v = value.bias.view(n_kv, head_dim)[group] if value.bias is not None else None
-    w_o = out.weight.view(d_model, n_heads, head_dim).permute(1, 2, 0)  # (h, d_v, d)
+    d_model = weight.shape[0]
+    w_v = weight.reshape(d_model, n_kv, head_dim).transpose(0, 1)[group]  # (h, d, d_v)
+    b_v = bias.view(n_kv, head_dim)[group] if bias is not None else None
+    w_o = _in_out(out, arch).reshape(n_heads, head_dim, -1)  # (h, d_v, d)
     return FrozenAttention(probs, w_v, w_o, b_v, out.bias)
 
 
-def _bert_sublayers(loaded: LoadedModel, block: nn.Module, probs: Tensor) -> list[Sublayer]:
-    arch = loaded.arch
-    intermediate, output = (submodule(block, path) for path in arch.mlp)
-    mlp = FrozenMLP(
-        w_in=intermediate.dense.weight.T,
-        w_out=output.weight.T,
-        activation=intermediate.intermediate_act_fn,
-        b_in=intermediate.dense.bias,
-        b_out=output.bias,
-        slope_at_zero=0.5,  # GELU'(0)
+# The MLP of each recipe, as module paths relative to a block. Plain: (first projection,
+# activation, second projection), act(u W_in + b_in) W_out + b_out. Gated: (gate projection,
+# activation, up projection, down projection), (act(u W_gate) * u W_up) W_down; Phi-3's gate and
+# up projections are one Linear, gate rows first.
+_PLAIN_MLP = {
+    "bert": ("intermediate.dense", "intermediate.intermediate_act_fn", "output.dense"),
+    "distilbert": ("ffn.lin1", "ffn.activation", "ffn.lin2"),
+    "gpt2": ("mlp.c_fc", "mlp.act", "mlp.c_proj"),
+    "gpt_neox": ("mlp.dense_h_to_4h", "mlp.act", "mlp.dense_4h_to_h"),
+    "opt": ("fc1", "activation_fn", "fc2"),
+    "t5": ("layer.1.DenseReluDense.wi", "layer.1.DenseReluDense.act", "layer.1.DenseReluDense.wo"),
+    "vit": ("mlp.fc1", "mlp.activation_fn", "mlp.fc2"),
+}
+_GATED_MLP = {
+    "llama": ("mlp.gate_proj", "mlp.act_fn", "mlp.up_proj", "mlp.down_proj"),
+    "phi3": ("mlp.gate_up_proj", "mlp.activation_fn", "mlp.gate_up_proj", "mlp.down_proj"),
+    "t5-gated": (
+        "layer.1.DenseReluDense.wi_0",
+        "layer.1.DenseReluDense.act",
+        "layer.1.DenseReluDense.wi_1",
+        "layer.1.DenseReluDense.wo",
+    ),
+}
+
+
+def _mlp(block: nn.Module, arch: Architecture) -> FrozenMLP:
+    recipe = arch.decompose
+    if recipe == "t5" and hasattr(submodule(block, arch.mlp_branch), "wi_0"):
+        recipe = "t5-gated"  # T5 v1.1, Flan-T5: a gated MLP
+    if recipe in _PLAIN_MLP:
+        first, act, second = (submodule(block, path) for path in _PLAIN_MLP[recipe])
+        return FrozenMLP(
+            w_in=_in_out(first, arch),
+            w_out=_in_out(second, arch),
+            activation=act,
+            b_in=first.bias,
+            b_out=second.bias,
+            slope_at_zero=0.5,  # GELU'(0); ReLU's gate at z == 0 multiplies 0 either way
+        )
+    gate, act, up, down = (submodule(block, path) for path in _GATED_MLP[recipe])
+    w_gate, w_up, b_gate, b_up = _in_out(gate, arch), _in_out(up, arch), gate.bias, up.bias
+    if gate is up:  # Phi-3's fused gate_up_proj
+        w_gate, w_up = w_gate.chunk(2, dim=-1)
+        b_gate, b_up = (None, None) if b_gate is None else b_gate.chunk(2)
+    return FrozenMLP(
+        w_in=w_up,
+        w_out=_in_out(down, arch),
+        activation=act,
+        b_in=b_up,
+        b_out=down.bias,
+        w_gate=w_gate,
+        b_gate=b_gate,
     )
-    return [  # post-LN: LayerNorm(x + branch)
-        Sublayer(
-            _attention(loaded, block, probs),
-            1.0,
-            norm_out=_layer_norm(submodule(block, arch.attention_norm)),
-        ),
-        Sublayer(mlp, 1.0, norm_out=_layer_norm(submodule(block, arch.mlp_norm))),
-    ]
 
 
-def _llama_sublayers(loaded: LoadedModel, block: nn.Module, probs: Tensor) -> list[Sublayer]:
+def _sublayers(loaded: LoadedModel, block: nn.Module, probs: Tensor) -> list[Sublayer]:
+    """One block as frozen sublayers, in the block shape its adapter declares.
+
+    post-LN: x -> N_a(x + A(x)) -> N_m(. + M(.)); pre-LN: x + A(N_a(x)), then + M(N_m(.));
+    sandwich and branch-output norms (Gemma 2, OLMo 2): x + N'_a(A(N_a(x))), N_a optional;
+    parallel residual (GPT-NeoX): x + A(N_a(x)) + M(N_m(x)).
+    """
     arch = loaded.arch
-    offset = arch.rms_gain_offset
-    gated = submodule(block, arch.mlp[0])
-    mlp = FrozenMLP(
-        w_in=gated.up_proj.weight.T,
-        w_out=gated.down_proj.weight.T,
-        activation=gated.act_fn,
-        b_in=gated.up_proj.bias,
-        b_out=gated.down_proj.bias,
-        w_gate=gated.gate_proj.weight.T,
-        b_gate=gated.gate_proj.bias,
+    attention, mlp = _attention(loaded, block, probs), _mlp(block, arch)
+    if arch.norm_position == "post":
+        return [
+            Sublayer(attention, 1.0, norm_out=_norm(block, arch.attention_norm, arch)),
+            Sublayer(mlp, 1.0, norm_out=_norm(block, arch.mlp_norm, arch)),
+        ]
+    after_attention, after_mlp = arch.branch_norms or (None, None)
+    attention_part = Sublayer(
+        attention,
+        1.0,
+        norm_in=_norm(block, arch.attention_norm, arch),
+        norm_branch=_norm(block, after_attention, arch),
     )
-    return [  # pre-LN: x + branch(RMSNorm(x))
-        Sublayer(
-            _attention(loaded, block, probs),
-            1.0,
-            norm_in=_rms_norm(submodule(block, arch.attention_norm), offset),
-        ),
-        Sublayer(mlp, 1.0, norm_in=_rms_norm(submodule(block, arch.mlp_norm), offset)),
-    ]
-
-
-_SUBLAYERS = {"bert": _bert_sublayers, "llama": _llama_sublayers}
+    mlp_part = Sublayer(
+        mlp,
+        0.0 if arch.parallel else 1.0,
+        norm_in=_norm(block, arch.mlp_norm, arch),
+        norm_branch=_norm(block, after_mlp, arch),
+    )
+    if arch.parallel:
+        return [replace(attention_part, parallel=mlp_part)]
+    return [attention_part, mlp_part]
 
 
 @torch.no_grad()
@@ -151,7 +223,7 @@ def freeze_real(
     sublayers = [
         sub
         for block, probs in zip(blocks, attention)
-        for sub in _SUBLAYERS[loaded.arch.decompose](loaded, block, probs.to(states[0].dtype))
+        for sub in _sublayers(loaded, block, probs.to(states[0].dtype))
     ]
     return FrozenNet(states[0], sublayers, reference=states[-1])
 
