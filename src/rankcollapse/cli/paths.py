@@ -30,8 +30,8 @@ def _add_network_options(parser: argparse.ArgumentParser) -> None:
     real.add_argument(
         "--model",
         default=None,
-        help="a model name of the registry or a local model directory, of a family that "
-        "decomposes (see `rankcollapse variants`)",
+        help="a model name of the registry or a local model directory (every family of "
+        "`rankcollapse variants` decomposes)",
     )
     real.add_argument("--init", choices=["pretrained", "random"], default="pretrained")
     real.add_argument(

@@ -28,7 +28,8 @@ relative or disentangled attention bypasses `transformers.AttentionInterface`: m
 temperature are refused), `probs_at` (for those, the module whose 4-D input is the attention
 probabilities), `causal`, `inputs` ("pixels" for ViT), `model_class` (the class that holds the
 blocks when the config's own `AutoModel` would not, T5's encoder), `requires` (config values that
-select this adapter), `decompose` (the `rankcollapse.paths` recipe that freezes it, None if
+select this adapter), `decompose` (the `rankcollapse.paths` recipe that freezes it: where its
+MLP's projections and activation are; the block shape comes from the fields above; None if
 none), `authors_surgery` (Dong et al.'s code covers this family), `authors_no_mlp` (where their
 code dropped the MLP by making its two projections identities: (first projection, activation,
 second projection), so the MLP branch became activation(y)).
@@ -85,7 +86,19 @@ class Architecture:
     model_class: str | None = None
     requires: tuple[tuple[str, Any], ...] = ()
     decompose: (
-        Literal["bert", "distilbert", "llama", "phi3", "gpt2", "gpt_neox", "opt", "t5", "vit"]
+        Literal[
+            "bert",
+            "albert",
+            "distilbert",
+            "xlnet",
+            "llama",
+            "phi3",
+            "gpt2",
+            "gpt_neox",
+            "opt",
+            "t5",
+            "vit",
+        ]
         | None
     ) = None
     rms_gain_offset: float = 0.0  # Gemma's RMSNorm multiplies by (offset + weight), offset 1
@@ -159,6 +172,7 @@ ALBERT = Architecture(
     norm_position="post",
     shared_layers=True,
     authors_surgery=True,
+    decompose="albert",
     # Dong et al.'s code set ffn and ffn_output to identities: the block still computed
     # full_layer_layer_norm(GELU(y) + y), a GELU and a residual.
     authors_no_mlp=("ffn", "activation", "ffn_output"),
@@ -204,6 +218,7 @@ XLNET = Architecture(
     seq_first=True,
     attention_interface=False,
     probs_at="dropout",
+    decompose="xlnet",
     authors_surgery=True,  # their post_attention(residual=False) and ff = Identity: as exact
     notes="relative attention outside AttentionInterface: masks and temperature unsupported",
 )
@@ -225,6 +240,7 @@ DEBERTA_V2 = Architecture(
     norm_position="post",
     attention_interface=False,
     probs_at="dropout",
+    decompose="bert",  # the disentangled scores only change P_h; values and MLP are BERT's
     notes="disentangled (relative) attention outside AttentionInterface: masks and temperature "
     "unsupported",
 )

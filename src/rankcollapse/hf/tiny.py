@@ -86,7 +86,14 @@ def _configs() -> dict[str, Any]:
         "xlnet": lambda: tf.XLNetConfig(
             d_model=32, n_layer=2, n_head=4, d_inner=64, vocab_size=VOCAB
         ),
-        "deberta-v2": lambda: tf.DebertaV2Config(**_COMMON),
+        # DeBERTa-v3's attention: disentangled, content-to-position and position-to-content.
+        "deberta-v2": lambda: tf.DebertaV2Config(
+            **_COMMON,
+            relative_attention=True,
+            pos_att_type=["p2c", "c2p"],
+            position_biased_input=False,
+            max_relative_positions=16,
+        ),
         "t5": lambda: tf.T5Config(
             d_model=32, d_kv=8, d_ff=64, num_layers=2, num_heads=4, vocab_size=VOCAB
         ),

@@ -221,8 +221,11 @@ def path_matrices(net: FrozenNet, path: tuple[int, ...]) -> tuple[Tensor, Tensor
     p_path = torch.eye(n, dtype=net.x.dtype).expand(b, n, n)
     w_path = torch.eye(d, dtype=net.x.dtype)
     for sub, step in zip(net.sublayers, path):
-        if not isinstance(sub.branch, FrozenAttention) or sub.norm_in or sub.norm_out or (
-            sub.norm_branch or sub.parallel
+        if (
+            not isinstance(sub.branch, FrozenAttention)
+            or sub.norm_in
+            or sub.norm_out
+            or (sub.norm_branch or sub.parallel)
         ):
             raise ConfigError(
                 "path_matrices needs a network of attention layers without norms or MLPs; "

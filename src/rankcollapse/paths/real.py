@@ -7,19 +7,36 @@ model's own forward pass:
 - every head's attention probabilities P_h (captured by `rankcollapse.hf.run_batch`);
 - every LayerNorm's / RMSNorm's per-token scale 1 / sigma_i (a left diagonal factor; the
   centring, the gain and the shift stay as they are: right factors and a constant);
-- every MLP's activation gate: BERT's GELU(z) as g * z with g = GELU(z) / z per element, and
-  Llama's gated MLP SiLU(x W_gate) * (x W_up) with the SiLU(x W_gate) factor as the gate.
+- every MLP's activation gate: a plain MLP's act(z) as g * z with g = act(z) / z per element
+  (BERT's GELU, OPT's and T5's ReLU), a gated MLP's act(x W_gate) * (x W_up) with the
+  act(x W_gate) factor as the gate (Llama, Gemma, Phi-3's fused gate_up_proj, T5 v1.1).
+
+Whatever shapes the probabilities stays inside P_h and needs nothing else frozen: QK-norm (Qwen3,
+OLMo 2), Gemma 2's logit soft-capping, query_pre_attn_scalar and sliding windows, T5's relative
+position bias, DeBERTa-v2's disentangled and XLNet's relative attention, causal masks.
 
 The MLP is one more branch of its sublayer (a path through it keeps its length, which counts
 attention heads). Then  X^L = sum_k C_k + bias term  exactly, with X^L the last block's output
-(the raw residual stream for pre-LN Llama: the final norm is not applied, as in `run_batch`).
+(the raw residual stream of pre-LN models: the final norm is not applied, as in `run_batch`).
 
-Supported: the families whose adapter names a recipe (`Architecture.decompose`): BERT-like
-encoders (BERT, RoBERTa, XLM-RoBERTa, ELECTRA, MiniLM; post-LN) and Llama-like decoders (Llama,
-SmolLM2, Mistral, Qwen2, Qwen3, Gemma; pre-RMSNorm, grouped-query attention; Qwen3's QK-norm and
-Gemma's embedding scale act before the frozen parts). RMSNorm computes in float32 even in a
-float64 model, so its outputs agree with the decomposition only to float32 rounding unless the
-norm is run in float64 (the tests do that with a forward hook).
+Block shapes, as their adapter declares them (`Architecture.norm_position`, `branch_norms`,
+`parallel`):
+- post-LN (BERT, RoBERTa, XLM-RoBERTa, ELECTRA, DistilBERT, ALBERT, XLNet, DeBERTa-v2, OPT-350m):
+  y = N_a(x + A(x)), z = N_m(y + M(y)); ALBERT's one block is frozen once per application;
+- pre-LN (Llama, Mistral, Qwen2, Qwen3, Gemma, Phi-3, GPT-2, OPT, T5's encoder, ViT,
+  GPT-NeoX without parallel residual): y = x + A(N_a(x)), z = y + M(N_m(y));
+- sandwich norms (Gemma 2): y = x + N'_a(A(N_a(x))), each branch norm frozen like any norm, from
+  the branch's total output; OLMo 2 has the branch-output norms N' only;
+- parallel residual (GPT-NeoX): z = x + A(N_a(x)) + M(N_m(x)), both branches on the same x.
+Value projections are cut out of fused ones (Phi-3's and GPT-2's q|k|v, GPT-NeoX's per-head
+[q_h k_h v_h]); GPT-2's Conv1D stores its weight transposed; XLNet's are einsum Parameters.
+Every registered family names its recipe (`Architecture.decompose`: where its MLP's parts
+are); an adapter without one gets a clear error.
+
+RMSNorm computes in float32 even in a float64 model (Gemma 2's eager attention its softmax too),
+so the model's own output agrees with the decomposition only to float32 rounding unless the
+norm is run in float64 (the tests do that with a forward hook); the reference recorded with the
+probabilities always agrees to float64 rounding.
 """
 
 from __future__ import annotations
@@ -73,11 +90,21 @@ def _in_out(module: nn.Module, arch: Architecture) -> Tensor:
     return module.weight if arch.projection == "conv1d" else module.weight.T
 
 
+def _projection(root: nn.Module, path: str, arch: Architecture) -> tuple[Tensor, Tensor | None]:
+    """The (in, out) weight and the bias of the projection at `path`; XLNet's are einsum
+    Parameters (d_model, n_heads, d_head) of its attention module, without bias."""
+    if arch.projection == "einsum":
+        parent, _, name = path.rpartition(".")
+        weight = getattr(submodule(root, parent), name)
+        return weight.reshape(weight.shape[0], -1), None
+    module = submodule(root, path)
+    return _in_out(module, arch), module.bias
+
+
 def _value(attention: nn.Module, arch: Architecture, sizes) -> tuple[Tensor, Tensor | None]:
     """The value projection (d, n_kv * d_head) and its bias, cut out of a fused projection."""
     n_heads, n_kv, head_dim = sizes
-    module = submodule(attention, arch.v)
-    weight, bias = _in_out(module, arch), module.bias
+    weight, bias = _projection(attention, arch.v, arch)
     if arch.fused_qkv == "concat":  # q, k, v outputs one after the other (Phi-3, GPT-2)
         start = (n_heads + n_kv) * head_dim
         weight, bias = weight[:, start:], None if bias is None else bias[start:]
@@ -94,12 +121,14 @@ def _attention(loaded: LoadedModel, block: nn.Module, probs: Tensor) -> FrozenAt
     n_heads, n_kv, head_dim = sizes = head_sizes(config)
     group = torch.arange(n_heads) // (n_heads // n_kv)  # the key-value head of each query head
     weight, bias = _value(submodule(block, arch.attention), arch, sizes)
-    out = submodule(block, arch.attention_out)
+    w_out, b_out = _projection(block, arch.attention_out, arch)
+    if arch.projection == "einsum":  # XLNet's o is (d_model, n_heads, d_head) as well
+        w_out = w_out.T
     d_model = weight.shape[0]
     w_v = weight.reshape(d_model, n_kv, head_dim).transpose(0, 1)[group]  # (h, d, d_v)
     b_v = bias.view(n_kv, head_dim)[group] if bias is not None else None
-    w_o = _in_out(out, arch).reshape(n_heads, head_dim, -1)  # (h, d_v, d)
-    return FrozenAttention(probs, w_v, w_o, b_v, out.bias)
+    w_o = w_out.reshape(n_heads, head_dim, -1)  # (h, d_v, d)
+    return FrozenAttention(probs, w_v, w_o, b_v, b_out)
 
 
 # The MLP of each recipe, as module paths relative to a block. Plain: (first projection,
@@ -108,6 +137,8 @@ def _attention(loaded: LoadedModel, block: nn.Module, probs: Tensor) -> FrozenAt
 # up projections are one Linear, gate rows first.
 _PLAIN_MLP = {
     "bert": ("intermediate.dense", "intermediate.intermediate_act_fn", "output.dense"),
+    "albert": ("ffn", "activation", "ffn_output"),
+    "xlnet": ("ff.layer_1", "ff.activation_function", "ff.layer_2"),
     "distilbert": ("ffn.lin1", "ffn.activation", "ffn.lin2"),
     "gpt2": ("mlp.c_fc", "mlp.act", "mlp.c_proj"),
     "gpt_neox": ("mlp.dense_h_to_4h", "mlp.act", "mlp.dense_4h_to_h"),
@@ -220,6 +251,8 @@ def freeze_real(
 
     run_batch(loaded, input_ids, token_mask, on_layer=keep, attention=True)
     blocks = block_list(loaded.model, loaded.arch)
+    if loaded.arch.shared_layers:  # ALBERT: its one block, applied n_layers times
+        blocks = blocks * loaded.n_layers
     sublayers = [
         sub
         for block, probs in zip(blocks, attention)
