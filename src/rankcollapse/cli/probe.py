@@ -121,6 +121,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="random token ids instead of text (from the config's vocabulary without a tokenizer)",
     )
+    source.add_argument(
+        "--images",
+        type=Path,
+        default=None,
+        help="a folder of PNG or JPEG files for a vision model (vit), up to --n-samples of them "
+        "in file-name order (default for vision models: random pixels)",
+    )
     parser.add_argument(
         "--tokenizer",
         type=Path,
@@ -184,6 +191,7 @@ def run(args: argparse.Namespace) -> int:
             text=args.text,
             random_tokens=args.random_tokens,
             padded=args.padded,
+            images=args.images,
             n_samples=args.samples,
             n_tokens=args.tokens,
             metrics=metrics,

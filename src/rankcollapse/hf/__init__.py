@@ -13,13 +13,14 @@
   attention)`: one forward pass streaming every layer's states (and attention) to a callback;
   `applied(...)` is the same setup as a context manager for your own hooks.
 - `probe(...)` -> tidy DataFrame of per-layer metrics; `model_inputs` (text windows, padded
-  paragraphs, random ids from the tokenizer or the config's vocabulary, random pixels),
-  `load_windows` / `load_paragraphs` / `sample_corpus` for inputs.
+  paragraphs, random ids from the tokenizer or the config's vocabulary, random pixels, a folder
+  of images), `load_windows` / `load_paragraphs` / `sample_corpus` / `load_images` for inputs.
 """
 
 from rankcollapse.hf.architectures import ARCHITECTURES, Architecture, architecture_for
 from rankcollapse.hf.attention import AttentionSettings, attention_settings, custom_attention
 from rankcollapse.hf.capture import LayerCapture, applied, run_batch
+from rankcollapse.hf.images import load_images
 from rankcollapse.hf.models import MODELS, LoadedModel, ModelSpec, as_loaded, load_model, wrap_model
 from rankcollapse.hf.probe import model_inputs, probe
 from rankcollapse.hf.qk_rank import qk_ranks
@@ -56,6 +57,7 @@ __all__ = [
     "custom_attention",
     "describe",
     "get_variant",
+    "load_images",
     "load_model",
     "load_paragraphs",
     "load_windows",

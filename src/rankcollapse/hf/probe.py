@@ -23,6 +23,7 @@ from rankcollapse.hf.capture import (
     n_patch_tokens,
     run_batch,
 )
+from rankcollapse.hf.images import image_normalisation, load_images
 from rankcollapse.hf.models import Init, LoadedModel, as_loaded
 from rankcollapse.hf.text import (
     load_paragraphs,
@@ -73,18 +74,22 @@ def model_inputs(
     text: str | Path | None = None,
     random_tokens: bool = False,
     padded: bool = False,
+    images: str | Path | None = None,
     n_samples: int = 32,
     n_tokens: int = 128,
     seed: int = 0,
 ) -> tuple[Tensor, Tensor]:
     """The probe's inputs and token mask: text windows, padded paragraphs, random token ids
-    (from the tokenizer, or the config's vocabulary when there is none), or random pixels."""
+    (from the tokenizer, or the config's vocabulary when there is none), random pixels, or up
+    to `n_samples` images of a folder (vision models)."""
     config = loaded.model.config
     if loaded.arch.inputs == "pixels":
-        pixels = random_pixels(
-            n_samples, channels=config.num_channels, size=config.image_size, seed=seed
+        return _pixel_inputs(loaded, text, padded, images, n_samples, seed)
+    if images is not None:
+        raise InputError(
+            f"model '{loaded.name}' ({loaded.arch.name}) takes text, not images; drop --images "
+            "(Python: images=), or pass a vision model (vit)."
         )
-        return pixels, torch.ones(n_samples, n_patch_tokens(config), dtype=torch.bool)
     if loaded.tokenizer is None:
         if not random_tokens:
             raise InputError(
@@ -122,6 +127,42 @@ def model_inputs(
     return ids, mask
 
 
+def _pixel_inputs(
+    loaded: LoadedModel,
+    text: str | Path | None,
+    padded: bool,
+    images: str | Path | None,
+    n_samples: int,
+    seed: int,
+) -> tuple[Tensor, Tensor]:
+    """A vision model's pixels: the images of a folder, normalised as the model directory's
+    preprocessor config says (ViT's defaults without one), or random pixels."""
+    config = loaded.model.config
+    if text is not None or padded:
+        raise InputError(
+            f"model '{loaded.name}' ({loaded.arch.name}) takes images, not text; pass a folder "
+            "of PNG or JPEG files with --images DIR (Python: images=), or nothing for random "
+            "pixels."
+        )
+    if images is None:
+        pixels = random_pixels(
+            n_samples, channels=config.num_channels, size=config.image_size, seed=seed
+        )
+    else:
+        source = Path(loaded.info.get("source", ""))
+        norm = image_normalisation(
+            source if source.is_dir() else None, channels=config.num_channels
+        )
+        pixels = load_images(
+            Path(images),
+            size=config.image_size,
+            channels=config.num_channels,
+            norm=norm,
+            n_samples=n_samples,
+        )
+    return pixels, torch.ones(len(pixels), n_patch_tokens(config), dtype=torch.bool)
+
+
 def probe(
     model: str | LoadedModel | nn.Module,
     *,
@@ -134,6 +175,7 @@ def probe(
     text: str | Path | None = None,
     random_tokens: bool = False,
     padded: bool = False,
+    images: str | Path | None = None,
     n_samples: int = 32,
     n_tokens: int = 128,
     metrics: Sequence[str] | None = None,
@@ -161,6 +203,10 @@ def probe(
         random_tokens: random token ids instead of text.
         padded: one paragraph per sample, truncated to `n_tokens`, right-padded; pads never
             enter attention (as keys) nor metrics.
+        images: a folder of PNG or JPEG files for a vision model (ViT): up to `n_samples` of
+            them in file-name order, resized to the model's image size and normalised as its
+            directory's preprocessor_config.json says (mean and std 0.5 without one). None:
+            random pixels.
         n_samples, n_tokens: windows of exactly `n_tokens` real tokens.
         metrics: names of `rankcollapse.metrics.METRICS` (default `DEFAULT_METRICS`); attention
             metrics are averaged over heads per sample.
@@ -210,10 +256,12 @@ def probe(
         text=text,
         random_tokens=random_tokens,
         padded=padded,
+        images=images,
         n_samples=n_samples,
         n_tokens=n_tokens,
         seed=seed,
     )
+    n_samples = len(input_ids)  # a folder may hold fewer images than n_samples
     n_context = token_mask.shape[1]
     attn_mask, mask_label = resolve_mask(mask, n_context)
     check_attention_settings(loaded, attn_mask, n_context, temperature)

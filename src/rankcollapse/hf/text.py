@@ -118,6 +118,12 @@ def load_windows(
         input_ids (n_samples, n_tokens) long and token_mask (n_samples, n_tokens) all True.
     """
     _check_counts(n_samples, n_tokens)
+    if tokenizer is None:
+        raise InputError(
+            "no tokenizer to cut text into windows (a model directory saved without tokenizer "
+            "files, or a vision model); pass a tokenizer, or random token ids (--random-tokens) "
+            "for a text model, images (--images DIR) or random pixels for a vision model."
+        )
     if random_tokens:
         return random_token_ids(
             len(tokenizer),
