@@ -1,8 +1,12 @@
 """`rankcollapse paths`: files written, numbers in them, errors before work."""
 
+import re
+
 import pandas as pd
+import pytest
 
 from rankcollapse.cli import main
+from rankcollapse.hf.tiny import tiny_model
 
 
 def test_count_writes_exact_counts(tmp_path):
@@ -74,3 +78,17 @@ def test_products_writes_one_row_per_path_and_sample(tmp_path):
 def test_half_a_network_size_is_refused(capsys, tmp_path):
     assert main(["paths", "count", "--n-layers", "3", "--out", str(tmp_path)]) == 2
     assert "give both --n-layers and --n-heads" in capsys.readouterr().err
+
+
+def test_decompose_of_saved_parallel_and_vision_models_is_exact(tmp_path, capsys):
+    for family in ["gpt_neox", "vit"]:  # parallel residual; pixel inputs
+        tiny_model(family).save_pretrained(tmp_path / family)
+        out = tmp_path / f"out-{family}"
+        argv = ["paths", "decompose", "--model", str(tmp_path / family), "--n-samples", "2",
+                "--n-tokens", "6", "--out", str(out)]  # fmt: skip
+        assert main(argv) == 0
+        error = re.search(r"max relative error (\S+)", capsys.readouterr().out).group(1)
+        assert float(error) < 1e-12
+        df = pd.read_csv(out / "components.csv")
+        shares = df[df["metric"] == "share"].groupby("sample")["value"].sum()
+        assert shares.tolist() == pytest.approx([1.0, 1.0], abs=1e-12)
