@@ -445,7 +445,8 @@ VIT = Architecture(
     final_norm="layernorm",
     inputs="pixels",
     decompose="vit",
-    notes="tokens are the [CLS] token and image patches; probed on random pixels",
+    notes="tokens are the [CLS] token and image patches; probed on random pixels or a "
+    "folder of images (--images DIR)",
 )
 
 ARCHITECTURES: dict[str, Architecture] = {
