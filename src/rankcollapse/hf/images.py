@@ -24,6 +24,9 @@ import torch
 from torch import Tensor
 
 from rankcollapse.errors import InputError
+from rankcollapse.hf.capture import n_patch_tokens
+from rankcollapse.hf.models import LoadedModel
+from rankcollapse.hf.text import random_pixels
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg")
 PREPROCESSOR_CONFIG = "preprocessor_config.json"
@@ -141,3 +144,41 @@ def load_images(
         array = array[..., None] if array.ndim == 2 else array  # (size, size, c)
         pixels.append((array.permute(2, 0, 1) * norm.rescale - mean) / std)
     return torch.stack(pixels)
+
+
+def pixel_inputs(
+    loaded: LoadedModel,
+    *,
+    text: str | Path | None = None,
+    padded: bool = False,
+    images: str | Path | None = None,
+    n_samples: int = 32,
+    seed: int = 0,
+) -> tuple[Tensor, Tensor]:
+    """A vision model's pixel values and token mask: up to `n_samples` images of a folder,
+    normalised as the model directory's preprocessor config says (ViT's defaults without one),
+    or `n_samples` random pixel images; text is refused."""
+    config = loaded.model.config
+    if text is not None or padded:
+        raise InputError(
+            f"model '{loaded.name}' ({loaded.arch.name}) takes images, not text; pass a folder "
+            "of PNG or JPEG files with --images DIR (Python: images=), or nothing for random "
+            "pixels."
+        )
+    if images is None:
+        pixels = random_pixels(
+            n_samples, channels=config.num_channels, size=config.image_size, seed=seed
+        )
+    else:
+        source = Path(loaded.info.get("source", ""))
+        norm = image_normalisation(
+            source if source.is_dir() else None, channels=config.num_channels
+        )
+        pixels = load_images(
+            Path(images),
+            size=config.image_size,
+            channels=config.num_channels,
+            norm=norm,
+            n_samples=n_samples,
+        )
+    return pixels, torch.ones(len(pixels), n_patch_tokens(config), dtype=torch.bool)

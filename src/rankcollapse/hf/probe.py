@@ -20,15 +20,13 @@ from rankcollapse.errors import ConfigError, InputError
 from rankcollapse.hf.capture import (
     LayerCapture,
     check_attention_settings,
-    n_patch_tokens,
     run_batch,
 )
-from rankcollapse.hf.images import image_normalisation, load_images
+from rankcollapse.hf.images import pixel_inputs
 from rankcollapse.hf.models import Init, LoadedModel, as_loaded
 from rankcollapse.hf.text import (
     load_paragraphs,
     load_windows,
-    random_pixels,
     random_token_ids,
 )
 from rankcollapse.hf.variants import check_variant, get_variant
@@ -84,7 +82,9 @@ def model_inputs(
     to `n_samples` images of a folder (vision models)."""
     config = loaded.model.config
     if loaded.arch.inputs == "pixels":
-        return _pixel_inputs(loaded, text, padded, images, n_samples, seed)
+        return pixel_inputs(
+            loaded, text=text, padded=padded, images=images, n_samples=n_samples, seed=seed
+        )
     if images is not None:
         raise InputError(
             f"model '{loaded.name}' ({loaded.arch.name}) takes text, not images; drop --images "
@@ -125,42 +125,6 @@ def model_inputs(
             "or --random-tokens."
         )
     return ids, mask
-
-
-def _pixel_inputs(
-    loaded: LoadedModel,
-    text: str | Path | None,
-    padded: bool,
-    images: str | Path | None,
-    n_samples: int,
-    seed: int,
-) -> tuple[Tensor, Tensor]:
-    """A vision model's pixels: the images of a folder, normalised as the model directory's
-    preprocessor config says (ViT's defaults without one), or random pixels."""
-    config = loaded.model.config
-    if text is not None or padded:
-        raise InputError(
-            f"model '{loaded.name}' ({loaded.arch.name}) takes images, not text; pass a folder "
-            "of PNG or JPEG files with --images DIR (Python: images=), or nothing for random "
-            "pixels."
-        )
-    if images is None:
-        pixels = random_pixels(
-            n_samples, channels=config.num_channels, size=config.image_size, seed=seed
-        )
-    else:
-        source = Path(loaded.info.get("source", ""))
-        norm = image_normalisation(
-            source if source.is_dir() else None, channels=config.num_channels
-        )
-        pixels = load_images(
-            Path(images),
-            size=config.image_size,
-            channels=config.num_channels,
-            norm=norm,
-            n_samples=n_samples,
-        )
-    return pixels, torch.ones(len(pixels), n_patch_tokens(config), dtype=torch.bool)
 
 
 def probe(
