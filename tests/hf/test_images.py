@@ -35,9 +35,11 @@ def test_images_match_the_library_vit_image_processor(images):
     ours = load_images(images, size=16)
     files = sorted(p for p in images.iterdir() if p.suffix != ".txt")
     processor = ViTImageProcessorPil(size={"height": 16, "width": 16})
-    theirs = processor(
-        images=[Image.open(f).convert("RGB") for f in files], return_tensors="pt"
-    ).pixel_values
+    rgb = []
+    for f in files:
+        with Image.open(f) as image:
+            rgb.append(image.convert("RGB"))
+    theirs = processor(images=rgb, return_tensors="pt").pixel_values
     assert ours.shape == (3, 3, 16, 16)
     torch.testing.assert_close(ours, theirs, rtol=0, atol=1e-6)
 
