@@ -175,23 +175,27 @@ class Tokens:
         self.n_real = self.mask.sum(-1)  # (...)
         self.n_sv = self.n_real.clamp(max=d)  # (...) number of singular values, min(n_real, d)
         self.gram_of_tokens = n <= d
+        self.chunk_size = max(1, CHUNK_BYTES // (n * d * 8))  # sequences per pass in cache
         self._gram: Tensor | None = None
         self._norms: tuple[Tensor, ...] | None = None
         self._read("norms" in reads, "gram" in reads)
 
     def _chunks(self, index: Tensor | None = None) -> Iterator[tuple[slice, Tensor, Tensor]]:
         """(rows, float64 states with pad rows 0, mask) per chunk of the flattened batch
-        (of the sequences in `index` when given); unscaled."""
+        (of the sequences in `index` when given); unscaled. Every chunk is converted into the
+        same buffer (a fresh one per chunk costs page faults): a chunk is only valid until
+        the next one."""
         n, d = self.source.shape[-2:]
         x, mask = self.source.reshape(-1, n, d), self.mask.reshape(-1, n)
         if index is not None:
             x, mask = x[index], mask[index]
-        rows = max(1, CHUNK_BYTES // (n * d * 8))
+        rows = self.chunk_size
+        buffer = torch.empty(min(rows, len(x)), n, d, dtype=torch.float64, device=x.device)
         for start in range(0, len(x), rows):
             part = slice(start, start + rows)
-            chunk, chunk_mask = x[part].to(torch.float64), mask[part]
+            chunk, chunk_mask = buffer[: len(x[part])].copy_(x[part]), mask[part]
             if not bool(chunk_mask.all()):
-                chunk = chunk.masked_fill(~chunk_mask.unsqueeze(-1), 0.0)  # NaN in pads too
+                chunk.masked_fill_(~chunk_mask.unsqueeze(-1), 0.0)  # NaN in pads too
             yield part, chunk, chunk_mask
 
     def _read(self, norms: bool, gram: bool) -> None:
@@ -199,11 +203,12 @@ class Tokens:
         n, d = self.source.shape[-2:]
         k = n if self.gram_of_tokens else d
         count = len(self.source.reshape(-1, n, d))
-        norm_sq = torch.empty(count, dtype=torch.float64)
-        scale = torch.ones(count, dtype=torch.float64)
+        where = {"dtype": torch.float64, "device": self.source.device}
+        norm_sq, scale = torch.empty(count, **where), torch.ones(count, **where)
         parts = []
-        gram_of = torch.empty(count, k, k, dtype=torch.float64) if gram else None
+        gram_of = torch.empty(count, k, k, **where) if gram else None
         bound = 2.0 ** (2 * SAFE_EXPONENT)
+        scratch = torch.empty(min(count, self.chunk_size), n, d, **where) if norms else None
         for rows, x, mask in self._chunks():
             sq = squared_norms(x)
             if not bool(((sq < bound) & (sq > 1 / bound)).all()):  # NaN and Inf fail too
@@ -214,7 +219,7 @@ class Tokens:
                 sq = squared_norms(x)
             norm_sq[rows] = sq
             if norms:
-                parts.append(_norms(x, mask))
+                parts.append(_norms(x, mask, scratch[: len(x)]))
             if gram:
                 torch.matmul(*((x, x.mT) if self.gram_of_tokens else (x.mT, x)), out=gram_of[rows])
         self.norm_sq, self.scale = norm_sq.reshape(self.batch), scale.reshape(self.batch)
@@ -228,7 +233,7 @@ class Tokens:
         """float64 states / scale with pad rows 0: (m, n, d) for the flat sequences in `index`,
         (..., n, d) for all when None. For the rare routes that need X itself."""
         scale = self.scale.reshape(-1)
-        parts = [x for _, x, _ in self._chunks(index)]
+        parts = [x.clone() for _, x, _ in self._chunks(index)]
         x = torch.cat(parts) / (scale if index is None else scale[index])[:, None, None]
         return x.reshape(self.source.shape) if index is None else x
 
@@ -330,14 +335,15 @@ class Tokens:
         return products * inverse.unsqueeze(-1) * inverse.unsqueeze(-2)
 
 
-def _norms(x: Tensor, mask: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+def _norms(x: Tensor, mask: Tensor, scratch: Tensor) -> tuple[Tensor, Tensor, Tensor]:
     """||X||_{1,inf}, ||X - 1 m^T||_{1,inf}, ||X - 1 m^T||_F of (b, n, d) states: (b,).
 
-    One scratch buffer holds |X|, then X - 1 m^T (formed directly), then its magnitude in
-    place: a fresh buffer per step costs as much as the pass that fills it. Sums over tokens
-    and over features are BLAS products with a vector of ones (faster than torch's sums).
+    One scratch buffer (b, n, d), the caller's, holds |X|, then X - 1 m^T (formed directly),
+    then its magnitude in place: a fresh buffer per step costs as much as the pass that
+    fills it. Sums over tokens and over features are BLAS products with a vector of ones
+    (faster than torch's sums).
     """
-    scratch = torch.abs(x)  # (b, n, d)
+    torch.abs(x, out=scratch)
     composite = composite_of_magnitude(scratch)
     torch.sub(x, masked_mean(x, mask), out=scratch)
     if not bool(mask.all()):
