@@ -88,26 +88,16 @@ def _info(
     )
 
 
+_CENTRED = {"vanishes": True, "reads": "norms"}  # mean-centred residuals: the norms pass
+
 _ENTRIES = [
-    _info(residual.res_comp_rel, residual._res_comp_rel, "states", vanishes=True, reads="norms"),
+    _info(residual.res_comp_rel, residual._res_comp_rel, "states", **_CENTRED),
     _info(
-        residual.res_comp,
-        residual._res_comp,
-        "states",
-        vanishes=True,
-        relative=residual._res_comp_rel,
-        reads="norms",
+        residual.res_comp, residual._res_comp, "states", relative=residual._res_comp_rel, **_CENTRED
     ),
     _info(residual.rank1_rel, residual._rank1_rel, "states", vanishes=True),
-    _info(
-        residual.mu,
-        residual._mu,
-        "states",
-        vanishes=True,
-        relative=residual._mu_rel,
-        reads="norms",
-    ),
-    _info(residual.mu_rel, residual._mu_rel, "states", vanishes=True, reads="norms"),
+    _info(residual.mu, residual._mu, "states", relative=residual._mu_rel, **_CENTRED),
+    _info(residual.mu_rel, residual._mu_rel, "states", **_CENTRED),
     _info(cosine.cos_mean, cosine._cos_mean, "states"),
     _info(cosine.abs_cos_mean, cosine._abs_cos_mean, "states"),
     _info(spectral.stable_rank, spectral._stable_rank, "states"),
