@@ -106,13 +106,14 @@ def timing(name: str, repeats: int) -> dict[str, float]:
     import torch
 
     from rankcollapse.hf import probe, run_batch
-    from rankcollapse.metrics import measure_states
+    from rankcollapse.metrics import measure_states, metrics_frame
 
     loaded, ids, mask = _load(name)
     best = dict.fromkeys(("forward", "probe", "suite", "capture", "inline"), float("inf"))
 
-    def measure_inline(capture) -> None:
-        measure_states(capture.states, mask, source_dtype=capture.states.dtype)
+    def measure_inline(capture) -> None:  # the probe's per-layer work, in the hook
+        values = measure_states(capture.states, mask, source_dtype=capture.states.dtype)
+        metrics_frame(values, layer=capture.layer)
 
     for _ in range(repeats):
         start = time.perf_counter()
