@@ -35,6 +35,7 @@ def main() -> None:
     ids = torch.randint(0, config.vocab_size, (BATCH, N_TOKENS))
     mask = torch.ones(BATCH, N_TOKENS, dtype=torch.bool)
 
+    load_before = os.getloadavg()[0]
     forwards, suites = [], []
     with torch.no_grad():
         model(input_ids=ids[:2, :16])  # warm-up: one-time allocations stay out of the timing
@@ -51,12 +52,12 @@ def main() -> None:
             del states
 
     ratios = [suite / forward for suite, forward in zip(suites, forwards)]
-    load = ", ".join(f"{v:.2f}" for v in os.getloadavg())
+    load = f"{load_before:.2f} before, {os.getloadavg()[0]:.2f} after (1-min, 2 cores)"
     print(
         f"hidden states: {config.num_hidden_layers + 1} x {(BATCH, N_TOKENS, config.hidden_size)}"
     )
     print(f"metrics ({len(DEFAULT_METRICS)}): {', '.join(DEFAULT_METRICS)}")
-    print(f"torch threads: {torch.get_num_threads()}, load average (1, 5, 15 min): {load}")
+    print(f"torch threads: {torch.get_num_threads()}, load average: {load}")
     print(f"forward pass with hidden states: {', '.join(f'{t:.2f}' for t in forwards)} s")
     print(f"measure_states over all layers:  {', '.join(f'{t:.2f}' for t in suites)} s")
     print(f"ratios metrics / forward:        {', '.join(f'{r:.3f}' for r in ratios)}")

@@ -108,6 +108,38 @@ def _check_finite(t: Tensor, keep: Tensor, name: str, what: str, unit: str) -> N
     )
 
 
+def check_token_shapes(
+    x: Tensor, mask: Tensor | None = None, *, name: str = "x"
+) -> tuple[Tensor, Tensor]:
+    """Every check of `check_tokens` but finiteness, without a pass over the values of x.
+
+    For code that converts x itself, chunk by chunk, and tests finiteness on the way (a finite
+    float64 sum of squares means finite values); it must call `check_tokens` on the whole
+    input when that test fails, so that the error names the sample.
+
+    Returns:
+        (x unchanged, boolean mask of shape (..., n)).
+
+    Example:
+        >>> x, mask = check_token_shapes(torch.ones(2, 3, 4), torch.tensor([[1, 1, 0], [1, 1, 1]]))
+        >>> x.dtype, mask.dtype
+        (torch.float32, torch.bool)
+    """
+    x = _check_float(x, name, "hidden states")
+    if x.ndim < 2:
+        raise InputError(
+            f"{name} has shape {_shape(x)}; hidden states need shape (..., n, d), tokens as rows."
+        )
+    if x.shape[-1] == 0:
+        raise InputError(
+            f"{name} has d = 0 features ({name}.shape={_shape(x)}); metrics need at least one "
+            "feature per token."
+        )
+    mask = check_mask_shape(mask, _shape(x)[:-1], name, x)
+    _check_enough_tokens(mask, name, x)
+    return x, mask
+
+
 def check_tokens(
     x: Tensor, mask: Tensor | None = None, *, name: str = "x"
 ) -> tuple[Tensor, Tensor]:
@@ -130,18 +162,7 @@ def check_tokens(
         >>> x.dtype, x[0, 2].tolist(), mask.dtype
         (torch.float64, [0.0, 0.0, 0.0, 0.0], torch.bool)
     """
-    x = _check_float(x, name, "hidden states")
-    if x.ndim < 2:
-        raise InputError(
-            f"{name} has shape {_shape(x)}; hidden states need shape (..., n, d), tokens as rows."
-        )
-    if x.shape[-1] == 0:
-        raise InputError(
-            f"{name} has d = 0 features ({name}.shape={_shape(x)}); metrics need at least one "
-            "feature per token."
-        )
-    mask = check_mask_shape(mask, _shape(x)[:-1], name, x)
-    _check_enough_tokens(mask, name, x)
+    x, mask = check_token_shapes(x, mask, name=name)
     x = x.to(torch.float64)
     # One fused pass decides the common case: a float64 sum of finite values stays finite.
     if not bool(torch.isfinite(x.sum())):

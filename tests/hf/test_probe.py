@@ -218,3 +218,66 @@ def test_config_overrides_need_a_random_init():
 def test_bad_mask_spec_fails_before_the_model_loads():
     with pytest.raises(UnknownNameError, match="mask"):
         probe("no-such-model", mask="windw:1", n_tokens=16)  # the mask error comes first
+
+
+def test_metrics_measured_beside_the_forward_equal_the_suite_on_its_hidden_states(tiny_bert):
+    # the probe measures each layer in a worker thread while the forward goes on: the values
+    # are bit for bit those of the suite on the model's own hidden states, batches in order
+    df = probe(tiny_bert, random_tokens=True, n_samples=5, n_tokens=12, batch_size=2)
+    ids, mask = load_windows(tiny_bert.tokenizer, n_samples=5, n_tokens=12, random_tokens=True)
+    with torch.no_grad():
+        out = tiny_bert.model(input_ids=ids, attention_mask=mask.long(), output_hidden_states=True)
+    assert sorted(df["layer"].unique()) == list(range(len(out.hidden_states)))
+    for layer, x in enumerate(out.hidden_states):
+        rows = df[df["layer"] == layer]
+        for name, result in measure_states(x, mask, source_dtype=x.dtype).items():
+            got = rows[rows["metric"] == name].sort_values("sample")
+            assert got["sample"].tolist() == list(range(5))
+            assert torch.equal(torch.tensor(got["value"].to_numpy()), result.value), (layer, name)
+
+
+def test_an_error_in_a_layer_metric_reaches_the_caller(tiny_bert, monkeypatch):
+    import importlib
+
+    probe_module = importlib.import_module("rankcollapse.hf.probe")
+
+    def broken(*args, **kwargs):
+        raise InputError("x has 1 NaN values")
+
+    monkeypatch.setattr(probe_module, "measure_states", broken)
+    with pytest.raises(InputError, match="NaN"):
+        probe(tiny_bert, random_tokens=True, n_samples=2, n_tokens=8)
+
+
+def test_the_forward_waits_when_the_metric_worker_falls_behind(monkeypatch):
+    import importlib
+    import time
+
+    from transformers import BertConfig, BertModel
+
+    config = BertConfig(
+        hidden_size=16, num_hidden_layers=6, num_attention_heads=2, intermediate_size=32
+    )
+    model = BertModel(config).eval()
+
+    probe_module = importlib.import_module("rankcollapse.hf.probe")
+    finished, lag = [], []
+    measure, run = probe_module.measure_states, probe_module.run_batch
+
+    def slow_measure(*args, **kwargs):
+        if not finished:
+            time.sleep(1.0)  # the embedding's metrics: far slower than the six blocks
+        finished.append(True)
+        return measure(*args, **kwargs)
+
+    def watched_run(*args, on_layer, **kwargs):
+        def watched(c):
+            lag.append(c.layer - len(finished))  # layers captured but not yet measured
+            on_layer(c)
+
+        run(*args, on_layer=watched, **kwargs)
+
+    monkeypatch.setattr(probe_module, "measure_states", slow_measure)
+    monkeypatch.setattr(probe_module, "run_batch", watched_run)
+    probe(model, random_tokens=True, n_samples=2, n_tokens=8, metrics=["mu_rel"])
+    assert len(finished) == 7 and max(lag) == probe_module.MAX_PENDING_LAYERS

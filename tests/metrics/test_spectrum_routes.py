@@ -162,3 +162,29 @@ def test_errors_of_a_split_suite_name_the_sample_in_the_whole_batch(monkeypatch)
             measure_states(x)
     finally:
         torch.set_num_threads(before)
+
+
+def test_a_nan_met_in_a_later_chunk_names_its_sample_in_the_whole_batch(monkeypatch):
+    monkeypatch.setattr(_tokens, "CHUNK_BYTES", 1)  # every sequence its own chunk
+    x = torch.randn(4, 5, 3)
+    mask = torch.ones(4, 5, dtype=torch.bool)
+    mask[1, 3:] = False
+    x[1, 4, 0] = float("nan")  # in a pad: never read
+    assert torch.isfinite(measure_states(x, mask)["mu"].value).all()
+    x[3, 1, 2] = float("inf")
+    with pytest.raises(InputError, match=r"first: sample 3, token 1"):
+        measure_states(x, mask)
+
+
+def test_only_the_chunk_out_of_range_is_rescaled(monkeypatch):
+    monkeypatch.setattr(_tokens, "CHUNK_BYTES", 1)
+    g = torch.Generator().manual_seed(9)
+    x = torch.randn(3, 6, 4, generator=g, dtype=torch.float64)
+    huge = x.clone()
+    huge[1] *= 2.0**900  # squares overflow float64: this sequence alone is divided by 2^k
+    t = _tokens.Tokens(huge, reads=("norms", "gram"))
+    assert t.scale[0] == 1 and t.scale[2] == 1 and t.scale[1] > 1
+    plain = measure_states(x)
+    scaled = measure_states(huge)
+    for name in ("mu_rel", "rank1_rel", "stable_rank", "effective_rank", "cos_mean"):
+        assert torch.allclose(scaled[name].value, plain[name].value, rtol=1e-13, atol=0), name

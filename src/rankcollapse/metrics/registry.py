@@ -31,6 +31,9 @@ class MetricInfo:
     can sit at the floor of a dtype, and the suite flags it when `relative` (a kernel giving
     the metric divided by the input's own size; None = the metric is already relative) is at
     most that floor. Cosines, ranks and entropies do not vanish and are never flagged.
+
+    `reads` names the quantity of a state metric's single pass over the data (see
+    `metrics._tokens.Tokens`): "norms" (mean-centred and composite norms) or "gram".
     """
 
     name: str
@@ -41,6 +44,7 @@ class MetricInfo:
     kernel: Callable[..., Any]
     vanishes: bool = False
     relative: Callable[..., Any] | None = None
+    reads: Literal["norms", "gram"] = "gram"
 
 
 def docstring_field(fn: Callable[..., Any], label: str) -> str:
@@ -69,6 +73,7 @@ def _info(
     *,
     vanishes: bool = False,
     relative: Callable[..., Any] | None = None,
+    reads: Literal["norms", "gram"] = "gram",
 ) -> MetricInfo:
     return MetricInfo(
         name=fn.__name__,
@@ -79,21 +84,20 @@ def _info(
         kernel=kernel,
         vanishes=vanishes,
         relative=relative,
+        reads=reads,
     )
 
 
+_CENTRED = {"vanishes": True, "reads": "norms"}  # mean-centred residuals: the norms pass
+
 _ENTRIES = [
-    _info(residual.res_comp_rel, residual._res_comp_rel, "states", vanishes=True),
+    _info(residual.res_comp_rel, residual._res_comp_rel, "states", **_CENTRED),
     _info(
-        residual.res_comp,
-        residual._res_comp,
-        "states",
-        vanishes=True,
-        relative=residual._res_comp_rel,
+        residual.res_comp, residual._res_comp, "states", relative=residual._res_comp_rel, **_CENTRED
     ),
     _info(residual.rank1_rel, residual._rank1_rel, "states", vanishes=True),
-    _info(residual.mu, residual._mu, "states", vanishes=True, relative=residual._mu_rel),
-    _info(residual.mu_rel, residual._mu_rel, "states", vanishes=True),
+    _info(residual.mu, residual._mu, "states", relative=residual._mu_rel, **_CENTRED),
+    _info(residual.mu_rel, residual._mu_rel, "states", **_CENTRED),
     _info(cosine.cos_mean, cosine._cos_mean, "states"),
     _info(cosine.abs_cos_mean, cosine._abs_cos_mean, "states"),
     _info(spectral.stable_rank, spectral._stable_rank, "states"),

@@ -75,11 +75,12 @@ def measure_states(
     """
     names = names_of_kind(metrics, "states")
     floor = None if source_dtype is None else dtype_floor(source_dtype)
+    reads = tuple({METRICS[name].reads for name in names})  # one pass over x reads them all
     with single_thread() as threads:
         runs = split_runs(x, mask, threads)
 
         def measure(run: tuple[Tensor, Tensor | None]) -> list[MetricValue]:
-            t = Tokens(*run)
+            t = Tokens(*run, reads=reads)
             run_floor = dtype_floor(t.dtype) if floor is None else floor
             return [_measure(METRICS[name], t, run_floor) for name in names]
 
