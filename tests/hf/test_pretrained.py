@@ -70,3 +70,27 @@ def test_smollm2_states_match_library_and_a_self_only_mask_isolates_tokens(smoll
     keep = [i for i in range(16) if i != 10]
     assert not torch.equal(a[0, 10], b[0, 10])
     assert torch.equal(a[0, keep], b[0, keep])
+
+
+def test_corpus_is_tokenised_once_per_tokenizer(minilm):
+    """A second probe on the same model reuses the corpus's token ids (same windows, no call)."""
+    first, _ = load_windows(minilm.tokenizer, n_samples=3, n_tokens=16, seed=1)
+    calls = []
+
+    class Counting:
+        def __init__(self, inner):
+            self.inner = inner
+
+        def __call__(self, *args, **kwargs):
+            calls.append(1)
+            return self.inner(*args, **kwargs)
+
+        def __len__(self):
+            return len(self.inner)
+
+    counting = Counting(minilm.tokenizer)
+    again, _ = load_windows(minilm.tokenizer, n_samples=3, n_tokens=16, seed=1)
+    load_windows(counting, n_samples=3, n_tokens=16)
+    load_windows(counting, n_samples=3, n_tokens=16)
+    assert torch.equal(first, again)
+    assert len(calls) == 1  # a different tokenizer object is tokenised once, then reused

@@ -8,6 +8,7 @@ the text tokenized without special tokens, so every window holds exactly `n_toke
 
 from __future__ import annotations
 
+import weakref
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
@@ -48,8 +49,22 @@ def _read(text: str | Path | None) -> tuple[str, str]:
     return content, where
 
 
-def _token_ids(tokenizer: Any, text: str) -> list[int]:
-    return tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"]
+_CORPUS_IDS: weakref.WeakKeyDictionary[Any, tuple[int, Tensor]] = weakref.WeakKeyDictionary()
+
+
+def _token_ids(tokenizer: Any, text: str | Path | None) -> tuple[Tensor, str]:
+    """(ids, where the text came from). The built-in corpus is tokenised once per tokenizer (and
+    vocabulary size): a probe called again on the same model does not pay for it twice."""
+    cached = _CORPUS_IDS.get(tokenizer) if text is None else None
+    if cached is not None and cached[0] == len(tokenizer):
+        return cached[1], "the built-in sample corpus"
+    content, where = _read(text)
+    ids = torch.tensor(
+        tokenizer(content, add_special_tokens=False, verbose=False)["input_ids"], dtype=torch.long
+    )
+    if text is None:
+        _CORPUS_IDS[tokenizer] = (len(tokenizer), ids)
+    return ids, where
 
 
 def random_token_ids(
@@ -133,8 +148,7 @@ def load_windows(
             seed=seed,
         )
     gen = torch.Generator().manual_seed(seed)
-    content, where = _read(text)
-    ids = torch.tensor(_token_ids(tokenizer, content), dtype=torch.long)
+    ids, where = _token_ids(tokenizer, text)
     n_windows = len(ids) // n_tokens
     if n_windows < n_samples:
         raise InputError(
@@ -162,7 +176,7 @@ def load_paragraphs(
     """
     content, where = _read(text)
     paragraphs = [p for p in content.split("\n\n") if p.strip()]
-    rows = [ids[:max_tokens] for ids in (_token_ids(tokenizer, p) for p in paragraphs)]
+    rows = [_token_ids(tokenizer, p)[0][:max_tokens] for p in paragraphs]
     rows = [r for r in rows if len(r) >= 2]
     if len(rows) < n_samples:
         raise InputError(
@@ -175,6 +189,6 @@ def load_paragraphs(
     ids = torch.full((n_samples, width), pad, dtype=torch.long)
     mask = torch.zeros((n_samples, width), dtype=torch.bool)
     for i, r in enumerate(rows):
-        ids[i, : len(r)] = torch.tensor(r)
+        ids[i, : len(r)] = r
         mask[i, : len(r)] = True
     return ids, mask
