@@ -30,7 +30,7 @@ from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from rankcollapse.errors import ConfigError, did_you_mean, invalid_config, unknown_name
 from rankcollapse.presets import DEFAULT_PRESET, PRESETS
@@ -40,6 +40,40 @@ Relation = Literal["<", "<=", ">", ">=", "true"]
 
 
 Kind = Literal["finding", "check"]
+
+# The sizes of a toy run, in the one vocabulary: (lower bound, upper bound, docstring).
+SIZES = {
+    "n_layers": (1, 512, "Number of layers (of the toy networks; real models keep their own)."),
+    "n_heads": (1, 64, "Attention heads per layer."),
+    "d_model": (2, 4096, "Token width."),
+    "n_tokens": (2, 4096, "Tokens per sequence."),
+    "n_samples": (1, 1024, "Input sequences per unit."),
+}
+
+
+def toy_sizes(**defaults: int) -> type[BaseModel]:
+    """A config base holding the sizes named in `defaults`, each with its range and docstring.
+
+    The sizes are those of `SIZES` (n_layers, n_heads, d_model, n_tokens, n_samples); the
+    values given are the experiment's defaults. A config subclasses the result.
+
+    Example:
+        >>> class Cfg(toy_sizes(n_layers=4, d_model=8)):
+        ...     seeds: list[int] = [0]
+        >>> Cfg().n_layers, list(Cfg.model_fields)
+        (4, ['n_layers', 'd_model', 'seeds'])
+        >>> Cfg.model_fields["d_model"].description
+        'Token width.'
+    """
+    unknown = set(defaults) - set(SIZES)
+    if unknown:
+        raise TypeError(f"toy_sizes got {sorted(unknown)}; sizes are {', '.join(SIZES)}")
+    fields: dict[str, Any] = {}
+    for name, value in defaults.items():
+        low, high, doc = SIZES[name]
+        fields[name] = (int, Field(value, ge=low, le=high, description=doc))
+    config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    return create_model("ToySizes", __config__=config, **fields)
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from rankcollapse.experiments._registry import (
     Claim,
@@ -49,6 +49,7 @@ from rankcollapse.experiments._registry import (
     for_every,
     register,
     seeds_agree,
+    toy_sizes,
 )
 
 NAME = "dong2021-bounds"
@@ -63,23 +64,16 @@ VARIANTS: dict[str, dict] = {
 BOUNDED = ("san-1head", "san", "san+mlp")
 
 
-class Config(BaseModel):
-    """Toy networks at init, measured residual per layer and Dong's bounds from their weights."""
+class Config(toy_sizes(n_layers=4, n_heads=2, d_model=4, n_tokens=4, n_samples=8)):
+    """Toy networks at init, measured residual per layer and Dong's bounds from their weights.
+
+    n_samples sequences per seed and level; san-1head always has 1 head.
+    """
 
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     variants: list[Variant] = Field(default_factory=lambda: list(VARIANTS), min_length=1)
     """Variants to run (san-1head, san, san+mlp, san+skip)."""
-    n_layers: int = Field(4, ge=2, le=64)
-    """Number of layers."""
-    n_heads: int = Field(2, ge=1, le=64)
-    """Heads per layer (san-1head always has 1)."""
-    d_model: int = Field(4, ge=2, le=2048)
-    """Token width."""
-    n_tokens: int = Field(4, ge=2, le=1024)
-    """Tokens per sequence."""
-    n_samples: int = Field(8, ge=1, le=1024)
-    """Input sequences per seed and level."""
     levels: list[float] = Field(default_factory=lambda: [0.5, 0.9, 0.99], min_length=1)
     """sqrt(c) r_0 of the inputs: the bound is informative below 1."""
     gamma: float = Field(1.0, gt=0)

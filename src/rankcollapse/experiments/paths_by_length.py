@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Literal
 
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field, field_validator
 
 from rankcollapse.experiments._registry import (
     Claim,
@@ -42,6 +42,7 @@ from rankcollapse.experiments._registry import (
     check,
     for_every,
     register,
+    toy_sizes,
 )
 from rankcollapse.plot import band_plot, line_plot, products_figure
 
@@ -59,25 +60,18 @@ TOY_EXACT = 1e-12
 REAL_EXACT = 1e-5  # float32 level: Llama's RMSNorm runs in float32 even in a float64 model
 
 
-class Config(BaseModel):
-    """Toy networks and real models, decomposed by path length on the same inputs."""
+class Config(toy_sizes(n_layers=6, n_heads=2, d_model=32, n_tokens=16, n_samples=4)):
+    """Toy networks and real models, decomposed by path length on the same inputs.
+
+    n_layers, n_heads, d_model size the toy networks; real models keep their own.
+    """
 
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     toy_variants: list[ToyVariant] = Field(default_factory=lambda: list(TOY))
     """Toy variants: san, san+skip, san+skip+ln (post-LN), transformer (skip + MLP + post-LN)."""
-    n_layers: int = Field(6, ge=1, le=48)
-    """Layers of the toy networks (real models keep their own)."""
-    n_heads: int = Field(2, ge=1, le=32)
-    """Heads per layer of the toy networks."""
-    d_model: int = Field(32, ge=2, le=2048)
-    """Width of the toy networks."""
     models: list[str] = Field(default_factory=lambda: ["minilm:pretrained", "llama-small:random"])
     """Real models as name:init (names of rankcollapse.hf.MODELS of the bert or llama family)."""
-    n_tokens: int = Field(16, ge=2, le=512)
-    """Tokens per sequence (real text for real models, Gaussian tokens for toys)."""
-    n_samples: int = Field(4, ge=1, le=256)
-    """Sequences per unit."""
     n_paths: int = Field(8, ge=1, le=1000)
     """Sampled paths per length for the attention-product analysis."""
     seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)

@@ -29,7 +29,7 @@ from typing import Literal
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from rankcollapse.experiments._registry import (
     Claim,
@@ -40,6 +40,7 @@ from rankcollapse.experiments._registry import (
     for_every,
     register,
     seeds_agree,
+    toy_sizes,
 )
 from rankcollapse.plot import band_plot
 
@@ -52,23 +53,13 @@ SKIP_LEVEL = 1e-3  # "away from 0" (pure SAN ends near 1e-16)
 COLLAPSED_LEVEL = 1e-6  # "collapsed"
 
 
-class Config(BaseModel):
+class Config(toy_sizes(n_layers=8, n_heads=2, d_model=32, n_tokens=16, n_samples=8)):
     """A toy network at random initialisation, run in every variant for several seeds."""
 
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     variants: list[Variant] = Field(default_factory=lambda: list(VARIANTS), min_length=1)
     """Toy variants to run (san, san+skip, san+mlp, san+ln, transformer)."""
-    n_layers: int = Field(8, ge=2, le=96)
-    """Number of layers."""
-    n_heads: int = Field(2, ge=1, le=64)
-    """Attention heads per layer."""
-    d_model: int = Field(32, ge=2, le=4096)
-    """Token width."""
-    n_tokens: int = Field(16, ge=2, le=4096)
-    """Tokens per sequence."""
-    n_samples: int = Field(8, ge=1, le=1024)
-    """Gaussian input sequences per seed."""
     seeds: list[int] = Field(default_factory=lambda: [0, 1, 2], min_length=1)
     """Seeds of weights and inputs (one unit per variant and seed)."""
     dtype: Literal["float64", "float32"] = "float64"

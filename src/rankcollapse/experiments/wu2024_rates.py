@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 import torch
 from matplotlib.figure import Figure
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from rankcollapse.experiments._registry import (
     Claim,
@@ -40,6 +40,7 @@ from rankcollapse.experiments._registry import (
     for_every,
     register,
     seeds_agree,
+    toy_sizes,
 )
 from rankcollapse.masks import center_nodes, mask_from_spec
 from rankcollapse.metrics import measure_layers
@@ -60,23 +61,15 @@ VARIANT = {"none": "wu:san", "unit": "wu:san+ln"}
 SOURCE = "Thm 1"
 
 
-class Config(BaseModel):
+class Config(toy_sizes(n_layers=32, d_model=16, n_tokens=8, n_samples=8)):
     """Masked pure SANs: measured collapse of mu per mask, beside Wu et al.'s bound."""
 
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     masks: list[str] = Field(["complete", "causal", "window:1", "causal_window:1"], min_length=1)
     """Mask specs (rankcollapse.masks), e.g. complete, causal, window:1, causal_window:1."""
-    norms: list[Literal["none", "unit"]] = ["none", "unit"]
+    norms: list[Literal["none", "unit"]] = Field(["none", "unit"])
     """none (Thm 1) and/or unit (Wu's LayerNorm, post; Cor 1)."""
-    n_layers: int = Field(32, ge=2, le=512)
-    """Layers."""
-    d_model: int = Field(16, ge=2, le=2048)
-    """Width."""
-    n_tokens: int = Field(8, ge=2, le=512)
-    """Tokens per sequence."""
-    n_samples: int = Field(8, ge=1, le=1024)
-    """Sequences per unit."""
     seeds: list[int] = Field([0, 1], min_length=1)
     """Seeds of weights and (their data stream) inputs."""
 
