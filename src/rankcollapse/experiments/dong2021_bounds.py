@@ -37,7 +37,6 @@ from typing import Literal
 
 import numpy as np
 import pandas as pd
-from matplotlib.figure import Figure
 from pydantic import ConfigDict, Field
 
 from rankcollapse.experiments._registry import (
@@ -51,6 +50,7 @@ from rankcollapse.experiments._registry import (
     seeds_agree,
     toy_sizes,
 )
+from rankcollapse.plot import dong_bound_figure
 
 NAME = "dong2021-bounds"
 
@@ -182,43 +182,6 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
     return found
 
 
-def _figure(config: Config, results: pd.DataFrame) -> Figure:
-    """Per variant: measured sqrt(c) r_l per level (median, band min..max over sequences and
-    seeds, values above the float64 floor) and the bound (sqrt(c) r_0)^{3^l} of that level."""
-    fig = Figure(figsize=(3.2 * len(config.variants), 3.2), layout="constrained")
-    axes = fig.subplots(1, len(config.variants), squeeze=False, sharey=True)[0]
-    layers = np.arange(config.n_layers + 1)
-    c = results[results["metric"] == "c"].set_index(["variant", "seed", "sample"])["value"]
-    for ax, variant in zip(axes, config.variants):
-        rows = results[(results["variant"] == variant) & (results["metric"] == "log10_r")]
-        rows = rows[~rows["at_floor"].astype(bool)]
-        half_c = 0.5 * np.log10(c.reindex(pd.MultiIndex.from_frame(
-            rows[["variant", "seed", "sample"]])).to_numpy())  # fmt: skip
-        rows = rows.assign(s=rows["value"] + half_c)
-        for i, level in enumerate(config.levels):
-            stats = rows[rows["level"] == level].groupby("layer")["s"].agg(["median", "min", "max"])
-            color = f"C{i}"
-            ax.plot(stats.index, 10 ** stats["median"], "o-", ms=3, color=color,
-                    label=f"measured, level {level:g}")  # fmt: skip
-            ax.fill_between(stats.index, 10 ** stats["min"], 10 ** stats["max"], color=color,
-                            alpha=0.2, lw=0)  # fmt: skip
-            ax.plot(layers, level ** (3.0**layers), "--", color=color, label=f"bound, {level:g}")
-        ax.set_yscale("log")
-        ax.set_ylim(1e-20, 3)
-        ax.set_xticks(layers)
-        ax.set_title(variant + (" (pure-SAN bound)" if variant == "san+skip" else ""), fontsize=9)
-        ax.set_xlabel("layer l")
-        ax.grid(alpha=0.3)
-    axes[0].set_ylabel(r"$\sqrt{c}\,\|res(X^l)\|_{1,\infty}$")
-    fig.legend(*axes[0].get_legend_handles_labels(), loc="outside right center", fontsize=7)
-    fig.suptitle(
-        f"Measured residual vs the unrolled bound (sqrt(c) r_0)^(3^l), gamma = {config.gamma:g}; "
-        "the finding checks the per-layer and chained bounds, which lie below these lines; "
-        "values at the float64 floor are not drawn", fontsize=9,
-    )  # fmt: skip
-    return fig
-
-
 def summarize(config: Config, results: pd.DataFrame) -> Summary:
     import torch
 
@@ -246,7 +209,15 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
             .rename("mean c")
             .reset_index(),
         },
-        figures={"residual vs bounds": _figure(config, results)},
+        figures={
+            "residual vs bounds": dong_bound_figure(
+                results,
+                variants=config.variants,
+                levels=config.levels,
+                n_layers=config.n_layers,
+                gamma=config.gamma,
+            )
+        },
         claims=claims(config, results),
         notes=[
             (

@@ -26,7 +26,6 @@ Findings ("about 0": mean res_comp_rel below 0.01; "well above 0": above 0.05):
 
 from __future__ import annotations
 
-import math
 from typing import Literal
 
 import pandas as pd
@@ -34,6 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from rankcollapse.experiments._registry import Claim, Experiment, Summary, Unit, for_every, register
 from rankcollapse.plot import band_plot
+from rankcollapse.theory import first_layer_below, layer_stats
 
 NAME = "dong2021-rank-collapse"
 NEAR_ZERO = 0.01  # "about 0": 1% of the input's relative residual scale
@@ -161,13 +161,8 @@ def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
 
 
 def layer_means(results: pd.DataFrame, metric: str = METRIC) -> pd.DataFrame:
-    """Mean, std and floor flag of `metric` per (model, init, variant, layer)."""
-    rows = results[results["metric"] == metric]
-    return (
-        rows.groupby(["model", "init", "variant", "layer"], sort=False)
-        .agg(mean=("value", "mean"), std=("value", "std"), any_at_floor=("at_floor", "any"))
-        .reset_index()
-    )
+    """Mean, std, geometric mean and floor flag of `metric` per (model, init, variant, layer)."""
+    return layer_stats(results[results["metric"] == metric], ("model", "init", "variant"))
 
 
 def _members(table: pd.DataFrame, init: str, variants: list[str], layer: str | int) -> dict:
@@ -178,15 +173,6 @@ def _members(table: pd.DataFrame, init: str, variants: list[str], layer: str | i
     else:
         part = part[part["layer"] == layer]
     return {f"{r.model}/{r.variant}": r.mean for r in part.itertuples()}
-
-
-def first_near_zero(table: pd.DataFrame) -> dict[str, tuple[float, int]]:
-    """Per model: (first layer whose mean is below 0.01, or inf; the model's depth)."""
-    found = {}
-    for model, part in table.groupby("model", sort=False):
-        below = part.loc[part["mean"] < NEAR_ZERO, "layer"]
-        found[model] = (float(below.min()) if len(below) else math.inf, int(part["layer"].max()))
-    return found
 
 
 # (id, text, init, variants, layer, relation, threshold, encoders only, the paper's words)
@@ -231,7 +217,7 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
     models = [a.model for a in config.arms if a.init == "pretrained" and a.model not in DECODERS]
     if models:
         san = table[(table["init"] == "pretrained") & (table["variant"] == "san")]
-        first = first_near_zero(san[san["model"].isin(models)])
+        first = first_layer_below(san[san["model"].isin(models)], NEAR_ZERO)
         found.insert(
             2,
             for_every(
@@ -284,7 +270,7 @@ def notes(config: Config, results: pd.DataFrame, table: pd.DataFrame) -> list[st
             + "; ".join(f"{k}: {v:.3g}" for k, v in decoders.items())
         )
     san = table[(table["init"] == "pretrained") & (table["variant"] == "san")]
-    late = first_near_zero(san[san["model"].isin(DECODERS)])
+    late = first_layer_below(san[san["model"].isin(DECODERS)], NEAR_ZERO)
     if late:
         said.append(
             "Pretrained causal decoders (not in the paper), first layer where san is "

@@ -28,7 +28,6 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 import torch
-from matplotlib.figure import Figure
 from pydantic import ConfigDict, Field
 
 from rankcollapse.experiments._registry import (
@@ -45,6 +44,7 @@ from rankcollapse.experiments._registry import (
 from rankcollapse.masks import center_nodes, mask_from_spec
 from rankcollapse.metrics import measure_layers
 from rankcollapse.nets import ToyNet, random_tokens, toy_config
+from rankcollapse.plot import wu_bound_figure
 from rankcollapse.seeds import stream_seed
 from rankcollapse.theory import (
     block_log_bound,
@@ -179,44 +179,6 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
     return found
 
 
-def _figure(config: Config, results: pd.DataFrame) -> Figure:
-    """Measured mu (geometric mean over samples, every seed) and the fitted bound, per mask."""
-    fig = Figure(figsize=(2.6 * len(config.masks), 2.4 * len(config.norms)), layout="constrained")
-    axes = fig.subplots(len(config.norms), len(config.masks), squeeze=False, sharey=True)
-    for (i, norm), (j, mask) in (
-        (a, b) for a in enumerate(config.norms) for b in enumerate(config.masks)
-    ):
-        ax = axes[i, j]
-        for seed, style in zip(config.seeds, ("-", "--", ":", "-.") * 8):
-            part = results[
-                (results["mask"] == mask) & (results["norm"] == norm) & (results["seed"] == seed)
-            ]
-            mu = part[part["metric"] == "mu"]
-            log_mu = np.log(mu["value"].clip(lower=1e-300)).groupby(mu["layer"]).mean()
-            log_mu = log_mu.iloc[: collapse_rate(mu).n_fit]  # the curve ends at the dtype floor
-            ax.plot(log_mu.index, np.exp(log_mu), style, color="C0", label=f"mu, seed {seed}")
-            r = mask_radius(mask, config.n_tokens)
-            eps = part[part["metric"] == "eps"].sort_values("layer")["value"].to_numpy()
-            if norm == "none" and math.isfinite(r) and len(eps):
-                log_b = block_log_bound(eps, int(r))
-                log_c = np.max(log_mu.to_numpy()[: int(r) + 1] - log_b[: int(r) + 1])
-                ax.plot(np.arange(len(log_b)), np.exp(log_c + log_b), style, color="C1",
-                        label=f"bound, seed {seed}")  # fmt: skip
-        ax.set_yscale("log")
-        ax.set_ylim(1e-17, None)
-        ax.set_title(f"{mask}, norm {norm}", fontsize=9)
-        ax.set_xlabel("layer")
-        ax.xaxis.get_major_locator().set_params(integer=True)
-    axes[0, 0].set_ylabel("mu (geometric mean)")
-    axes[0, 0].legend(fontsize=7)
-    fig.suptitle(
-        "mu against layer (ending at the float64 floor) and Thm 1's bound (eps per block, "
-        "C fitted on the first r layers)",
-        fontsize=10,
-    )
-    return fig
-
-
 def summarize(config: Config, results: pd.DataFrame) -> Summary:
     table = curve_table(config, results)
     means = table.groupby(["mask", "norm"], sort=False).agg(
@@ -234,7 +196,15 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
     ]
     return Summary(
         tables={"slopes per mask (means over seeds)": means},
-        figures={"mu against layer with the bound": _figure(config, results)},
+        figures={
+            "mu against layer with the bound": wu_bound_figure(
+                results,
+                masks=config.masks,
+                norms=config.norms,
+                seeds=config.seeds,
+                n_tokens=config.n_tokens,
+            )
+        },
         claims=claims(config, results),
         notes=notes,
     )

@@ -9,6 +9,7 @@ and label helpers every figure of the project uses.
 """
 
 from rankcollapse.plot import style
+from rankcollapse.plot.bounds import dong_bound_figure, wu_bound_figure
 from rankcollapse.plot.curves import band_plot, layers, line_plot, ordered_values
 from rankcollapse.plot.heatmap import heatmap
 from rankcollapse.plot.paths import products_figure
@@ -16,6 +17,7 @@ from rankcollapse.plot.style import fraction, render, words
 
 __all__ = [
     "band_plot",
+    "dong_bound_figure",
     "fraction",
     "heatmap",
     "layers",
@@ -25,4 +27,5 @@ __all__ = [
     "render",
     "style",
     "words",
+    "wu_bound_figure",
 ]

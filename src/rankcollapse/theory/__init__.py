@@ -44,7 +44,13 @@ from rankcollapse.theory.equilibria import (
     trajectory,
     unit_norm,
 )
-from rankcollapse.theory.rates import CollapseRate, collapse_rate
+from rankcollapse.theory.rates import (
+    CollapseRate,
+    collapse_rate,
+    contraction_factors,
+    first_layer_below,
+    layer_stats,
+)
 from rankcollapse.theory.wu import (
     MaskGraph,
     block_log_bound,
@@ -72,8 +78,10 @@ __all__ = [
     "bound_margins",
     "causal_uniform_attention",
     "collapse_rate",
+    "contraction_factors",
     "counterexample_basin_arc",
     "counterexample_point_b",
+    "first_layer_below",
     "fit_output_maps",
     "fitted_rate",
     "fixed_point_residual",
@@ -84,6 +92,7 @@ __all__ = [
     "layer_constants",
     "layer_eps",
     "layer_grid",
+    "layer_stats",
     "log10_one_step_bounds",
     "log10_stepwise_bound",
     "log10_unrolled_bound",
