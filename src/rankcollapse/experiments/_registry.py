@@ -231,8 +231,12 @@ def seeds_agree(values: Mapping[Any, float], relation: Relation, threshold: floa
     Example:
         >>> seeds_agree({0: 0.8, 1: 0.95, 2: 0.7}, "<", 0.9)
         '2 of 3 seeds agree (min 0.7, median 0.8, max 0.95)'
+        >>> seeds_agree({0: float("nan"), 1: float("nan")}, "<", 0.9)
+        'no value for any of 2 seeds'
     """
     finite = [float(v) for v in values.values()]
+    if not np.isfinite(finite).any():
+        return f"no value for any of {len(finite)} seeds"
     agree = sum(_verdict(v, relation, threshold)[1] for v in finite)
     arr = np.asarray(finite, dtype=float)
     return (
