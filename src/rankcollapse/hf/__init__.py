@@ -20,7 +20,15 @@
 from rankcollapse.hf.architectures import ARCHITECTURES, Architecture, architecture_for
 from rankcollapse.hf.attention import AttentionSettings, attention_settings, custom_attention
 from rankcollapse.hf.capture import LayerCapture, applied, run_batch
-from rankcollapse.hf.models import MODELS, LoadedModel, ModelSpec, as_loaded, load_model, wrap_model
+from rankcollapse.hf.models import (
+    MODELS,
+    LoadedModel,
+    ModelSpec,
+    as_loaded,
+    load_model,
+    model_entry,
+    wrap_model,
+)
 from rankcollapse.hf.probe import model_inputs, probe
 from rankcollapse.hf.qk_rank import qk_ranks
 from rankcollapse.hf.text import load_paragraphs, load_windows, sample_corpus
@@ -59,6 +67,7 @@ __all__ = [
     "load_model",
     "load_paragraphs",
     "load_windows",
+    "model_entry",
     "model_inputs",
     "probe",
     "qk_ranks",

@@ -14,7 +14,7 @@ from rankcollapse.plot.circle import circle_distances, circle_trajectories
 from rankcollapse.plot.curves import band_plot, layers, line_plot, ordered_values
 from rankcollapse.plot.equilibria import counterexample_basin, counterexample_trajectories
 from rankcollapse.plot.heatmap import heatmap
-from rankcollapse.plot.paths import path_accuracy_figure, products_figure
+from rankcollapse.plot.paths import length_figures, path_accuracy_figure, products_figure
 from rankcollapse.plot.spectra import singular_spectra
 from rankcollapse.plot.style import fraction, render, words
 
@@ -28,6 +28,7 @@ __all__ = [
     "fraction",
     "heatmap",
     "layers",
+    "length_figures",
     "line_plot",
     "ordered_values",
     "path_accuracy_figure",

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from rankcollapse.plot.curves import band_plot, ordered_values
+from rankcollapse.plot.curves import band_plot, line_plot, ordered_values
 from rankcollapse.plot.style import log_axis, new_figure
 
 
@@ -40,6 +40,45 @@ REFERENCE_LINES = {  # column of the reference table -> legend label, colour, li
     "majority": ("majority class", "0.45", ":"),
     "random": ("random guess", "0.6", "-."),
 }
+
+
+def length_figures(results: pd.DataFrame) -> dict[str, Figure]:
+    """The figures of a per-length decomposition, one series per `label` (a model and init).
+
+    Rows of `rankcollapse.paths.length_frame` and `products_frame` with a `label` column: the
+    share <C_k, X^L> / ||X^L||^2 and the norm ratio ||C_k|| / ||X^L|| per length, the collapse
+    (res_comp_rel) of each component, and the products of attention along sampled paths.
+    """
+    share = results[results["metric"] == "share"]
+    products = results[results["metric"] == "rank1_dist"]
+    lengths = results[results["length"] >= 0]
+    return {
+        "share of the output per length": line_plot(
+            share[share["length"] >= 0],
+            x="length",
+            hue="label",
+            title="Share <C_k, X^L> / ||X^L||^2 per path length",
+            ylabel="share",
+        ),
+        "norm of each length's component": band_plot(
+            lengths[lengths["metric"] == "norm_ratio"],
+            x="length",
+            hue="label",
+            logy=True,
+            title="||C_k|| / ||X^L|| per path length",
+            ylabel="norm ratio",
+            floor_column=None,
+        ),
+        "collapse of each length's component": band_plot(
+            lengths[lengths["metric"] == "res_comp_rel"],
+            x="length",
+            hue="label",
+            logy=True,
+            title="res_comp_rel of C_k",
+            ylabel="relative residual",
+        ),
+        "attention products vs rank 1": products_figure(products.assign(model=products["label"])),
+    }
 
 
 def path_accuracy_figure(
