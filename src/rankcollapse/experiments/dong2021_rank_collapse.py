@@ -29,11 +29,11 @@ from __future__ import annotations
 from typing import Literal
 
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from rankcollapse.experiments._registry import Claim, Experiment, Summary, Unit, for_every, register
 from rankcollapse.plot import band_plot
-from rankcollapse.theory import first_layer_below, layer_stats
+from rankcollapse.theory import at_layer, first_layer_below, layer_stats
 
 NAME = "dong2021-rank-collapse"
 NEAR_ZERO = 0.01  # "about 0": 1% of the input's relative residual scale
@@ -50,13 +50,7 @@ WITH_SKIP = ["san+skip", "transformer"]
 ModelName = Literal[
     "minilm", "smollm2", "bert-base", "albert-base", "xlnet-base", "gpt2", "llama-small"
 ]
-
-
-def _known_variants(names: list[str] | None) -> list[str] | None:
-    unknown = [n for n in names or [] if n not in EXACT + AUTHORS]
-    if unknown:
-        raise ValueError(f"unknown variants {unknown}; use {', '.join(EXACT + AUTHORS)}")
-    return names
+VariantName = Literal[tuple(EXACT + AUTHORS)]  # exact and authors' variants of rankcollapse.hf
 
 
 class Arm(BaseModel):
@@ -66,13 +60,8 @@ class Arm(BaseModel):
 
     model: ModelName
     init: Literal["pretrained", "random"]
-    variants: list[str] | None = None
+    variants: list[VariantName] | None = None
     """Variants of this arm (None: the config's); e.g. ALBERT's exact and authors' ones."""
-
-    @field_validator("variants")
-    @classmethod
-    def _known(cls, names: list[str] | None) -> list[str] | None:
-        return _known_variants(names)
 
 
 ALBERT_BOTH = {"model": "albert-base", "init": "random", "variants": EXACT + AUTHORS}
@@ -83,6 +72,8 @@ ALL_ARMS = [
     {"model": "minilm", "init": "random"}, {"model": "minilm", "init": "pretrained"},
     {"model": "smollm2", "init": "pretrained"},
 ]
+QUICK_ARMS = [{"model": "minilm", "init": "pretrained"}, {"model": "smollm2", "init": "pretrained"},
+              {"model": "minilm", "init": "random"}, {"model": "bert-base", "init": "random"}]
 # fmt: on
 
 
@@ -93,7 +84,7 @@ class Config(BaseModel):
 
     arms: list[Arm] = Field(default_factory=lambda: [Arm(**a) for a in ALL_ARMS], min_length=1)
     """Models and initialisations, e.g. [{"model": "minilm", "init": "pretrained"}]."""
-    variants: list[str] = Field(default_factory=lambda: list(EXACT), min_length=1)
+    variants: list[VariantName] = Field(default_factory=lambda: list(EXACT), min_length=1)
     """Variants of every arm without its own list (san, san+mlp, san+skip, transformer,
     dong-authors:...)."""
     n_samples: int = Field(32, ge=1, le=1024)
@@ -111,25 +102,11 @@ class Config(BaseModel):
     seed: int = 0
     """Seed of the random inits and of the window choice."""
 
-    @field_validator("variants")
-    @classmethod
-    def _known(cls, names: list[str]) -> list[str]:
-        return _known_variants(names)
-
 
 PRESETS = {
     # Quick: pretrained MiniLM and SmolLM2 plus MiniLM and BERT-base at init, on 8 windows of
     # 64 tokens (the paper: 32 x 128), so `make demo` takes a few minutes on 2 cores.
-    "quick": {
-        "arms": [
-            {"model": "minilm", "init": "pretrained"},
-            {"model": "smollm2", "init": "pretrained"},
-            {"model": "minilm", "init": "random"},
-            {"model": "bert-base", "init": "random"},
-        ],
-        "n_samples": 8,
-        "n_tokens": 64,
-    },
+    "quick": {"arms": QUICK_ARMS, "n_samples": 8, "n_tokens": 64},
     # Paper: every model, 32 sequences of 128 tokens (Fig. 1); ALBERT also the authors' way.
     "paper": {},
 }
@@ -167,11 +144,7 @@ def layer_means(results: pd.DataFrame, metric: str = METRIC) -> pd.DataFrame:
 
 def _members(table: pd.DataFrame, init: str, variants: list[str], layer: str | int) -> dict:
     """{model/variant: mean at `layer` ("last": each model's last layer)} of one init."""
-    part = table[(table["init"] == init) & table["variant"].isin(variants)]
-    if layer == "last":
-        part = part[part["layer"] == part.groupby("model")["layer"].transform("max")]
-    else:
-        part = part[part["layer"] == layer]
+    part = at_layer(table[(table["init"] == init) & table["variant"].isin(variants)], layer)
     return {f"{r.model}/{r.variant}": r.mean for r in part.itertuples()}
 
 
@@ -200,56 +173,44 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
         models = [a.model for a in config.arms if a.init == init]
         models = [m for m in models if not (encoders and m in DECODERS)]
         if models:
-            found.append(
-                for_every(
-                    id_,
-                    text,
-                    f"mean {METRIC} at layer {layer} per {init} model and variant "
-                    f"({', '.join(variants)})",
-                    _members(table, init, variants, layer),
-                    relation,
-                    level,
-                    expected=[f"{m}/{v}" for m in models for v in variants],
-                    source="Fig. 1",
-                    paper=paper,
-                )
-            )
+            found.append(for_every(
+                id_, text, f"mean {METRIC} at layer {layer} per {init} model and variant "
+                f"({', '.join(variants)})", _members(table, init, variants, layer),
+                relation, level, expected=[f"{m}/{v}" for m in models for v in variants],
+                source="Fig. 1", paper=paper,
+            ))  # fmt: skip
     models = [a.model for a in config.arms if a.init == "pretrained" and a.model not in DECODERS]
     if models:
         san = table[(table["init"] == "pretrained") & (table["variant"] == "san")]
         first = first_layer_below(san[san["model"].isin(models)], NEAR_ZERO)
-        found.insert(
-            2,
-            for_every(
-                "pretrained-san-collapses",
-                f"In pretrained encoders, san falls to about 0 within a handful of layers: within "
-                f"the first {config.handful:g} of the model's depth.",
-                f"first layer where san's mean {METRIC} < {NEAR_ZERO}, as a fraction of the depth",
-                {m: layer / depth for m, (layer, depth) in first.items()},
-                "<=",
-                config.handful,
-                expected=models,
-                note="; ".join(f"{m}: layer {v:g} of {d}" for m, (v, d) in first.items()),
-                source="Fig. 1",
-                paper="pretrained SAN reaches ~0 within a handful of layers",
-            ),
-        )
+        found.insert(2, for_every(
+            "pretrained-san-collapses",
+            f"In pretrained encoders, san falls to about 0 within a handful of layers: within "
+            f"the first {config.handful:g} of the model's depth.",
+            f"first layer where san's mean {METRIC} < {NEAR_ZERO}, as a fraction of the depth",
+            {m: layer / depth for m, (layer, depth) in first.items()}, "<=", config.handful,
+            expected=models, source="Fig. 1",
+            note="; ".join(f"{m}: layer {v:g} of {d}" for m, (v, d) in first.items()),
+            paper="pretrained SAN reaches ~0 within a handful of layers",
+        ))  # fmt: skip
     return found
 
 
-NOTES = [
-    (
-        "Exact variants by hooks: no attention skip = the post-attention LayerNorm acts on the "
-        "attention output alone (post-LN) or the block returns the attention branch alone (pre-LN); "
-        "no MLP = the MLP sub-layer is an exact identity. The authors' variants (dong-authors:*) "
-        "keep their code's quirks, e.g. ALBERT's 'no MLP' that left a GELU and a residual."
-    ),
-    (
-        "Pre-LN models (GPT-2, Llama/SmolLM2): states are the raw residual stream; post-LN models "
-        "(BERT, MiniLM, ALBERT, XLNet): every state is a LayerNorm output. Random-init models use "
-        "MiniLM's tokenizer. Values at the float32 floor are hollow markers."
-    ),
-]
+NOTE = (
+    "Exact variants by hooks, and the authors' variants (dong-authors:*) with their code's "
+    "quirks: docs/methods.md, sec. 4. Pre-LN models (GPT-2, Llama/SmolLM2): states are the raw "
+    "residual stream; post-LN models (BERT, MiniLM, ALBERT, XLNet): every state is a LayerNorm "
+    "output. Random-init models use MiniLM's tokenizer. Values at the float32 floor are hollow "
+    "markers."
+)
+
+
+ABOVE_ONE = (
+    f"{METRIC} exceeds 1 at some layers (the table gives mu_rel and the stable rank there): the "
+    "composite norm is not a projection norm, so centring can raise it above 1 while mu_rel "
+    "stays below 1; a stable rank near 1 with mu_rel near 1 means a few outlier tokens carry "
+    "the states' norm (docs/methods.md, sec. 1)."
+)
 
 
 def notes(config: Config, results: pd.DataFrame, table: pd.DataFrame) -> list[str]:
@@ -261,7 +222,7 @@ def notes(config: Config, results: pd.DataFrame, table: pd.DataFrame) -> list[st
             f"Arms run: {arms}; {config.n_samples} windows of {config.n_tokens} tokens each; "
             f"device {devices}."
         ),
-        *NOTES,
+        NOTE,
     ]
     decoders = _members(table[table["model"].isin(DECODERS)], "random", SKIPLESS, 2)
     if decoders:
@@ -280,57 +241,35 @@ def notes(config: Config, results: pd.DataFrame, table: pd.DataFrame) -> list[st
     if quantized:
         said.append("Quantized weights: " + "; ".join(sorted(quantized)) + ".")
     if (table["mean"] > 1).any():
-        said.append(above_one_note(results, table))
+        said.append(ABOVE_ONE)
     return said
 
 
-def above_one_note(results: pd.DataFrame, table: pd.DataFrame) -> str:
-    """Why a relative composite residual can exceed 1, with this run's numbers."""
+def above_one(results: pd.DataFrame) -> pd.DataFrame:
+    """Mean res_comp_rel, mu_rel and stable rank per (model, init, variant, layer) where the
+    mean res_comp_rel exceeds 1 (why it can: docs/methods.md, sec. 1)."""
     keys = ["model", "init", "variant", "layer"]
-    both = table[table["mean"] > 1].merge(
-        layer_means(results, "mu_rel"), on=keys, suffixes=("", "_mu")
+    means = layer_stats(results, (*keys[:3], "metric")).pivot_table(
+        index=keys, columns="metric", values="mean"
     )
-    both = both.merge(layer_means(results, "stable_rank"), on=keys, suffixes=("", "_sr"))
-    where = "; ".join(
-        f"{k[0]} ({k[1]}) {k[2]}: layers {int(g['layer'].min())}-{int(g['layer'].max())}, up to "
-        f"{g['mean'].max():.3g}, with mu_rel {g['mean_mu'].min():.2g}-{g['mean_mu'].max():.2g} "
-        f"and stable rank {g['mean_sr'].min():.3g}-{g['mean_sr'].max():.3g}"
-        for k, g in both.groupby(["model", "init", "variant"])
-    )
-    return (
-        f"{METRIC} above 1 ({where}): the composite norm is not a projection norm. Centring "
-        "can raise its largest column sum (absolute values summed over tokens) by up to a "
-        "factor 2 (1 - 1/n) when a few tokens lie far from the others, so the ratio can exceed "
-        "1 while mu_rel, the Frobenius ratio, which centring never raises above 1, stays below "
-        "it. A stable rank near 1 with mu_rel near 1 means one direction carries almost all of "
-        "the states' norm and only a few tokens carry it (outlier activations), not all tokens."
-    )
+    return means[means[METRIC] > 1].rename_axis(columns=None).reset_index()
 
 
 def summarize(config: Config, results: pd.DataFrame) -> Summary:
     table = layer_means(results)
-    arms = list(dict.fromkeys(f"{a.model} ({a.init})" for a in config.arms))
-    variants = list(dict.fromkeys(v for a in config.arms for v in a.variants or config.variants))
-    data = results[results["metric"] == METRIC]
-    data = data.assign(
-        model=pd.Categorical(data["model"] + " (" + data["init"] + ")", categories=arms),
-        variant=pd.Categorical(data["variant"], categories=variants),
-    )
+    data = results[results["metric"] == METRIC]  # arms and variants in the order they ran
     figure = band_plot(
-        data,
-        x="layer",
-        hue="variant",
-        panel="model",
-        logy=False,
-        ylabel="relative residual",
+        data.assign(model=data["model"] + " (" + data["init"] + ")"), x="layer", hue="variant",
+        panel="model", logy=False, ylabel="relative residual",
         title=f"Relative residual {METRIC} per layer over {config.n_samples} windows of "
         f"{config.n_tokens} tokens",
-    )
+    )  # fmt: skip
     wide = table.pivot_table(index=["model", "init", "layer"], columns="variant", values="mean")
     return Summary(
         tables={
             f"mean {METRIC} per layer": wide.reset_index(),
             f"per-layer statistics of {METRIC}": table,
+            f"layers where the mean {METRIC} exceeds 1": above_one(results),
         },
         figures={"residual vs layer": figure},
         claims=claims(config, results),

@@ -46,6 +46,7 @@ from rankcollapse.theory.equilibria import (
 )
 from rankcollapse.theory.rates import (
     CollapseRate,
+    at_layer,
     collapse_rate,
     contraction_factors,
     first_layer_below,
@@ -71,6 +72,7 @@ __all__ = [
     "Construction",
     "DongConstants",
     "MaskGraph",
+    "at_layer",
     "attention_step",
     "block_log_bound",
     "bound_excess",

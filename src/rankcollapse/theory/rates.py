@@ -91,6 +91,19 @@ def first_layer_below(
     return found
 
 
+def at_layer(table: pd.DataFrame, layer: int | str, *, by: str = "model") -> pd.DataFrame:
+    """The rows of a per-layer table at `layer`; "last": at each `by`'s own last layer.
+
+    Example:
+        >>> table = pd.DataFrame({"model": ["a", "a", "b"], "layer": [1, 2, 1], "mean": [3, 4, 5]})
+        >>> at_layer(table, "last")["mean"].tolist(), at_layer(table, 1)["mean"].tolist()
+        ([4, 5], [3, 5])
+    """
+    if layer == "last":
+        return table[table["layer"] == table.groupby(by)["layer"].transform("max")]
+    return table[table["layer"] == layer]
+
+
 def contraction_factors(curve: pd.DataFrame) -> tuple[float, np.ndarray, pd.DataFrame]:
     """(max q_{l+1} / q_l, the factors q_l, the layers used) of one `layer_stats` curve.
 
