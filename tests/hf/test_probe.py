@@ -218,3 +218,17 @@ def test_config_overrides_need_a_random_init():
 def test_bad_mask_spec_fails_before_the_model_loads():
     with pytest.raises(UnknownNameError, match="mask"):
         probe("no-such-model", mask="windw:1", n_tokens=16)  # the mask error comes first
+
+
+def test_resolve_probe_parses_names_once_into_typed_values():
+    from rankcollapse.hf import VARIANTS, resolve_probe
+    from rankcollapse.masks import MaskSpec
+
+    request = resolve_probe("san,transformer", "causal_window:1", "res_comp_rel,attn_entropy")
+    assert request.variants == (VARIANTS["san"], VARIANTS["transformer"])
+    assert request.mask == MaskSpec("causal_window", (1,))
+    assert set(request.metrics) == {"res_comp_rel", "attn_entropy"}
+    assert resolve_probe(request.variants, request.mask, request.metrics) == request
+    assert resolve_probe(mask="model").mask is None
+    with pytest.raises(UnknownNameError, match="unknown variant 'sna'.*Did you mean 'san'"):
+        resolve_probe(["sna"])

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import pandas as pd
 
-from rankcollapse.cli._common import add_metrics_option, parse_metrics
+from rankcollapse.cli._common import add_metrics_option
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -164,10 +164,11 @@ def run(args: argparse.Namespace) -> int:
     from rankcollapse.cli._common import write_collapse_outputs
     from rankcollapse.cli._console import console
     from rankcollapse.devices import resolve_device, resolve_dtype
-    from rankcollapse.hf import get_variant, load_model, probe
+    from rankcollapse.hf import load_model, probe, resolve_probe
 
-    metrics = parse_metrics(args.metrics)
-    variants = [get_variant(v.strip()).name for v in args.variants.split(",") if v.strip()]
+    # names are resolved once, by the API, before any model loads
+    request = resolve_probe(args.variants, args.mask, args.metrics)
+    variants = [variant.name for variant in request.variants]
     device, dtype = resolve_device(args.device), resolve_dtype(args.dtype)
     frames, labels = [], []
     for name in args.model:
@@ -177,8 +178,8 @@ def run(args: argparse.Namespace) -> int:
         )  # fmt: skip
         frame = probe(
             loaded,
-            variants=variants,
-            mask=args.mask,
+            variants=request.variants,
+            mask=request.mask,
             temperature=args.temperature,
             train_mode=args.train_mode,
             text=args.text,
@@ -186,7 +187,7 @@ def run(args: argparse.Namespace) -> int:
             padded=args.padded,
             n_samples=args.samples,
             n_tokens=args.tokens,
-            metrics=metrics,
+            metrics=request.metrics,
             seed=args.seed,
             batch_size=args.batch_size,
         )

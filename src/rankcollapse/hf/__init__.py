@@ -29,7 +29,7 @@ from rankcollapse.hf.models import (
     model_entry,
     wrap_model,
 )
-from rankcollapse.hf.probe import model_inputs, probe
+from rankcollapse.hf.probe import ProbeRequest, model_inputs, probe, resolve_probe
 from rankcollapse.hf.qk_rank import qk_ranks
 from rankcollapse.hf.text import load_paragraphs, load_windows, sample_corpus
 from rankcollapse.hf.tiny import tiny_model
@@ -56,6 +56,7 @@ __all__ = [
     "LayerCapture",
     "LoadedModel",
     "ModelSpec",
+    "ProbeRequest",
     "Variant",
     "applied",
     "architecture_for",
@@ -71,6 +72,7 @@ __all__ = [
     "model_inputs",
     "probe",
     "qk_ranks",
+    "resolve_probe",
     "run_batch",
     "sample_corpus",
     "tiny_model",
