@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import pandas as pd
 
-from rankcollapse.cli._common import add_metrics_option
+from rankcollapse.cli._common import add_metrics_option, add_renamed_option
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -132,11 +132,25 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="one paragraph per sample, padded (pads never enter metrics)",
     )
-    parser.add_argument(
-        "--n-samples", "--samples", dest="samples", type=int, default=32, help="number of sequences"
+    add_renamed_option(
+        parser,
+        "--n-samples",
+        "--samples",
+        metavar="N",
+        dest="samples",
+        type=int,
+        default=32,
+        help="number of sequences",
     )
-    parser.add_argument(
-        "--n-tokens", "--tokens", dest="tokens", type=int, default=128, help="tokens per sequence"
+    add_renamed_option(
+        parser,
+        "--n-tokens",
+        "--tokens",
+        metavar="N",
+        dest="tokens",
+        type=int,
+        default=128,
+        help="tokens per sequence",
     )
     add_metrics_option(parser)
     parser.add_argument(

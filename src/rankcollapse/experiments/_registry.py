@@ -283,7 +283,7 @@ class Experiment:
     ) -> BaseModel:
         """Validate a preset plus overrides; a typo or out-of-range value raises ConfigError.
 
-        `overrides` may be nested ({"net": {"depth": 4}}) or use dotted keys ({"net.depth": 4});
+        `overrides` may be nested ({"net": {"n_layers": 4}}) or use dotted keys ({"net.n_layers": 4});
         they are merged key by key over the preset. Unknown keys at any depth are named
         together with the allowed keys before pydantic sees the values.
 
@@ -291,15 +291,15 @@ class Experiment:
             >>> from pydantic import ConfigDict
             >>> class Cfg(BaseModel):
             ...     model_config = ConfigDict(extra="forbid")
-            ...     depth: int = 2
-            >>> exp = Experiment("demo", "d", Cfg, {"quick": {}, "paper": {"depth": 12}},
+            ...     n_layers: int = 2
+            >>> exp = Experiment("demo", "d", Cfg, {"quick": {}, "paper": {"n_layers": 12}},
             ...                  lambda c: [], lambda c, u: None, lambda c, r: Summary())
-            >>> exp.make_config("paper", {"depth": 3}).depth
+            >>> exp.make_config("paper", {"n_layers": 3}).n_layers
             3
-            >>> exp.make_config(overrides={"depht": 3})
+            >>> exp.make_config(overrides={"n_layer": 3})
             Traceback (most recent call last):
             ...
-            rankcollapse.errors.ConfigError: demo has no config key 'depht'. Did you mean 'depth'? Keys: depth.
+            rankcollapse.errors.ConfigError: demo has no config key 'n_layer'. Did you mean 'n_layers'? Keys: n_layers.
         """
         if preset not in self.presets:
             raise unknown_name(f"preset of {self.name}", preset, self.presets)
@@ -312,11 +312,11 @@ class Experiment:
 
 
 def nest_dotted(values: Mapping[str, Any]) -> dict[str, Any]:
-    """{"net.depth": 4} -> {"net": {"depth": 4}}; nested dicts are kept as they are.
+    """{"net.n_layers": 4} -> {"net": {"n_layers": 4}}; nested dicts are kept as they are.
 
     Example:
-        >>> nest_dotted({"net.depth": 4, "seeds": [0, 1]})
-        {'net': {'depth': 4}, 'seeds': [0, 1]}
+        >>> nest_dotted({"net.n_layers": 4, "seeds": [0, 1]})
+        {'net': {'n_layers': 4}, 'seeds': [0, 1]}
     """
     nested: dict[str, Any] = {}
     for key, value in values.items():
