@@ -9,6 +9,7 @@ import pytest
 from rankcollapse.errors import ConfigError
 from rankcollapse.experiments import dong2021_rank_collapse as exp
 from rankcollapse.experiments import get_experiment
+from rankcollapse.theory import layers_above
 
 sys.path.insert(0, str(Path(__file__).parent / "cases"))
 from dong2021_rank_collapse import table
@@ -103,7 +104,7 @@ def test_a_residual_above_one_is_explained_with_mu_rel_and_stable_rank():
     extra = results[results["model"] == "smollm2"].assign(value=0.9)
     results = pd.concat([results, extra.assign(metric="mu_rel"),
                          extra.assign(metric="stable_rank", value=1.1)])  # fmt: skip
-    high = exp.above_one(results)
+    high = layers_above(results, "res_comp_rel", 1.0, by=("model", "init", "variant"))
     assert high[["model", "variant", "layer"]].values.tolist() == [
         ["smollm2", "transformer", 1],
         ["smollm2", "transformer", 2],

@@ -31,9 +31,10 @@ from typing import Literal
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
+from rankcollapse.devices import DeviceName
 from rankcollapse.experiments._registry import Claim, Experiment, Summary, Unit, for_every, register
 from rankcollapse.plot import band_plot
-from rankcollapse.theory import at_layer, first_layer_below, layer_stats
+from rankcollapse.theory import at_layer, first_layer_below, layer_stats, layers_above
 
 NAME = "dong2021-rank-collapse"
 NEAR_ZERO = 0.01  # "about 0": 1% of the input's relative residual scale
@@ -42,8 +43,7 @@ METRIC = "res_comp_rel"
 METRICS = [METRIC, "mu_rel", "stable_rank"]
 EXACT = ["san", "san+mlp", "san+skip", "transformer"]
 AUTHORS = [f"dong-authors:{v}" for v in EXACT]  # `rankcollapse.hf`'s authors' surgery
-# Causal decoders (not in the paper): under a causal mask pure attention collapses more slowly
-# (Wu et al. 2024); the findings about encoders exclude them and the notes report them.
+# Causal decoders (not in the paper) collapse more slowly (Wu et al. 2024): reported in notes.
 DECODERS = {"gpt2", "llama-small", "smollm2"}
 SKIPLESS = ["san", "san+mlp"]
 WITH_SKIP = ["san+skip", "transformer"]
@@ -85,8 +85,7 @@ class Config(BaseModel):
     arms: list[Arm] = Field(default_factory=lambda: [Arm(**a) for a in ALL_ARMS], min_length=1)
     """Models and initialisations, e.g. [{"model": "minilm", "init": "pretrained"}]."""
     variants: list[VariantName] = Field(default_factory=lambda: list(EXACT), min_length=1)
-    """Variants of every arm without its own list (san, san+mlp, san+skip, transformer,
-    dong-authors:...)."""
+    """Variants of arms without their own list (san, san+mlp, san+skip, transformer, ...)."""
     n_samples: int = Field(32, ge=1, le=1024)
     """Windows of text per model."""
     n_tokens: int = Field(128, ge=2, le=512)
@@ -95,7 +94,7 @@ class Config(BaseModel):
     """Depth of random-init models (None: the model's own depth)."""
     handful: float = Field(0.5, gt=0, le=1)
     """A handful of layers: this fraction of a model's depth (pretrained-san-collapses)."""
-    device: Literal["auto", "cpu", "cuda", "mps"] = "cpu"
+    device: DeviceName = "cpu"
     """Where the models run (auto: an accelerator when one is visible)."""
     dtype: Literal["float32", "bfloat16", "float16"] = "float32"
     """Parameter dtype of the models (metrics are float64, flagged at this dtype's floor)."""
@@ -126,20 +125,14 @@ def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
     if unit["init"] == "random" and config.n_layers is not None:
         options["config_overrides"] = {"num_hidden_layers": config.n_layers}
     loaded = load_model(unit["model"], init=unit["init"], seed=config.seed, **options)
-    frame = probe(
-        loaded,
-        variants=arm.variants or config.variants,
-        n_samples=config.n_samples,
-        n_tokens=config.n_tokens,
-        metrics=METRICS,
-        seed=config.seed,
-    )
+    frame = probe(loaded, variants=arm.variants or config.variants, n_samples=config.n_samples,
+                  n_tokens=config.n_tokens, metrics=METRICS, seed=config.seed)  # fmt: skip
     return frame.drop(columns=["mask", "temperature", "mode"]).assign(device=str(device))
 
 
-def layer_means(results: pd.DataFrame, metric: str = METRIC) -> pd.DataFrame:
-    """Mean, std, geometric mean and floor flag of `metric` per (model, init, variant, layer)."""
-    return layer_stats(results[results["metric"] == metric], ("model", "init", "variant"))
+def layer_means(results: pd.DataFrame) -> pd.DataFrame:
+    """`layer_stats` of res_comp_rel (mean, std, floor flag) per model, init and variant."""
+    return layer_stats(results[results["metric"] == METRIC], ("model", "init", "variant"))
 
 
 def _members(table: pd.DataFrame, init: str, variants: list[str], layer: str | int) -> dict:
@@ -197,19 +190,9 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
 
 
 NOTE = (
-    "Exact variants by hooks, and the authors' variants (dong-authors:*) with their code's "
-    "quirks: docs/methods.md, sec. 4. Pre-LN models (GPT-2, Llama/SmolLM2): states are the raw "
-    "residual stream; post-LN models (BERT, MiniLM, ALBERT, XLNet): every state is a LayerNorm "
-    "output. Random-init models use MiniLM's tokenizer. Values at the float32 floor are hollow "
-    "markers."
-)
-
-
-ABOVE_ONE = (
-    f"{METRIC} exceeds 1 at some layers (the table gives mu_rel and the stable rank there): the "
-    "composite norm is not a projection norm, so centring can raise it above 1 while mu_rel "
-    "stays below 1; a stable rank near 1 with mu_rel near 1 means a few outlier tokens carry "
-    "the states' norm (docs/methods.md, sec. 1)."
+    "Variants, and the states a pre-LN or post-LN model exposes: docs/methods.md, sec. 4; why "
+    f"{METRIC} can exceed 1 (the table of those layers gives mu_rel and the stable rank): "
+    "sec. 1. Random-init models use MiniLM's tokenizer. Values at the float32 floor are hollow."
 )
 
 
@@ -217,42 +200,21 @@ def notes(config: Config, results: pd.DataFrame, table: pd.DataFrame) -> list[st
     """What ran, and the measurements no finding covers."""
     arms = ", ".join(f"{a.model} ({a.init})" for a in config.arms)
     devices = ", ".join(sorted(set(results.get("device", pd.Series(["cpu"])))))
-    said = [
-        (
-            f"Arms run: {arms}; {config.n_samples} windows of {config.n_tokens} tokens each; "
-            f"device {devices}."
-        ),
-        NOTE,
-    ]
+    quantized = sorted(set(results.get("quantized", pd.Series(["no"]))) - {"no"})
     decoders = _members(table[table["model"].isin(DECODERS)], "random", SKIPLESS, 2)
-    if decoders:
-        said.append(
-            f"Causal decoders at init (not in the paper), mean {METRIC} at layer 2: "
-            + "; ".join(f"{k}: {v:.3g}" for k, v in decoders.items())
-        )
     san = table[(table["init"] == "pretrained") & (table["variant"] == "san")]
     late = first_layer_below(san[san["model"].isin(DECODERS)], NEAR_ZERO)
+    ran = f"Arms run: {arms}; {config.n_samples} windows of {config.n_tokens} tokens each"
+    said = [f"{ran}; device {devices}.", NOTE]
+    if decoders:
+        said.append(f"Causal decoders at init (not in the paper), mean {METRIC} at layer 2: "
+                    + "; ".join(f"{k}: {v:.3g}" for k, v in decoders.items()))  # fmt: skip
     if late:
-        said.append(
-            "Pretrained causal decoders (not in the paper), first layer where san is "
-            "about 0: " + "; ".join(f"{m}: {v:g} of {d}" for m, (v, d) in late.items())
-        )
-    quantized = set(results.get("quantized", pd.Series(["no"]))) - {"no"}
+        said.append("Pretrained causal decoders (not in the paper), first layer where san is about "
+                    "0: " + "; ".join(f"{m}: {v:g} of {d}" for m, (v, d) in late.items()))  # fmt: skip
     if quantized:
-        said.append("Quantized weights: " + "; ".join(sorted(quantized)) + ".")
-    if (table["mean"] > 1).any():
-        said.append(ABOVE_ONE)
+        said.append("Quantized weights: " + "; ".join(quantized) + ".")
     return said
-
-
-def above_one(results: pd.DataFrame) -> pd.DataFrame:
-    """Mean res_comp_rel, mu_rel and stable rank per (model, init, variant, layer) where the
-    mean res_comp_rel exceeds 1 (why it can: docs/methods.md, sec. 1)."""
-    keys = ["model", "init", "variant", "layer"]
-    means = layer_stats(results, (*keys[:3], "metric")).pivot_table(
-        index=keys, columns="metric", values="mean"
-    )
-    return means[means[METRIC] > 1].rename_axis(columns=None).reset_index()
 
 
 def summarize(config: Config, results: pd.DataFrame) -> Summary:
@@ -265,11 +227,12 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
         f"{config.n_tokens} tokens",
     )  # fmt: skip
     wide = table.pivot_table(index=["model", "init", "layer"], columns="variant", values="mean")
+    above = layers_above(results, METRIC, 1.0, by=("model", "init", "variant"))
     return Summary(
         tables={
             f"mean {METRIC} per layer": wide.reset_index(),
             f"per-layer statistics of {METRIC}": table,
-            f"layers where the mean {METRIC} exceeds 1": above_one(results),
+            f"layers where the mean {METRIC} exceeds 1": above,
         },
         figures={"residual vs layer": figure},
         claims=claims(config, results),

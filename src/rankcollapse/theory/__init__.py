@@ -51,6 +51,7 @@ from rankcollapse.theory.rates import (
     contraction_factors,
     first_layer_below,
     layer_stats,
+    layers_above,
 )
 from rankcollapse.theory.wu import (
     MaskGraph,
@@ -95,6 +96,7 @@ __all__ = [
     "layer_eps",
     "layer_grid",
     "layer_stats",
+    "layers_above",
     "log10_one_step_bounds",
     "log10_stepwise_bound",
     "log10_unrolled_bound",

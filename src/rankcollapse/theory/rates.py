@@ -104,6 +104,27 @@ def at_layer(table: pd.DataFrame, layer: int | str, *, by: str = "model") -> pd.
     return table[table["layer"] == layer]
 
 
+def layers_above(
+    frame: pd.DataFrame, metric: str, level: float, *, by: Sequence[str]
+) -> pd.DataFrame:
+    """Mean of every metric per (by..., layer) where the mean of `metric` exceeds `level`.
+
+    Rows (by..., layer, metric, value, at_floor); one column per metric in the result, e.g.
+    where res_comp_rel exceeds 1, with mu_rel and the stable rank that explain it.
+
+    Example:
+        >>> frame = pd.DataFrame({"model": "m", "layer": [0, 0, 1, 1], "at_floor": False,
+        ...                       "metric": ["a", "b"] * 2, "value": [2.0, 0.5, 0.1, 0.2]})
+        >>> layers_above(frame, "a", 1.0, by=["model"]).to_dict("records")
+        [{'model': 'm', 'layer': 0, 'a': 2.0, 'b': 0.5}]
+    """
+    keys = [*by, "layer"]
+    means = layer_stats(frame, (*by, "metric")).pivot_table(
+        index=keys, columns="metric", values="mean"
+    )
+    return means[means[metric] > level].rename_axis(columns=None).reset_index()
+
+
 def contraction_factors(curve: pd.DataFrame) -> tuple[float, np.ndarray, pd.DataFrame]:
     """(max q_{l+1} / q_l, the factors q_l, the layers used) of one `layer_stats` curve.
 
