@@ -76,6 +76,14 @@ def add_renamed_option(parser: Any, flag: str, *old: str, **kwargs: Any) -> None
         )  # fmt: skip
 
 
+def add_sequence_options(parser: Any, *, n_tokens: int, n_samples: int) -> None:
+    """--n-tokens and --n-samples (dests `tokens`, `samples`; old names hidden)."""
+    add_renamed_option(parser, "--n-tokens", "--tokens", metavar="N", dest="tokens", type=int,
+                       default=n_tokens, help="tokens per sequence")  # fmt: skip
+    add_renamed_option(parser, "--n-samples", "--samples", metavar="N", dest="samples", type=int,
+                       default=n_samples, help="number of sequences")  # fmt: skip
+
+
 def parse_metrics(value: str | None) -> list[str] | None:
     """Split a comma list and check every name against the registry before any work starts."""
     if value is None:

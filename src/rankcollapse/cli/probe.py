@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import pandas as pd
 
-from rankcollapse.cli._common import add_metrics_option, add_renamed_option
+from rankcollapse.cli._common import add_metrics_option, add_sequence_options
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -132,26 +132,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="one paragraph per sample, padded (pads never enter metrics)",
     )
-    add_renamed_option(
-        parser,
-        "--n-samples",
-        "--samples",
-        metavar="N",
-        dest="samples",
-        type=int,
-        default=32,
-        help="number of sequences",
-    )
-    add_renamed_option(
-        parser,
-        "--n-tokens",
-        "--tokens",
-        metavar="N",
-        dest="tokens",
-        type=int,
-        default=128,
-        help="tokens per sequence",
-    )
+    add_sequence_options(parser, n_tokens=128, n_samples=32)
     add_metrics_option(parser)
     parser.add_argument(
         "--seed", type=int, default=0, help="seed of random init, windows and random tokens"

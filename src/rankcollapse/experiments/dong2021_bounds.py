@@ -211,11 +211,7 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
         },
         figures={
             "residual vs bounds": dong_bound_figure(
-                results,
-                variants=config.variants,
-                levels=config.levels,
-                n_layers=config.n_layers,
-                gamma=config.gamma,
+                results, **config.model_dump(include={"variants", "levels", "n_layers", "gamma"})
             )
         },
         claims=claims(config, results),

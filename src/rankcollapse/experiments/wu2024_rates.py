@@ -198,11 +198,7 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
         tables={"slopes per mask (means over seeds)": means},
         figures={
             "mu against layer with the bound": wu_bound_figure(
-                results,
-                masks=config.masks,
-                norms=config.norms,
-                seeds=config.seeds,
-                n_tokens=config.n_tokens,
+                results, **config.model_dump(include={"masks", "norms", "seeds", "n_tokens"})
             )
         },
         claims=claims(config, results),

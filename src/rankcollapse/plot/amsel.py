@@ -17,28 +17,17 @@ def construction_figures(
     column) and of fitted random low-rank heads against their number H (one line per
     `heads` column, d and r).
     """
+    common = {"logx": True, "floor_column": None, "ylabel": "relative MSE"}
+    title = f"Full-rank head, N={n_points}: relative MSE vs temperature"
     return {
         "full_rank_vs_temperature": band_plot(
-            full,
-            x="temperature",
-            hue="d",
-            logx=True,
-            logy=True,
-            floor_column=None,
-            title=f"Full-rank head, N={n_points}: relative MSE vs temperature",
-            ylabel="relative MSE",
+            full, x="temperature", hue="d", logy=True, title=title, **common
         ),
         "low_rank_vs_heads": band_plot(
-            mixtures,
-            x="n_heads",
-            hue="heads",
-            logx=True,
-            logy=False,
-            floor_column=None,
-            title="Random low-rank heads, fitted, N=2: error vs H",
-            ylabel="relative MSE",
+            mixtures, x="n_heads", hue="heads", logy=False,
+            title="Random low-rank heads, fitted, N=2: error vs H", **common,
         ),
-    }
+    }  # fmt: skip
 
 
 def depth_figures(

@@ -52,6 +52,7 @@ def length_figures(results: pd.DataFrame) -> dict[str, Figure]:
     share = results[results["metric"] == "share"]
     products = results[results["metric"] == "rank1_dist"]
     lengths = results[results["length"] >= 0]
+    per_length = {"x": "length", "hue": "label", "logy": True}
     return {
         "share of the output per length": line_plot(
             share[share["length"] >= 0],
@@ -61,24 +62,15 @@ def length_figures(results: pd.DataFrame) -> dict[str, Figure]:
             ylabel="share",
         ),
         "norm of each length's component": band_plot(
-            lengths[lengths["metric"] == "norm_ratio"],
-            x="length",
-            hue="label",
-            logy=True,
-            title="||C_k|| / ||X^L|| per path length",
-            ylabel="norm ratio",
-            floor_column=None,
+            lengths[lengths["metric"] == "norm_ratio"], floor_column=None, ylabel="norm ratio",
+            title="||C_k|| / ||X^L|| per path length", **per_length,
         ),
         "collapse of each length's component": band_plot(
-            lengths[lengths["metric"] == "res_comp_rel"],
-            x="length",
-            hue="label",
-            logy=True,
-            title="res_comp_rel of C_k",
-            ylabel="relative residual",
+            lengths[lengths["metric"] == "res_comp_rel"], ylabel="relative residual",
+            title="res_comp_rel of C_k", **per_length,
         ),
         "attention products vs rank 1": products_figure(products.assign(model=products["label"])),
-    }
+    }  # fmt: skip
 
 
 def path_accuracy_figure(
@@ -98,16 +90,8 @@ def path_accuracy_figure(
     """
     data = paths.assign(**{"paths kept": paths["n_paths"].map(lambda n: f"{n} paths")})
     sizes = ordered_values(data["paths kept"])
-    figure = band_plot(
-        data[data["length"] >= 1],
-        x="length",
-        hue="paths kept",
-        panel="task",
-        logy=False,
-        title=title,
-        ylabel="accuracy",
-        floor_column=None,
-    )
+    figure = band_plot(data[data["length"] >= 1], x="length", hue="paths kept", panel="task",
+                       logy=False, title=title, ylabel="accuracy", floor_column=None)  # fmt: skip
     styles = [("o", "-"), ("s", "--"), ("^", ":"), ("D", "-.")]
     for ax, task in zip(figure.axes, ordered_values(data["task"])):
         ax.set_title(task, fontsize=10)
