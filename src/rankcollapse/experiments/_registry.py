@@ -43,7 +43,7 @@ Kind = Literal["finding", "check"]
 
 # The sizes of a toy run, in the one vocabulary: (lower bound, upper bound, docstring).
 SIZES = {
-    "n_layers": (1, 512, "Number of layers (of the toy networks; real models keep their own)."),
+    "n_layers": (2, 512, "Number of layers (of the toy networks; real models keep their own)."),
     "n_heads": (1, 64, "Attention heads per layer."),
     "d_model": (2, 4096, "Token width."),
     "n_tokens": (2, 4096, "Tokens per sequence."),
