@@ -9,6 +9,7 @@ import pytest
 from rankcollapse.errors import ConfigError
 from rankcollapse.experiments import dong2021_rank_collapse as exp
 from rankcollapse.experiments import get_experiment
+from rankcollapse.theory import layers_above
 
 sys.path.insert(0, str(Path(__file__).parent / "cases"))
 from dong2021_rank_collapse import table
@@ -103,9 +104,13 @@ def test_a_residual_above_one_is_explained_with_mu_rel_and_stable_rank():
     extra = results[results["model"] == "smollm2"].assign(value=0.9)
     results = pd.concat([results, extra.assign(metric="mu_rel"),
                          extra.assign(metric="stable_rank", value=1.1)])  # fmt: skip
-    note = exp.above_one_note(results, exp.layer_means(results))
-    assert "smollm2 (pretrained) transformer: layers 1-2, up to 1.3" in note
-    assert "mu_rel 0.9-0.9" in note and "stable rank 1.1-1.1" in note
+    high = layers_above(results, "res_comp_rel", 1.0, by=("model", "init", "variant"))
+    assert high[["model", "variant", "layer"]].values.tolist() == [
+        ["smollm2", "transformer", 1],
+        ["smollm2", "transformer", 2],
+    ]
+    assert high["res_comp_rel"].tolist() == [1.2, 1.3]
+    assert high["mu_rel"].tolist() == [0.9, 0.9] and high["stable_rank"].tolist() == [1.1, 1.1]
 
 
 def test_authors_variants_are_accepted_per_arm_and_typos_are_not():

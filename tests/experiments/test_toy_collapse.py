@@ -11,7 +11,6 @@ from rankcollapse.errors import ConfigError
 from rankcollapse.experiments import get_experiment
 from rankcollapse.experiments.toy_collapse import (
     doubly_exponential_claim,
-    layer_table,
     run_unit,
     summarize,
     units,
@@ -105,15 +104,6 @@ def test_doubly_exponential_claim_ignores_layers_at_the_floor():
     claim = doubly_exponential_claim(table, table.assign(seed=0))
     assert claim.measured == pytest.approx(0.5) and claim.passed
     assert "layers 0...2" in claim.note and "1 of 1 seeds agree" in claim.note
-
-
-def test_layer_table_geometric_mean_matches_hand_value():
-    res = pd.DataFrame(
-        {"variant": "san", "layer": [0, 0], "value": [0.1, 0.001], "at_floor": [False, True]}
-    )
-    row = layer_table(res).iloc[0]
-    assert row["geo_mean"] == pytest.approx(0.01) and row["mean"] == pytest.approx(0.0505)
-    assert row["any_at_floor"]
 
 
 def test_unknown_variant_names_the_allowed_variants():

@@ -281,3 +281,17 @@ def test_the_forward_waits_when_the_metric_worker_falls_behind(monkeypatch):
     monkeypatch.setattr(probe_module, "run_batch", watched_run)
     probe(model, random_tokens=True, n_samples=2, n_tokens=8, metrics=["mu_rel"])
     assert len(finished) == 7 and max(lag) == probe_module.MAX_PENDING_LAYERS
+
+
+def test_resolve_probe_parses_names_once_into_typed_values():
+    from rankcollapse.hf import VARIANTS, resolve_probe
+    from rankcollapse.masks import MaskSpec
+
+    request = resolve_probe("san,transformer", "causal_window:1", "res_comp_rel,attn_entropy")
+    assert request.variants == (VARIANTS["san"], VARIANTS["transformer"])
+    assert request.mask == MaskSpec("causal_window", (1,))
+    assert set(request.metrics) == {"res_comp_rel", "attn_entropy"}
+    assert resolve_probe(request.variants, request.mask, request.metrics) == request
+    assert resolve_probe(mask="model").mask is None
+    with pytest.raises(UnknownNameError, match="unknown variant 'sna'.*Did you mean 'san'"):
+        resolve_probe(["sna"])

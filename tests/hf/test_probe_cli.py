@@ -85,3 +85,17 @@ def test_probe_help_shows_defaults_and_the_model_registry(capsys):
     assert "(default: 128)" in out and "(default: float32)" in out
     for name in MODELS:
         assert name in out
+
+
+def test_probe_variant_typo_fails_before_any_model_loads(monkeypatch, capsys):
+    from rankcollapse import hf
+
+    def no_load(*args, **kwargs):
+        raise AssertionError("the model loaded before the variants were checked")
+
+    monkeypatch.setattr(hf, "load_model", no_load)
+    assert main(["probe", "minilm", "--variants", "sna"]) == 2
+    assert "unknown variant 'sna'" in capsys.readouterr().err
+    for bad, message in (("--mask", "windw:1"), ("--metrics", "res_comp_rl")):
+        assert main(["probe", "minilm", bad, message]) == 2
+        assert "Did you mean" in capsys.readouterr().err

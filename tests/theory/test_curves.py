@@ -5,11 +5,13 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 from pydantic import ValidationError
 
 from rankcollapse.theory.curves import (
     CurvesConfig,
     curve_slopes,
+    load_real,
     toy_curves,
 )
 
@@ -45,3 +47,15 @@ def test_curve_slopes_fit_each_curve_and_flag_a_diverged_one():
 def test_a_bad_mask_spec_fails_the_config():
     with pytest.raises(ValidationError, match="windw"):
         CurvesConfig(masks=["windw:1"])
+
+
+def test_real_models_load_in_the_config_dtype_unless_listed_in_float64_models():
+    config = CurvesConfig(dtype="bfloat16", float64_models=["smollm2"])
+    assert config.dtype == "bfloat16" and CurvesConfig().dtype == "float32"
+    tiny = {"n_layers": 1, "seed": 0}
+    assert (
+        load_real("bert-base", "random", dtype=config.dtype, **tiny).model.dtype == torch.bfloat16
+    )
+    assert load_real("bert-base", "random", double=True, **tiny).model.dtype == torch.float64
+    with pytest.raises(ValidationError, match="dtype"):
+        CurvesConfig(dtype="float64")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -62,6 +63,25 @@ def add_metrics_option(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="comma-separated metric names (see `rankcollapse metrics`); default: all state metrics",
     )
+
+
+def add_renamed_option(parser: Any, flag: str, *old: str, **kwargs: Any) -> None:
+    """Add option `flag` (in the one vocabulary: --n-layers, --n-tokens, ...), and its names
+    from before the vocabulary (`old`, e.g. --tokens) as hidden aliases for one release."""
+    action = parser.add_argument(flag, **kwargs)
+    for name in old:
+        parser.add_argument(
+            name, dest=action.dest, type=kwargs.get("type"), default=argparse.SUPPRESS,
+            help=argparse.SUPPRESS,
+        )  # fmt: skip
+
+
+def add_sequence_options(parser: Any, *, n_tokens: int, n_samples: int) -> None:
+    """--n-tokens and --n-samples (dests `tokens`, `samples`; old names hidden)."""
+    add_renamed_option(parser, "--n-tokens", "--tokens", metavar="N", dest="tokens", type=int,
+                       default=n_tokens, help="tokens per sequence")  # fmt: skip
+    add_renamed_option(parser, "--n-samples", "--samples", metavar="N", dest="samples", type=int,
+                       default=n_samples, help="number of sequences")  # fmt: skip
 
 
 def parse_metrics(value: str | None) -> list[str] | None:

@@ -12,17 +12,19 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from rankcollapse.cli._common import add_renamed_option, add_sequence_options
 from rankcollapse.cli._console import console
 from rankcollapse.cli.probe import HelpFormatter
 
 
 def _add_network_options(parser: argparse.ArgumentParser) -> None:
     toy = parser.add_argument_group("toy network (used unless --model is given)")
-    toy.add_argument("--n-layers", "--layers", dest="layers", type=int, default=6, help="layers")
-    toy.add_argument(
-        "--n-heads", "--heads", dest="heads", type=int, default=2, help="heads per layer"
-    )
-    toy.add_argument("--d-model", "--width", dest="width", type=int, default=32, help="d_model")
+    add_renamed_option(toy, "--n-layers", "--layers", metavar="N", dest="layers", type=int,
+                       default=6, help="layers")  # fmt: skip
+    add_renamed_option(toy, "--n-heads", "--heads", metavar="N", dest="heads", type=int, default=2,
+                       help="heads per layer")  # fmt: skip
+    add_renamed_option(toy, "--d-model", "--width", metavar="N", dest="width", type=int,
+                       default=32, help="d_model")  # fmt: skip
     toy.add_argument("--skip", choices=["off", "on"], default="on", help="attention skip")
     toy.add_argument("--norm", choices=["none", "pre", "post"], default="none", help="norm")
     toy.add_argument("--mlp", action="store_true", help="add an MLP block after each layer")
@@ -46,12 +48,7 @@ def _add_network_options(parser: argparse.ArgumentParser) -> None:
         default="float64",
         help="parameter dtype of the model (float64: the decomposition exact to float64)",
     )
-    parser.add_argument(
-        "--n-tokens", "--tokens", dest="tokens", type=int, default=16, help="tokens per sequence"
-    )
-    parser.add_argument(
-        "--n-samples", "--samples", dest="samples", type=int, default=4, help="sequences"
-    )
+    add_sequence_options(parser, n_tokens=16, n_samples=4)
     parser.add_argument("--seed", type=int, default=0, help="seed of weights, inputs, paths")
 
 
@@ -70,12 +67,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "(Dong et al. 2021, Sec. 3), one table per architecture.",
         formatter_class=HelpFormatter,
     )
-    count.add_argument(
-        "--n-layers", "--layers", dest="layers", type=int, default=None, help="L (with --n-heads)"
-    )
-    count.add_argument(
-        "--n-heads", "--heads", dest="heads", type=int, default=None, help="H (with --n-layers)"
-    )
+    add_renamed_option(count, "--n-layers", "--layers", metavar="N", dest="layers", type=int,
+                       default=None, help="L (with --n-heads)")  # fmt: skip
+    add_renamed_option(count, "--n-heads", "--heads", metavar="N", dest="heads", type=int,
+                       default=None, help="H (with --n-layers)")  # fmt: skip
     count.add_argument(
         "--arch",
         nargs="*",

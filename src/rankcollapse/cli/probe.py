@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import pandas as pd
 
-from rankcollapse.cli._common import add_metrics_option, parse_metrics
+from rankcollapse.cli._common import add_metrics_option, add_sequence_options
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -139,12 +139,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="one paragraph per sample, padded (pads never enter metrics)",
     )
-    parser.add_argument(
-        "--n-samples", "--samples", dest="samples", type=int, default=32, help="number of sequences"
-    )
-    parser.add_argument(
-        "--n-tokens", "--tokens", dest="tokens", type=int, default=128, help="tokens per sequence"
-    )
+    add_sequence_options(parser, n_tokens=128, n_samples=32)
     add_metrics_option(parser)
     parser.add_argument(
         "--seed", type=int, default=0, help="seed of random init, windows and random tokens"
@@ -171,10 +166,11 @@ def run(args: argparse.Namespace) -> int:
     from rankcollapse.cli._common import write_collapse_outputs
     from rankcollapse.cli._console import console
     from rankcollapse.devices import resolve_device, resolve_dtype
-    from rankcollapse.hf import get_variant, load_model, probe
+    from rankcollapse.hf import load_model, probe, resolve_probe
 
-    metrics = parse_metrics(args.metrics)
-    variants = [get_variant(v.strip()).name for v in args.variants.split(",") if v.strip()]
+    # names are resolved once, by the API, before any model loads
+    request = resolve_probe(args.variants, args.mask, args.metrics)
+    variants = [variant.name for variant in request.variants]
     device, dtype = resolve_device(args.device), resolve_dtype(args.dtype)
     frames, labels = [], []
     for name in args.model:
@@ -184,8 +180,8 @@ def run(args: argparse.Namespace) -> int:
         )  # fmt: skip
         frame = probe(
             loaded,
-            variants=variants,
-            mask=args.mask,
+            variants=request.variants,
+            mask=request.mask,
             temperature=args.temperature,
             train_mode=args.train_mode,
             text=args.text,
@@ -194,7 +190,7 @@ def run(args: argparse.Namespace) -> int:
             images=args.images,
             n_samples=args.samples,
             n_tokens=args.tokens,
-            metrics=metrics,
+            metrics=request.metrics,
             seed=args.seed,
             batch_size=args.batch_size,
         )

@@ -43,7 +43,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         nargs="+",
         default=[],
         metavar="KEY=VALUE",
-        help="override a config key, e.g. --set depth=4 seeds=[0,1]",
+        help="override a config key, e.g. --set n_layers=4 seeds=[0,1]",
     )
     parser.add_argument(
         "--out",

@@ -18,7 +18,7 @@ import types
 import typing
 from pathlib import Path
 
-from rankcollapse.cli._common import add_metrics_option, parse_metrics
+from rankcollapse.cli._common import add_metrics_option, add_renamed_option, parse_metrics
 
 
 def _option_kwargs(annotation: object, default: object) -> dict:
@@ -66,11 +66,23 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
             network.add_argument(
                 f"--{name.replace('_', '-')}", dest=f"net_{name}", help=argparse.SUPPRESS, **kwargs
             )
-    parser.add_argument(
-        "--n-tokens", "--tokens", type=int, default=32, help="tokens per sequence (default: 32)"
+    add_renamed_option(
+        parser,
+        "--n-tokens",
+        "--tokens",
+        metavar="N",
+        type=int,
+        default=32,
+        help="tokens per sequence (default: 32)",
     )
-    parser.add_argument(
-        "--n-samples", "--batch", type=int, default=16, help="sequences (default: 16)"
+    add_renamed_option(
+        parser,
+        "--n-samples",
+        "--batch",
+        metavar="N",
+        type=int,
+        default=16,
+        help="sequences (default: 16)",
     )
     parser.add_argument(
         "--out",

@@ -30,7 +30,7 @@ from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from rankcollapse.errors import ConfigError, did_you_mean, invalid_config, unknown_name
 from rankcollapse.presets import DEFAULT_PRESET, PRESETS
@@ -40,6 +40,40 @@ Relation = Literal["<", "<=", ">", ">=", "true"]
 
 
 Kind = Literal["finding", "check"]
+
+# The sizes of a toy run, in the one vocabulary: (lower bound, upper bound, docstring).
+SIZES = {
+    "n_layers": (2, 512, "Number of layers (of the toy networks; real models keep their own)."),
+    "n_heads": (1, 64, "Attention heads per layer."),
+    "d_model": (2, 4096, "Token width."),
+    "n_tokens": (2, 4096, "Tokens per sequence."),
+    "n_samples": (1, 1024, "Input sequences per unit."),
+}
+
+
+def toy_sizes(**defaults: int) -> type[BaseModel]:
+    """A config base holding the sizes named in `defaults`, each with its range and docstring.
+
+    The sizes are those of `SIZES` (n_layers, n_heads, d_model, n_tokens, n_samples); the
+    values given are the experiment's defaults. A config subclasses the result.
+
+    Example:
+        >>> class Cfg(toy_sizes(n_layers=4, d_model=8)):
+        ...     seeds: list[int] = [0]
+        >>> Cfg().n_layers, list(Cfg.model_fields)
+        (4, ['n_layers', 'd_model', 'seeds'])
+        >>> Cfg.model_fields["d_model"].description
+        'Token width.'
+    """
+    unknown = set(defaults) - set(SIZES)
+    if unknown:
+        raise TypeError(f"toy_sizes got {sorted(unknown)}; sizes are {', '.join(SIZES)}")
+    fields: dict[str, Any] = {}
+    for name, value in defaults.items():
+        low, high, doc = SIZES[name]
+        fields[name] = (int, Field(value, ge=low, le=high, description=doc))
+    config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    return create_model("ToySizes", __config__=config, **fields)
 
 
 @dataclass(frozen=True)
@@ -197,8 +231,12 @@ def seeds_agree(values: Mapping[Any, float], relation: Relation, threshold: floa
     Example:
         >>> seeds_agree({0: 0.8, 1: 0.95, 2: 0.7}, "<", 0.9)
         '2 of 3 seeds agree (min 0.7, median 0.8, max 0.95)'
+        >>> seeds_agree({0: float("nan"), 1: float("nan")}, "<", 0.9)
+        'no value for any of 2 seeds'
     """
     finite = [float(v) for v in values.values()]
+    if not np.isfinite(finite).any():
+        return f"no value for any of {len(finite)} seeds"
     agree = sum(_verdict(v, relation, threshold)[1] for v in finite)
     arr = np.asarray(finite, dtype=float)
     return (
@@ -245,7 +283,7 @@ class Experiment:
     ) -> BaseModel:
         """Validate a preset plus overrides; a typo or out-of-range value raises ConfigError.
 
-        `overrides` may be nested ({"net": {"depth": 4}}) or use dotted keys ({"net.depth": 4});
+        `overrides` may be nested ({"net": {"n_layers": 4}}) or use dotted keys ({"net.n_layers": 4});
         they are merged key by key over the preset. Unknown keys at any depth are named
         together with the allowed keys before pydantic sees the values.
 
@@ -253,15 +291,15 @@ class Experiment:
             >>> from pydantic import ConfigDict
             >>> class Cfg(BaseModel):
             ...     model_config = ConfigDict(extra="forbid")
-            ...     depth: int = 2
-            >>> exp = Experiment("demo", "d", Cfg, {"quick": {}, "paper": {"depth": 12}},
+            ...     n_layers: int = 2
+            >>> exp = Experiment("demo", "d", Cfg, {"quick": {}, "paper": {"n_layers": 12}},
             ...                  lambda c: [], lambda c, u: None, lambda c, r: Summary())
-            >>> exp.make_config("paper", {"depth": 3}).depth
+            >>> exp.make_config("paper", {"n_layers": 3}).n_layers
             3
-            >>> exp.make_config(overrides={"depht": 3})
+            >>> exp.make_config(overrides={"n_layer": 3})
             Traceback (most recent call last):
             ...
-            rankcollapse.errors.ConfigError: demo has no config key 'depht'. Did you mean 'depth'? Keys: depth.
+            rankcollapse.errors.ConfigError: demo has no config key 'n_layer'. Did you mean 'n_layers'? Keys: n_layers.
         """
         if preset not in self.presets:
             raise unknown_name(f"preset of {self.name}", preset, self.presets)
@@ -274,11 +312,11 @@ class Experiment:
 
 
 def nest_dotted(values: Mapping[str, Any]) -> dict[str, Any]:
-    """{"net.depth": 4} -> {"net": {"depth": 4}}; nested dicts are kept as they are.
+    """{"net.n_layers": 4} -> {"net": {"n_layers": 4}}; nested dicts are kept as they are.
 
     Example:
-        >>> nest_dotted({"net.depth": 4, "seeds": [0, 1]})
-        {'net': {'depth': 4}, 'seeds': [0, 1]}
+        >>> nest_dotted({"net.n_layers": 4, "seeds": [0, 1]})
+        {'net': {'n_layers': 4}, 'seeds': [0, 1]}
     """
     nested: dict[str, Any] = {}
     for key, value in values.items():

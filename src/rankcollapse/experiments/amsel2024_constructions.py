@@ -42,7 +42,7 @@ from rankcollapse.experiments._registry import (
     register,
     seeds_agree,
 )
-from rankcollapse.plot import band_plot
+from rankcollapse.plot import construction_figures
 from rankcollapse.tasks import NeighbourTask, layer_error
 from rankcollapse.theory.amsel import (
     fit_output_maps,
@@ -224,28 +224,7 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
     errors = _low_rank_errors(results)
     mixtures = errors[errors.d_qk < errors.d_model].copy()
     mixtures["heads"] = "d=" + mixtures.d_model.astype(str) + ", r=" + mixtures.d_qk.astype(str)
-    figures = {
-        "full_rank_vs_temperature": band_plot(
-            full,
-            x="temperature",
-            hue="d",
-            logx=True,
-            logy=True,
-            floor_column=None,
-            title=f"Full-rank head, N={config.n_points}: relative MSE vs temperature",
-            ylabel="relative MSE",
-        ),
-        "low_rank_vs_heads": band_plot(
-            mixtures,
-            x="n_heads",
-            hue="heads",
-            logx=True,
-            logy=False,
-            floor_column=None,
-            title="Random low-rank heads, fitted, N=2: error vs H",
-            ylabel="relative MSE",
-        ),
-    }
+    figures = construction_figures(full, mixtures, n_points=config.n_points)
     stats = ["mean", "std", "min", "max"]
     tables = {
         "full_rank": full.groupby(["d_model", "temperature"]).value.agg(stats).reset_index(),

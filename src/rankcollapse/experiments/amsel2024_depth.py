@@ -40,7 +40,7 @@ from rankcollapse.experiments._registry import (
     register,
     seeds_agree,
 )
-from rankcollapse.plot import band_plot, line_plot
+from rankcollapse.plot import depth_figures
 from rankcollapse.train import EncoderConfig, tail_change, train_farthest_encoder
 
 NAME = "amsel2024-depth"
@@ -210,29 +210,7 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
         model=rank(curves) + ", " + curves.n_layers.astype(str) + " layer(s)",
         context="N=" + curves.n_points.astype(str),
     )
-    figures = {
-        "error_vs_layers": band_plot(
-            final,
-            x="n_layers",
-            hue="model",
-            logy=True,
-            floor_column=None,
-            title=f"d={config.d_model}: rank-1 heads (H=d) vs one full-rank head (1 layer)",
-            ylabel="held-out relative MSE (zero predictor: 1)",
-        ),
-        "loss_curves": line_plot(
-            curves,
-            x="step",
-            hue="model",
-            panel="context",
-            logy=True,
-            title="Training loss (mean over seeds): has each run converged?",
-            ylabel="training relative MSE",
-        ),
-    }
-    for ax in figures["error_vs_layers"].axes:  # integer ticks on an integer axis
-        ax.set_xticks(config.n_layers)
-        ax.set_xlabel("layers")
+    figures = depth_figures(final, curves, d_model=config.d_model, n_layers=config.n_layers)
     table = runs(config, results)
     errors = (
         table.groupby(["n_points", "n_heads", "n_layers"])

@@ -37,8 +37,7 @@ from typing import Literal
 
 import numpy as np
 import pandas as pd
-from matplotlib.figure import Figure
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from rankcollapse.experiments._registry import (
     Claim,
@@ -49,7 +48,9 @@ from rankcollapse.experiments._registry import (
     for_every,
     register,
     seeds_agree,
+    toy_sizes,
 )
+from rankcollapse.plot import dong_bound_figure
 
 NAME = "dong2021-bounds"
 
@@ -63,23 +64,16 @@ VARIANTS: dict[str, dict] = {
 BOUNDED = ("san-1head", "san", "san+mlp")
 
 
-class Config(BaseModel):
-    """Toy networks at init, measured residual per layer and Dong's bounds from their weights."""
+class Config(toy_sizes(n_layers=4, n_heads=2, d_model=4, n_tokens=4, n_samples=8)):
+    """Toy networks at init, measured residual per layer and Dong's bounds from their weights.
+
+    n_samples sequences per seed and level; san-1head always has 1 head.
+    """
 
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     variants: list[Variant] = Field(default_factory=lambda: list(VARIANTS), min_length=1)
     """Variants to run (san-1head, san, san+mlp, san+skip)."""
-    n_layers: int = Field(4, ge=2, le=64)
-    """Number of layers."""
-    n_heads: int = Field(2, ge=1, le=64)
-    """Heads per layer (san-1head always has 1)."""
-    d_model: int = Field(4, ge=2, le=2048)
-    """Token width."""
-    n_tokens: int = Field(4, ge=2, le=1024)
-    """Tokens per sequence."""
-    n_samples: int = Field(8, ge=1, le=1024)
-    """Input sequences per seed and level."""
     levels: list[float] = Field(default_factory=lambda: [0.5, 0.9, 0.99], min_length=1)
     """sqrt(c) r_0 of the inputs: the bound is informative below 1."""
     gamma: float = Field(1.0, gt=0)
@@ -188,43 +182,6 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
     return found
 
 
-def _figure(config: Config, results: pd.DataFrame) -> Figure:
-    """Per variant: measured sqrt(c) r_l per level (median, band min..max over sequences and
-    seeds, values above the float64 floor) and the bound (sqrt(c) r_0)^{3^l} of that level."""
-    fig = Figure(figsize=(3.2 * len(config.variants), 3.2), layout="constrained")
-    axes = fig.subplots(1, len(config.variants), squeeze=False, sharey=True)[0]
-    layers = np.arange(config.n_layers + 1)
-    c = results[results["metric"] == "c"].set_index(["variant", "seed", "sample"])["value"]
-    for ax, variant in zip(axes, config.variants):
-        rows = results[(results["variant"] == variant) & (results["metric"] == "log10_r")]
-        rows = rows[~rows["at_floor"].astype(bool)]
-        half_c = 0.5 * np.log10(c.reindex(pd.MultiIndex.from_frame(
-            rows[["variant", "seed", "sample"]])).to_numpy())  # fmt: skip
-        rows = rows.assign(s=rows["value"] + half_c)
-        for i, level in enumerate(config.levels):
-            stats = rows[rows["level"] == level].groupby("layer")["s"].agg(["median", "min", "max"])
-            color = f"C{i}"
-            ax.plot(stats.index, 10 ** stats["median"], "o-", ms=3, color=color,
-                    label=f"measured, level {level:g}")  # fmt: skip
-            ax.fill_between(stats.index, 10 ** stats["min"], 10 ** stats["max"], color=color,
-                            alpha=0.2, lw=0)  # fmt: skip
-            ax.plot(layers, level ** (3.0**layers), "--", color=color, label=f"bound, {level:g}")
-        ax.set_yscale("log")
-        ax.set_ylim(1e-20, 3)
-        ax.set_xticks(layers)
-        ax.set_title(variant + (" (pure-SAN bound)" if variant == "san+skip" else ""), fontsize=9)
-        ax.set_xlabel("layer l")
-        ax.grid(alpha=0.3)
-    axes[0].set_ylabel(r"$\sqrt{c}\,\|res(X^l)\|_{1,\infty}$")
-    fig.legend(*axes[0].get_legend_handles_labels(), loc="outside right center", fontsize=7)
-    fig.suptitle(
-        f"Measured residual vs the unrolled bound (sqrt(c) r_0)^(3^l), gamma = {config.gamma:g}; "
-        "the finding checks the per-layer and chained bounds, which lie below these lines; "
-        "values at the float64 floor are not drawn", fontsize=9,
-    )  # fmt: skip
-    return fig
-
-
 def summarize(config: Config, results: pd.DataFrame) -> Summary:
     import torch
 
@@ -252,7 +209,11 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
             .rename("mean c")
             .reset_index(),
         },
-        figures={"residual vs bounds": _figure(config, results)},
+        figures={
+            "residual vs bounds": dong_bound_figure(
+                results, **config.model_dump(include={"variants", "levels", "n_layers", "gamma"})
+            )
+        },
         claims=claims(config, results),
         notes=[
             (

@@ -40,17 +40,14 @@ two tokens at the last step over their starting distance; a trajectory that leav
 
 from __future__ import annotations
 
-import math
 from typing import Literal
 
-import numpy as np
 import pandas as pd
-from matplotlib.figure import Figure
 from pydantic import BaseModel, ConfigDict, Field
 
 from rankcollapse.devices import DeviceName
 from rankcollapse.experiments._registry import Claim, Experiment, Summary, Unit, finding, register
-from rankcollapse.plot import line_plot
+from rankcollapse.plot import circle_distances, circle_trajectories
 
 NAME = "dong2021-circle"
 
@@ -212,80 +209,24 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
             "learned anything; runs that did not are drawn dotted and count for no finding."
         ),
     ]
+    drawn = {"variants": config.variants, "labels": LABELS, "radius": config.radius,
+             "n_steps": config.n_steps}  # fmt: skip
     return Summary(
         tables={"runs: fit, final distance and outcome": table},
         figures={
-            "token trajectories": trajectory_figure(config, results, table),
-            "token distance over the recurrent steps": distance_figure(config, results, table),
+            "token trajectories": circle_trajectories(results, table, **drawn),
+            "token distance over the recurrent steps": circle_distances(
+                results,
+                table,
+                variants=config.variants,
+                labels=LABELS,
+                merged=MERGED,
+                apart=APART,
+            ),
         },
         claims=found,
         notes=notes,
     )
-
-
-def _outcome(run: pd.Series) -> str:
-    if not run["learned"]:
-        return "not learned"
-    if run["diverged"]:
-        return "diverged"
-    return "merged" if run["merged"] else ("apart" if run["apart"] else "in between")
-
-
-def trajectory_figure(config: Config, results: pd.DataFrame, table: pd.DataFrame) -> Figure:
-    """Small multiples: a row per variant, a panel per seed, the two token paths and the circle."""
-    variants = [v for v in config.variants if v in set(results["variant"])]
-    seeds = sorted(set(results["seed"]))
-    figure = Figure(figsize=(1.9 * len(seeds) + 0.6, 2.0 * len(variants)), layout="constrained")
-    axes = figure.subplots(len(variants), len(seeds), squeeze=False)
-    angles = np.linspace(0, 2 * math.pi, 200)
-    outcome = {(r["variant"], r["seed"]): _outcome(r) for _, r in table.iterrows()}
-    for row, variant in zip(axes, variants):
-        for ax, seed in zip(row, seeds):
-            part = results[(results["variant"] == variant) & (results["seed"] == seed)]
-            ax.plot(config.radius * np.cos(angles), config.radius * np.sin(angles), color="0.85")
-            for token, (color, style) in enumerate((("C0", "-"), ("C3", "--"))):
-                xy = part[part["token"] == token].pivot_table(
-                    index="step", columns="metric", values="value"
-                )
-                ax.plot(xy["x"], xy["y"], color=color, ls=style, lw=1, label=f"token {token + 1}")
-                ax.plot(xy["x"].iloc[:1], xy["y"].iloc[:1], "o", color=color, ms=4)
-                ax.plot(xy["x"].iloc[-1:], xy["y"].iloc[-1:], "x", color=color, ms=6)
-            ax.set_title(f"seed {seed}: {outcome.get((variant, seed), 'missing')}", fontsize=8)
-            ax.set_aspect("equal", adjustable="datalim")
-            ax.tick_params(labelsize=6)
-        row[0].set_ylabel(LABELS[variant], fontsize=9)
-    axes[0][0].legend(fontsize=6)
-    figure.suptitle(f"Trained layer applied {config.n_steps} times (o start, x end)", fontsize=10)
-    return figure
-
-
-def distance_figure(config: Config, results: pd.DataFrame, table: pd.DataFrame) -> Figure:
-    """Token distance / starting distance against the step, one line per seed (dotted: the fit
-    did not learn the step), with the merged and apart thresholds the findings use."""
-    distance = results[results["metric"] == "distance"]
-    start = distance[distance["step"] == 0].set_index(["variant", "seed"])["value"]
-    keys = pd.MultiIndex.from_frame(distance[["variant", "seed"]])
-    relative = distance.assign(
-        value=distance["value"].to_numpy() / start.reindex(keys).to_numpy(),
-        run=distance["seed"].map(lambda s: f"seed {s}"),
-        variant=distance["variant"].map(LABELS),
-    )
-    figure = line_plot(
-        relative, x="step", hue="run", panel="variant", logy=True,
-        title=f"Dotted: the fit did not beat predicting the input (not learned). Dashed line: "
-        f"merged below {MERGED}; dash-dot line: apart above {APART}",
-        ylabel="distance / starting distance",
-    )  # fmt: skip
-    learned = table.set_index(["variant", "seed"])["learned"]
-    for ax, variant in zip(figure.axes, [v for v in config.variants if v in learned.index]):
-        ax.set_title(LABELS[variant], fontsize=10)
-        for line in ax.get_lines():
-            seed = int(str(line.get_label()).removeprefix("seed "))
-            line.set(marker="", linestyle="-" if learned.get((variant, seed), False) else ":")
-        ax.axhline(MERGED, color="0.4", ls="--", lw=0.8)
-        ax.axhline(APART, color="0.6", ls="-.", lw=0.8)
-        ax.set_xlabel("recurrent step")
-    return figure
 
 
 register(

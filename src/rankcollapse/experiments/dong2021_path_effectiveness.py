@@ -29,9 +29,9 @@ Findings (per task, means over repeats and seeds; the note gives every seed's va
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Annotated
 
-import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -45,9 +45,9 @@ from rankcollapse.experiments._registry import (
     register,
     seeds_agree,
 )
-from rankcollapse.plot import band_plot, ordered_values
+from rankcollapse.plot import path_accuracy_figure
 from rankcollapse.tasks import TASKS, TaskName
-from rankcollapse.train import TaskSetup
+from rankcollapse.train import TaskSetup, path_accuracy_tables, path_effectiveness
 
 NAME = "dong2021-path-effectiveness"
 PAPER_FULL_ACCURACY = {"sorting": 0.98, "convex-hull": 0.90, "memorization": 0.85}
@@ -55,7 +55,7 @@ SHORT = 2  # "short paths": length at most 2
 MARGIN = 0.05  # a best length must beat the best trivial baseline by 5 accuracy points
 NEAR_BASELINE = 0.1  # "near the baseline": within 10 accuracy points of the best one
 PATHS_NOISE = 0.02  # sampling noise allowed when comparing 20 and 5 paths
-BASELINES = ("random", "majority", "position_majority")
+LIMITS = {"short": SHORT, "margin": MARGIN}
 SOURCE = "Sec. 5, Fig. 4"
 
 
@@ -143,8 +143,7 @@ def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
         n_repeats=config.n_repeats,
         seed=stream_seed(seed, "paths"),
     )
-    last = trained.losses[-max(1, len(trained.losses) // 20) :] or [np.nan]
-    stats = {"final_loss": float(np.mean(last)), "reused_checkpoint": float(trained.reused)}
+    stats = trained.stats()
     training = pd.DataFrame(
         {"kind": "training", "metric": list(stats), "value": list(stats.values())}
     )
@@ -162,19 +161,13 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
 
 def task_claims(task: str, setup: TaskSetup, rows: pd.DataFrame) -> list[Claim]:
     """The five findings of one task: quantities pooled over seeds, each seed's in the note."""
-    m = measures(rows, setup.n_layers)
-    per_seed = {seed: measures(part, setup.n_layers) for seed, part in rows.groupby("seed")}
+    measure = partial(path_effectiveness, n_layers=setup.n_layers, **LIMITS)
+    m, per_seed = measure(rows), {seed: measure(part) for seed, part in rows.groupby("seed")}
 
     def say(name, text, quantity, key, relation, threshold, paper, note="") -> Claim:
-        values = {s: v[key] for s, v in per_seed.items()}
-        agree = (
-            seeds_agree(values, relation, threshold)
-            if np.isfinite(list(values.values())).any()
-            else f"no value for any of {len(values)} seeds"
-        )
-        note = f"{note}; {agree}" if note else agree
+        agree = seeds_agree({s: v[key] for s, v in per_seed.items()}, relation, threshold)
         return finding(f"{task}:{name}", text, quantity, m[key], relation, threshold,
-                       note=note, source=SOURCE, paper=paper)  # fmt: skip
+                       note=f"{note}; {agree}" if note else agree, source=SOURCE, paper=paper)  # fmt: skip
 
     full, small, large = PAPER_FULL_ACCURACY[task], m["n_small"], m["n_large"]
     return [
@@ -201,83 +194,26 @@ def task_claims(task: str, setup: TaskSetup, rows: pd.DataFrame) -> list[Claim]:
     ]  # fmt: skip
 
 
-def measures(rows: pd.DataFrame, n_layers: int) -> dict:
-    """The findings' quantities from the tidy rows of one task (one seed or several)."""
-    ref = rows[rows["kind"] != "paths"].groupby("metric")["value"].mean()
-    paths = rows[rows["kind"] == "paths"].astype({"n_paths": int, "length": int})
-    curve = paths.groupby(["n_paths", "length"])["value"].mean()  # mean accuracy per (n_paths, k)
-    by_length = curve.groupby(level="length").max()  # best over n_paths at each k
-    trivial = ref.reindex(list(BASELINES)).dropna()
-    trivial_name = str(trivial.idxmax()).replace("_", " ") if len(trivial) else "none"
-    # A best length must beat what needs no attention: the trivial predictors and k = 0.
-    floor = max(trivial.max(), by_length.get(0, -np.inf)) if len(trivial) else np.nan
-    floor_name = "k = 0" if by_length.get(0, -np.inf) > trivial.max() else trivial_name
-    attention = by_length[by_length.index >= 1]
-    best = float(attention.max())
-    tied = [int(k) for k, v in attention.items() if abs(v - best) <= 1e-12]
-    beats = best - floor >= MARGIN
-    sizes = sorted(set(paths["n_paths"]))
-    small, large = (5, 20) if {5, 20} <= set(sizes) else (sizes[0], sizes[-1])
-    gains = [
-        curve[large, k] - curve[small, k]
-        for k in range(1, SHORT + 1)
-        if (large, k) in curve and (small, k) in curve
-    ]
-    lengths = ", ".join(f"k={k}: {v:.3f}" for k, v in by_length.items())
-    ceiling = ref.get("ceiling")
-    return {
-        "full": float(ref.get("accuracy", np.nan)),
-        "best_length": float(max(tied)) if tied and beats else np.nan,
-        "best_note": f"{lengths}; best k >= 1: {', '.join(map(str, tied))} at {best:.3f}, "
-        f"{best - floor:+.3f} against the best of the trivial baselines and k = 0 ({floor_name} "
-        f"{floor:.3f}); "
-        + ("beats it by the margin" if beats else f"no length beats it by {MARGIN}"),
-        "floor": floor,
-        "trivial_note": f"best trivial baseline: {trivial_name} {trivial.max():.3f}",
-        "long_gap": float(by_length.get(n_layers, np.nan)) - float(trivial.max()),
-        "gain": float(min(gains)) if gains else np.nan,
-        "n_small": small,
-        "n_large": large,
-        "full_margin": float(ref.get("accuracy", np.nan)) - float(by_length.max()),
-        "ceiling_note": "" if ceiling is None else f"; ceiling without positions {ceiling:.3f}",
-    }
-
-
 def summarize(config: Config, results: pd.DataFrame) -> Summary:
     found = claims(config, results)
     floors = {
-        task: measures(results[results["task"] == task], setup_of(config, task).n_layers)["floor"]
+        task: path_effectiveness(
+            results[results["task"] == task], setup_of(config, task).n_layers, **LIMITS
+        )["floor"]
         for task in set(results["task"])
     }
     results = results.assign(task=pd.Categorical(results["task"], categories=list(config.tasks)))
-    paths = results[results["kind"] == "paths"].astype({"n_paths": int, "length": int})
-    reference = (
-        results[results["kind"] != "paths"]
-        .pivot_table(index="task", columns="metric", values="value", observed=True)
-        .rename_axis(columns=None)
-        .rename(columns={"accuracy": "full model"})
-    )
-    wide = paths.pivot_table(
-        index=["task", "length"], columns="n_paths", values="value", aggfunc=["mean", "std"],
-        observed=True,
-    )  # fmt: skip
-    wide.columns = [f"accuracy {stat}, {n} paths" for stat, n in wide.columns]
+    paths, reference, wide = path_accuracy_tables(results)
     devices = sorted(set(results["device"].astype(str))) if "device" in results else ["cpu"]
-    notes = [
-        (
-            f"Each unit trains its SAN (on {', '.join(devices)}), then reports the full model's "
-            "accuracy on the evaluation data, the baselines on the same data, the path accuracies."
-        ),
-        (
-            "Path evaluation as in the authors' code (their --no_sub_path mode): attention is "
-            "recomputed along each path; head steps and the final sum are normalised by a "
-            "LayerNorm without gain or bias. k = 0 keeps only the embedding (no attention): drawn "
-            "hollow, and left out of the best-length finding."
-        ),
-    ]
-    unlearned = [
-        c.id.split(":")[0] for c in found if c.id.endswith("full-learned") and not c.passed
-    ]
+    note = (
+        f"Each unit trains its SAN (on {', '.join(devices)}), then reports the full model's "
+        "accuracy on the evaluation data, the baselines on the same data, the path accuracies "
+        "(evaluated as in the authors' code: docs/methods.md, sec. 5). k = 0 keeps only the "
+        "embedding (no attention): drawn hollow, left out of the best-length finding."
+    )
+    notes = [note]
+    failed = [c.id.split(":") for c in found if not c.passed]
+    unlearned = [task for task, name in failed if name == "full-learned"]
     if unlearned:
         notes.append(
             f"The full model did not reach the paper's accuracy on {', '.join(unlearned)} with "
@@ -289,58 +225,19 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
             "full model and baselines (mean over seeds)": reference.reset_index(),
             "accuracy by path length (over repeats and seeds)": wide.reset_index(),
         },
-        figures={"accuracy vs path length": path_figure(paths, reference, floors, config)},
+        figures={
+            "accuracy vs path length": path_accuracy_figure(
+                paths,
+                reference,
+                floors,
+                margin=MARGIN,
+                title=f"Path effectiveness: {config.n_repeats} path samples per length "
+                f"x {len(config.seeds)} seed(s)",
+            )
+        },
         claims=found,
         notes=notes,
     )
-
-
-REFERENCE_LINES = {  # column of the reference table -> legend label, colour, line style
-    "full model": ("full model", "k", "--"),
-    "position_majority": ("majority class per position", "0.3", (0, (5, 1, 1, 1))),
-    "majority": ("majority class", "0.45", ":"),
-    "random": ("random guess", "0.6", "-."),
-}
-
-
-def path_figure(paths: pd.DataFrame, reference: pd.DataFrame, floors: dict, config: Config):
-    """Accuracy against path length k >= 1, one line per n_paths (band: std over repeats and
-    seeds), k = 0 hollow; the full model, the baselines and the margin a best length must clear
-    (above the best of the trivial baselines and k = 0)."""
-    data = paths.assign(**{"paths kept": paths["n_paths"].map(lambda n: f"{n} paths")})
-    sizes = ordered_values(data["paths kept"])
-    figure = band_plot(
-        data[data["length"] >= 1],
-        x="length",
-        hue="paths kept",
-        panel="task",
-        logy=False,
-        title=f"Path effectiveness: {config.n_repeats} path samples per length "
-        f"x {len(config.seeds)} seed(s)",
-        ylabel="accuracy",
-        floor_column=None,
-    )
-    styles = [("o", "-"), ("s", "--"), ("^", ":"), ("D", "-.")]
-    for ax, task in zip(figure.axes, ordered_values(data["task"])):
-        ax.set_title(task, fontsize=10)
-        for line in ax.get_lines():  # one marker and line style per n_paths, beside its colour
-            if line.get_label() in sizes:
-                marker, style = styles[sizes.index(line.get_label()) % len(styles)]
-                line.set(marker=marker, linestyle=style)
-        ref = reference.loc[task]
-        own = [ax.plot([0], [data.loc[(data["task"] == task) & (data["length"] == 0), "value"]
-                              .mean()], "o", mfc="none", mec="k", ms=6,
-                       label="k = 0 (the embedding alone)")[0]]  # fmt: skip
-        for column, (label, color, style) in REFERENCE_LINES.items():
-            if column in ref and np.isfinite(ref[column]):
-                own.append(ax.axhline(ref[column], color=color, ls=style, lw=1, label=label))
-        floor = floors[task]
-        own.append(ax.axhspan(floor, floor + MARGIN, color="0.8", alpha=0.5, lw=0,
-                              label="margin a best length must clear"))  # fmt: skip
-        ax.set_xlabel("path length k")
-        ax.xaxis.get_major_locator().set_params(integer=True)
-        ax.legend(handles=own, fontsize=6, loc="best")
-    return figure
 
 
 register(

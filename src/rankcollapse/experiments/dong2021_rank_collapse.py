@@ -26,14 +26,15 @@ Findings ("about 0": mean res_comp_rel below 0.01; "well above 0": above 0.05):
 
 from __future__ import annotations
 
-import math
 from typing import Literal
 
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 
+from rankcollapse.devices import DeviceName
 from rankcollapse.experiments._registry import Claim, Experiment, Summary, Unit, for_every, register
 from rankcollapse.plot import band_plot
+from rankcollapse.theory import at_layer, first_layer_below, layer_stats, layers_above
 
 NAME = "dong2021-rank-collapse"
 NEAR_ZERO = 0.01  # "about 0": 1% of the input's relative residual scale
@@ -42,21 +43,14 @@ METRIC = "res_comp_rel"
 METRICS = [METRIC, "mu_rel", "stable_rank"]
 EXACT = ["san", "san+mlp", "san+skip", "transformer"]
 AUTHORS = [f"dong-authors:{v}" for v in EXACT]  # `rankcollapse.hf`'s authors' surgery
-# Causal decoders (not in the paper): under a causal mask pure attention collapses more slowly
-# (Wu et al. 2024); the findings about encoders exclude them and the notes report them.
+# Causal decoders (not in the paper) collapse more slowly (Wu et al. 2024): reported in notes.
 DECODERS = {"gpt2", "llama-small", "smollm2"}
 SKIPLESS = ["san", "san+mlp"]
 WITH_SKIP = ["san+skip", "transformer"]
 ModelName = Literal[
     "minilm", "smollm2", "bert-base", "albert-base", "xlnet-base", "gpt2", "llama-small"
 ]
-
-
-def _known_variants(names: list[str] | None) -> list[str] | None:
-    unknown = [n for n in names or [] if n not in EXACT + AUTHORS]
-    if unknown:
-        raise ValueError(f"unknown variants {unknown}; use {', '.join(EXACT + AUTHORS)}")
-    return names
+VariantName = Literal[tuple(EXACT + AUTHORS)]  # exact and authors' variants of rankcollapse.hf
 
 
 class Arm(BaseModel):
@@ -66,13 +60,8 @@ class Arm(BaseModel):
 
     model: ModelName
     init: Literal["pretrained", "random"]
-    variants: list[str] | None = None
+    variants: list[VariantName] | None = None
     """Variants of this arm (None: the config's); e.g. ALBERT's exact and authors' ones."""
-
-    @field_validator("variants")
-    @classmethod
-    def _known(cls, names: list[str] | None) -> list[str] | None:
-        return _known_variants(names)
 
 
 ALBERT_BOTH = {"model": "albert-base", "init": "random", "variants": EXACT + AUTHORS}
@@ -83,6 +72,8 @@ ALL_ARMS = [
     {"model": "minilm", "init": "random"}, {"model": "minilm", "init": "pretrained"},
     {"model": "smollm2", "init": "pretrained"},
 ]
+QUICK_ARMS = [{"model": "minilm", "init": "pretrained"}, {"model": "smollm2", "init": "pretrained"},
+              {"model": "minilm", "init": "random"}, {"model": "bert-base", "init": "random"}]
 # fmt: on
 
 
@@ -93,9 +84,8 @@ class Config(BaseModel):
 
     arms: list[Arm] = Field(default_factory=lambda: [Arm(**a) for a in ALL_ARMS], min_length=1)
     """Models and initialisations, e.g. [{"model": "minilm", "init": "pretrained"}]."""
-    variants: list[str] = Field(default_factory=lambda: list(EXACT), min_length=1)
-    """Variants of every arm without its own list (san, san+mlp, san+skip, transformer,
-    dong-authors:...)."""
+    variants: list[VariantName] = Field(default_factory=lambda: list(EXACT), min_length=1)
+    """Variants of arms without their own list (san, san+mlp, san+skip, transformer, ...)."""
     n_samples: int = Field(32, ge=1, le=1024)
     """Windows of text per model."""
     n_tokens: int = Field(128, ge=2, le=512)
@@ -104,32 +94,18 @@ class Config(BaseModel):
     """Depth of random-init models (None: the model's own depth)."""
     handful: float = Field(0.5, gt=0, le=1)
     """A handful of layers: this fraction of a model's depth (pretrained-san-collapses)."""
-    device: Literal["auto", "cpu", "cuda", "mps"] = "cpu"
+    device: DeviceName = "cpu"
     """Where the models run (auto: an accelerator when one is visible)."""
     dtype: Literal["float32", "bfloat16", "float16"] = "float32"
     """Parameter dtype of the models (metrics are float64, flagged at this dtype's floor)."""
     seed: int = 0
     """Seed of the random inits and of the window choice."""
 
-    @field_validator("variants")
-    @classmethod
-    def _known(cls, names: list[str]) -> list[str]:
-        return _known_variants(names)
-
 
 PRESETS = {
     # Quick: pretrained MiniLM and SmolLM2 plus MiniLM and BERT-base at init, on 8 windows of
     # 64 tokens (the paper: 32 x 128), so `make demo` takes a few minutes on 2 cores.
-    "quick": {
-        "arms": [
-            {"model": "minilm", "init": "pretrained"},
-            {"model": "smollm2", "init": "pretrained"},
-            {"model": "minilm", "init": "random"},
-            {"model": "bert-base", "init": "random"},
-        ],
-        "n_samples": 8,
-        "n_tokens": 64,
-    },
+    "quick": {"arms": QUICK_ARMS, "n_samples": 8, "n_tokens": 64},
     # Paper: every model, 32 sequences of 128 tokens (Fig. 1); ALBERT also the authors' way.
     "paper": {},
 }
@@ -149,44 +125,20 @@ def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
     if unit["init"] == "random" and config.n_layers is not None:
         options["config_overrides"] = {"num_hidden_layers": config.n_layers}
     loaded = load_model(unit["model"], init=unit["init"], seed=config.seed, **options)
-    frame = probe(
-        loaded,
-        variants=arm.variants or config.variants,
-        n_samples=config.n_samples,
-        n_tokens=config.n_tokens,
-        metrics=METRICS,
-        seed=config.seed,
-    )
+    frame = probe(loaded, variants=arm.variants or config.variants, n_samples=config.n_samples,
+                  n_tokens=config.n_tokens, metrics=METRICS, seed=config.seed)  # fmt: skip
     return frame.drop(columns=["mask", "temperature", "mode"]).assign(device=str(device))
 
 
-def layer_means(results: pd.DataFrame, metric: str = METRIC) -> pd.DataFrame:
-    """Mean, std and floor flag of `metric` per (model, init, variant, layer)."""
-    rows = results[results["metric"] == metric]
-    return (
-        rows.groupby(["model", "init", "variant", "layer"], sort=False)
-        .agg(mean=("value", "mean"), std=("value", "std"), any_at_floor=("at_floor", "any"))
-        .reset_index()
-    )
+def layer_means(results: pd.DataFrame) -> pd.DataFrame:
+    """`layer_stats` of res_comp_rel (mean, std, floor flag) per model, init and variant."""
+    return layer_stats(results[results["metric"] == METRIC], ("model", "init", "variant"))
 
 
 def _members(table: pd.DataFrame, init: str, variants: list[str], layer: str | int) -> dict:
     """{model/variant: mean at `layer` ("last": each model's last layer)} of one init."""
-    part = table[(table["init"] == init) & table["variant"].isin(variants)]
-    if layer == "last":
-        part = part[part["layer"] == part.groupby("model")["layer"].transform("max")]
-    else:
-        part = part[part["layer"] == layer]
+    part = at_layer(table[(table["init"] == init) & table["variant"].isin(variants)], layer)
     return {f"{r.model}/{r.variant}": r.mean for r in part.itertuples()}
-
-
-def first_near_zero(table: pd.DataFrame) -> dict[str, tuple[float, int]]:
-    """Per model: (first layer whose mean is below 0.01, or inf; the model's depth)."""
-    found = {}
-    for model, part in table.groupby("model", sort=False):
-        below = part.loc[part["mean"] < NEAR_ZERO, "layer"]
-        found[model] = (float(below.min()) if len(below) else math.inf, int(part["layer"].max()))
-    return found
 
 
 # (id, text, init, variants, layer, relation, threshold, encoders only, the paper's words)
@@ -214,137 +166,73 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
         models = [a.model for a in config.arms if a.init == init]
         models = [m for m in models if not (encoders and m in DECODERS)]
         if models:
-            found.append(
-                for_every(
-                    id_,
-                    text,
-                    f"mean {METRIC} at layer {layer} per {init} model and variant "
-                    f"({', '.join(variants)})",
-                    _members(table, init, variants, layer),
-                    relation,
-                    level,
-                    expected=[f"{m}/{v}" for m in models for v in variants],
-                    source="Fig. 1",
-                    paper=paper,
-                )
-            )
+            found.append(for_every(
+                id_, text, f"mean {METRIC} at layer {layer} per {init} model and variant "
+                f"({', '.join(variants)})", _members(table, init, variants, layer),
+                relation, level, expected=[f"{m}/{v}" for m in models for v in variants],
+                source="Fig. 1", paper=paper,
+            ))  # fmt: skip
     models = [a.model for a in config.arms if a.init == "pretrained" and a.model not in DECODERS]
     if models:
         san = table[(table["init"] == "pretrained") & (table["variant"] == "san")]
-        first = first_near_zero(san[san["model"].isin(models)])
-        found.insert(
-            2,
-            for_every(
-                "pretrained-san-collapses",
-                f"In pretrained encoders, san falls to about 0 within a handful of layers: within "
-                f"the first {config.handful:g} of the model's depth.",
-                f"first layer where san's mean {METRIC} < {NEAR_ZERO}, as a fraction of the depth",
-                {m: layer / depth for m, (layer, depth) in first.items()},
-                "<=",
-                config.handful,
-                expected=models,
-                note="; ".join(f"{m}: layer {v:g} of {d}" for m, (v, d) in first.items()),
-                source="Fig. 1",
-                paper="pretrained SAN reaches ~0 within a handful of layers",
-            ),
-        )
+        first = first_layer_below(san[san["model"].isin(models)], NEAR_ZERO)
+        found.insert(2, for_every(
+            "pretrained-san-collapses",
+            f"In pretrained encoders, san falls to about 0 within a handful of layers: within "
+            f"the first {config.handful:g} of the model's depth.",
+            f"first layer where san's mean {METRIC} < {NEAR_ZERO}, as a fraction of the depth",
+            {m: layer / depth for m, (layer, depth) in first.items()}, "<=", config.handful,
+            expected=models, source="Fig. 1",
+            note="; ".join(f"{m}: layer {v:g} of {d}" for m, (v, d) in first.items()),
+            paper="pretrained SAN reaches ~0 within a handful of layers",
+        ))  # fmt: skip
     return found
 
 
-NOTES = [
-    (
-        "Exact variants by hooks: no attention skip = the post-attention LayerNorm acts on the "
-        "attention output alone (post-LN) or the block returns the attention branch alone (pre-LN); "
-        "no MLP = the MLP sub-layer is an exact identity. The authors' variants (dong-authors:*) "
-        "keep their code's quirks, e.g. ALBERT's 'no MLP' that left a GELU and a residual."
-    ),
-    (
-        "Pre-LN models (GPT-2, Llama/SmolLM2): states are the raw residual stream; post-LN models "
-        "(BERT, MiniLM, ALBERT, XLNet): every state is a LayerNorm output. Random-init models use "
-        "MiniLM's tokenizer. Values at the float32 floor are hollow markers."
-    ),
-]
+NOTE = (
+    "Variants, and the states a pre-LN or post-LN model exposes: docs/methods.md, sec. 4; why "
+    f"{METRIC} can exceed 1 (the table of those layers gives mu_rel and the stable rank): "
+    "sec. 1. Random-init models use MiniLM's tokenizer. Values at the float32 floor are hollow."
+)
 
 
 def notes(config: Config, results: pd.DataFrame, table: pd.DataFrame) -> list[str]:
     """What ran, and the measurements no finding covers."""
     arms = ", ".join(f"{a.model} ({a.init})" for a in config.arms)
     devices = ", ".join(sorted(set(results.get("device", pd.Series(["cpu"])))))
-    said = [
-        (
-            f"Arms run: {arms}; {config.n_samples} windows of {config.n_tokens} tokens each; "
-            f"device {devices}."
-        ),
-        *NOTES,
-    ]
+    quantized = sorted(set(results.get("quantized", pd.Series(["no"]))) - {"no"})
     decoders = _members(table[table["model"].isin(DECODERS)], "random", SKIPLESS, 2)
-    if decoders:
-        said.append(
-            f"Causal decoders at init (not in the paper), mean {METRIC} at layer 2: "
-            + "; ".join(f"{k}: {v:.3g}" for k, v in decoders.items())
-        )
     san = table[(table["init"] == "pretrained") & (table["variant"] == "san")]
-    late = first_near_zero(san[san["model"].isin(DECODERS)])
+    late = first_layer_below(san[san["model"].isin(DECODERS)], NEAR_ZERO)
+    ran = f"Arms run: {arms}; {config.n_samples} windows of {config.n_tokens} tokens each"
+    said = [f"{ran}; device {devices}.", NOTE]
+    if decoders:
+        said.append(f"Causal decoders at init (not in the paper), mean {METRIC} at layer 2: "
+                    + "; ".join(f"{k}: {v:.3g}" for k, v in decoders.items()))  # fmt: skip
     if late:
-        said.append(
-            "Pretrained causal decoders (not in the paper), first layer where san is "
-            "about 0: " + "; ".join(f"{m}: {v:g} of {d}" for m, (v, d) in late.items())
-        )
-    quantized = set(results.get("quantized", pd.Series(["no"]))) - {"no"}
+        said.append("Pretrained causal decoders (not in the paper), first layer where san is about "
+                    "0: " + "; ".join(f"{m}: {v:g} of {d}" for m, (v, d) in late.items()))  # fmt: skip
     if quantized:
-        said.append("Quantized weights: " + "; ".join(sorted(quantized)) + ".")
-    if (table["mean"] > 1).any():
-        said.append(above_one_note(results, table))
+        said.append("Quantized weights: " + "; ".join(quantized) + ".")
     return said
-
-
-def above_one_note(results: pd.DataFrame, table: pd.DataFrame) -> str:
-    """Why a relative composite residual can exceed 1, with this run's numbers."""
-    keys = ["model", "init", "variant", "layer"]
-    both = table[table["mean"] > 1].merge(
-        layer_means(results, "mu_rel"), on=keys, suffixes=("", "_mu")
-    )
-    both = both.merge(layer_means(results, "stable_rank"), on=keys, suffixes=("", "_sr"))
-    where = "; ".join(
-        f"{k[0]} ({k[1]}) {k[2]}: layers {int(g['layer'].min())}-{int(g['layer'].max())}, up to "
-        f"{g['mean'].max():.3g}, with mu_rel {g['mean_mu'].min():.2g}-{g['mean_mu'].max():.2g} "
-        f"and stable rank {g['mean_sr'].min():.3g}-{g['mean_sr'].max():.3g}"
-        for k, g in both.groupby(["model", "init", "variant"])
-    )
-    return (
-        f"{METRIC} above 1 ({where}): the composite norm is not a projection norm. Centring "
-        "can raise its largest column sum (absolute values summed over tokens) by up to a "
-        "factor 2 (1 - 1/n) when a few tokens lie far from the others, so the ratio can exceed "
-        "1 while mu_rel, the Frobenius ratio, which centring never raises above 1, stays below "
-        "it. A stable rank near 1 with mu_rel near 1 means one direction carries almost all of "
-        "the states' norm and only a few tokens carry it (outlier activations), not all tokens."
-    )
 
 
 def summarize(config: Config, results: pd.DataFrame) -> Summary:
     table = layer_means(results)
-    arms = list(dict.fromkeys(f"{a.model} ({a.init})" for a in config.arms))
-    variants = list(dict.fromkeys(v for a in config.arms for v in a.variants or config.variants))
-    data = results[results["metric"] == METRIC]
-    data = data.assign(
-        model=pd.Categorical(data["model"] + " (" + data["init"] + ")", categories=arms),
-        variant=pd.Categorical(data["variant"], categories=variants),
-    )
+    data = results[results["metric"] == METRIC]  # arms and variants in the order they ran
     figure = band_plot(
-        data,
-        x="layer",
-        hue="variant",
-        panel="model",
-        logy=False,
-        ylabel="relative residual",
+        data.assign(model=data["model"] + " (" + data["init"] + ")"), x="layer", hue="variant",
+        panel="model", logy=False, ylabel="relative residual",
         title=f"Relative residual {METRIC} per layer over {config.n_samples} windows of "
         f"{config.n_tokens} tokens",
-    )
+    )  # fmt: skip
     wide = table.pivot_table(index=["model", "init", "layer"], columns="variant", values="mean")
+    above = layers_above(results, METRIC, 1.0, by=("model", "init", "variant"))
     return Summary(
         tables={
             f"mean {METRIC} per layer": wide.reset_index(),
             f"per-layer statistics of {METRIC}": table,
+            f"layers where the mean {METRIC} exceeds 1": above,
         },
         figures={"residual vs layer": figure},
         claims=claims(config, results),

@@ -28,11 +28,10 @@ Checks (exact by construction):
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Literal
 
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field, field_validator
 
 from rankcollapse.experiments._registry import (
     Claim,
@@ -42,8 +41,10 @@ from rankcollapse.experiments._registry import (
     check,
     for_every,
     register,
+    toy_sizes,
 )
-from rankcollapse.plot import band_plot, line_plot, products_figure
+from rankcollapse.paths import length_summary
+from rankcollapse.plot import length_figures
 
 NAME = "paths-by-length"
 
@@ -59,25 +60,18 @@ TOY_EXACT = 1e-12
 REAL_EXACT = 1e-5  # float32 level: Llama's RMSNorm runs in float32 even in a float64 model
 
 
-class Config(BaseModel):
-    """Toy networks and real models, decomposed by path length on the same inputs."""
+class Config(toy_sizes(n_layers=6, n_heads=2, d_model=32, n_tokens=16, n_samples=4)):
+    """Toy networks and real models, decomposed by path length on the same inputs.
+
+    n_layers, n_heads, d_model size the toy networks; real models keep their own.
+    """
 
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     toy_variants: list[ToyVariant] = Field(default_factory=lambda: list(TOY))
     """Toy variants: san, san+skip, san+skip+ln (post-LN), transformer (skip + MLP + post-LN)."""
-    n_layers: int = Field(6, ge=1, le=48)
-    """Layers of the toy networks (real models keep their own)."""
-    n_heads: int = Field(2, ge=1, le=32)
-    """Heads per layer of the toy networks."""
-    d_model: int = Field(32, ge=2, le=2048)
-    """Width of the toy networks."""
     models: list[str] = Field(default_factory=lambda: ["minilm:pretrained", "llama-small:random"])
     """Real models as name:init (names of rankcollapse.hf.MODELS of the bert or llama family)."""
-    n_tokens: int = Field(16, ge=2, le=512)
-    """Tokens per sequence (real text for real models, Gaussian tokens for toys)."""
-    n_samples: int = Field(4, ge=1, le=256)
-    """Sequences per unit."""
     n_paths: int = Field(8, ge=1, le=1000)
     """Sampled paths per length for the attention-product analysis."""
     seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
@@ -86,18 +80,10 @@ class Config(BaseModel):
     @field_validator("models")
     @classmethod
     def _models_decompose(cls, models: list[str]) -> list[str]:
-        for entry in models:
-            name, _, init = entry.partition(":")
-            if init not in ("", "pretrained", "random"):
-                raise ValueError(f"'{entry}': the init after ':' must be pretrained or random")
-            from rankcollapse.hf import MODELS  # the model registry (imports transformers)
+        from rankcollapse.hf import model_entry  # the model registry (imports transformers)
 
-            decomposable = [n for n, spec in MODELS.items() if spec.decomposable]
-            if name not in decomposable and not Path(name).is_dir():
-                raise ValueError(
-                    f"'{name}' cannot be decomposed; use one of {', '.join(decomposable)} "
-                    "or a local model directory of a decomposable family"
-                )
+        for entry in models:
+            model_entry(entry, decomposable=True)  # raises for a model that does not decompose
         return models
 
 
@@ -128,14 +114,10 @@ def units(config: Config) -> list[Unit]:
         for v in config.toy_variants
         for s in config.seeds
     ]
-    reals = [
-        {
-            "model": m.split(":")[0],
-            "init": m.split(":")[1] if ":" in m else "pretrained",
-            "seed": config.seeds[0],
-        }
-        for m in config.models
-    ]
+    from rankcollapse.hf import model_entry
+
+    reals = [{"model": name, "init": init, "seed": config.seeds[0]}
+             for name, init in map(model_entry, config.models)]  # fmt: skip
     return toys + reals
 
 
@@ -168,27 +150,19 @@ def _real(config: Config, unit: Unit):
 
 
 def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
-    from rankcollapse.paths import decompose_by_length, length_frame, products_frame
+    from rankcollapse.paths import (
+        decompose_by_length,
+        exact_error_frame,
+        length_frame,
+        products_frame,
+    )
 
     frozen = _toy(config, unit) if unit["model"].startswith("toy-") else _real(config, unit)
     result = decompose_by_length(frozen)
-    error = (result.output - frozen.reference).abs().amax((-2, -1)) / frozen.reference.abs().amax(
-        (-2, -1)
-    )
-    exact = pd.DataFrame(
-        {
-            "length": -1,
-            "sample": range(len(error)),
-            "metric": "exact_error",
-            "value": error.tolist(),
-            "at_floor": False,
-        }
-    )
     products = products_frame(frozen.attention(), n_paths=config.n_paths, seed=unit["seed"])
+    exact = exact_error_frame(result, frozen.reference)
     frame = pd.concat([length_frame(result), exact, products], ignore_index=True)
-    for position, (key, value) in enumerate(unit.items()):
-        frame.insert(position, key, value)
-    return frame
+    return frame.assign(**unit)[[*unit, *frame.columns]]
 
 
 def _labelled(results: pd.DataFrame) -> pd.DataFrame:
@@ -197,8 +171,7 @@ def _labelled(results: pd.DataFrame) -> pd.DataFrame:
 
 def rank1_ratios(results: pd.DataFrame) -> pd.Series:
     """Per model: median rank1_dist of sampled path products at length L / at length 1."""
-    products = _labelled(results[results["metric"] == "rank1_dist"])
-    medians = products.groupby(["label", "length"])["value"].median().unstack()
+    medians = length_summary(_labelled(results), by="label")[1]
     return medians.apply(lambda row: row.dropna().iloc[-1] / row.dropna().iloc[0], axis=1)
 
 
@@ -212,30 +185,20 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
     ):
         if len(subset):
             worst = subset.groupby("label")["value"].max()
-            found.append(
-                check(
-                    claim_id,
-                    f"Components plus bias equal the output of {scope}.",
-                    "max relative error of sum of components + bias vs the real output",
-                    float(worst.max()),
-                    "<",
-                    level,
-                    note="; ".join(f"{k}: {v:.2g}" for k, v in worst.items()),
-                )
-            )
+            found.append(check(
+                claim_id, f"Components plus bias equal the output of {scope}.",
+                "max relative error of sum of components + bias vs the real output",
+                float(worst.max()), "<", level,
+                note="; ".join(f"{k}: {v:.2g}" for k, v in worst.items()),
+            ))  # fmt: skip
     share = results[results["metric"] == "share"]
     if "san" in config.toy_variants:
         san = share[(share["model"] == "toy-san") & (share["length"] == config.n_layers)]
-        found.append(
-            check(
-                "pure-san-single-length",
-                "A pure SAN's output is all at length L.",
-                "max |share of length L - 1| (toy-san)",
-                float((san["value"] - 1).abs().max()),
-                "<",
-                1e-12,
-            )
-        )
+        found.append(check(
+            "pure-san-single-length", "A pure SAN's output is all at length L.",
+            "max |share of length L - 1| (toy-san)", float((san["value"] - 1).abs().max()),
+            "<", 1e-12,
+        ))  # fmt: skip
     expected = list(dict.fromkeys(f"{u['model']} ({u['init']})" for u in units(config)))
     found.append(
         for_every(
@@ -256,58 +219,18 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
 
 def summarize(config: Config, results: pd.DataFrame) -> Summary:
     results = _labelled(results)
-    share = results[results["metric"] == "share"]
-    products = results[results["metric"] == "rank1_dist"]
-    medians = products.groupby(["label", "length"])["value"].median().unstack()
-    lengths = results[results["length"] >= 0]
-    figures = {
-        "share of the output per length": line_plot(
-            share[share["length"] >= 0],
-            x="length",
-            hue="label",
-            title="Share <C_k, X^L> / ||X^L||^2 per path length",
-            ylabel="share",
-        ),
-        "norm of each length's component": band_plot(
-            lengths[lengths["metric"] == "norm_ratio"],
-            x="length",
-            hue="label",
-            logy=True,
-            title="||C_k|| / ||X^L|| per path length",
-            ylabel="norm ratio",
-            floor_column=None,
-        ),
-        "collapse of each length's component": band_plot(
-            lengths[lengths["metric"] == "res_comp_rel"],
-            x="length",
-            hue="label",
-            logy=True,
-            title="res_comp_rel of C_k",
-            ylabel="relative residual",
-        ),
-        "attention products vs rank 1": products_figure(products.assign(model=products["label"])),
-    }
-    table = (
-        lengths[lengths["metric"].isin(["share", "norm_ratio", "res_comp_rel"])]
-        .pivot_table(index=["label", "length"], columns="metric", values="value", aggfunc="mean")
-        .reset_index()
-    )
+    table, medians = length_summary(results, by="label")
     return Summary(
         tables={"per-length means": table, "median rank1_dist": medians.reset_index()},
-        figures=figures,
+        figures=length_figures(results),
         claims=claims(config, results),
         notes=[
             (
-                "Frozen from the forward pass: attention probabilities, every norm's per-token "
-                "scale, every MLP's activation gate (GELU(z)/z; Llama's SiLU gate). Everything else "
-                "(centring, gains, shifts, biases) is exact; biases form the separate bias term "
-                "(length -1 in the tables)."
-            ),
-            "A path's length counts attention heads only; an MLP branch keeps it.",
-            (
-                "Real models run in float64; Llama's RMSNorm runs in float32 internally, which "
-                "sets its exact_error at float32's level."
-            ),
+                "What is frozen, and why the sum is exact: docs/methods.md, sec. 5. Biases form "
+                "the separate bias term (length -1 in the tables); an MLP branch keeps a path's "
+                "length. Real models run in float64; Llama's RMSNorm runs in float32 internally, "
+                "which sets its exact_error at float32's level."
+            )
         ],
     )
 

@@ -29,7 +29,7 @@ from typing import Literal
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from rankcollapse.experiments._registry import (
     Claim,
@@ -40,8 +40,10 @@ from rankcollapse.experiments._registry import (
     for_every,
     register,
     seeds_agree,
+    toy_sizes,
 )
 from rankcollapse.plot import band_plot
+from rankcollapse.theory import contraction_factors, layer_stats
 
 NAME = "toy-collapse"
 
@@ -52,23 +54,13 @@ SKIP_LEVEL = 1e-3  # "away from 0" (pure SAN ends near 1e-16)
 COLLAPSED_LEVEL = 1e-6  # "collapsed"
 
 
-class Config(BaseModel):
+class Config(toy_sizes(n_layers=8, n_heads=2, d_model=32, n_tokens=16, n_samples=8)):
     """A toy network at random initialisation, run in every variant for several seeds."""
 
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     variants: list[Variant] = Field(default_factory=lambda: list(VARIANTS), min_length=1)
     """Toy variants to run (san, san+skip, san+mlp, san+ln, transformer)."""
-    n_layers: int = Field(8, ge=2, le=96)
-    """Number of layers."""
-    n_heads: int = Field(2, ge=1, le=64)
-    """Attention heads per layer."""
-    d_model: int = Field(32, ge=2, le=4096)
-    """Token width."""
-    n_tokens: int = Field(16, ge=2, le=4096)
-    """Tokens per sequence."""
-    n_samples: int = Field(8, ge=1, le=1024)
-    """Gaussian input sequences per seed."""
     seeds: list[int] = Field(default_factory=lambda: [0, 1, 2], min_length=1)
     """Seeds of weights and inputs (one unit per variant and seed)."""
     dtype: Literal["float64", "float32"] = "float64"
@@ -120,41 +112,10 @@ def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
     return measure_layers(states, metrics=METRICS, source_dtype=net.dtype, **unit)
 
 
-def layer_table(res: pd.DataFrame, by: tuple[str, ...] = ("variant",)) -> pd.DataFrame:
-    """Per `by` and layer: mean, std, geometric mean and floor flag over the remaining rows."""
-    table = (
-        res.assign(log=np.log(res["value"].clip(lower=np.finfo(float).tiny)))
-        .groupby([*by, "layer"], sort=False)
-        .agg(
-            mean=("value", "mean"),
-            std=("value", "std"),
-            log_mean=("log", "mean"),
-            any_at_floor=("at_floor", "any"),
-        )
-        .reset_index()
-    )
-    table["geo_mean"] = np.exp(table.pop("log_mean"))
-    return table
-
-
-def acceleration(san: pd.DataFrame) -> tuple[float, np.ndarray, pd.DataFrame]:
-    """(max q_{l+1} / q_l, the factors q_l, the layers used) of one geometric-mean curve.
-
-    q_l = R_{l+1} / R_l over the unbroken run of layers from the input up to the first layer
-    with a value at the floor; NaN when fewer than three layers are above it.
-    """
-    above = san[~san["any_at_floor"].astype(bool)].sort_values("layer")
-    layers = above["layer"].to_numpy()
-    run = above[layers == np.arange(len(layers)) + layers[0]] if len(layers) else above
-    q = run["geo_mean"].to_numpy()[1:] / run["geo_mean"].to_numpy()[:-1]
-    ratios = q[1:] / q[:-1]
-    return (float(ratios.max()) if len(ratios) else float("nan")), q, run
-
-
 def doubly_exponential_claim(per_layer: pd.DataFrame, per_seed: pd.DataFrame) -> Claim:
     """Contraction factors q_l of the geometric-mean residual must shrink (pooled over seeds)."""
-    measured, q, run = acceleration(per_layer)
-    seeds = {s: acceleration(part)[0] for s, part in per_seed.groupby("seed")}
+    measured, q, run = contraction_factors(per_layer)
+    seeds = {s: contraction_factors(part)[0] for s, part in per_seed.groupby("seed")}
     layers = f"layers {int(run['layer'].min())}...{int(run['layer'].max())}" if len(run) else "-"
     return finding(
         "san-doubly-exponential",
@@ -175,17 +136,17 @@ def doubly_exponential_claim(per_layer: pd.DataFrame, per_seed: pd.DataFrame) ->
 
 def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
     res = results[results["metric"] == "res_comp_rel"]
-    per_layer = layer_table(res)
+    per_layer = layer_stats(res, ("variant",))
     last = per_layer[per_layer["layer"] == config.n_layers].set_index("variant")
     found = []
     if "san" in config.variants:
         san = res[res["variant"] == "san"]
         found.append(
             doubly_exponential_claim(
-                per_layer[per_layer["variant"] == "san"], layer_table(san, ("seed",))
+                per_layer[per_layer["variant"] == "san"], layer_stats(san, ("seed",))
             )
         )
-    by_seed = layer_table(res, ("variant", "seed"))
+    by_seed = layer_stats(res, ("variant", "seed"))
     by_seed = by_seed.assign(
         floored=by_seed.groupby(["variant", "seed"])["any_at_floor"].transform("any")
     )
@@ -239,7 +200,7 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
 
 
 def summarize(config: Config, results: pd.DataFrame) -> Summary:
-    per_layer = layer_table(results[results["metric"] == "res_comp_rel"])
+    per_layer = layer_stats(results[results["metric"] == "res_comp_rel"], ("variant",))
     figure = band_plot(
         results.assign(variant=pd.Categorical(results["variant"], categories=config.variants)),
         x="layer",

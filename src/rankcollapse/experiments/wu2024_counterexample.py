@@ -25,12 +25,11 @@ from typing import Annotated
 import numpy as np
 import pandas as pd
 import torch
-from matplotlib.figure import Figure
 from pydantic import BaseModel, ConfigDict, Field
 
 from rankcollapse.experiments._registry import Claim, Experiment, Summary, Unit, for_every, register
 from rankcollapse.metrics import measure_states
-from rankcollapse.plot import band_plot
+from rankcollapse.plot import band_plot, counterexample_basin, counterexample_trajectories
 from rankcollapse.theory.equilibria import (
     counterexample_basin_arc,
     counterexample_point_b,
@@ -188,14 +187,14 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
     outcome = np.where(mu["norm"] == "no LN", "no LN",
                        np.where(in_basin, "LN, start in basin", "LN, other starts"))  # fmt: skip
     figures = {
-        "basin": _basin_figure(wide[wide["norm"] == "LN"]),
+        "basin": counterexample_basin(wide[wide["norm"] == "LN"]),
         "mu_rel": band_plot(
             mu.assign(layer=mu["layer"].astype(int).clip(lower=1),
                       at_floor=mu["at_floor"].astype(bool), outcome=outcome),
             hue="outcome", panel="w", logx=True, ylabel="mu_rel",
             title="Token 1 at (0, 1): mu_rel over the ring of starts (layer 0 drawn at 1)",
         ),
-        "trajectories": _trajectory_figure(results[results["part"] == "trajectory"]),
+        "trajectories": counterexample_trajectories(results[results["part"] == "trajectory"]),
     }  # fmt: skip
     return Summary(
         tables={"basin of B (token 1 at 90 degrees)": basin_table(results),
@@ -203,64 +202,6 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
         figures=figures,
         claims=claims(config, results),
     )  # fmt: skip
-
-
-def _basin_figure(wide: pd.DataFrame) -> Figure:
-    """Final angle of token 2 against its start angle, per w, with the arc shaded."""
-    ws = sorted(wide["w"].unique())
-    fig = Figure(figsize=(3.4 * len(ws), 3.0), layout="constrained")
-    axes = fig.subplots(1, len(ws), squeeze=False, sharey=True)[0]
-    markers = "o^sDv<>"
-    for ax, w in zip(axes, ws):
-        ax.axvspan(*counterexample_basin_arc(w), color="0.88", label="arc (token 1 at 90 deg)")
-        for i, (token1, part) in enumerate(
-            wide[wide["w"] == w].groupby("token1_angle", sort=False)
-        ):
-            ax.plot(part["start_angle"], part["final_angle"], markers[i % 7], ms=2, color=f"C{i}",
-                    label=f"token 1 at {token1:g} deg")  # fmt: skip
-        ax.set(title=f"w = {w:g}", xlabel="start angle of token 2 (deg)", xlim=(0, 360))
-        ax.set_xticks(range(0, 361, 90))
-    axes[0].set_ylabel("final angle of token 2 (deg)")
-    axes[-1].legend(fontsize=7, markerscale=3)
-    return fig
-
-
-def _trajectory_figure(traj: pd.DataFrame) -> Figure:
-    """Token paths on the unit circle, drawn along the circle between consecutive layers."""
-    keys = list(traj.groupby(["w", "token1_angle"]).groups)
-    cols = traj["token1_angle"].nunique()
-    rows = math.ceil(len(keys) / cols)
-    fig = Figure(figsize=(2.4 * cols, 2.4 * rows), layout="constrained")
-    axes = fig.subplots(rows, cols, squeeze=False).ravel()
-    circle = np.linspace(0, 2 * np.pi, 361)
-    for ax, (w, token1) in zip(axes, keys):
-        ax.plot(np.cos(circle), np.sin(circle), color="0.85", lw=0.8)
-        part = traj[(traj["w"] == w) & (traj["token1_angle"] == token1)]
-        starts = sorted(part["start_angle"].unique())
-        for (token, start), path in part.groupby(["token", "start_angle"]):
-            # A token moves along the circle: unwrap the angle (each step is the shorter way
-            # round) and draw it densely between the stored layers, never as a chord. Token 2's
-            # paths sit on staggered radii inside the circle so that they do not hide each other.
-            theta = np.unwrap(path.sort_values("layer")["value"].to_numpy())
-            theta = np.interp(np.linspace(0, len(theta) - 1, 20 * len(theta)),
-                              np.arange(len(theta)), theta)  # fmt: skip
-            radius = 1.0 if token == 1 else 0.95 - 0.5 * starts.index(start) / len(starts)
-            color = "black" if token == 1 else "C0"
-            x, y = radius * np.cos(theta), radius * np.sin(theta)
-            ax.plot(x, y, "-", lw=0.7, color=color, alpha=0.7)
-            ax.plot(x[0], y[0], "o", ms=2.5, mfc="none", color=color)  # start
-            ax.plot(x[-1], y[-1], "o", ms=2.5, color=color)  # end
-        ax.plot(*counterexample_point_b(w).numpy(), "*", color="C3", ms=8)
-        ax.set_title(f"w = {w:g}, token 1 at {token1:g} deg", fontsize=8)
-        ax.set(aspect="equal", xticks=[], yticks=[])
-    for ax in axes[len(keys) :]:
-        ax.set_visible(False)
-    fig.suptitle(
-        "With LN: token 1 (black), token 2 (blue, one radius per start);\n"
-        "open dot: start, filled dot: end, star: B",
-        fontsize=9,
-    )
-    return fig
 
 
 register(

@@ -37,7 +37,6 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 import torch
-from matplotlib.figure import Figure
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from rankcollapse.devices import DeviceName, resolve_device, resolve_dtype
@@ -51,7 +50,7 @@ from rankcollapse.experiments._registry import (
     register,
 )
 from rankcollapse.hf import MODELS, load_model, probe
-from rankcollapse.plot import line_plot
+from rankcollapse.plot import line_plot, singular_spectra
 
 NAME = "wu2024-geometry"
 SOURCE = "geometry of pretrained models"
@@ -220,7 +219,7 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
         )
     spectra = results[results["metric"] == "sv"]
     if not spectra.empty:
-        summary.figures["singular_spectra"] = _spectra_figure(spectra)
+        summary.figures["singular_spectra"] = singular_spectra(spectra)
     return summary
 
 
@@ -229,28 +228,6 @@ def _spearman(x: np.ndarray, y: np.ndarray) -> float:
     if len(x) < 3:
         return float("nan")
     return float(np.corrcoef(np.argsort(np.argsort(x)), np.argsort(np.argsort(y)))[0, 1])
-
-
-def _spectra_figure(spectra: pd.DataFrame) -> Figure:
-    """sigma_i / sigma_1 of sample 0 at a few layers, one panel per model."""
-    keys = list(spectra.groupby(["model", "init"], sort=False).groups)
-    fig = Figure(figsize=(4.0 * len(keys), 3.4), layout="constrained")
-    axes = fig.subplots(1, len(keys), squeeze=False, sharey=True)[0]
-    for ax, (model, init) in zip(axes, keys):
-        part = spectra[(spectra["model"] == model) & (spectra["init"] == init)]
-        part = part[part["sample"] == 0]
-        layers = sorted(part["layer"].unique())
-        shown = sorted({layers[0], layers[len(layers) // 2], layers[-1]})
-        for i, layer in enumerate(shown):
-            curve = part[part["layer"] == layer].sort_values("index")
-            ax.plot(curve["index"], curve["value"], color=f"C{i}", label=f"layer {layer}")
-        ax.set_yscale("log")
-        ax.set_title(f"{model} ({init})", fontsize=10)
-        ax.set_xlabel("index i")
-        ax.legend(fontsize=7)
-    axes[0].set_ylabel("sigma_i / sigma_1 (sample 0)")
-    fig.suptitle("Singular spectra of the hidden states", fontsize=10)
-    return fig
 
 
 register(

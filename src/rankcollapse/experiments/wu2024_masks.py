@@ -42,7 +42,7 @@ from rankcollapse.experiments._registry import (
     for_every,
     register,
 )
-from rankcollapse.plot import band_plot
+from rankcollapse.plot import mask_panels
 from rankcollapse.theory import mask_radius, radius_concordance, speed_ratio
 from rankcollapse.theory.curves import (
     WU_VARIANTS,
@@ -119,6 +119,7 @@ def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
             seed=config.seed,
             n_layers=deep,
             double=model in config.float64_models,
+            dtype=config.dtype,
             device=device,
         )
         frame = real_curves(
@@ -215,22 +216,13 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
         for r in rates[rates["diverged"]].itertuples()
     ]
     figures = {}
-    for (model, mode), rows in results[results["metric"].isin(["mu", "mu_rel"])].groupby(
-        ["model", "mode"], sort=False
-    ):
-        deep = rows["layer"].max() > 16  # fewer layers on a log axis: only minor ticks
+    curves = results[results["metric"].isin(["mu", "mu_rel"])]
+    for (model, mode), rows in curves.groupby(["model", "mode"], sort=False):
         for metric in ("mu", "mu_rel") if mode == "eval" else ("mu",):
-            part = rows[rows["metric"] == metric]
-            figures[f"{model}_{mode}_{metric}"] = band_plot(
-                part.assign(layer=part["layer"].clip(lower=1) if deep else part["layer"]),
-                hue="variant",
-                panel="mask",
-                logx=deep,
-                logy=True,
-                ylabel=metric,
-                title=f"{model} ({mode} mode): {metric} against layer"
-                + (" (layer 0 drawn at 1)" if deep else ""),
-            )
+            figures[f"{model}_{mode}_{metric}"] = mask_panels(
+                rows[rows["metric"] == metric], hue="variant", ylabel=metric,
+                title=f"{model} ({mode} mode): {metric} against layer",
+            )  # fmt: skip
     return Summary(tables=tables, figures=figures, claims=claims(config, results), notes=notes)
 
 

@@ -28,8 +28,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 import torch
-from matplotlib.figure import Figure
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from rankcollapse.experiments._registry import (
     Claim,
@@ -40,10 +39,12 @@ from rankcollapse.experiments._registry import (
     for_every,
     register,
     seeds_agree,
+    toy_sizes,
 )
 from rankcollapse.masks import center_nodes, mask_from_spec
 from rankcollapse.metrics import measure_layers
 from rankcollapse.nets import ToyNet, random_tokens, toy_config
+from rankcollapse.plot import wu_bound_figure
 from rankcollapse.seeds import stream_seed
 from rankcollapse.theory import (
     block_log_bound,
@@ -60,23 +61,15 @@ VARIANT = {"none": "wu:san", "unit": "wu:san+ln"}
 SOURCE = "Thm 1"
 
 
-class Config(BaseModel):
+class Config(toy_sizes(n_layers=32, d_model=16, n_tokens=8, n_samples=8)):
     """Masked pure SANs: measured collapse of mu per mask, beside Wu et al.'s bound."""
 
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     masks: list[str] = Field(["complete", "causal", "window:1", "causal_window:1"], min_length=1)
     """Mask specs (rankcollapse.masks), e.g. complete, causal, window:1, causal_window:1."""
-    norms: list[Literal["none", "unit"]] = ["none", "unit"]
+    norms: list[Literal["none", "unit"]] = Field(["none", "unit"])
     """none (Thm 1) and/or unit (Wu's LayerNorm, post; Cor 1)."""
-    n_layers: int = Field(32, ge=2, le=512)
-    """Layers."""
-    d_model: int = Field(16, ge=2, le=2048)
-    """Width."""
-    n_tokens: int = Field(8, ge=2, le=512)
-    """Tokens per sequence."""
-    n_samples: int = Field(8, ge=1, le=1024)
-    """Sequences per unit."""
     seeds: list[int] = Field([0, 1], min_length=1)
     """Seeds of weights and (their data stream) inputs."""
 
@@ -186,44 +179,6 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
     return found
 
 
-def _figure(config: Config, results: pd.DataFrame) -> Figure:
-    """Measured mu (geometric mean over samples, every seed) and the fitted bound, per mask."""
-    fig = Figure(figsize=(2.6 * len(config.masks), 2.4 * len(config.norms)), layout="constrained")
-    axes = fig.subplots(len(config.norms), len(config.masks), squeeze=False, sharey=True)
-    for (i, norm), (j, mask) in (
-        (a, b) for a in enumerate(config.norms) for b in enumerate(config.masks)
-    ):
-        ax = axes[i, j]
-        for seed, style in zip(config.seeds, ("-", "--", ":", "-.") * 8):
-            part = results[
-                (results["mask"] == mask) & (results["norm"] == norm) & (results["seed"] == seed)
-            ]
-            mu = part[part["metric"] == "mu"]
-            log_mu = np.log(mu["value"].clip(lower=1e-300)).groupby(mu["layer"]).mean()
-            log_mu = log_mu.iloc[: collapse_rate(mu).n_fit]  # the curve ends at the dtype floor
-            ax.plot(log_mu.index, np.exp(log_mu), style, color="C0", label=f"mu, seed {seed}")
-            r = mask_radius(mask, config.n_tokens)
-            eps = part[part["metric"] == "eps"].sort_values("layer")["value"].to_numpy()
-            if norm == "none" and math.isfinite(r) and len(eps):
-                log_b = block_log_bound(eps, int(r))
-                log_c = np.max(log_mu.to_numpy()[: int(r) + 1] - log_b[: int(r) + 1])
-                ax.plot(np.arange(len(log_b)), np.exp(log_c + log_b), style, color="C1",
-                        label=f"bound, seed {seed}")  # fmt: skip
-        ax.set_yscale("log")
-        ax.set_ylim(1e-17, None)
-        ax.set_title(f"{mask}, norm {norm}", fontsize=9)
-        ax.set_xlabel("layer")
-        ax.xaxis.get_major_locator().set_params(integer=True)
-    axes[0, 0].set_ylabel("mu (geometric mean)")
-    axes[0, 0].legend(fontsize=7)
-    fig.suptitle(
-        "mu against layer (ending at the float64 floor) and Thm 1's bound (eps per block, "
-        "C fitted on the first r layers)",
-        fontsize=10,
-    )
-    return fig
-
-
 def summarize(config: Config, results: pd.DataFrame) -> Summary:
     table = curve_table(config, results)
     means = table.groupby(["mask", "norm"], sort=False).agg(
@@ -241,7 +196,11 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
     ]
     return Summary(
         tables={"slopes per mask (means over seeds)": means},
-        figures={"mu against layer with the bound": _figure(config, results)},
+        figures={
+            "mu against layer with the bound": wu_bound_figure(
+                results, **config.model_dump(include={"masks", "norms", "seeds", "n_tokens"})
+            )
+        },
         claims=claims(config, results),
         notes=notes,
     )

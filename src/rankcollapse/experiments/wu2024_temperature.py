@@ -30,7 +30,7 @@ import pandas as pd
 import torch
 from pydantic import Field, model_validator
 
-from rankcollapse.devices import resolve_device
+from rankcollapse.devices import resolve_device, resolve_dtype
 from rankcollapse.experiments._registry import (
     Claim,
     Experiment,
@@ -41,7 +41,7 @@ from rankcollapse.experiments._registry import (
     register,
 )
 from rankcollapse.metrics import dtype_floor
-from rankcollapse.plot import band_plot, line_plot
+from rankcollapse.plot import line_plot, mask_panels
 from rankcollapse.theory.curves import (
     CurvesConfig,
     ToySizes,
@@ -104,7 +104,7 @@ def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
             frame = toy_curves(["san"], mask, **config.toy.model_dump(), temperature=d_qk,
                                device=device, **common)  # fmt: skip
         else:
-            loaded = load_real(model, INIT[model], seed=config.seed,
+            loaded = load_real(model, INIT[model], seed=config.seed, dtype=config.dtype,
                                double=model in config.float64_models, device=device)  # fmt: skip
             frame = real_curves(
                 loaded, ["san"], mask, modes=config.modes, n_samples=config.n_samples,
@@ -125,7 +125,7 @@ def drops_table(config: Config, results: pd.DataFrame) -> pd.DataFrame:
     for (model, mode, mask, d_qk), curve in results.groupby(["model", "mode", "mask", "d_qk"]):
         rel = curve[curve["metric"] == "mu_rel"]
         double = model == "toy" or model in config.float64_models
-        floor = dtype_floor(torch.float64 if double else torch.float32)
+        floor = dtype_floor(torch.float64 if double else resolve_dtype(config.dtype))
         diverged = (curve["metric"] == "diverged").any() or rel.empty
         drop = math.nan if diverged else early_drop(rel, config.early_layers, floor)
         rows.append({"model": model, "mode": mode, "mask": mask, "d_qk": d_qk, "early_drop": drop})
@@ -177,10 +177,8 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
     for model, rows in rel.groupby("model", sort=False):
         # A layer's mean is signal only when no sequence is at the floor.
         clean = rows[rows["floor_share"] == 0]
-        deep = rows["layer"].max() > 16  # fewer layers on a log axis: only minor ticks
-        figures[f"{model}_mu_rel"] = band_plot(
-            clean.assign(layer=clean["layer"].clip(lower=1) if deep else clean["layer"]),
-            hue="d_qk", panel="mask", logx=deep, logy=True, floor_column=None, ylabel="mu_rel",
+        figures[f"{model}_mu_rel"] = mask_panels(
+            clean, hue="d_qk", floor_column=None, ylabel="mu_rel",
             title=f"{model}: pure SAN mu_rel against layer by d_QK (layers where no sequence "
             "is at the dtype floor)",
         )  # fmt: skip

@@ -21,8 +21,16 @@ from rankcollapse.hf.architectures import ARCHITECTURES, Architecture, architect
 from rankcollapse.hf.attention import AttentionSettings, attention_settings, custom_attention
 from rankcollapse.hf.capture import LayerCapture, applied, run_batch
 from rankcollapse.hf.images import load_images
-from rankcollapse.hf.models import MODELS, LoadedModel, ModelSpec, as_loaded, load_model, wrap_model
-from rankcollapse.hf.probe import model_inputs, probe
+from rankcollapse.hf.models import (
+    MODELS,
+    LoadedModel,
+    ModelSpec,
+    as_loaded,
+    load_model,
+    model_entry,
+    wrap_model,
+)
+from rankcollapse.hf.probe import ProbeRequest, model_inputs, probe, resolve_probe
 from rankcollapse.hf.qk_rank import qk_ranks
 from rankcollapse.hf.text import load_paragraphs, load_windows, sample_corpus
 from rankcollapse.hf.tiny import tiny_model
@@ -49,6 +57,7 @@ __all__ = [
     "LayerCapture",
     "LoadedModel",
     "ModelSpec",
+    "ProbeRequest",
     "Variant",
     "applied",
     "architecture_for",
@@ -61,9 +70,11 @@ __all__ = [
     "load_model",
     "load_paragraphs",
     "load_windows",
+    "model_entry",
     "model_inputs",
     "probe",
     "qk_ranks",
+    "resolve_probe",
     "run_batch",
     "sample_corpus",
     "tiny_model",

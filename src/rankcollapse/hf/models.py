@@ -374,6 +374,27 @@ def _check_name(name: str, init: str) -> None:
         raise unknown_name("model", name, MODELS, extra="or a local model directory")
 
 
+def model_entry(entry: str, *, decomposable: bool = False) -> tuple[str, str]:
+    """(name, init) of a model written "name" or "name:init" (init: pretrained, the default, or
+    random); with `decomposable`, the name must be a model of `MODELS` whose family decomposes
+    into paths, or a local model directory.
+
+    Example:
+        >>> model_entry("minilm:random"), model_entry("minilm")
+        (('minilm', 'random'), ('minilm', 'pretrained'))
+    """
+    name, _, init = entry.partition(":")
+    if init not in ("", "pretrained", "random"):
+        raise ConfigError(f"'{entry}': the init after ':' must be pretrained or random")
+    allowed = [n for n, spec in MODELS.items() if spec.decomposable]
+    if decomposable and name not in allowed and not Path(name).is_dir():
+        raise ConfigError(
+            f"'{name}' cannot be decomposed; use one of {', '.join(allowed)} "
+            "or a local model directory of a decomposable family"
+        )
+    return name, init or "pretrained"
+
+
 def _model_class(config: Any) -> Any:
     """The class that holds the blocks: AutoModel, or the adapter's own (T5's encoder)."""
     import transformers

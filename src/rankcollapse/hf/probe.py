@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +31,8 @@ from rankcollapse.hf.text import (
     load_windows,
     random_token_ids,
 )
-from rankcollapse.hf.variants import check_variant, get_variant
-from rankcollapse.masks import causal, mask_from_spec
+from rankcollapse.hf.variants import Variant, check_variant, get_variant
+from rankcollapse.masks import MaskSpec, causal, parse_mask_spec
 from rankcollapse.metrics import (
     DEFAULT_METRICS,
     get_metric,
@@ -43,12 +44,54 @@ from rankcollapse.metrics import (
 ID_COLUMNS = ["model", "init", "variant", "mask", "temperature", "mode", "layer", "layer_kind"]
 
 
-def resolve_mask(mask: str | Tensor | None, n_tokens: int) -> tuple[Tensor | None, str]:
-    """(boolean (n, n) mask or None, its label); None keeps the model's own pattern ("model")."""
-    if mask is None or (isinstance(mask, str) and mask == "model"):
-        return None, "model"
+@dataclass(frozen=True)
+class ProbeRequest:
+    """What a probe measures, resolved once from names, before any model loads."""
+
+    variants: tuple[Variant, ...]
+    mask: MaskSpec | Tensor | None
+    """A parsed mask spec, a boolean (n, n) tensor, or None: the model's own pattern."""
+    metrics: tuple[str, ...]
+    """Metric names of `rankcollapse.metrics.METRICS` (states metrics, then attention ones)."""
+
+
+def resolve_probe(
+    variants: str | Sequence[str | Variant] = ("transformer",),
+    mask: str | MaskSpec | Tensor | None = None,
+    metrics: str | Sequence[str] | None = None,
+) -> ProbeRequest:
+    """Resolve a probe's names once: variants ("san,transformer", a list of names or `Variant`
+    objects), a mask spec ("window:1"; None or "model": the model's own pattern) and metric
+    names (a list or "a,b"; None: `DEFAULT_METRICS`). A bad name raises a clear error
+    ("did you mean").
+
+    Example:
+        >>> request = resolve_probe("san, transformer", "window:1", ["res_comp_rel"])
+        >>> [v.name for v in request.variants], str(request.mask), request.metrics
+        (['san', 'transformer'], 'window:1', ('res_comp_rel',))
+    """
+    if isinstance(variants, str):
+        variants = [name.strip() for name in variants.split(",") if name.strip()]
+    resolved = tuple(get_variant(v) if isinstance(v, str) else v for v in variants)
+    if isinstance(metrics, str):
+        metrics = [name.strip() for name in metrics.split(",") if name.strip()]
+    state_metrics, attention_metrics = _split_metrics(metrics)
+    if not resolved or not (state_metrics or attention_metrics):
+        raise ConfigError(
+            f"probe needs at least one variant and one metric, got variants={list(variants)}, "
+            f"metrics={metrics}; see `rankcollapse variants` and `rankcollapse metrics`."
+        )
     if isinstance(mask, str):
-        return mask_from_spec(mask, n_tokens), mask
+        mask = None if mask == "model" else parse_mask_spec(mask)
+    return ProbeRequest(resolved, mask, (*state_metrics, *attention_metrics))
+
+
+def resolve_mask(mask: MaskSpec | Tensor | None, n_tokens: int) -> tuple[Tensor | None, str]:
+    """(boolean (n, n) mask or None, its label); None keeps the model's own pattern ("model")."""
+    if mask is None:
+        return None, "model"
+    if isinstance(mask, MaskSpec):
+        return mask(n_tokens), str(mask)
     return mask, "custom"
 
 
@@ -133,8 +176,8 @@ def probe(
     *,
     tokenizer: Any = None,
     init: Init = "pretrained",
-    variants: Sequence[str] = ("transformer",),
-    mask: str | Tensor | None = None,
+    variants: str | Sequence[str | Variant] = ("transformer",),
+    mask: str | MaskSpec | Tensor | None = None,
     temperature: float = 1.0,
     train_mode: bool = False,
     text: str | Path | None = None,
@@ -159,9 +202,10 @@ def probe(
             left as it was: hooks and attention implementation restored, also after an error).
         tokenizer: the tokenizer of a model in memory (None: random tokens only).
         init: "pretrained" or "random" (ignored when `model` is already loaded).
-        variants: names of `VARIANTS` ("san", "san+mlp", "san+skip", "transformer", "wu:...").
+        variants: names of `VARIANTS` ("san", "san+mlp", "san+skip", "transformer", "wu:..."),
+            as a list or "a,b", or resolved `Variant`s (see `resolve_probe`).
         mask: None (the model's own pattern), a spec of `rankcollapse.masks.mask_from_spec`
-            ("causal", "window:1", ...) or a boolean (n, n) tensor.
+            ("causal", "window:1", ...) or its `MaskSpec`, or a boolean (n, n) tensor.
         temperature: softmax temperature (logits / T).
         train_mode: dropout on.
         text: None (the sample corpus), a Path to a text file, or the text as a str.
@@ -197,18 +241,14 @@ def probe(
         ("embedding" for layer 0, "block" after; never a final-norm output), sample, metric,
         value (float64), at_floor, quantized.
     """
-    # Every name and option is checked before the model loads.
-    variant_objs = [get_variant(v) for v in variants]
-    state_metrics, attention_metrics = _split_metrics(metrics)
-    if not variant_objs or not (state_metrics or attention_metrics):
-        raise ConfigError(
-            f"probe needs at least one variant and one metric, got variants={list(variants)}, "
-            f"metrics={metrics}; see `rankcollapse variants` and `rankcollapse metrics`."
-        )
+    # Every name and option is resolved once, before the model loads.
+    request = resolve_probe(variants, mask, metrics)
+    variant_objs, mask = request.variants, request.mask
+    state_metrics, attention_metrics = _split_metrics(request.metrics)
     if batch_size is not None and batch_size < 1:
         raise ConfigError(f"batch_size must be >= 1, got {batch_size}.")
-    if isinstance(mask, str) and not padded:
-        resolve_mask(mask, n_tokens)  # a bad spec fails here, not after loading
+    if isinstance(mask, MaskSpec) and not padded:
+        mask(n_tokens)  # parameters that do not fit n_tokens fail here, not after loading
     loaded = as_loaded(
         model, tokenizer=tokenizer, init=init, seed=seed, device=device, dtype=resolve_dtype(dtype)
     )

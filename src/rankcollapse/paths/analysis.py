@@ -72,6 +72,30 @@ def length_frame(
     return pd.concat(frames, ignore_index=True)
 
 
+def exact_error_frame(result: LengthDecomposition, reference: Tensor) -> pd.DataFrame:
+    """How exact the decomposition is: rows (length BIAS, sample, "exact_error", value).
+
+    Formula: max |sum of components + bias - reference| / max |reference| per sample, with
+    `reference` (b, n, d) the real network's output; float64 rounding for an exact one.
+
+    Example:
+        >>> parts = torch.ones(2, 1, 2, 2, dtype=torch.float64)
+        >>> exact_error_frame(LengthDecomposition(parts, torch.zeros(1, 2, 2).double()),
+        ...                   2 * torch.ones(1, 2, 2).double())["value"].tolist()
+        [0.0]
+    """
+    error = (result.output - reference).abs().amax((-2, -1)) / reference.abs().amax((-2, -1))
+    return pd.DataFrame(
+        {
+            "length": BIAS,
+            "sample": range(len(error)),
+            "metric": "exact_error",
+            "value": error.tolist(),
+            "at_floor": False,
+        }
+    )
+
+
 def attention_products(attention: list[Tensor], routes: Tensor) -> Tensor:
     """P_path = P^L_{h_L} ... P^1_{h_1} for each route (SKIP: the identity at that layer).
 
@@ -134,3 +158,20 @@ def products_frame(
             value = float(distance[path, sample])
             rows.append((length, path, sample, "rank1_dist", value, value <= floor))
     return pd.DataFrame(rows, columns=["length", "path", "sample", "metric", "value", "at_floor"])
+
+
+def length_summary(frame: pd.DataFrame, *, by: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(per-length means, median rank1_dist) of `length_frame` and `products_frame` rows.
+
+    `frame` holds both kinds of rows and a `by` column naming the network. The means table has
+    one row per (by, length >= 0) and a column per share, norm_ratio and res_comp_rel; the
+    medians table one row per `by` and a column per path length.
+    """
+    lengths = frame[frame["length"] >= 0]
+    means = (
+        lengths[lengths["metric"].isin(["share", "norm_ratio", "res_comp_rel"])]
+        .pivot_table(index=[by, "length"], columns="metric", values="value", aggfunc="mean")
+        .reset_index()
+    )
+    products = frame[frame["metric"] == "rank1_dist"]
+    return means, products.groupby([by, "length"])["value"].median().unstack()

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
+import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from rankcollapse.plot.curves import band_plot, line_plot, ordered_values
 from rankcollapse.plot.style import log_axis, new_figure
 
 
@@ -28,3 +32,84 @@ def products_figure(products: pd.DataFrame) -> Figure:
     axes[0].set_ylabel(r"$\|P_{path} - \mathrm{rank\,1}\|_F \,/\, \|P_{path}\|_F$")
     fig.suptitle("Products of attention along sampled paths: distance to rank 1")
     return fig
+
+
+REFERENCE_LINES = {  # column of the reference table -> legend label, colour, line style
+    "full model": ("full model", "k", "--"),
+    "position_majority": ("majority class per position", "0.3", (0, (5, 1, 1, 1))),
+    "majority": ("majority class", "0.45", ":"),
+    "random": ("random guess", "0.6", "-."),
+}
+
+
+def length_figures(results: pd.DataFrame) -> dict[str, Figure]:
+    """The figures of a per-length decomposition, one series per `label` (a model and init).
+
+    Rows of `rankcollapse.paths.length_frame` and `products_frame` with a `label` column: the
+    share <C_k, X^L> / ||X^L||^2 and the norm ratio ||C_k|| / ||X^L|| per length, the collapse
+    (res_comp_rel) of each component, and the products of attention along sampled paths.
+    """
+    share = results[results["metric"] == "share"]
+    products = results[results["metric"] == "rank1_dist"]
+    lengths = results[results["length"] >= 0]
+    per_length = {"x": "length", "hue": "label", "logy": True}
+    return {
+        "share of the output per length": line_plot(
+            share[share["length"] >= 0],
+            x="length",
+            hue="label",
+            title="Share <C_k, X^L> / ||X^L||^2 per path length",
+            ylabel="share",
+        ),
+        "norm of each length's component": band_plot(
+            lengths[lengths["metric"] == "norm_ratio"], floor_column=None, ylabel="norm ratio",
+            title="||C_k|| / ||X^L|| per path length", **per_length,
+        ),
+        "collapse of each length's component": band_plot(
+            lengths[lengths["metric"] == "res_comp_rel"], ylabel="relative residual",
+            title="res_comp_rel of C_k", **per_length,
+        ),
+        "attention products vs rank 1": products_figure(products.assign(model=products["label"])),
+    }  # fmt: skip
+
+
+def path_accuracy_figure(
+    paths: pd.DataFrame,
+    reference: pd.DataFrame,
+    floors: Mapping[str, float],
+    *,
+    margin: float,
+    title: str,
+) -> Figure:
+    """Accuracy against path length k >= 1, one line per n_paths (band: std over repeats and
+    seeds), k = 0 hollow; the full model, the baselines and the margin a best length must clear
+    (above the best of the trivial baselines and k = 0, `floors` per task).
+
+    `paths`: rows (task, n_paths, length, value); `reference`: per task (index) the full model
+    and the baselines; Dong, Cordonnier, Loukas 2021, Sec. 5, Fig. 4.
+    """
+    data = paths.assign(**{"paths kept": paths["n_paths"].map(lambda n: f"{n} paths")})
+    sizes = ordered_values(data["paths kept"])
+    figure = band_plot(data[data["length"] >= 1], x="length", hue="paths kept", panel="task",
+                       logy=False, title=title, ylabel="accuracy", floor_column=None)  # fmt: skip
+    styles = [("o", "-"), ("s", "--"), ("^", ":"), ("D", "-.")]
+    for ax, task in zip(figure.axes, ordered_values(data["task"])):
+        ax.set_title(task, fontsize=10)
+        for line in ax.get_lines():  # one marker and line style per n_paths, beside its colour
+            if line.get_label() in sizes:
+                marker, style = styles[sizes.index(line.get_label()) % len(styles)]
+                line.set(marker=marker, linestyle=style)
+        ref = reference.loc[task]
+        own = [ax.plot([0], [data.loc[(data["task"] == task) & (data["length"] == 0), "value"]
+                              .mean()], "o", mfc="none", mec="k", ms=6,
+                       label="k = 0 (the embedding alone)")[0]]  # fmt: skip
+        for column, (label, color, style) in REFERENCE_LINES.items():
+            if column in ref and np.isfinite(ref[column]):
+                own.append(ax.axhline(ref[column], color=color, ls=style, lw=1, label=label))
+        floor = floors[task]
+        own.append(ax.axhspan(floor, floor + margin, color="0.8", alpha=0.5, lw=0,
+                              label="margin a best length must clear"))  # fmt: skip
+        ax.set_xlabel("path length k")
+        ax.xaxis.get_major_locator().set_params(integer=True)
+        ax.legend(handles=own, fontsize=6, loc="best")
+    return figure

@@ -44,7 +44,15 @@ from rankcollapse.theory.equilibria import (
     trajectory,
     unit_norm,
 )
-from rankcollapse.theory.rates import CollapseRate, collapse_rate
+from rankcollapse.theory.rates import (
+    CollapseRate,
+    at_layer,
+    collapse_rate,
+    contraction_factors,
+    first_layer_below,
+    layer_stats,
+    layers_above,
+)
 from rankcollapse.theory.wu import (
     MaskGraph,
     block_log_bound,
@@ -65,6 +73,7 @@ __all__ = [
     "Construction",
     "DongConstants",
     "MaskGraph",
+    "at_layer",
     "attention_step",
     "block_log_bound",
     "bound_excess",
@@ -72,8 +81,10 @@ __all__ = [
     "bound_margins",
     "causal_uniform_attention",
     "collapse_rate",
+    "contraction_factors",
     "counterexample_basin_arc",
     "counterexample_point_b",
+    "first_layer_below",
     "fit_output_maps",
     "fitted_rate",
     "fixed_point_residual",
@@ -84,6 +95,8 @@ __all__ = [
     "layer_constants",
     "layer_eps",
     "layer_grid",
+    "layer_stats",
+    "layers_above",
     "log10_one_step_bounds",
     "log10_stepwise_bound",
     "log10_unrolled_bound",

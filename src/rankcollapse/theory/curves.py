@@ -23,7 +23,7 @@ import pandas as pd
 import torch
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from rankcollapse.devices import DeviceName
+from rankcollapse.devices import DeviceName, resolve_dtype
 from rankcollapse.errors import InputError
 from rankcollapse.hf import LoadedModel, load_model, probe
 from rankcollapse.masks import parse_mask_spec
@@ -114,6 +114,8 @@ class CurvesConfig(BaseModel):
     """Sizes of the toy network and its inputs."""
     float64_models: list[str] = ["smollm2"]
     """Real models run in float64: SmolLM2 without its norms overflows float32 (mu ~ 1e37)."""
+    dtype: Literal["float32", "bfloat16", "float16"] = "float32"
+    """Parameter dtype of the other real models (metrics are float64, flagged at its floor)."""
     n_samples: int = Field(32, ge=1)
     """Text windows per real model."""
     n_tokens: int = Field(128, ge=4)
@@ -139,16 +141,18 @@ def load_real(
     seed: int,
     n_layers: int | None = None,
     double: bool = False,
+    dtype: str = "float32",
     device: torch.device | str = "cpu",
 ) -> LoadedModel:
-    """A real model by `rankcollapse.hf` name, placed on `device`; `n_layers` overrides the
-    depth of a random init.
+    """A real model by `rankcollapse.hf` name, placed on `device`, in `dtype` ("float32",
+    "bfloat16", "float16"), or float64 when `double`; `n_layers` overrides the depth of a
+    random init.
 
     The last one is kept per process: units of one model run one after another, and a fresh
     random init of a deep BERT costs more than probing it on a few windows.
     """
     overrides = {"num_hidden_layers": n_layers} if n_layers else None
-    dtype = torch.float64 if double else torch.float32
+    dtype = torch.float64 if double else resolve_dtype(dtype)
     return load_model(
         name, init=init, seed=seed, dtype=dtype, device=device, config_overrides=overrides
     )

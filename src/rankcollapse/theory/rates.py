@@ -1,7 +1,10 @@
-"""The measured collapse rate of a curve: one definition for every experiment and bound."""
+"""Measured per-layer curves: their statistics and the one measured collapse rate (used by
+every experiment and bound)."""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -40,3 +43,105 @@ def collapse_rate(curve: pd.DataFrame) -> CollapseRate:
     n_fit = int(floor.argmax()) if floor.any() else len(stats)
     geometric_mean = np.exp(stats["log"].to_numpy()[:n_fit])
     return CollapseRate(fitted_rate(geometric_mean), n_fit)
+
+
+def layer_stats(frame: pd.DataFrame, by: Sequence[str] = ()) -> pd.DataFrame:
+    """Per `by` and layer: mean, std, floor flag and geometric mean of `value` over the rest.
+
+    Rows (by..., layer, value, at_floor), e.g. one metric's tidy rows; groups keep the order in
+    which they first appear. `any_at_floor` is True when any value of the group sits at the
+    dtype floor; the geometric mean clips values at the smallest positive float.
+
+    Example:
+        >>> frame = pd.DataFrame({"layer": [0, 0, 1, 1], "value": [1.0, 4.0, 0.5, 0.5],
+        ...                       "at_floor": False})
+        >>> layer_stats(frame)[["layer", "mean", "geo_mean"]].to_numpy().tolist()
+        [[0.0, 2.5, 2.0], [1.0, 0.5, 0.5]]
+    """
+    table = (
+        frame.assign(log=np.log(frame["value"].clip(lower=np.finfo(float).tiny)))
+        .groupby([*by, "layer"], sort=False)
+        .agg(
+            mean=("value", "mean"),
+            std=("value", "std"),
+            log_mean=("log", "mean"),
+            any_at_floor=("at_floor", "any"),
+        )
+        .reset_index()
+    )
+    table["geo_mean"] = np.exp(table.pop("log_mean"))
+    return table
+
+
+def first_layer_below(
+    table: pd.DataFrame, level: float, *, by: str = "model"
+) -> dict[str, tuple[float, int]]:
+    """Per `by` of a `layer_stats` table: (first layer whose mean is below `level`, or inf;
+    the deepest layer).
+
+    Example:
+        >>> table = pd.DataFrame({"model": "m", "layer": [0, 1, 2], "mean": [1.0, 0.1, 1e-3]})
+        >>> first_layer_below(table, 0.01)
+        {'m': (2.0, 2)}
+    """
+    found = {}
+    for key, part in table.groupby(by, sort=False):
+        below = part.loc[part["mean"] < level, "layer"]
+        found[key] = (float(below.min()) if len(below) else math.inf, int(part["layer"].max()))
+    return found
+
+
+def at_layer(table: pd.DataFrame, layer: int | str, *, by: str = "model") -> pd.DataFrame:
+    """The rows of a per-layer table at `layer`; "last": at each `by`'s own last layer.
+
+    Example:
+        >>> table = pd.DataFrame({"model": ["a", "a", "b"], "layer": [1, 2, 1], "mean": [3, 4, 5]})
+        >>> at_layer(table, "last")["mean"].tolist(), at_layer(table, 1)["mean"].tolist()
+        ([4, 5], [3, 5])
+    """
+    if layer == "last":
+        return table[table["layer"] == table.groupby(by)["layer"].transform("max")]
+    return table[table["layer"] == layer]
+
+
+def layers_above(
+    frame: pd.DataFrame, metric: str, level: float, *, by: Sequence[str]
+) -> pd.DataFrame:
+    """Mean of every metric per (by..., layer) where the mean of `metric` exceeds `level`.
+
+    Rows (by..., layer, metric, value, at_floor); one column per metric in the result, e.g.
+    where res_comp_rel exceeds 1, with mu_rel and the stable rank that explain it.
+
+    Example:
+        >>> frame = pd.DataFrame({"model": "m", "layer": [0, 0, 1, 1], "at_floor": False,
+        ...                       "metric": ["a", "b"] * 2, "value": [2.0, 0.5, 0.1, 0.2]})
+        >>> layers_above(frame, "a", 1.0, by=["model"]).to_dict("records")
+        [{'model': 'm', 'layer': 0, 'a': 2.0, 'b': 0.5}]
+    """
+    keys = [*by, "layer"]
+    means = layer_stats(frame, (*by, "metric")).pivot_table(
+        index=keys, columns="metric", values="mean"
+    )
+    return means[means[metric] > level].rename_axis(columns=None).reset_index()
+
+
+def contraction_factors(curve: pd.DataFrame) -> tuple[float, np.ndarray, pd.DataFrame]:
+    """(max q_{l+1} / q_l, the factors q_l, the layers used) of one `layer_stats` curve.
+
+    Formula: q_l = R_{l+1} / R_l of the geometric mean R over the unbroken run of layers from
+    the input up to the first layer at the floor; a doubly exponential collapse (Dong et al.
+    2021, Thm 2.2: r_l <= c r_{l-1}^3) has shrinking q_l, so max q_{l+1} / q_l < 1. NaN when
+    fewer than three layers are above the floor.
+
+    Example:
+        >>> curve = pd.DataFrame({"layer": [0, 1, 2, 3], "any_at_floor": False,
+        ...                       "geo_mean": [0.5, 0.5**3, 0.5**9, 0.5**27]})
+        >>> round(contraction_factors(curve)[0], 6)
+        0.0625
+    """
+    above = curve[~curve["any_at_floor"].astype(bool)].sort_values("layer")
+    layers = above["layer"].to_numpy()
+    run = above[layers == np.arange(len(layers)) + layers[0]] if len(layers) else above
+    q = run["geo_mean"].to_numpy()[1:] / run["geo_mean"].to_numpy()[:-1]
+    ratios = q[1:] / q[:-1]
+    return (float(ratios.max()) if len(ratios) else float("nan")), q, run

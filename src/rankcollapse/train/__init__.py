@@ -8,7 +8,13 @@ from rankcollapse.train.amsel import (
     train_farthest_encoder,
     training_rows,
 )
-from rankcollapse.train.evaluate import accuracy, evaluate_san, path_accuracies
+from rankcollapse.train.evaluate import (
+    accuracy,
+    evaluate_san,
+    path_accuracies,
+    path_accuracy_tables,
+    path_effectiveness,
+)
 from rankcollapse.train.fit import TaskSetup, TrainedModel, train_model, train_on_task
 from rankcollapse.train.grid import (
     GridPoint,
@@ -42,6 +48,8 @@ __all__ = [
     "checkpoint_key",
     "evaluate_san",
     "path_accuracies",
+    "path_accuracy_tables",
+    "path_effectiveness",
     "tail_change",
     "train",
     "train_encoder",

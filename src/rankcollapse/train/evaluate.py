@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 import pandas as pd
 import torch
 from torch import Tensor
@@ -18,6 +19,8 @@ from rankcollapse.nets import SAN
 from rankcollapse.paths import restricted_logits, sample_paths
 from rankcollapse.tasks import TaskData, label_ceiling, trivial_baselines
 
+BASELINES = ("random", "majority", "position_majority")
+"""The trivial predictors `evaluate_san` reports beside the full model."""
 MAX_ROUTE_SEQUENCES = 20_000
 """Routes x sequences per batched pass of `path_accuracies` (bounds memory, not results)."""
 
@@ -123,3 +126,77 @@ def evaluate_san(
         ],
         ignore_index=True,
     )[["kind", "n_paths", "length", "repeat", "metric", "value"]]
+
+
+def path_effectiveness(
+    rows: pd.DataFrame, n_layers: int, *, short: int = 2, margin: float = 0.05
+) -> dict:
+    """How accuracy spreads over path lengths, from `evaluate_san` rows of one task.
+
+    Rows of one task (one seed or several; `kind` "paths" with n_paths, length, value, the
+    rest the full model and baselines); Dong, Cordonnier, Loukas 2021, Sec. 5, Fig. 4. Keys:
+    `full` (full-model accuracy); `best_length`, the longest of the best path lengths k >= 1
+    (best over n_paths), NaN unless it beats `floor` (the best of the trivial baselines and
+    k = 0) by `margin`; `long_gap`, accuracy at k = n_layers minus the best baseline; `gain`,
+    the smallest accuracy gain of the most paths over the fewest (20 over 5 when run) at
+    k = 1..short; `full_margin`, the full model minus the best path accuracy; notes in words.
+    """
+    ref = rows[rows["kind"] != "paths"].groupby("metric")["value"].mean()
+    paths = rows[rows["kind"] == "paths"].astype({"n_paths": int, "length": int})
+    curve = paths.groupby(["n_paths", "length"])["value"].mean()  # mean accuracy per (n_paths, k)
+    by_length = curve.groupby(level="length").max()  # best over n_paths at each k
+    trivial = ref.reindex(list(BASELINES)).dropna()
+    trivial_name = str(trivial.idxmax()).replace("_", " ") if len(trivial) else "none"
+    # A best length must beat what needs no attention: the trivial predictors and k = 0.
+    floor = max(trivial.max(), by_length.get(0, -np.inf)) if len(trivial) else np.nan
+    floor_name = "k = 0" if by_length.get(0, -np.inf) > trivial.max() else trivial_name
+    attention = by_length[by_length.index >= 1]
+    best = float(attention.max())
+    tied = [int(k) for k, v in attention.items() if abs(v - best) <= 1e-12]
+    beats = best - floor >= margin
+    sizes = sorted(set(paths["n_paths"]))
+    small, large = (5, 20) if {5, 20} <= set(sizes) else (sizes[0], sizes[-1])
+    gains = [
+        curve[large, k] - curve[small, k]
+        for k in range(1, short + 1)
+        if (large, k) in curve and (small, k) in curve
+    ]
+    lengths = ", ".join(f"k={k}: {v:.3f}" for k, v in by_length.items())
+    ceiling = ref.get("ceiling")
+    return {
+        "full": float(ref.get("accuracy", np.nan)),
+        "best_length": float(max(tied)) if tied and beats else np.nan,
+        "best_note": f"{lengths}; best k >= 1: {', '.join(map(str, tied))} at {best:.3f}, "
+        f"{best - floor:+.3f} against the best of the trivial baselines and k = 0 ({floor_name} "
+        f"{floor:.3f}); "
+        + ("beats it by the margin" if beats else f"no length beats it by {margin}"),
+        "floor": floor,
+        "trivial_note": f"best trivial baseline: {trivial_name} {trivial.max():.3f}",
+        "long_gap": float(by_length.get(n_layers, np.nan)) - float(trivial.max()),
+        "gain": float(min(gains)) if gains else np.nan,
+        "n_small": small,
+        "n_large": large,
+        "full_margin": float(ref.get("accuracy", np.nan)) - float(by_length.max()),
+        "ceiling_note": "" if ceiling is None else f"; ceiling without positions {ceiling:.3f}",
+    }
+
+
+def path_accuracy_tables(results: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """(path rows, reference, wide) of `evaluate_san` rows with a `task` column.
+
+    reference: per task the mean full-model accuracy ("full model") and baselines; wide: per
+    (task, length) the mean and std of the path accuracy for each n_paths.
+    """
+    paths = results[results["kind"] == "paths"].astype({"n_paths": int, "length": int})
+    reference = (
+        results[results["kind"] != "paths"]
+        .pivot_table(index="task", columns="metric", values="value", observed=True)
+        .rename_axis(columns=None)
+        .rename(columns={"accuracy": "full model"})
+    )
+    wide = paths.pivot_table(
+        index=["task", "length"], columns="n_paths", values="value", aggfunc=["mean", "std"],
+        observed=True,
+    )  # fmt: skip
+    wide.columns = [f"accuracy {stat}, {n} paths" for stat, n in wide.columns]
+    return paths, reference, wide

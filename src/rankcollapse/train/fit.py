@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import torch
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from torch import Tensor, nn
@@ -29,6 +30,11 @@ class TrainedModel:
     losses: list[float]
     reused: bool
     key: str
+
+    def stats(self) -> dict[str, float]:
+        """final_loss (mean over the last 5% of steps, NaN without steps), reused_checkpoint."""
+        last = self.losses[-max(1, len(self.losses) // 20) :] or [float("nan")]
+        return {"final_loss": float(np.mean(last)), "reused_checkpoint": float(self.reused)}
 
 
 def train_model(
