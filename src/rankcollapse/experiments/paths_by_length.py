@@ -71,7 +71,7 @@ class Config(toy_sizes(n_layers=6, n_heads=2, d_model=32, n_tokens=16, n_samples
     toy_variants: list[ToyVariant] = Field(default_factory=lambda: list(TOY))
     """Toy variants: san, san+skip, san+skip+ln (post-LN), transformer (skip + MLP + post-LN)."""
     models: list[str] = Field(default_factory=lambda: ["minilm:pretrained", "llama-small:random"])
-    """Real models as name:init (names of rankcollapse.hf.MODELS of the bert or llama family)."""
+    """Real models as name:init (names of rankcollapse.hf.MODELS; every family decomposes)."""
     n_paths: int = Field(8, ge=1, le=1000)
     """Sampled paths per length for the attention-product analysis."""
     seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
@@ -138,15 +138,18 @@ def _toy(config: Config, unit: Unit):
 def _real(config: Config, unit: Unit):
     import torch
 
-    from rankcollapse.hf import load_model
-    from rankcollapse.hf.text import load_windows
+    from rankcollapse.hf import load_model, model_inputs
     from rankcollapse.paths import freeze_real
 
     loaded = load_model(unit["model"], init=unit["init"], seed=unit["seed"], dtype=torch.float64)
-    ids, token_mask = load_windows(
-        loaded.tokenizer, n_samples=config.n_samples, n_tokens=config.n_tokens, seed=unit["seed"]
+    inputs, token_mask = model_inputs(  # text windows; random ids without a tokenizer; pixels
+        loaded,
+        random_tokens=loaded.tokenizer is None,
+        n_samples=config.n_samples,
+        n_tokens=config.n_tokens,
+        seed=unit["seed"],
     )
-    return freeze_real(loaded, ids, token_mask)
+    return freeze_real(loaded, inputs, token_mask)
 
 
 def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
