@@ -197,6 +197,7 @@ def _frozen(args: argparse.Namespace):
         return freeze_real(loaded, ids, token_mask), f"{args.model} ({args.init})"
     from rankcollapse.nets import NetConfig, ToyNet, random_tokens
     from rankcollapse.paths import freeze_toy
+    from rankcollapse.seeds import stream_seed
 
     config = NetConfig(
         n_layers=args.layers,
@@ -207,7 +208,7 @@ def _frozen(args: argparse.Namespace):
         mlp=args.mlp,
         seed=args.seed,
     )
-    x = random_tokens(args.samples, args.tokens, args.width, seed=10_000 + args.seed)
+    x = random_tokens(args.samples, args.tokens, args.width, seed=stream_seed(args.seed, "data"))
     label = f"toy L={args.layers} H={args.heads} skip={args.skip} norm={args.norm} mlp={args.mlp}"
     return freeze_toy(ToyNet(config), x), label
 
