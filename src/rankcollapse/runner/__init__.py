@@ -9,6 +9,7 @@ starts. The Python API has the power of `rankcollapse run`:
     result = run_experiment("toy-collapse", preset="quick", overrides={"seeds": [0, 1]})
     result.results, result.claims, result.report_path
     run_experiment("toy-collapse", jobs=2, backend="ray")       # address="HOST:PORT" joins
+    run_all(preset="quick", jobs=2)   # the units of every experiment on one pool of 2 workers
     dry_run(plan("toy-collapse", preset="paper")).wall_seconds(2)  # seconds on 2 workers
 """
 
@@ -19,6 +20,7 @@ from rankcollapse.runner.run import (
     RunResult,
     config_hash,
     execute,
+    execute_all,
     load_config_file,
     parse_overrides,
     plan,
@@ -36,6 +38,7 @@ __all__ = [
     "config_hash",
     "dry_run",
     "execute",
+    "execute_all",
     "load_config_file",
     "makespan",
     "parse_overrides",

@@ -108,4 +108,4 @@ def startup_seconds(backend: str, jobs: int, address: str | None = None) -> floa
 
 
 def _warm(*_: object) -> None:
-    import rankcollapse.experiments  # noqa: F401  what every unit's worker imports first
+    import torch  # noqa: F401  what every unit's worker imports first
