@@ -14,7 +14,13 @@ starts. The Python API has the power of `rankcollapse run`:
 """
 
 from rankcollapse.runner.backends import BACKENDS, RAY_EXTRA
-from rankcollapse.runner.estimate import DryRun, dry_run, makespan, startup_seconds
+from rankcollapse.runner.estimate import (
+    DryRun,
+    dry_run,
+    makespan,
+    startup_seconds,
+    stored_dry_run,
+)
 from rankcollapse.runner.run import (
     Plan,
     RunResult,
@@ -47,4 +53,5 @@ __all__ = [
     "run_experiment",
     "session",
     "startup_seconds",
+    "stored_dry_run",
 ]
