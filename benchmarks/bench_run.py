@@ -27,6 +27,7 @@ from pathlib import Path
 from rankcollapse.experiments import experiment_names
 from rankcollapse.runner import execute_all, plan, session, startup_seconds
 
+os.environ.setdefault("TQDM_DISABLE", "1")  # as the CLI: no third-party progress bars
 SETUPS = {"jobs1": ("process", 1), "jobs2": ("process", 2), "ray2": ("ray", 2)}
 LONGEST = ("amsel2024-encoder", "amsel2024-depth", "dong2021-path-effectiveness")
 TARGET = 0.6

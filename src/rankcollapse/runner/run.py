@@ -337,15 +337,13 @@ def expected_seconds(plan: Plan, stored: Stored) -> list[float | None]:
     an earlier complete run of the same experiment and preset in a sibling folder, else the
     mean time of the units stored in this folder and those runs, else None (nothing known)."""
     times: dict[str, float] = {}
+    same = {"experiment": plan.experiment.name, "preset": plan.preset}
     for path in sorted(plan.out_dir.parent.glob("*/manifest.json")):
         try:
             manifest = json.loads(path.read_text())
         except (OSError, ValueError):
             continue
-        if (manifest.get("experiment"), manifest.get("preset")) != (
-            plan.experiment.name,
-            plan.preset,
-        ):
+        if not isinstance(manifest, dict) or any(manifest.get(k) != v for k, v in same.items()):
             continue
         for entry in manifest.get("units_where") or []:
             if isinstance(entry, dict) and isinstance(entry.get("seconds"), int | float):
