@@ -1,8 +1,9 @@
 """The time columns of the README's experiment table, from stored runs (nothing is run).
 
-    quick         the wall time of the latest complete quick run (its manifest: finished -
-                  started, units only), searched in every --runs folder as RUNS/NAME/*/
-    paper preset  a complete paper run in those folders: its wall time, measured; else the units
+    quick         the time of the latest complete quick run on one worker: its manifest's
+                  `unit_seconds` (the units' times summed; reports excluded), searched in
+                  every --runs folder as RUNS/NAME/*/
+    paper preset  a complete paper run in those folders: the same sum, measured; else the units
                   stored in PAPER/NAME/paper (dry-run samples of `rankcollapse run NAME
                   --preset paper --dry-run --out PAPER/NAME/paper`, or a partial run), every
                   other unit at their mean time, on one worker: "~2.1 h (estimate)"
@@ -15,7 +16,6 @@ Run: .venv/bin/python benchmarks/readme_times.py --runs /work/runs/quick /work/r
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import math
 from pathlib import Path
@@ -48,18 +48,13 @@ def complete_runs(roots: list[Path], name: str, preset: str) -> list[dict]:
     return sorted(found, key=lambda m: m["finished"])
 
 
-def wall(manifest: dict) -> float:
-    started, finished = (dt.datetime.fromisoformat(manifest[k]) for k in ("started", "finished"))
-    return (finished - started).total_seconds()
-
-
 def times(name: str, roots: list[Path], paper_root: Path) -> tuple[str, str]:
     """The two cells of experiment `name`."""
     quick = complete_runs(roots, name, "quick")
-    quick_cell = duration(wall(quick[-1])) if quick else NOT_RUN
+    quick_cell = duration(quick[-1]["unit_seconds"]) if quick else NOT_RUN
     paper = complete_runs(roots, name, "paper")
     if paper:
-        return quick_cell, duration(wall(paper[-1]))
+        return quick_cell, duration(paper[-1]["unit_seconds"])
     estimate = stored_dry_run(plan(name, "paper", out=paper_root / name / "paper"))
     total = sum(estimate.seconds)
     if math.isnan(total):

@@ -367,6 +367,7 @@ class _Run:
     waited: float
     progress: Progress | None
     done: int = 0
+    first_start: dt.datetime | None = None  # when its first computed unit started
     result: RunResult | None = None
 
     @classmethod
@@ -412,6 +413,8 @@ class _Run:
         store_unit(self.plan, self.paths[i], i, rows, seconds, where)
         self.stored.rows[i], self.stored.seconds[i], self.stored.where[i] = rows, seconds, where
         self.done += 1
+        start = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=seconds)
+        self.first_start = min(start, self.first_start or start)
         if self.progress:
             self.progress(self.plan.experiment.name, self.done, len(self.plan.units))
 
@@ -422,6 +425,8 @@ class _Run:
         plan, stored, manifest = self.plan, self.stored, self.manifest
         results = pd.concat(stored.rows, ignore_index=True)
         write_atomic(plan.out_dir / "results.csv", results.to_csv(index=False).encode())
+        if self.first_start:  # in `run all` units of other experiments may have run first
+            manifest["started"] = self.first_start.isoformat(timespec="seconds")
         manifest.update(
             finished=_now(),
             unit_seconds=round(sum(stored.seconds), 3),
