@@ -314,7 +314,8 @@ def execute_all(
         units = [Task(run.plan.experiment.run_unit, run.plan.config, run.plan.units[i])
                  for run, i in tasks]  # fmt: skip
         try:
-            run_units(backend, units, finished, jobs, address)
+            if units:  # nothing to start for runs whose every unit is stored
+                run_units(backend, units, finished, jobs, address)
         except UnitFailure as failure:
             run, i = tasks[failure.index]
             name, n_units = run.plan.experiment.name, len(run.plan.units)
