@@ -4,13 +4,14 @@ are stored and reused by the real run; nothing else runs."""
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import pytest
 from tiny_experiment import TINY
 
 from rankcollapse import cli, runner
 from rankcollapse.experiments import _registry
-from rankcollapse.runner import dry_run, makespan, plan, run_experiment
+from rankcollapse.runner import dry_run, makespan, plan, run_experiment, stored_dry_run
 
 
 def calls(log_dir) -> list[str]:
@@ -49,6 +50,20 @@ def test_a_dry_run_uses_stored_unit_times_before_sampling(tmp_path):
     assert estimate.source == ["stored", "stored"] and len(calls(tmp_path)) == 2
     assert estimate.remaining == [] and estimate.wall_seconds(2) == 0.0
     assert first.n_computed == 2
+
+
+def test_a_stored_dry_run_reads_stored_unit_times_and_writes_nothing(tmp_path):
+    (tmp_path / "slow").write_text("0.05")
+    p = plan(TINY, overrides={"log_dir": str(tmp_path)}, out=tmp_path / "run")
+    assert all(math.isnan(s) for s in stored_dry_run(p).seconds)  # nothing stored
+    dry_run(p, samples=2)
+    before = sorted(f.name for f in p.out_dir.rglob("*"))
+    estimate = stored_dry_run(p)
+    assert estimate.source == ["stored"] + ["estimated"] * 4 + ["stored"]
+    mean = (estimate.seconds[0] + estimate.seconds[5]) / 2
+    assert estimate.seconds[1:5] == [mean] * 4 and mean >= 0.05
+    assert sorted(f.name for f in p.out_dir.rglob("*")) == before
+    assert len(calls(tmp_path)) == 2
 
 
 def test_run_dry_run_prints_units_count_and_estimates(tmp_path, capsys, monkeypatch):

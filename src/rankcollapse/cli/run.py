@@ -88,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
     from rankcollapse.errors import ConfigError
     from rankcollapse.experiments import experiment_names
     from rankcollapse.files import check_writable
-    from rankcollapse.runner import execute, parse_overrides, plan, session
+    from rankcollapse.runner import execute_all, parse_overrides, plan
 
     if args.jobs < 1:
         raise ConfigError(f"--jobs is {args.jobs}; it must be at least 1 (workers).")
@@ -111,18 +111,13 @@ def run(args: argparse.Namespace) -> int:
 
     if args.dry_run:
         return print_dry_run(plans, args, notify)
-    with session(args.backend, args.jobs, args.address):
-        for p in plans:
-            with _progress_bar(err_console) as progress:
-                result = execute(
-                    p,
-                    args.jobs,
-                    progress,
-                    backend=args.backend,
-                    address=args.address,
-                    notify=notify,
-                )
-            print_claims(result)
+    # One set of workers runs the units of every experiment; a bar per experiment.
+    with _progress_bar(err_console) as progress:
+        results = execute_all(
+            plans, args.jobs, progress, backend=args.backend, address=args.address, notify=notify
+        )
+    for result in results:
+        print_claims(result)
     return 0
 
 
@@ -182,7 +177,8 @@ def _duration(seconds: float) -> str:
 
 
 class _progress_bar:
-    """A rich progress bar (on stderr) driven by the runner's (name, done, total) callback."""
+    """Rich progress bars (on stderr), one per experiment, driven by the runner's
+    (name, done, total) callback."""
 
     def __init__(self, console) -> None:
         from rich.progress import (
@@ -204,7 +200,7 @@ class _progress_bar:
             TimeRemainingColumn(),
             console=console,
         )
-        self.task = None
+        self.tasks: dict[str, int] = {}
 
     def __enter__(self):
         self.progress.start()
@@ -214,9 +210,9 @@ class _progress_bar:
         self.progress.stop()
 
     def __call__(self, name: str, done: int, total: int) -> None:
-        if self.task is None:
-            self.task = self.progress.add_task(name, total=total, completed=done)
-        self.progress.update(self.task, completed=done)
+        if name not in self.tasks:
+            self.tasks[name] = self.progress.add_task(name, total=total, completed=done)
+        self.progress.update(self.tasks[name], completed=done)
 
 
 def print_claims(result) -> None:

@@ -1,28 +1,11 @@
 """Every experiment of the three papers, registered by name.
 
-Each module below registers itself on import; add a new experiment by adding its import.
+`MODULES` names the module of each experiment; a module is imported the first time its
+experiment is asked for (`get_experiment`), where it registers itself. A worker process that
+runs units of one experiment thus imports that experiment's module alone (and not, say, the
+real models another one loads). Add a new experiment by adding its line to `MODULES`.
 """
 
-# Experiment modules (each registers itself):
-from rankcollapse.experiments import (
-    amsel2024_constructions,  # noqa: F401
-    amsel2024_depth,  # noqa: F401
-    amsel2024_encoder,  # noqa: F401
-    amsel2024_rank_vs_heads,  # noqa: F401
-    dong2021_bounds,  # noqa: F401
-    dong2021_circle,  # noqa: F401
-    dong2021_path_effectiveness,  # noqa: F401
-    dong2021_path_lengths,  # noqa: F401
-    dong2021_rank_collapse,  # noqa: F401
-    paths_by_length,  # noqa: F401
-    toy_collapse,  # noqa: F401
-    wu2024_counterexample,  # noqa: F401
-    wu2024_equilibria,  # noqa: F401
-    wu2024_geometry,  # noqa: F401
-    wu2024_masks,  # noqa: F401
-    wu2024_rates,  # noqa: F401
-    wu2024_temperature,  # noqa: F401
-)
 from rankcollapse.experiments._registry import (
     DEFAULT_PRESET,
     PRESETS,
@@ -31,6 +14,7 @@ from rankcollapse.experiments._registry import (
     Summary,
     Unit,
     check,
+    declare,
     experiment_names,
     finding,
     for_every,
@@ -41,14 +25,38 @@ from rankcollapse.experiments._registry import (
     seeds_agree,
 )
 
+MODULES = {  # experiment name -> its module in this package
+    "amsel2024-constructions": "amsel2024_constructions",
+    "amsel2024-depth": "amsel2024_depth",
+    "amsel2024-encoder": "amsel2024_encoder",
+    "amsel2024-rank-vs-heads": "amsel2024_rank_vs_heads",
+    "dong2021-bounds": "dong2021_bounds",
+    "dong2021-circle": "dong2021_circle",
+    "dong2021-path-effectiveness": "dong2021_path_effectiveness",
+    "dong2021-path-lengths": "dong2021_path_lengths",
+    "dong2021-rank-collapse": "dong2021_rank_collapse",
+    "paths-by-length": "paths_by_length",
+    "toy-collapse": "toy_collapse",
+    "wu2024-counterexample": "wu2024_counterexample",
+    "wu2024-equilibria": "wu2024_equilibria",
+    "wu2024-geometry": "wu2024_geometry",
+    "wu2024-masks": "wu2024_masks",
+    "wu2024-rates": "wu2024_rates",
+    "wu2024-temperature": "wu2024_temperature",
+}
+for _name, _module in MODULES.items():
+    declare(_name, f"{__name__}.{_module}")
+
 __all__ = [
     "DEFAULT_PRESET",
+    "MODULES",
     "PRESETS",
     "Claim",
     "Experiment",
     "Summary",
     "Unit",
     "check",
+    "declare",
     "experiment_names",
     "finding",
     "for_every",

@@ -22,6 +22,7 @@ resumes and reports.
 
 from __future__ import annotations
 
+import importlib
 import math
 import typing
 from collections.abc import Callable, Mapping, Sequence
@@ -365,26 +366,41 @@ def _check_keys(name: str, model: type[BaseModel], values: Mapping[str, Any], pr
             _check_keys(name, sub, value, prefix=f"{prefix}{key}.")
 
 
-_REGISTRY: dict[str, Experiment] = {}
+_REGISTRY: dict[str, Experiment | str] = {}  # name -> experiment, or the module that registers it
+_IMPORTED: dict[str, Experiment] = {}  # every experiment a module registered, for `get_experiment`
+
+
+def declare(name: str, module: str) -> None:
+    """Name an experiment that `module` registers when imported; it is imported on first use
+    (`get_experiment`), so a worker running one experiment imports that module alone."""
+    _REGISTRY.setdefault(name, module)
 
 
 def register(exp: Experiment) -> Experiment:
     """Add an experiment to the registry (called once, at the bottom of its module)."""
-    if exp.name in _REGISTRY:
-        raise RuntimeError(f"experiment {exp.name!r} registered twice")
+    if isinstance(_REGISTRY.get(exp.name), Experiment):  # a declared name (a str) registers once
+        raise RuntimeError(f"experiment {exp.name!r} registered twice")  # noqa: TRY004
     for required in PRESETS:
         if required not in exp.presets:
             raise RuntimeError(f"experiment {exp.name!r} lacks the {required!r} preset")
-    _REGISTRY[exp.name] = exp
+    _REGISTRY[exp.name] = _IMPORTED[exp.name] = exp
     return exp
 
 
 def get_experiment(name: str) -> Experiment:
-    """The registered experiment called `name`, or an error listing the known ones."""
+    """The registered experiment called `name` (its module imported now if it was only
+    declared), or an error listing the known ones."""
     if name not in _REGISTRY:
         raise unknown_name("experiment", name, sorted(_REGISTRY))
-    return _REGISTRY[name]
+    entry = _REGISTRY[name]
+    if isinstance(entry, str):
+        importlib.import_module(entry)
+        if name not in _IMPORTED:
+            raise RuntimeError(f"module {entry} does not register the experiment {name!r}")
+        entry = _REGISTRY[name] = _IMPORTED[name]
+    return entry
 
 
 def experiment_names() -> list[str]:
+    """Every registered or declared experiment, sorted (nothing is imported)."""
     return sorted(_REGISTRY)

@@ -9,16 +9,24 @@ starts. The Python API has the power of `rankcollapse run`:
     result = run_experiment("toy-collapse", preset="quick", overrides={"seeds": [0, 1]})
     result.results, result.claims, result.report_path
     run_experiment("toy-collapse", jobs=2, backend="ray")       # address="HOST:PORT" joins
+    run_all(preset="quick", jobs=2)   # the units of every experiment on one pool of 2 workers
     dry_run(plan("toy-collapse", preset="paper")).wall_seconds(2)  # seconds on 2 workers
 """
 
 from rankcollapse.runner.backends import BACKENDS, RAY_EXTRA
-from rankcollapse.runner.estimate import DryRun, dry_run, makespan, startup_seconds
+from rankcollapse.runner.estimate import (
+    DryRun,
+    dry_run,
+    makespan,
+    startup_seconds,
+    stored_dry_run,
+)
 from rankcollapse.runner.run import (
     Plan,
     RunResult,
     config_hash,
     execute,
+    execute_all,
     load_config_file,
     parse_overrides,
     plan,
@@ -36,6 +44,7 @@ __all__ = [
     "config_hash",
     "dry_run",
     "execute",
+    "execute_all",
     "load_config_file",
     "makespan",
     "parse_overrides",
@@ -44,4 +53,5 @@ __all__ = [
     "run_experiment",
     "session",
     "startup_seconds",
+    "stored_dry_run",
 ]

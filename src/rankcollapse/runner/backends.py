@@ -1,14 +1,21 @@
 """Where units run: in this process, in spawned worker processes, or as Ray tasks.
 
-Every backend calls `finished(i, rows, seconds, where)` in the driver as each unit finishes (so
+Every backend calls `finished(i, rows, seconds, where)` in the driver as task `i` finishes (so
 the driver alone writes unit files, and progress counts units as they finish) and runs every
 unit through `call_unit`: one torch thread, its time, the node and device it ran on, and a
 failure as data (type, message, traceback) rather than an exception that must cross processes.
+The tasks may come from several experiments (`run all`): one set of workers runs them all, in
+the order given.
 
-    process, jobs=1   in this process, units in order
+    process, jobs=1   in this process, tasks in order
     process, jobs=N   N spawned processes (fork is unsafe with torch's threads)
     ray, jobs=N       one Ray task per unit (num_cpus=1): a local Ray instance with N CPUs,
                       started and shut down here, or the cluster at `address`
+
+A worker unpickles `run_unit` by reference, which imports that experiment's module alone (see
+`rankcollapse.experiments`), and keeps what it loaded (pretrained models are cached per
+process) for the next unit it gets. Workers use one thread each (torch, OpenMP, BLAS), so
+`jobs` workers use `jobs` cores and the results do not depend on `jobs`.
 
 On the first failure no new unit starts; units already running finish and are stored (process
 pool) or are cancelled (Ray), and the failure is raised as `UnitFailure`. Ctrl-C cancels every
@@ -37,7 +44,7 @@ from rankcollapse.errors import ConfigError
 
 BACKENDS = ("process", "ray")
 RAY_EXTRA = 'pip install -e ".[ray]"'
-Finished = Callable[[int, pd.DataFrame, float, dict], None]  # (index, rows, seconds, where)
+Finished = Callable[[int, pd.DataFrame, float, dict], None]  # (task, rows, seconds, where)
 
 
 @dataclass
@@ -50,10 +57,10 @@ class Failed:
 
 
 class UnitFailure(Exception):
-    """Unit `index` raised; `failed` holds what it raised and where."""
+    """Task `index` raised; `failed` holds what it raised and where."""
 
     def __init__(self, index: int, failed: Failed) -> None:
-        super().__init__(f"unit {index}: {failed.kind}: {failed.message}")
+        super().__init__(f"task {index}: {failed.kind}: {failed.message}")
         self.index, self.failed = index, failed
 
 
@@ -93,28 +100,27 @@ def _device(config: BaseModel) -> str:
     return device
 
 
-@dataclass
-class Work:
-    """The units to run: `units[i]` for every i in `pending`, each via `run_unit(config, unit)`,
-    and `finished` to call in the driver as each one ends."""
+@dataclass(frozen=True)
+class Task:
+    """One unit to run: `run_unit(config, unit)`."""
 
     run_unit: Callable
     config: BaseModel
-    units: Sequence[dict]
-    pending: Sequence[int]
-    finished: Finished
+    unit: dict
 
 
-def run_units(backend: str, work: Work, jobs: int, address: str | None = None) -> None:
-    """Run the pending units on `backend` with `jobs` workers (see the module doc)."""
+def run_units(
+    backend: str, tasks: Sequence[Task], finished: Finished, jobs: int, address: str | None = None
+) -> None:
+    """Run `tasks` on `backend` with `jobs` workers, calling `finished` as each one ends."""
     if backend == "ray":
         with ray_session(jobs, address):
-            _run_ray(work)
+            _run_ray(tasks, finished)
     elif jobs == 1:
-        for i in work.pending:
-            _deliver(i, *call_unit(work.run_unit, work.config, work.units[i]), work.finished)
+        for i, t in enumerate(tasks):
+            _deliver(i, *call_unit(t.run_unit, t.config, t.unit), finished)
     else:
-        _run_processes(work, jobs)
+        _run_processes(tasks, finished, jobs)
 
 
 def _deliver(i: int, rows: Any, seconds: float, where: dict, finished: Finished) -> None:
@@ -123,18 +129,18 @@ def _deliver(i: int, rows: Any, seconds: float, where: dict, finished: Finished)
     finished(i, rows, seconds, where)
 
 
-def _run_processes(work: Work, jobs: int) -> None:
-    try:
-        pickle.dumps((work.run_unit, work.config))  # a check only: workers receive them pickled
-    except Exception as err:
-        raise TypeError(
-            f"run_unit and Config must be module-level (picklable) to run with jobs > 1 "
-            f"({err}); use jobs=1 or move them to module level."
-        ) from err
+def _run_processes(tasks: Sequence[Task], finished: Finished, jobs: int) -> None:
+    for t in {id(t.config): t for t in tasks}.values():
+        try:
+            pickle.dumps((t.run_unit, t.config))  # a check only: workers receive them pickled
+        except Exception as err:
+            raise TypeError(
+                f"run_unit and Config must be module-level (picklable) to run with jobs > 1 "
+                f"({err}); use jobs=1 or move them to module level."
+            ) from err
     with process_pool(jobs) as pool:
         futures = {
-            pool.submit(call_unit, work.run_unit, work.config, work.units[i]): i
-            for i in work.pending
+            pool.submit(call_unit, t.run_unit, t.config, t.unit): i for i, t in enumerate(tasks)
         }
         remaining, failure = set(futures), None
         try:
@@ -144,7 +150,7 @@ def _run_processes(work: Work, jobs: int) -> None:
                     if future.cancelled():
                         continue
                     try:
-                        _deliver(futures[future], *future.result(), work.finished)
+                        _deliver(futures[future], *future.result(), finished)
                     except UnitFailure as err:
                         failure = failure or err
                 if failure:  # let running units finish and be stored; start no new ones
@@ -159,30 +165,33 @@ def _run_processes(work: Work, jobs: int) -> None:
 
 
 _POOLS: dict[int, ProcessPoolExecutor] = {}  # open process sessions, by number of workers
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
 
 @contextlib.contextmanager
 def process_pool(jobs: int) -> Iterator[ProcessPoolExecutor]:
     """The pool of the enclosing process session with `jobs` workers, else a new one for the
-    block. A session lets every experiment of `run all` share workers that are already up
-    (each spawned worker imports the package once, which takes seconds)."""
+    block. A session lets every experiment of `run all` share workers that are already up."""
     if jobs in _POOLS:
         yield _POOLS[jobs]
         return
     # spawn: a fresh interpreter per worker, safe with torch's own threads (fork is not).
-    context = multiprocessing.get_context("spawn")
-    pool = ProcessPoolExecutor(jobs, mp_context=context, initializer=init_worker)
+    # Workers start when tasks are submitted and read the thread limits from the environment
+    # as they load their libraries, so the variables are set while the pool lives.
+    saved = {name: os.environ.get(name) for name in THREAD_VARIABLES}
+    os.environ.update(dict.fromkeys(THREAD_VARIABLES, "1"))
+    pool = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"))
     _POOLS[jobs] = pool
     try:
         yield pool
     finally:
         del _POOLS[jobs]
         pool.shutdown(wait=True, cancel_futures=True)
-
-
-def init_worker() -> None:
-    # Units of one run share the machine: one thread each, so `jobs` processes use `jobs` cores.
-    os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = "1"
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def _import_ray() -> Any:
@@ -214,7 +223,7 @@ def ray_session(jobs: int, address: str | None = None) -> Iterator[None]:
             num_cpus=jobs,
             include_dashboard=False,
             log_to_driver=False,
-            runtime_env={"env_vars": {"PYTHONPATH": path}},
+            runtime_env={"env_vars": {"PYTHONPATH": path, **dict.fromkeys(THREAD_VARIABLES, "1")}},
             _node_ip_address="127.0.0.1",
         )
     try:
@@ -223,20 +232,23 @@ def ray_session(jobs: int, address: str | None = None) -> Iterator[None]:
         ray.shutdown()
 
 
-def _run_ray(work: Work) -> None:
+def _run_ray(tasks: Sequence[Task], finished: Finished) -> None:
     ray = _import_ray()
-    task = ray.remote(num_cpus=1, max_retries=0)(call_unit)
-    run_ref, config_ref = ray.put(work.run_unit), ray.put(work.config)
-    refs = {task.remote(run_ref, config_ref, work.units[i]): i for i in work.pending}
+    remote = ray.remote(num_cpus=1, max_retries=0)(call_unit)
+    refs: dict[int, tuple[Any, Any]] = {}  # id(config) -> (run_unit, config) in the object store
+    for t in tasks:
+        if id(t.config) not in refs:
+            refs[id(t.config)] = (ray.put(t.run_unit), ray.put(t.config))
+    pending = {remote.remote(*refs[id(t.config)], t.unit): i for i, t in enumerate(tasks)}
     try:
-        while refs:
-            ready, _ = ray.wait(list(refs), num_returns=1)
+        while pending:
+            ready, _ = ray.wait(list(pending), num_returns=1)
             for ref in ready:
-                _deliver(refs.pop(ref), *ray.get(ref), work.finished)
+                _deliver(pending.pop(ref), *ray.get(ref), finished)
     except BaseException:  # a failed unit, Ctrl-C, a lost node: nothing else may start
-        for ref in refs:
+        for ref in pending:
             ray.cancel(ref)  # the worker stays up; its unit stops with KeyboardInterrupt
-        for ref in refs:  # return only once no cancelled unit can still be computing
+        for ref in pending:  # return only once no cancelled unit can still be computing
             with contextlib.suppress(Exception):
                 ray.get(ref, timeout=30)
         raise

@@ -21,6 +21,7 @@ from rankcollapse.errors import UnitError
 from rankcollapse.experiments import Unit
 from rankcollapse.files import canonical_json, check_writable, write_atomic
 from rankcollapse.runner._lock import run_lock
+from rankcollapse.runner._store import load_unit
 from rankcollapse.runner.backends import Failed, call_unit, process_pool, ray_session
 from rankcollapse.runner.run import Notify, Plan, config_yaml, load_stored, store_unit, unit_paths
 
@@ -76,9 +77,26 @@ def dry_run(plan: Plan, samples: int = 2, notify: Notify | None = None) -> DryRu
                 )
             store_unit(plan, paths[i], i, rows, seconds, {**where, "backend": "process"})
             stored.seconds[i], source[i] = seconds, "sampled"
-    known = [s for s, src in zip(stored.seconds, source) if src != "estimated"]
+    return _estimated(plan, stored.seconds, source)
+
+
+def stored_dry_run(plan: Plan) -> DryRun:
+    """What a dry run that samples nothing says, read-only: the times of the units stored in
+    the run folder, every other unit at their mean (NaN when none is stored). Nothing is
+    written or locked, so it may read the folder of a run still going."""
+    seconds, source = [], []
+    for unit, path in zip(plan.units, unit_paths(plan)):
+        found, _ = load_unit(path, unit)
+        seconds.append(found[1] if found else 0.0)
+        source.append("stored" if found else "estimated")
+    return _estimated(plan, seconds, source)
+
+
+def _estimated(plan: Plan, seconds: list[float], source: list[str]) -> DryRun:
+    """The DryRun with every "estimated" unit at the mean of the known ones."""
+    known = [s for s, src in zip(seconds, source) if src != "estimated"]
     mean = sum(known) / len(known) if known else float("nan")
-    seconds = [s if src != "estimated" else mean for s, src in zip(stored.seconds, source)]
+    seconds = [s if src != "estimated" else mean for s, src in zip(seconds, source)]
     return DryRun(plan.experiment.name, list(plan.units), seconds, source)
 
 
@@ -108,4 +126,4 @@ def startup_seconds(backend: str, jobs: int, address: str | None = None) -> floa
 
 
 def _warm(*_: object) -> None:
-    import rankcollapse.experiments  # noqa: F401  what every unit's worker imports first
+    import torch  # noqa: F401  what every unit's worker imports first

@@ -9,7 +9,8 @@ results and build the report.
 Every config is validated, every unit list built and the output folder checked for writing
 before any unit runs. Units are independent; they run in this process, in spawned worker
 processes or as Ray tasks (`backends.py`), always with one torch thread, and rows are assembled
-in unit order, so the results do not depend on `jobs` or the backend. The driver alone writes,
+in unit order, so the results do not depend on `jobs` or the backend. `run all` hands the units
+of every experiment to one set of workers, longest expected first. The driver alone writes,
 under a lock on DIR/.lock: a second run of the same config waits, then reuses the units.
 """
 
@@ -18,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import importlib.metadata
+import json
 import platform
 import re
 import sys
@@ -53,8 +55,8 @@ from rankcollapse.presets import DEFAULT_PRESET
 from rankcollapse.runner._lock import run_lock
 from rankcollapse.runner._store import OLD_SUFFIX, SUFFIX, load_unit, save_unit
 from rankcollapse.runner.backends import (
+    Task,
     UnitFailure,
-    Work,
     check_backend,
     process_pool,
     ray_session,
@@ -233,21 +235,14 @@ def run_all(
     """Run every registered experiment into results_root/NAME/<config hash>/.
 
     Every config is validated (and every unit list built), and every output folder checked
-    for writing, before the first unit runs. One session of workers (a Ray instance or a
-    process pool) serves every experiment.
+    for writing, before the first unit runs. The units of all experiments go to one set of
+    workers (a Ray instance or a process pool), longest expected first (`execute_all`).
     """
     plans = [
         plan(name, preset, overrides, config_file, results_root=results_root)
         for name in experiment_names()
     ]
-    check_backend(backend, jobs)
-    for p in plans:
-        check_writable(p.out_dir)
-    with session(backend, jobs, address):
-        return [
-            execute(p, jobs, progress, backend=backend, address=address, notify=notify)
-            for p in plans
-        ]
+    return execute_all(plans, jobs, progress, backend=backend, address=address, notify=notify)
 
 
 def session(
@@ -274,92 +269,193 @@ def execute(
     The run folder is checked for writing first (OutputError, before any unit runs) and
     locked while the run lasts: a second run of the same config waits, then reuses the units.
     """
+    return execute_all([plan], jobs, progress, backend=backend, address=address, notify=notify)[0]
+
+
+def execute_all(
+    plans: Sequence[Plan],
+    jobs: int = 1,
+    progress: Progress | None = None,
+    *,
+    backend: str = "process",
+    address: str | None = None,
+    notify: Notify | None = None,
+) -> list[RunResult]:
+    """`execute` for several plans at once: the units of every plan go to one set of workers
+    (no barrier between experiments), and each plan's results and report are written as soon
+    as its last unit is stored. With jobs > 1 the units expected to take longest start first
+    (`expected_seconds`), so no long unit is left to run alone at the end.
+
+    A unit that raises stops the start of new units; the finished ones are stored and the
+    failure is raised as `UnitError` naming its experiment and unit.
+    """
     check_backend(backend, jobs)
-    check_writable(plan.out_dir)
-    with run_lock(plan.out_dir, notify) as waited:
-        return _execute(plan, jobs, progress, backend, address, notify, waited)
+    for p in plans:
+        check_writable(p.out_dir)
+    with contextlib.ExitStack() as locks:
+        runs = []
+        for p in plans:
+            waited = locks.enter_context(run_lock(p.out_dir, notify))
+            runs.append(_Run.open(p, jobs, backend, address, notify, waited, progress))
+        tasks = [(run, i) for run in runs for i in run.pending]
+        if jobs > 1:
+            expected = {id(run): expected_seconds(run.plan, run.stored) for run in runs}
+            tasks = sorted(tasks, key=lambda t: _longest_first(expected[id(t[0])][t[1]]))
+        for run in runs:
+            if not run.pending:
+                run.finish()
+
+        def finished(k: int, rows: pd.DataFrame, seconds: float, where: dict) -> None:
+            run, i = tasks[k]
+            run.store(i, rows, seconds, where)
+            if run.done == len(run.plan.units):
+                run.finish()
+
+        units = [Task(run.plan.experiment.run_unit, run.plan.config, run.plan.units[i])
+                 for run, i in tasks]  # fmt: skip
+        try:
+            if units:  # nothing to start for runs whose every unit is stored
+                run_units(backend, units, finished, jobs, address)
+        except UnitFailure as failure:
+            run, i = tasks[failure.index]
+            name, n_units = run.plan.experiment.name, len(run.plan.units)
+            raise UnitError(
+                f"{name} unit {canonical_json(run.plan.units[i])} failed: {failure.failed.kind}: "
+                f"{failure.failed.message}. {run.done} of {n_units} units are stored; rerun the "
+                f"same command to resume. Config: {run.plan.out_dir / 'config.yaml'}.\n"
+                f"{failure.failed.traceback}"
+            ) from None
+        return [run.result for run in runs]
 
 
-def _execute(
-    plan: Plan,
-    jobs: int,
-    progress: Progress | None,
-    backend: str,
-    address: str | None,
-    notify: Notify | None,
-    waited: float,
-) -> RunResult:
-    from rankcollapse.report import build_report
+def _longest_first(seconds: float | None) -> tuple[int, float]:
+    """Sort key: units of unknown time first (in list order), then the longest first."""
+    return (0, 0.0) if seconds is None else (1, -seconds)
 
-    exp, out_dir = plan.experiment, plan.out_dir
-    paths = unit_paths(plan)
-    started = _now()
-    write_atomic(out_dir / "config.yaml", config_yaml(plan.config).encode())
-    stored = load_stored(plan, paths)
-    for problem in stored.recomputed:
-        if notify:
-            notify(
-                f"{exp.name}: unit file {problem['unit_file']} not used: {problem['reason']}; "
-                "its unit is recomputed."
-            )
-    rows, seconds, where = stored.rows, stored.seconds, stored.where
-    pending = [i for i, r in enumerate(rows) if r is None]
-    n_cached = len(plan.units) - len(pending)
-    manifest = _manifest(plan, jobs, started, n_cached, len(pending), stored.recomputed)
-    manifest.update(backend=backend, address=address, waited_for_lock_seconds=round(waited, 3))
-    write_atomic(out_dir / "manifest.json", _json(manifest))
 
-    done = n_cached
-    if progress:
-        progress(exp.name, done, len(plan.units))
+def expected_seconds(plan: Plan, stored: Stored) -> list[float | None]:
+    """Per unit, the seconds it is expected to take (to start the longest first): its time in
+    an earlier complete run of the same experiment and preset in a sibling folder, else the
+    mean time of the units stored in this folder and those runs, else None (nothing known)."""
+    times: dict[str, float] = {}
+    same = {"experiment": plan.experiment.name, "preset": plan.preset}
+    for path in sorted(plan.out_dir.parent.glob("*/manifest.json")):
+        try:
+            manifest = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if not isinstance(manifest, dict) or any(manifest.get(k) != v for k, v in same.items()):
+            continue
+        for entry in manifest.get("units_where") or []:
+            if isinstance(entry, dict) and isinstance(entry.get("seconds"), int | float):
+                times[canonical_json(entry.get("unit"))] = float(entry["seconds"])
+    known = [s for s, r in zip(stored.seconds, stored.rows) if r is not None]
+    known += times.values()
+    mean = sum(known) / len(known) if known else None
+    return [times.get(canonical_json(unit), mean) for unit in plan.units]
 
-    def finished(i: int, unit_rows: pd.DataFrame, unit_seconds: float, unit_where: dict) -> None:
-        nonlocal done
-        unit_where = {**unit_where, "backend": backend}
-        store_unit(plan, paths[i], i, unit_rows, unit_seconds, unit_where)
-        rows[i], seconds[i], where[i] = unit_rows, unit_seconds, unit_where
-        done += 1
+
+@dataclass
+class _Run:
+    """One plan being executed: its stored and new units, manifest and, once every unit is
+    stored, its results and report (`result`)."""
+
+    plan: Plan
+    paths: list[Path]
+    stored: Stored
+    manifest: dict[str, Any]
+    backend: str
+    waited: float
+    progress: Progress | None
+    done: int = 0
+    first_start: dt.datetime | None = None  # when its first computed unit started
+    result: RunResult | None = None
+
+    @classmethod
+    def open(
+        cls,
+        plan: Plan,
+        jobs: int,
+        backend: str,
+        address: str | None,
+        notify: Notify | None,
+        waited: float,
+        progress: Progress | None,
+    ) -> _Run:
+        """Read what the (locked) folder holds and write the config and a running manifest."""
+        name, out_dir = plan.experiment.name, plan.out_dir
+        paths = unit_paths(plan)
+        started = _now()
+        write_atomic(out_dir / "config.yaml", config_yaml(plan.config).encode())
+        stored = load_stored(plan, paths)
+        for problem in stored.recomputed:
+            if notify:
+                notify(
+                    f"{name}: unit file {problem['unit_file']} not used: {problem['reason']}; "
+                    "its unit is recomputed."
+                )
+        n_pending = sum(r is None for r in stored.rows)
+        n_cached = len(plan.units) - n_pending
+        manifest = _manifest(plan, jobs, started, n_cached, n_pending, stored.recomputed)
+        manifest.update(backend=backend, address=address, waited_for_lock_seconds=round(waited, 3))
+        write_atomic(out_dir / "manifest.json", _json(manifest))
+        run = cls(plan, paths, stored, manifest, backend, waited, progress, done=n_cached)
         if progress:
-            progress(exp.name, done, len(plan.units))
+            progress(name, run.done, len(plan.units))
+        return run
 
-    try:
-        work = Work(exp.run_unit, plan.config, plan.units, pending, finished)
-        run_units(backend, work, jobs, address)
-    except UnitFailure as failure:
-        unit = plan.units[failure.index]
-        raise UnitError(
-            f"{exp.name} unit {canonical_json(unit)} failed: {failure.failed.kind}: "
-            f"{failure.failed.message}. {done} of {len(plan.units)} units are stored; rerun the "
-            f"same command to resume. Config: {out_dir / 'config.yaml'}.\n"
-            f"{failure.failed.traceback}"
-        ) from None
+    @property
+    def pending(self) -> list[int]:
+        return [i for i, r in enumerate(self.stored.rows) if r is None]
 
-    results = pd.concat([r for r in rows if r is not None], ignore_index=True)
-    write_atomic(out_dir / "results.csv", results.to_csv(index=False).encode())
-    manifest.update(
-        finished=_now(),
-        unit_seconds=round(sum(seconds), 3),
-        units_where=[{"unit": u, **w} for u, w in zip(plan.units, where)],
-        status="complete",
-    )
-    write_atomic(out_dir / "manifest.json", _json(manifest))
-    report = build_report(out_dir, experiment=exp)
-    return RunResult(
-        name=exp.name,
-        out_dir=out_dir,
-        config=plan.config,
-        config_hash=plan.config_hash,
-        results=report.results,
-        summary=report.summary,
-        report_path=report.path,
-        n_units=len(plan.units),
-        n_cached=n_cached,
-        n_computed=len(pending),
-        n_corrupt=len(stored.recomputed),
-        recomputed=stored.recomputed,
-        waited_for_lock=waited,
-        manifest=manifest,
-    )
+    def store(self, i: int, rows: pd.DataFrame, seconds: float, where: dict) -> None:
+        """Store unit `i` as it finishes and count it."""
+        where = {**where, "backend": self.backend}
+        store_unit(self.plan, self.paths[i], i, rows, seconds, where)
+        self.stored.rows[i], self.stored.seconds[i], self.stored.where[i] = rows, seconds, where
+        self.done += 1
+        start = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=seconds)
+        self.first_start = min(start, self.first_start or start)
+        if self.progress:
+            self.progress(self.plan.experiment.name, self.done, len(self.plan.units))
+
+    def finish(self) -> None:
+        """Every unit is stored: write results.csv and the manifest, build the report."""
+        from rankcollapse.report import build_report
+
+        plan, stored, manifest = self.plan, self.stored, self.manifest
+        results = pd.concat(stored.rows, ignore_index=True)
+        write_atomic(plan.out_dir / "results.csv", results.to_csv(index=False).encode())
+        if self.first_start:  # in `run all` units of other experiments may have run first
+            manifest["started"] = self.first_start.isoformat(timespec="seconds")
+        manifest.update(
+            finished=_now(),
+            unit_seconds=round(sum(stored.seconds), 3),
+            units_where=[
+                {"unit": u, "seconds": round(s, 3), **w}
+                for u, s, w in zip(plan.units, stored.seconds, stored.where)
+            ],
+            status="complete",
+        )
+        write_atomic(plan.out_dir / "manifest.json", _json(manifest))
+        report = build_report(plan.out_dir, experiment=plan.experiment)
+        n_computed = manifest["n_computed"]
+        self.result = RunResult(
+            name=plan.experiment.name,
+            out_dir=plan.out_dir,
+            config=plan.config,
+            config_hash=plan.config_hash,
+            results=report.results,
+            summary=report.summary,
+            report_path=report.path,
+            n_units=len(plan.units),
+            n_cached=len(plan.units) - n_computed,
+            n_computed=n_computed,
+            n_corrupt=len(stored.recomputed),
+            recomputed=stored.recomputed,
+            waited_for_lock=self.waited,
+            manifest=manifest,
+        )
 
 
 def unit_paths(plan: Plan) -> list[Path]:
@@ -473,6 +569,4 @@ def _now() -> str:
 
 
 def _json(value: Any) -> bytes:
-    import json
-
     return (json.dumps(value, indent=2, default=str) + "\n").encode()
