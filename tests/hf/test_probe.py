@@ -249,40 +249,6 @@ def test_an_error_in_a_layer_metric_reaches_the_caller(tiny_bert, monkeypatch):
         probe(tiny_bert, random_tokens=True, n_samples=2, n_tokens=8)
 
 
-def test_the_forward_waits_when_the_metric_worker_falls_behind(monkeypatch):
-    import importlib
-    import time
-
-    from transformers import BertConfig, BertModel
-
-    config = BertConfig(
-        hidden_size=16, num_hidden_layers=6, num_attention_heads=2, intermediate_size=32
-    )
-    model = BertModel(config).eval()
-
-    probe_module = importlib.import_module("rankcollapse.hf.probe")
-    finished, lag = [], []
-    measure, run = probe_module.measure_states, probe_module.run_batch
-
-    def slow_measure(*args, **kwargs):
-        if not finished:
-            time.sleep(1.0)  # the embedding's metrics: far slower than the six blocks
-        finished.append(True)
-        return measure(*args, **kwargs)
-
-    def watched_run(*args, on_layer, **kwargs):
-        def watched(c):
-            lag.append(c.layer - len(finished))  # layers captured but not yet measured
-            on_layer(c)
-
-        run(*args, on_layer=watched, **kwargs)
-
-    monkeypatch.setattr(probe_module, "measure_states", slow_measure)
-    monkeypatch.setattr(probe_module, "run_batch", watched_run)
-    probe(model, random_tokens=True, n_samples=2, n_tokens=8, metrics=["mu_rel"])
-    assert len(finished) == 7 and max(lag) == probe_module.MAX_PENDING_LAYERS
-
-
 def test_resolve_probe_parses_names_once_into_typed_values():
     from rankcollapse.hf import VARIANTS, resolve_probe
     from rankcollapse.masks import MaskSpec

@@ -284,8 +284,7 @@ def probe(
         "mode": "train" if train_mode else "eval",
     }
     # Each layer is measured in a worker thread (on one torch thread) while the forward pass
-    # goes on to the next block: the metric work fills the cores the forward leaves idle. At
-    # most MAX_PENDING_LAYERS layers wait for the worker, so memory stays streaming.
+    # goes on to the next block: the metric work fills the cores the forward leaves idle.
     # The captured tensors are never modified in place after their block (Hugging Face's own
     # output_hidden_states holds the same tensors), so the worker reads what the block gave.
     measured: list[Future[list[pd.DataFrame]]] = []
@@ -333,8 +332,6 @@ def probe(
                         "layer_kind": "embedding" if c.layer == 0 else "block",
                     }
                     measured.append(worker.submit(measure_layer, c, layer_ids, start, batch_mask))
-                    if len(measured) > MAX_PENDING_LAYERS:  # bounded memory: wait for the worker
-                        measured[-MAX_PENDING_LAYERS - 1].result()
                     if keep_states:
                         per_layer = kept[variant.name]
                         if len(per_layer) <= c.layer:
@@ -362,9 +359,6 @@ def probe(
             name: [torch.cat(chunks) for chunks in layers] for name, layers in kept.items()
         }
     return frame
-
-
-MAX_PENDING_LAYERS = 2  # captured layers held for the metric worker before the forward waits
 
 
 def _offset(frame: pd.DataFrame, start: int) -> pd.DataFrame:
