@@ -6,9 +6,7 @@
    the same windows, variant `transformer`. Both measured in the same process, interleaved, best
    of `--repeats`; target ratio <= 1.15. The capture alone (`run_batch` with hooks, no metrics)
    and the metric suite alone on the baseline's hidden states are printed too, to show where the
-   cost sits, and the capture with the suite run inline in the hooks (no overlap of the metrics
-   with the forward, as the probe did before), so that the gain of the overlap is measured.
-   Sizes: 32 x 128 tokens, except the Qwen2 shape at 8 x 256.
+   cost sits. Sizes: 32 x 128 tokens, except the Qwen2 shape at 8 x 256.
 2. Memory, per model: each arm runs in its own subprocess: load the model, warm up,
    `malloc_trim(0)`, reset the kernel's peak-RSS counter (`echo 5 > /proc/self/clear_refs`), run,
    then read the peak (VmHWM) minus the resident size before the run. tracemalloc cannot see
@@ -106,15 +104,11 @@ def timing(name: str, repeats: int) -> dict[str, float]:
     import torch
 
     from rankcollapse.hf import probe, run_batch
-    from rankcollapse.metrics import measure_states, metrics_frame
+    from rankcollapse.metrics import measure_states
 
     loaded, ids, mask = _load(name)
-    best = dict.fromkeys(("forward", "probe", "suite", "capture", "inline"), float("inf"))
-
-    def measure_inline(capture) -> None:  # the probe's per-layer work, in the hook
-        values = measure_states(capture.states, mask, source_dtype=capture.states.dtype)
-        metrics_frame(values, layer=capture.layer)
-
+    best = {"forward": float("inf"), "probe": float("inf"), "suite": float("inf")}
+    best["capture"] = float("inf")
     for _ in range(repeats):
         start = time.perf_counter()
         with torch.no_grad():
@@ -129,9 +123,6 @@ def timing(name: str, repeats: int) -> dict[str, float]:
         run_batch(loaded, ids, mask, on_layer=lambda capture: None)
         best["capture"] = min(best["capture"], time.perf_counter() - start)
         start = time.perf_counter()
-        run_batch(loaded, ids, mask, on_layer=measure_inline)
-        best["inline"] = min(best["inline"], time.perf_counter() - start)
-        start = time.perf_counter()
         probe(loaded, n_samples=ids.shape[0], n_tokens=ids.shape[1])
         best["probe"] = min(best["probe"], time.perf_counter() - start)
     best["layers"] = loaded.n_layers
@@ -144,14 +135,12 @@ def report(name: str, repeats: int, skip_memory: bool) -> None:
     t = timing(name, repeats)
     print(
         f"{name} ({init}, {t['layers']} layers), {n_samples} x {n_tokens} tokens, best of "
-        f"{repeats} (load average {load:.1f} before, {os.getloadavg()[0]:.1f} after; 2 cores):"
+        f"{repeats} (load average {load:.1f}):"
     )
     print(f"  forward with output_hidden_states : {t['forward']:.2f} s")
     print(f"  probe, default metric suite        : {t['probe']:.2f} s")
     print(f"  capture alone (hooks, no metrics)  : {t['capture']:.2f} s")
     print(f"  metric suite alone ({t['layers'] + 1} states)    : {t['suite']:.2f} s")
-    print(f"  capture, suite inline in the hooks : {t['inline']:.2f} s (no overlap)")
-    print(f"  ratio inline / forward             : {t['inline'] / t['forward']:.2f}")
     print(
         f"  ratio probe / forward              : {t['probe'] / t['forward']:.2f} (target <= 1.15)"
     )

@@ -221,8 +221,8 @@ def test_bad_mask_spec_fails_before_the_model_loads():
 
 
 def test_metrics_measured_beside_the_forward_equal_the_suite_on_its_hidden_states(tiny_bert):
-    # the probe measures each layer in a worker thread while the forward goes on: the values
-    # are bit for bit those of the suite on the model's own hidden states, batches in order
+    # the probe's values are bit for bit those of the suite on the model's own hidden
+    # states, batches in order
     df = probe(tiny_bert, random_tokens=True, n_samples=5, n_tokens=12, batch_size=2)
     ids, mask = load_windows(tiny_bert.tokenizer, n_samples=5, n_tokens=12, random_tokens=True)
     with torch.no_grad():

@@ -8,7 +8,6 @@ the dtype-floor flag of the model's dtype) and dropped unless `keep_states=True`
 from __future__ import annotations
 
 from collections.abc import Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -283,73 +282,61 @@ def probe(
         "temperature": temperature,
         "mode": "train" if train_mode else "eval",
     }
-    # Each layer is measured in a worker thread (on one torch thread) while the forward pass
-    # goes on to the next block: the metric work fills the cores the forward leaves idle.
-    # The captured tensors are never modified in place after their block (Hugging Face's own
-    # output_hidden_states holds the same tensors), so the worker reads what the block gave.
-    measured: list[Future[list[pd.DataFrame]]] = []
+    frames: list[pd.DataFrame] = []
     kept: dict[str, list[list[Tensor]]] = {}
+    for variant in variant_objs:
+        kept[variant.name] = []
+        for start in range(0, n_samples, step):
+            batch_ids = input_ids[start : start + step]
+            batch_mask = token_mask[start : start + step]
 
-    def measure_layer(c: LayerCapture, layer_ids: dict, start: int, batch_mask: Tensor):
-        frames = []
-        if state_metrics:
-            values = measure_states(
-                c.states.to(where),
-                batch_mask.to(where),
-                metrics=state_metrics,
-                source_dtype=c.states.dtype,
-            )
-            frames.append(_offset(metrics_frame(values, **layer_ids), start))
-        if attention_metrics and c.attention is not None:
-            frames.append(
-                _offset(
-                    _attention_frame(
-                        c.attention.to(where),
+            def on_layer(
+                c: LayerCapture, start=start, batch_mask=batch_mask, variant=variant
+            ) -> None:
+                layer_ids = {
+                    **ids,
+                    "variant": variant.name,
+                    "layer": c.layer,
+                    "layer_kind": "embedding" if c.layer == 0 else "block",
+                }
+                if state_metrics:
+                    values = measure_states(
+                        c.states.to(where),
                         batch_mask.to(where),
-                        None if allowed is None else allowed.to(where),
-                        attention_metrics,
-                        layer_ids,
-                    ),
-                    start,
-                )
+                        metrics=state_metrics,
+                        source_dtype=c.states.dtype,
+                    )
+                    frames.append(_offset(metrics_frame(values, **layer_ids), start))
+                if attention_metrics and c.attention is not None:
+                    frames.append(
+                        _offset(
+                            _attention_frame(
+                                c.attention.to(where),
+                                batch_mask.to(where),
+                                None if allowed is None else allowed.to(where),
+                                attention_metrics,
+                                layer_ids,
+                            ),
+                            start,
+                        )
+                    )
+                if keep_states:
+                    per_layer = kept[variant.name]
+                    if len(per_layer) <= c.layer:
+                        per_layer.append([])
+                    per_layer[c.layer].append(c.states.detach().to("cpu", copy=True))
+
+            run_batch(
+                loaded,
+                batch_ids,
+                batch_mask,
+                on_layer=on_layer,
+                variant=variant,
+                mask=attn_mask,
+                temperature=temperature,
+                train_mode=train_mode,
+                attention=bool(attention_metrics),
             )
-        return frames
-
-    with ThreadPoolExecutor(1, initializer=torch.set_num_threads, initargs=(1,)) as worker:
-        for variant in variant_objs:
-            kept[variant.name] = []
-            for start in range(0, n_samples, step):
-                batch_ids = input_ids[start : start + step]
-                batch_mask = token_mask[start : start + step]
-
-                def on_layer(
-                    c: LayerCapture, start=start, batch_mask=batch_mask, variant=variant
-                ) -> None:
-                    layer_ids = {
-                        **ids,
-                        "variant": variant.name,
-                        "layer": c.layer,
-                        "layer_kind": "embedding" if c.layer == 0 else "block",
-                    }
-                    measured.append(worker.submit(measure_layer, c, layer_ids, start, batch_mask))
-                    if keep_states:
-                        per_layer = kept[variant.name]
-                        if len(per_layer) <= c.layer:
-                            per_layer.append([])
-                        per_layer[c.layer].append(c.states.detach().to("cpu", copy=True))
-
-                run_batch(
-                    loaded,
-                    batch_ids,
-                    batch_mask,
-                    on_layer=on_layer,
-                    variant=variant,
-                    mask=attn_mask,
-                    temperature=temperature,
-                    train_mode=train_mode,
-                    attention=bool(attention_metrics),
-                )
-        frames = [part for future in measured for part in future.result()]
     frame = pd.concat(frames, ignore_index=True)
     frame["quantized"] = loaded.info.get("quantized", "no")
     first = [c for c in ID_COLUMNS if c in frame.columns]
