@@ -26,16 +26,22 @@ def test_makespan_deals_units_in_order_to_the_first_free_worker():
     assert makespan([1.0, 1.0, 4.0], 2) == 5.0
 
 
-def test_a_dry_run_times_two_spread_units_stores_them_and_runs_nothing_else(tmp_path):
+def test_a_dry_run_times_units_covering_every_value_stores_them_and_runs_nothing_else(tmp_path):
     (tmp_path / "slow").write_text("0.05")
     p = plan(TINY, overrides={"log_dir": str(tmp_path)}, out=tmp_path / "run")
     estimate = dry_run(p, samples=2)
-    assert calls(tmp_path) == ["0-0", "2-1"]  # the first and the last unit
+    assert calls(tmp_path) == ["0-0", "2-1"]  # every item and seed value: first and last unit
     assert estimate.source == ["sampled"] + ["estimated"] * 4 + ["sampled"]
-    mean = (estimate.seconds[0] + estimate.seconds[5]) / 2
-    assert estimate.seconds[1:5] == [mean] * 4 and mean >= 0.05
+    first, last = estimate.seconds[0], estimate.seconds[5]
+    mean = (first + last) / 2
+    # each unit at the mean of the sampled units sharing the most (field, value) pairs with it:
+    # item 0 seed 1 shares one with each, item 1 seed 0 only the seed with the first, ...
+    assert estimate.seconds[1:5] == [mean, first, last, mean] and min(first, last) >= 0.05
+    assert estimate.unseen == ["item=1"]
     assert estimate.wall_seconds(1) == pytest.approx(4 * mean)
-    assert estimate.wall_seconds(2, startup=1.5) == pytest.approx(1.5 + 2 * mean)
+    assert estimate.wall_seconds(2, startup=1.5) == pytest.approx(
+        1.5 + makespan([mean, first, last, mean], 2)
+    )
     real = run_experiment(TINY, overrides={"log_dir": str(tmp_path)}, out=tmp_path / "run")
     assert (real.n_cached, real.n_computed) == (2, 4)
     assert sorted(calls(tmp_path)) == ["0-0", "0-1", "1-0", "1-1", "2-0", "2-1"]
@@ -60,8 +66,8 @@ def test_a_stored_dry_run_reads_stored_unit_times_and_writes_nothing(tmp_path):
     before = sorted(f.name for f in p.out_dir.rglob("*"))
     estimate = stored_dry_run(p)
     assert estimate.source == ["stored"] + ["estimated"] * 4 + ["stored"]
-    mean = (estimate.seconds[0] + estimate.seconds[5]) / 2
-    assert estimate.seconds[1:5] == [mean] * 4 and mean >= 0.05
+    first, last = estimate.seconds[0], estimate.seconds[5]
+    assert estimate.seconds[1:5] == [(first + last) / 2, first, last, (first + last) / 2]
     assert sorted(f.name for f in p.out_dir.rglob("*")) == before
     assert len(calls(tmp_path)) == 2
 

@@ -164,6 +164,13 @@ def print_dry_run(plans: list, args: argparse.Namespace, notify) -> int:
         + ". Sampled units are stored: the real run reuses them.",
         highlight=False,
     )
+    for r in runs:
+        if r.unseen:
+            console.print(
+                f"{r.name}: no stored or sampled unit has {', '.join(r.unseen)}; those units "
+                "are estimated from units that differ there (more --sample-units covers more).",
+                highlight=False,
+            )
     return 0
 
 

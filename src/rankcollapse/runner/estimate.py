@@ -2,8 +2,10 @@
 
 Unit times come from the unit files already stored in the run folder (an earlier, killed or
 partial run of the same config) and from a timed sample of a few pending units, run now in
-this process with one torch thread and stored, so the real run reuses them. Every other unit
-is estimated at the mean of those times. The wall time on `workers` workers is the measured
+this process with one torch thread and stored, so the real run reuses them. The sample covers
+as many (field, value) pairs of the units as it can (a unit's cost usually follows its model,
+size or part), and every other unit is estimated at the mean time of the known units that share
+the most (field, value) pairs with it. The wall time on `workers` workers is the measured
 start-up of the backend plus the time at which the last unit ends when the remaining units
 are dealt, in order, to the first free worker (as the process pool and Ray do):
 
@@ -40,6 +42,18 @@ class DryRun:
         """Estimated seconds of the units a real run would still compute."""
         return [s for s, src in zip(self.seconds, self.source) if src == "estimated"]
 
+    @property
+    def unseen(self) -> list[str]:
+        """ "field=value" of units to run that no stored or sampled unit has: their estimate is
+        a guess from units that differ there."""
+        known = set().union(
+            *(_pairs(u) for u, s in zip(self.units, self.source) if s != "estimated")
+        )
+        todo = set().union(
+            *(_pairs(u) for u, s in zip(self.units, self.source) if s == "estimated")
+        )
+        return [f"{key}={value}" for key, value in sorted(todo - known)]
+
     def wall_seconds(self, workers: int, startup: float = 0.0) -> float:
         """Estimated wall time of the real run on `workers` workers (see the module doc)."""
         return startup + makespan(self.remaining, workers) if self.remaining else 0.0
@@ -59,8 +73,7 @@ def makespan(seconds: Sequence[float], workers: int) -> float:
 
 
 def dry_run(plan: Plan, samples: int = 2, notify: Notify | None = None) -> DryRun:
-    """Time `samples` pending units (spread over the unit list) and store them; estimate the
-    rest. Nothing else runs; the folder is locked while the samples run."""
+    """Time `samples` pending units (chosen by `_choose`) and store them; estimate the rest. Nothing else runs; the folder is locked while the samples run."""
     check_writable(plan.out_dir)
     with run_lock(plan.out_dir, notify):
         write_atomic(plan.out_dir / "config.yaml", config_yaml(plan.config).encode())
@@ -68,7 +81,8 @@ def dry_run(plan: Plan, samples: int = 2, notify: Notify | None = None) -> DryRu
         stored = load_stored(plan, paths)
         source = ["stored" if rows is not None else "estimated" for rows in stored.rows]
         pending = [i for i, rows in enumerate(stored.rows) if rows is None]
-        for i in _spread(pending, samples):
+        known = [i for i, src in enumerate(source) if src == "stored"]
+        for i in _choose(plan.units, known, pending, samples):
             rows, seconds, where = call_unit(plan.experiment.run_unit, plan.config, plan.units[i])
             if isinstance(rows, Failed):
                 raise UnitError(
@@ -93,21 +107,43 @@ def stored_dry_run(plan: Plan) -> DryRun:
 
 
 def _estimated(plan: Plan, seconds: list[float], source: list[str]) -> DryRun:
-    """The DryRun with every "estimated" unit at the mean of the known ones."""
-    known = [s for s, src in zip(seconds, source) if src != "estimated"]
-    mean = sum(known) / len(known) if known else float("nan")
-    seconds = [s if src != "estimated" else mean for s, src in zip(seconds, source)]
-    return DryRun(plan.experiment.name, list(plan.units), seconds, source)
+    """The DryRun with every "estimated" unit at the mean time of the known units that share
+    the most (field, value) pairs with it (NaN when no unit is known)."""
+    known = [i for i, src in enumerate(source) if src != "estimated"]
+    pairs = [_pairs(unit) for unit in plan.units]
+    estimate = list(seconds)
+    for i, src in enumerate(source):
+        if src != "estimated":
+            continue
+        shared = {j: len(pairs[i] & pairs[j]) for j in known}
+        nearest = [seconds[j] for j in known if shared[j] == max(shared.values())]
+        estimate[i] = sum(nearest) / len(nearest) if nearest else float("nan")
+    return DryRun(plan.experiment.name, list(plan.units), estimate, source)
 
 
-def _spread(pending: list[int], samples: int) -> list[int]:
-    """Up to `samples` of `pending`, first and last first: units often grow along the list."""
-    if samples <= 0 or not pending:
-        return []
-    if samples == 1 or len(pending) == 1:
-        return [pending[0]]
-    step = (len(pending) - 1) / (min(samples, len(pending)) - 1)
-    return sorted({pending[round(k * step)] for k in range(min(samples, len(pending)))})
+def _pairs(unit: Unit) -> set[tuple[str, str]]:
+    return {(key, canonical_json(value)) for key, value in unit.items()}
+
+
+def _choose(units: list[Unit], known: list[int], pending: list[int], samples: int) -> list[int]:
+    """Up to `samples` of `pending`, one at a time: the unit with the most (field, value) pairs
+    no known or chosen unit has; ties go to the unit farthest along the list from those chosen
+    (units often grow along the list), the first unit first."""
+    covered = set().union(*(_pairs(units[i]) for i in known))
+    chosen: list[int] = []
+    for _ in range(min(max(samples, 0), len(pending))):
+        gain = {
+            i: (
+                len(_pairs(units[i]) - covered),
+                min(abs(i - j) for j in chosen) if chosen else -i,
+            )
+            for i in pending
+            if i not in chosen
+        }
+        best = max(gain, key=gain.__getitem__)
+        chosen.append(best)
+        covered |= _pairs(units[best])
+    return sorted(chosen)
 
 
 def startup_seconds(backend: str, jobs: int, address: str | None = None) -> float:
