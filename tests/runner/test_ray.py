@@ -98,6 +98,28 @@ def test_a_failing_ray_unit_is_named_with_its_traceback(tmp_path, ray_cluster):
     assert "Traceback (most recent call last)" in message and "rerun the same command" in message
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["process", "ray"])
+def test_a_worker_that_dies_is_named_and_the_finished_units_are_kept(tmp_path, backend, request):
+    if backend == "ray":
+        request.getfixturevalue("ray_cluster")
+    (tmp_path / "die-2").touch()  # SIGKILL inside the worker, as the kernel does on OOM
+    with pytest.raises(UnitError) as caught:
+        run_experiment(
+            TINY,
+            overrides={"log_dir": str(tmp_path)},
+            out=tmp_path / "run",
+            jobs=2,
+            backend=backend,
+        )
+    message = str(caught.value)
+    assert 'tiny unit {"item":2,"seed":' in message and "worker running this unit died" in message
+    stored = len(list((tmp_path / "run" / "units").glob("*.json")))
+    (tmp_path / "die-2").unlink()
+    resumed = run_experiment(TINY, overrides={"log_dir": str(tmp_path)}, out=tmp_path / "run")
+    assert stored >= 1 and (resumed.n_cached, resumed.n_computed) == (stored, 6 - stored)
+
+
 def test_ray_backend_without_ray_names_the_extra(tmp_path, monkeypatch):
     real_import = builtins.__import__
 

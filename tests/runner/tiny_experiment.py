@@ -12,6 +12,7 @@ makes every unit take S seconds longer; `slow-summary` holding S makes `summariz
 from __future__ import annotations
 
 import os
+import signal
 import time
 from pathlib import Path
 
@@ -50,6 +51,8 @@ def run_unit(config: Config, unit: dict) -> pd.DataFrame:
         f.write(f"{unit['item']}-{unit['seed']}\n")
     if (log / f"fail-{unit['item']}").exists():
         raise RuntimeError(f"simulated crash in item {unit['item']}")
+    if (log / f"die-{unit['item']}").exists():  # the worker process itself dies (as on OOM)
+        os.kill(os.getpid(), signal.SIGKILL)
     wait = log / f"wait-{unit['item']}-{unit['seed']}"
     if wait.exists():  # "FOLDER N": hold this unit until N unit files are stored in FOLDER
         folder, n = wait.read_text().split()

@@ -33,8 +33,9 @@ import sys
 import time
 import traceback
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, BrokenExecutor, ProcessPoolExecutor, wait
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import pandas as pd
@@ -123,6 +124,19 @@ def run_units(
         _run_processes(tasks, finished, jobs)
 
 
+def _result(get: Callable[[], Any], died: type[BaseException]) -> tuple[Any, float, dict]:
+    """What a unit's worker returned, or a `Failed` when the worker died before returning
+    (killed for memory or by a signal, or its node lost): `died` is the backend's error."""
+    try:
+        return get()
+    except died as err:
+        message = (
+            "the worker running this unit died before it returned (out of memory, killed by a "
+            "signal, or its node lost); finished units are kept: rerun the same command to resume"
+        )
+        return Failed(type(err).__name__, message, str(err)), 0.0, {}
+
+
 def _deliver(i: int, rows: Any, seconds: float, where: dict, finished: Finished) -> None:
     if isinstance(rows, Failed):
         raise UnitFailure(i, rows)
@@ -150,7 +164,7 @@ def _run_processes(tasks: Sequence[Task], finished: Finished, jobs: int) -> None
                     if future.cancelled():
                         continue
                     try:
-                        _deliver(futures[future], *future.result(), finished)
+                        _deliver(futures[future], *_result(future.result, BrokenExecutor), finished)
                     except UnitFailure as err:
                         failure = failure or err
                 if failure:  # let running units finish and be stored; start no new ones
@@ -244,7 +258,8 @@ def _run_ray(tasks: Sequence[Task], finished: Finished) -> None:
         while pending:
             ready, _ = ray.wait(list(pending), num_returns=1)
             for ref in ready:
-                _deliver(pending.pop(ref), *ray.get(ref), finished)
+                i = pending.pop(ref)
+                _deliver(i, *_result(partial(ray.get, ref), ray.exceptions.RayError), finished)
     except BaseException:  # a failed unit, Ctrl-C, a lost node: nothing else may start
         for ref in pending:
             ray.cancel(ref)  # the worker stays up; its unit stops with KeyboardInterrupt
