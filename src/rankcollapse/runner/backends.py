@@ -124,15 +124,20 @@ def run_units(
         _run_processes(tasks, finished, jobs)
 
 
-def _result(get: Callable[[], Any], died: type[BaseException]) -> tuple[Any, float, dict]:
-    """What a unit's worker returned, or a `Failed` when the worker died before returning
-    (killed for memory or by a signal, or its node lost): `died` is the backend's error."""
+# A dead pool process fails every unit it had not finished, so the pool cannot say whose it was.
+POOL_DIED = "a worker process (running this unit or another one started with it)"
+RAY_DIED = "the Ray worker running this unit"
+
+
+def _result(get: Callable[[], Any], died: type[BaseException], who: str) -> tuple[Any, float, dict]:
+    """What a unit's worker returned, or a `Failed` when `who` died before returning (killed
+    for memory or by a signal, or its node lost): `died` is the backend's error for that."""
     try:
         return get()
     except died as err:
         message = (
-            "the worker running this unit died before it returned (out of memory, killed by a "
-            "signal, or its node lost); finished units are kept: rerun the same command to resume"
+            f"{who} died before it returned (out of memory, killed by a signal, or its node "
+            "lost); finished units are kept: rerun the same command to resume"
         )
         return Failed(type(err).__name__, message, str(err)), 0.0, {}
 
@@ -164,7 +169,11 @@ def _run_processes(tasks: Sequence[Task], finished: Finished, jobs: int) -> None
                     if future.cancelled():
                         continue
                     try:
-                        _deliver(futures[future], *_result(future.result, BrokenExecutor), finished)
+                        _deliver(
+                            futures[future],
+                            *_result(future.result, BrokenExecutor, POOL_DIED),
+                            finished,
+                        )
                     except UnitFailure as err:
                         failure = failure or err
                 if failure:  # let running units finish and be stored; start no new ones
@@ -259,7 +268,9 @@ def _run_ray(tasks: Sequence[Task], finished: Finished) -> None:
             ready, _ = ray.wait(list(pending), num_returns=1)
             for ref in ready:
                 i = pending.pop(ref)
-                _deliver(i, *_result(partial(ray.get, ref), ray.exceptions.RayError), finished)
+                _deliver(
+                    i, *_result(partial(ray.get, ref), ray.exceptions.RayError, RAY_DIED), finished
+                )
     except BaseException:  # a failed unit, Ctrl-C, a lost node: nothing else may start
         for ref in pending:
             ray.cancel(ref)  # the worker stays up; its unit stops with KeyboardInterrupt
