@@ -129,20 +129,18 @@ def _choose(units: list[Unit], known: list[int], pending: list[int], samples: in
     """Up to `samples` of `pending`, one at a time: the unit with the most (field, value) pairs
     no known or chosen unit has; ties go to the unit farthest along the list from those chosen
     (units often grow along the list), the first unit first."""
-    covered = set().union(*(_pairs(units[i]) for i in known))
+    pairs = [_pairs(unit) for unit in units]
+    covered = set().union(*(pairs[i] for i in known))
     chosen: list[int] = []
     for _ in range(min(max(samples, 0), len(pending))):
         gain = {
-            i: (
-                len(_pairs(units[i]) - covered),
-                min(abs(i - j) for j in chosen) if chosen else -i,
-            )
+            i: (len(pairs[i] - covered), min(abs(i - j) for j in chosen) if chosen else -i)
             for i in pending
             if i not in chosen
         }
         best = max(gain, key=gain.__getitem__)
         chosen.append(best)
-        covered |= _pairs(units[best])
+        covered |= pairs[best]
     return sorted(chosen)
 
 
