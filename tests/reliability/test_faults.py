@@ -10,6 +10,7 @@ import signal
 import time
 from pathlib import Path
 
+import pytest
 from tiny_experiment import TINY
 
 from rankcollapse import files
@@ -83,3 +84,46 @@ def test_kills_at_random_moments_then_resume_give_the_uninterrupted_files(tmp_pa
     for name in SAME_FILES:
         assert (out / name).read_bytes() == (reference.out_dir / name).read_bytes(), name
     assert not [f for f in out.rglob("*") if f.name.endswith(files.TMP_SUFFIX)]
+
+
+def children(pid: int) -> list[int]:
+    """Live (not zombie) processes whose parent is `pid`, from /proc."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:  # ended while listed
+            continue
+        if int(fields[1]) == pid and fields[0] != "Z":
+            found.append(int(stat.parent.name))
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads processes from /proc")
+def test_workers_of_a_killed_run_stop_instead_of_computing_on(tmp_path, cli_process):
+    """SIGKILL of the driver cannot shut its pool down: the workers notice the lost parent and
+    exit within a second or so instead of finishing their (here 60 s) units for nobody."""
+    log = tmp_path / "log"
+    log.mkdir()
+    (log / "slow").write_text("60")
+    argv = ["run", "tiny", "--set", f"log_dir={log}", "--jobs", "2", "--out", str(tmp_path / "r")]
+    run = cli_process(argv, tmp_path / "out.log")
+    deadline = time.monotonic() + 60
+    while len(calls(log)) < 2 and time.monotonic() < deadline:  # both workers in a unit
+        time.sleep(0.05)
+    workers = children(run.process.pid)
+    assert len(calls(log)) == 2 and len(workers) >= 2, run.output()
+    os.kill(run.process.pid, signal.SIGKILL)
+    run.join()
+    deadline = time.monotonic() + 10
+    while any(map(alive, workers)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not [w for w in workers if alive(w)], "workers still computing after their driver died"

@@ -19,7 +19,8 @@ process) for the next unit it gets. Workers use one thread each (torch, OpenMP, 
 
 On the first failure no new unit starts; units already running finish and are stored (process
 pool) or are cancelled (Ray), and the failure is raised as `UnitFailure`. Ctrl-C cancels every
-outstanding unit; whatever finished is stored.
+outstanding unit; whatever finished is stored. Pool workers whose driver is killed outright exit
+within a second (`exit_with_parent`).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import os
 import pickle
 import platform
 import sys
+import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator, Sequence
@@ -203,7 +205,12 @@ def process_pool(jobs: int) -> Iterator[ProcessPoolExecutor]:
     # as they load their libraries, so the variables are set while the pool lives.
     saved = {name: os.environ.get(name) for name in THREAD_VARIABLES}
     os.environ.update(dict.fromkeys(THREAD_VARIABLES, "1"))
-    pool = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"))
+    pool = ProcessPoolExecutor(
+        jobs,
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=exit_with_parent,
+        initargs=(os.getpid(),),
+    )
     _POOLS[jobs] = pool
     try:
         yield pool
@@ -215,6 +222,22 @@ def process_pool(jobs: int) -> Iterator[ProcessPoolExecutor]:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
+
+
+def exit_with_parent(parent: int, poll_seconds: float = 0.5) -> None:
+    """Make this worker exit once process `parent` is gone (a pool worker's initializer).
+
+    A driver killed by SIGKILL or SIGTERM cannot shut its pool down, and an orphaned worker
+    would compute its unit to the end (minutes, gigabytes) for nobody: a daemon thread polls
+    the parent id, which changes when the parent dies, and ends the worker at once.
+    """
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(poll_seconds)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
 
 
 def _import_ray() -> Any:
