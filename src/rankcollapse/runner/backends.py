@@ -194,6 +194,21 @@ THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"
 
 
 @contextlib.contextmanager
+def environment(values: dict[str, str]) -> Iterator[None]:
+    """os.environ with `values` set inside the block, restored after it."""
+    saved = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+@contextlib.contextmanager
 def process_pool(jobs: int) -> Iterator[ProcessPoolExecutor]:
     """The pool of the enclosing process session with `jobs` workers, else a new one for the
     block. A session lets every experiment of `run all` share workers that are already up."""
@@ -203,25 +218,19 @@ def process_pool(jobs: int) -> Iterator[ProcessPoolExecutor]:
     # spawn: a fresh interpreter per worker, safe with torch's own threads (fork is not).
     # Workers start when tasks are submitted and read the thread limits from the environment
     # as they load their libraries, so the variables are set while the pool lives.
-    saved = {name: os.environ.get(name) for name in THREAD_VARIABLES}
-    os.environ.update(dict.fromkeys(THREAD_VARIABLES, "1"))
-    pool = ProcessPoolExecutor(
-        jobs,
-        mp_context=multiprocessing.get_context("spawn"),
-        initializer=exit_with_parent,
-        initargs=(os.getpid(),),
-    )
-    _POOLS[jobs] = pool
-    try:
-        yield pool
-    finally:
-        del _POOLS[jobs]
-        pool.shutdown(wait=True, cancel_futures=True)
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+    with environment(dict.fromkeys(THREAD_VARIABLES, "1")):
+        pool = ProcessPoolExecutor(
+            jobs,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=exit_with_parent,
+            initargs=(os.getpid(),),
+        )
+        _POOLS[jobs] = pool
+        try:
+            yield pool
+        finally:
+            del _POOLS[jobs]
+            pool.shutdown(wait=True, cancel_futures=True)
 
 
 def exit_with_parent(parent: int, poll_seconds: float = 0.5) -> None:
