@@ -6,7 +6,9 @@
     paper preset  a complete paper run in those folders: the same sum, measured; else the units
                   stored in PAPER/NAME/paper (dry-run samples of `rankcollapse run NAME
                   --preset paper --dry-run --out PAPER/NAME/paper`, or a partial run), every
-                  other unit at their mean time, on one worker: "~2.1 h (estimate)"
+                  other unit at their mean time, on one worker: "~2.1 h (estimate)"; only
+                  when every unit still to run has a stored one that differs in its seed
+                  alone, else "not run (23 of 40 units stored)"
 
 Run: .venv/bin/python benchmarks/readme_times.py --runs /work/runs/quick /work/runs/final
         --paper /work/runs/final [--write README.md]
@@ -59,7 +61,16 @@ def times(name: str, roots: list[Path], paper_root: Path) -> tuple[str, str]:
     total = sum(estimate.seconds)
     if math.isnan(total):
         return quick_cell, NOT_RUN
+    stored = [u for u, src in zip(estimate.units, estimate.source) if src != "estimated"]
+    pending = [u for u, src in zip(estimate.units, estimate.source) if src == "estimated"]
+    if any(not any(_but_seed(u) == _but_seed(s) for s in stored) for u in pending):
+        # a unit unlike every stored one (another model or size) may cost far more than them
+        return quick_cell, f"{NOT_RUN} ({len(stored)} of {len(estimate.units)} units stored)"
     return quick_cell, f"~{duration(total)} (estimate)"
+
+
+def _but_seed(unit: dict) -> dict:
+    return {key: value for key, value in unit.items() if key != "seed"}
 
 
 def write_table(readme: Path, cells: dict[str, tuple[str, str]]) -> None:
