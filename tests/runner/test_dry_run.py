@@ -116,3 +116,15 @@ def test_run_all_dry_run_sums_the_experiments(tmp_path, capsys, monkeypatch):
     assert [r.split("│")[1].strip() for r in rows] == ["tiny", "tiny-b", "all"]
     assert rows[-1].split("│")[2].strip() == "12"
     assert calls(tmp_path) == ["0-0", "0-0"]  # one sampled unit per experiment
+
+
+def test_unseen_names_combinations_no_timed_unit_has_even_when_each_value_was_timed():
+    units = [
+        {"part": "a", "d": 1, "seed": 0},
+        {"part": "b", "d": 2, "seed": 0},
+        {"part": "a", "d": 2, "seed": 0},  # part a and d 2 were each timed, never together
+        {"part": "a", "d": 1, "seed": 1},  # another seed of a timed unit: not unseen
+    ]
+    source = ["stored", "sampled", "estimated", "estimated"]
+    estimate = runner.DryRun("demo", units, [1.0, 2.0, 1.5, 1.0], source)
+    assert estimate.unseen == ['part="a", d=2']

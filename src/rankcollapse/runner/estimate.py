@@ -44,15 +44,12 @@ class DryRun:
 
     @property
     def unseen(self) -> list[str]:
-        """ "field=value" of units to run that no stored or sampled unit has: their estimate is
-        a guess from units that differ there."""
-        known = set().union(
-            *(_pairs(u) for u, s in zip(self.units, self.source) if s != "estimated")
-        )
-        todo = set().union(
-            *(_pairs(u) for u, s in zip(self.units, self.source) if s == "estimated")
-        )
-        return [f"{key}={value}" for key, value in sorted(todo - known)]
+        """The units to run, but for their seed, that no stored or sampled unit is, as
+        "field=value, ...": their estimate is a guess from units that differ there (a unit
+        of another part, size or model may cost far more)."""
+        known = {_but_seed(u) for u, s in zip(self.units, self.source) if s != "estimated"}
+        todo = [_but_seed(u) for u, s in zip(self.units, self.source) if s == "estimated"]
+        return list(dict.fromkeys(k for k in todo if k not in known))
 
     def wall_seconds(self, workers: int, startup: float = 0.0) -> float:
         """Estimated wall time of the real run on `workers` workers (see the module doc)."""
@@ -119,6 +116,12 @@ def _estimated(plan: Plan, seconds: list[float], source: list[str]) -> DryRun:
         nearest = [seconds[j] for j in known if shared[j] == max(shared.values())]
         estimate[i] = sum(nearest) / len(nearest) if nearest else float("nan")
     return DryRun(plan.experiment.name, list(plan.units), estimate, source)
+
+
+def _but_seed(unit: Unit) -> str:
+    return ", ".join(
+        f"{key}={canonical_json(value)}" for key, value in unit.items() if key != "seed"
+    )
 
 
 def _pairs(unit: Unit) -> set[tuple[str, str]]:
