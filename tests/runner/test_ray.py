@@ -5,6 +5,11 @@ from __future__ import annotations
 
 import builtins
 import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -138,3 +143,46 @@ def test_ray_backend_without_ray_names_the_extra(tmp_path, monkeypatch):
 def test_an_unknown_backend_is_rejected_with_the_choices(tmp_path):
     with pytest.raises(ConfigError, match="backend is 'dask'; choose one of process, ray"):
         run_experiment(TINY, overrides={"log_dir": str(tmp_path)}, backend="dask")
+
+
+DRIVER = """
+import signal, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal: a job started in
+# the background by a non-interactive shell (as test runners may be) inherits SIGINT ignored
+sys.path.insert(0, {runner_tests!r})
+from tiny_experiment import TINY
+from rankcollapse import cli
+from rankcollapse.experiments import _registry
+_registry._REGISTRY.clear()
+_registry._REGISTRY["tiny"] = TINY
+sys.exit(cli.main(["run", "tiny", "--set", "log_dir={log}", "--backend", "ray", "--jobs", "2",
+                   "--out", {out!r}]))
+"""
+
+
+@pytest.mark.slow
+def test_a_real_sigint_stops_a_ray_run_while_its_units_compute(tmp_path):
+    """A real Ctrl-C stops the driver at once (not when the next, here 60 s, unit ends), cancels
+    the running units and keeps what finished. A fresh interpreter: only the signal, none of
+    the test machinery (the in-process test above raises KeyboardInterrupt itself)."""
+    pytest.importorskip("ray", reason='Ray is not installed (pip install -e ".[ray]")')
+    (tmp_path / "slow").write_text("60")
+    script = DRIVER.format(
+        runner_tests=str(Path(__file__).parent), log=tmp_path, out=str(tmp_path / "run")
+    )
+    driver = subprocess.Popen(
+        [sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while len(calls(tmp_path)) < 2 and time.monotonic() < deadline:  # both units computing
+            time.sleep(0.1)
+        assert len(calls(tmp_path)) == 2, driver.stdout.read() if driver.poll() else "no units"
+        driver.send_signal(signal.SIGINT)
+        sent = time.monotonic()
+        output, _ = driver.communicate(timeout=45)
+        assert driver.returncode == 130, output
+        assert time.monotonic() - sent < 20, output  # long before either 60 s unit ends
+        assert "interrupted; finished work is kept." in output
+    finally:
+        driver.kill()
