@@ -61,16 +61,10 @@ def times(name: str, roots: list[Path], paper_root: Path) -> tuple[str, str]:
     total = sum(estimate.seconds)
     if math.isnan(total):
         return quick_cell, NOT_RUN
-    stored = [u for u, src in zip(estimate.units, estimate.source) if src != "estimated"]
-    pending = [u for u, src in zip(estimate.units, estimate.source) if src == "estimated"]
-    if any(not any(_but_seed(u) == _but_seed(s) for s in stored) for u in pending):
-        # a unit unlike every stored one (another model or size) may cost far more than them
-        return quick_cell, f"{NOT_RUN} ({len(stored)} of {len(estimate.units)} units stored)"
+    if estimate.unseen:  # units unlike every stored one (another model or size) may cost far more
+        stored = len(estimate.units) - len(estimate.remaining)
+        return quick_cell, f"{NOT_RUN} ({stored} of {len(estimate.units)} units stored)"
     return quick_cell, f"~{duration(total)} (estimate)"
-
-
-def _but_seed(unit: dict) -> dict:
-    return {key: value for key, value in unit.items() if key != "seed"}
 
 
 def write_table(readme: Path, cells: dict[str, tuple[str, str]]) -> None:
