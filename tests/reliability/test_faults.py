@@ -86,25 +86,26 @@ def test_kills_at_random_moments_then_resume_give_the_uninterrupted_files(tmp_pa
     assert not [f for f in out.rglob("*") if f.name.endswith(files.TMP_SUFFIX)]
 
 
+def state_and_parent(stat: Path) -> tuple[str, int] | None:
+    """(state letter, parent pid) from a /proc/PID/stat file; None once the process is gone."""
+    try:
+        fields = stat.read_text().rsplit(")", 1)[1].split()  # the name may hold spaces
+    except OSError:
+        return None
+    return fields[0], int(fields[1])
+
+
 def children(pid: int) -> list[int]:
-    """Live (not zombie) processes whose parent is `pid`, from /proc."""
-    found = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:  # ended while listed
-            continue
-        if int(fields[1]) == pid and fields[0] != "Z":
-            found.append(int(stat.parent.name))
-    return found
+    """Live (not zombie) processes whose parent is `pid`."""
+    found = {
+        int(stat.parent.name): state_and_parent(stat) for stat in Path("/proc").glob("[0-9]*/stat")
+    }
+    return [child for child, info in found.items() if info and info[1] == pid and info[0] != "Z"]
 
 
 def alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
+    info = state_and_parent(Path(f"/proc/{pid}/stat"))
+    return info is not None and info[0] != "Z"
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads processes from /proc")
