@@ -134,7 +134,7 @@ ATTENTION_KINDS = {"softmax": _softmax, "hardmax": _hardmax, "uniform": _uniform
 
 
 class SelfAttention(nn.Module):
-    """Multi-head self-attention (Dong et al. 2021, sec. 1 of dong2021.md).
+    """Multi-head self-attention (Dong, Cordonnier, Loukas 2021, arXiv 2103.03404, Sec. 2).
 
         P_h   = rowwise( (X W_Q,h + 1 b_Q,h^T)(X W_K,h + 1 b_K,h^T)^T / sqrt(d_QK) + M )
         SA(X) = sum_h P_h (X W_V,h + 1 b_V,h^T) W_O,h + 1 b_O^T
