@@ -133,3 +133,22 @@ def test_figures_are_a_column_or_the_full_text_width():
 def test_heatmap_colour_range_is_the_one_asked_for():
     fig = plot.heatmap(np.full((2, 3), 31.0), vmin=0, vmax=32)
     assert fig.axes[0].images[0].get_clim() == (0, 32)
+
+
+def test_path_accuracy_figure_shows_the_k0_route_its_claims_compare_with():
+    from rankcollapse.plot.paths import path_accuracy_figure
+
+    paths = pd.DataFrame(
+        [{"task": t, "n_paths": n, "length": k, "value": 0.5 + 0.05 * k}
+         for t in ("sorting", "memorization") for n in (5, 20) for k in range(4)]
+    )  # fmt: skip
+    reference = pd.DataFrame(
+        {"full model": [1.0, 0.9], "majority": [0.3, 0.5]}, index=["sorting", "memorization"]
+    )
+    figure = path_accuracy_figure(
+        paths, reference, {"sorting": 0.5, "memorization": 0.5}, margin=0.02, title="t"
+    )
+    for ax in figure.axes[:2]:
+        (k0,) = [line for line in ax.get_lines() if line.get_label().startswith("k = 0")]
+        left, right = ax.get_xlim()
+        assert left < k0.get_xdata()[0] < right and right > 3

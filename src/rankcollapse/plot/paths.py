@@ -110,6 +110,7 @@ def path_accuracy_figure(
         own.append(ax.axhspan(floor, floor + margin, color="0.8", alpha=0.5, lw=0,
                               label="margin a best length must clear"))  # fmt: skip
         ax.set_xlabel("path length k")
+        ax.set_xlim(-0.5, data["length"].max() + 0.5)  # k = 0 in view: the claims compare with it
         ax.xaxis.get_major_locator().set_params(integer=True)
         ax.legend(handles=own, fontsize=6, loc="best")
     return figure
