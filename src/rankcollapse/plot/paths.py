@@ -112,5 +112,5 @@ def path_accuracy_figure(
         ax.set_xlabel("path length k")
         ax.set_xlim(-0.5, data["length"].max() + 0.5)  # k = 0 in view: the claims compare with it
         ax.xaxis.get_major_locator().set_params(integer=True)
-        ax.legend(handles=own, fontsize=6, loc="best")
+        ax.legend(handles=own, fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.36))
     return figure
