@@ -4,10 +4,17 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pandas as pd
 import pytest
 
-from rankcollapse.theory import contraction_factors, first_layer_below, layer_stats
+from rankcollapse.theory import (
+    collapse_rate,
+    collapse_rates,
+    contraction_factors,
+    first_layer_below,
+    layer_stats,
+)
 
 
 def test_layer_stats_geometric_mean_matches_hand_value():
@@ -31,3 +38,30 @@ def test_contraction_factors_stop_at_the_first_floor_layer():
     worst, q, run = contraction_factors(curve)
     assert list(run["layer"]) == [0, 1, 2] and q.tolist() == [0.5, 0.25]
     assert worst == pytest.approx(0.5)
+
+
+def test_collapse_rates_equal_collapse_rate_of_each_curve_bit_for_bit():
+    """Shuffled rows, unsorted layers, a curve cut at its first floor layer, one too short."""
+    rng = np.random.default_rng(0)
+    rows = [
+        {"model": m, "mask": k, "layer": layer, "sample": s, "value": v, "at_floor": v < 1e-12}
+        for m, decay in (("a", 0.5), ("b", 0.01))
+        for k in ("causal", "window:1")
+        for layer in range(6)
+        for s in range(3)
+        for v in [decay**layer * rng.uniform(0.5, 2.0) if m == "a" else decay ** (4 * layer)]
+    ] + [{"model": "c", "mask": "causal", "layer": 0, "sample": 0, "value": 1.0, "at_floor": False}]
+    curves = pd.DataFrame(rows).sample(frac=1.0, random_state=1)
+    table = collapse_rates(curves, ["model", "mask"])
+    assert table[["model", "mask"]].values.tolist() == (
+        curves[["model", "mask"]].drop_duplicates().values.tolist()
+    )
+    for row in table.itertuples():
+        curve = curves[(curves["model"] == row.model) & (curves["mask"] == row.mask)]
+        expected = collapse_rate(curve)
+        assert row.n_fit == expected.n_fit
+        assert row.slope == expected.slope or (math.isnan(row.slope) and math.isnan(expected.slope))
+    by_model = table.set_index("model")
+    assert (by_model.loc["b", "n_fit"] == 2).all()  # layer 2 of b is at the floor: 1e-16
+    assert math.isnan(by_model.loc["c", "slope"])  # one layer: no slope
+    assert by_model.loc["a", "slope"].between(-0.9, -0.5).all()  # log 0.5 = -0.69

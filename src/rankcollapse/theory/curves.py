@@ -30,7 +30,7 @@ from rankcollapse.masks import parse_mask_spec
 from rankcollapse.metrics import measure_layers
 from rankcollapse.nets import ToyNet, random_tokens, toy_config
 from rankcollapse.seeds import stream_seed
-from rankcollapse.theory.rates import collapse_rate
+from rankcollapse.theory.rates import collapse_rates
 
 CURVE_METRICS = ("mu", "mu_rel")
 WuVariant = Literal["san", "san+skip", "san+ln", "san+skip+ln", "transformer"]
@@ -227,17 +227,9 @@ def curve_slopes(results: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     """
     table = results[by].drop_duplicates().reset_index(drop=True)
     for metric in ("mu", "mu_rel"):
-        rows = [
-            {
-                **dict(zip(by, key)),
-                f"slope_{metric}": rate.slope,
-                f"fit_layers_{metric}": rate.n_fit,
-            }
-            for key, curve in results[results["metric"] == metric].groupby(by, sort=False)
-            for rate in [collapse_rate(curve)]
-        ]
-        columns = [*by, f"slope_{metric}", f"fit_layers_{metric}"]
-        table = table.merge(pd.DataFrame(rows, columns=columns), on=by, how="left")
+        rates = collapse_rates(results[results["metric"] == metric], by)
+        rates = rates.rename(columns={"slope": f"slope_{metric}", "n_fit": f"fit_layers_{metric}"})
+        table = table.merge(rates, on=by, how="left")
     diverged = results.loc[results["metric"] == "diverged", by].drop_duplicates()
     table = table.merge(diverged.assign(diverged=True), on=by, how="left")
     table["diverged"] = table["diverged"].eq(True)
