@@ -66,6 +66,19 @@ def test_absolute_metrics_are_flagged_by_their_relative_size(name):
     assert bool(measure_states(relative, source_dtype=torch.float32)[name].at_floor.all())
 
 
+@pytest.mark.parametrize("name", sorted(VANISHING - {"attn_dist_uniform"}))
+def test_spread_states_whose_entries_underflowed_their_dtype_are_at_the_floor(name):
+    """Entries of 1e-40 are subnormal in float32 (below 1.2e-38) and normal in float64: the
+    same spread states are rounding for the one and signal for the other."""
+    underflowed = 1e-40 * _collapsed_states(1.0)
+    as_float32 = measure_states(underflowed, metrics=[name], source_dtype=torch.float32)[name]
+    as_float64 = measure_states(underflowed, metrics=[name], source_dtype=torch.float64)[name]
+    assert bool(as_float32.at_floor.all()) and not bool(as_float64.at_floor.any())
+    assert torch.equal(as_float32.value, as_float64.value)  # flagged, never changed
+    zero = measure_states(torch.zeros(2, 8, 6), metrics=[name])[name]  # flushed to 0
+    assert bool(zero.at_floor.all())
+
+
 def _frame() -> pd.DataFrame:
     """Two layers of 4 sequences: layer 0 spread, layer 1 with 3 of 4 sequences collapsed."""
     x0 = _collapsed_states(1.0).reshape(1, 2, 8, 6).expand(2, 2, 8, 6).reshape(4, 8, 6)

@@ -238,6 +238,12 @@ class Tokens:
         return x.reshape(self.source.shape) if index is None else x
 
     @property
+    def rms(self) -> Tensor:
+        """Root mean square of the real entries of X (in the units of x), shape (...)."""
+        d = self.source.shape[-1]
+        return self.norm_sq.sqrt() * self.scale / (self.n_real * d).to(self.norm_sq.dtype).sqrt()
+
+    @property
     def composite(self) -> Tensor:
         """||X||_{1,inf}, shape (...)."""
         return self._all_norms[0]

@@ -5,7 +5,7 @@ metric vanishes as the input collapses (`MetricInfo.vanishes`: residuals, mu, ra
 residual, smallest singular value, distance from uniform attention) and its relative size
 (`MetricInfo.relative`, e.g. mu / ||X||_F for mu, sigma_min / sigma_max for min_sv) is at
 most FLOOR_FACTOR x eps(source_dtype), the dtype that produced the activations (for attention,
-the attention's own dtype). Cosines, ranks and entropies tend to 1, whole numbers or log n,
+the attention's own dtype), or the state's entries have underflowed that dtype (`below_normal`). Cosines, ranks and entropies tend to 1, whole numbers or log n,
 not to 0, and are never flagged. The metric functions themselves never flag; only this suite
 does, since it knows the dtype.
 """
@@ -21,7 +21,7 @@ import torch
 from torch import Tensor
 
 from rankcollapse.errors import InputError
-from rankcollapse.metrics._floor import dtype_floor
+from rankcollapse.metrics._floor import below_normal, dtype_floor
 from rankcollapse.metrics._tokens import Tokens, single_thread, split_runs
 from rankcollapse.metrics.attention import Attention
 from rankcollapse.metrics.registry import METRICS, MetricInfo, names_of_kind
@@ -34,13 +34,17 @@ class MetricValue(NamedTuple):
     at_floor: Tensor
 
 
-def _measure(info: MetricInfo, prepared: Tokens | Attention, floor: float) -> MetricValue:
-    """One metric's values and floor flags: the one place that reads `MetricInfo.vanishes`."""
+def _measure(info: MetricInfo, prepared: Tokens | Attention, source: torch.dtype) -> MetricValue:
+    """One metric's values and floor flags for activations made in dtype `source`: the one
+    place that reads `MetricInfo.vanishes`."""
     value = info.kernel(prepared)
     if not info.vanishes:
         return MetricValue(value, torch.zeros_like(value, dtype=torch.bool))
     relative = value if info.relative is None else info.relative(prepared)
-    return MetricValue(value, relative <= floor)
+    at_floor = relative <= dtype_floor(source)
+    if isinstance(prepared, Tokens):
+        at_floor |= below_normal(prepared.rms, source)
+    return MetricValue(value, at_floor)
 
 
 def measure_states(
@@ -74,15 +78,15 @@ def measure_states(
         (tensor([0., 0., 0.], dtype=torch.float64), tensor([True, True, True]))
     """
     names = names_of_kind(metrics, "states")
-    floor = None if source_dtype is None else dtype_floor(source_dtype)
+    if source_dtype is not None:
+        dtype_floor(source_dtype)  # a clear error for a dtype that is not floating
     reads = tuple({METRICS[name].reads for name in names})  # one pass over x reads them all
     with single_thread() as threads:
         runs = split_runs(x, mask, threads)
 
         def measure(run: tuple[Tensor, Tensor | None]) -> list[MetricValue]:
             t = Tokens(*run, reads=reads)
-            run_floor = dtype_floor(t.dtype) if floor is None else floor
-            return [_measure(METRICS[name], t, run_floor) for name in names]
+            return [_measure(METRICS[name], t, source_dtype or t.dtype) for name in names]
 
         try:
             if len(runs) == 1:
@@ -128,8 +132,7 @@ def measure_attention(
     names = names_of_kind(metrics, "attention")
     with single_thread():
         p = Attention.of(a, mask, edges)
-        floor = dtype_floor(a.dtype)
-        return {name: _measure(METRICS[name], p, floor) for name in names}
+        return {name: _measure(METRICS[name], p, a.dtype) for name in names}
 
 
 RESULT_COLUMNS = ("sample", "metric", "value", "at_floor")
