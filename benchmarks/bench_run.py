@@ -19,6 +19,7 @@ Run: .venv/bin/python benchmarks/bench_run.py [--all | --only NAME,NAME] [--setu
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import tempfile
 import time
@@ -43,6 +44,12 @@ def run_setup(names: list[str], backend: str, jobs: int, root: Path) -> tuple[fl
             startup = time.perf_counter() - start  # ray.init included
         execute_all(plans, jobs, backend=backend)
     return time.perf_counter() - start, startup
+
+
+def unit_seconds(root: Path) -> float:
+    """Sum of the units' own run times in every manifest under `root`: the work to share out
+    (it grows when workers share the cores with the driver building reports)."""
+    return sum(json.loads(m.read_text())["unit_seconds"] for m in root.glob("*/*/manifest.json"))
 
 
 def load() -> str:
@@ -76,8 +83,10 @@ def main() -> None:
                 if f.name in ("results.csv", "claims.json")
             }
             wall, startup = seconds[setup]
+            work = unit_seconds(root)
             print(
-                f"{setup:6s} ({backend}, jobs {jobs}): {wall:7.1f} s, start-up {startup:5.1f} s"
+                f"{setup:6s} ({backend}, jobs {jobs}): {wall:7.1f} s, start-up {startup:5.1f} s, "
+                f"units {work:6.1f} s (sum of their own times; / {jobs} = {work / jobs:5.1f} s)"
                 f"   [{before} before, {load()} after]",
                 flush=True,
             )
