@@ -4,8 +4,15 @@ Unit times come from the unit files already stored in the run folder (an earlier
 partial run of the same config) and from a timed sample of a few pending units, run now in
 this process with one torch thread and stored, so the real run reuses them. The sample covers
 as many (field, value) pairs of the units as it can (a unit's cost usually follows its model,
-size or part), and every other unit is estimated at the mean time of the known units that share
-the most (field, value) pairs with it. The wall time on `workers` workers is the measured
+size or part). A unit's time is taken as a product of one factor per (field, value) but the
+seed, fitted to the known units' times by least squares on their logarithms:
+
+    log seconds(unit) = c + sum over its fields f of b[f, unit[f]]
+
+so a deep model's unit under a mask no deep unit ran is the deep unit's time scaled by what
+that mask costs in the other models. A unit whose terms the known units do not determine (a
+value no known unit has) is estimated at the mean time of the known units that share the most
+(field, value) pairs with it. The wall time on `workers` workers is the measured
 start-up of the backend plus the time at which the last unit ends when the remaining units
 are dealt, in order, to the first free worker (as the process pool and Ray do):
 
@@ -18,6 +25,8 @@ import heapq
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+import numpy as np
 
 from rankcollapse.errors import UnitError
 from rankcollapse.experiments import Unit
@@ -104,18 +113,62 @@ def stored_dry_run(plan: Plan) -> DryRun:
 
 
 def _estimated(plan: Plan, seconds: list[float], source: list[str]) -> DryRun:
-    """The DryRun with every "estimated" unit at the mean time of the known units that share
-    the most (field, value) pairs with it (NaN when no unit is known)."""
+    """The DryRun with every "estimated" unit at its fitted time (`_fitted`), else at the mean
+    time of the known units that share the most (field, value) pairs with it (NaN when no unit
+    is known)."""
     known = [i for i, src in enumerate(source) if src != "estimated"]
+    fitted = _fitted(plan.units, known, seconds)
     pairs = [_pairs(unit) for unit in plan.units]
     estimate = list(seconds)
     for i, src in enumerate(source):
         if src != "estimated":
             continue
+        if i in fitted:
+            estimate[i] = fitted[i]
+            continue
         shared = {j: len(pairs[i] & pairs[j]) for j in known}
         nearest = [seconds[j] for j in known if shared[j] == max(shared.values())]
         estimate[i] = sum(nearest) / len(nearest) if nearest else float("nan")
     return DryRun(plan.experiment.name, list(plan.units), estimate, source)
+
+
+def _fitted(units: list[Unit], known: list[int], seconds: list[float]) -> dict[int, float]:
+    """Per unit whose time the known units determine: exp(c + sum of b[f, value]), the least-
+    squares fit of log seconds over the known units (module doc). Determined: every term of the
+    unit is in a known unit and its row lies in the span of the known units' rows.
+
+    Example:
+        >>> units = [{"m": m, "k": k} for m in ("small", "big") for k in ("a", "b")]
+        >>> {i: round(s, 6) for i, s in _fitted(units, [0, 1, 2], [1.0, 3.0, 10.0]).items()}
+        {0: 1.0, 1: 3.0, 2: 10.0, 3: 30.0}
+    """
+    if not known:
+        return {}
+    terms = sorted({p for j in known for p in _pairs(units[j]) if p[0] != "seed"})
+    column = {term: k for k, term in enumerate(terms, start=1)}
+
+    def row(unit: Unit) -> np.ndarray | None:
+        x = np.zeros(len(terms) + 1)
+        x[0] = 1.0
+        for term in _pairs(unit):
+            if term[0] == "seed":
+                continue
+            if term not in column:
+                return None
+            x[column[term]] = 1.0
+        return x
+
+    design = np.array([row(units[j]) for j in known])
+    logs = np.log([max(seconds[j], 1e-6) for j in known])
+    coef = np.linalg.lstsq(design, logs, rcond=None)[0]
+    _, sv, vt = np.linalg.svd(design, full_matrices=False)
+    span = vt[sv > sv[0] * 1e-9]
+    fitted = {}
+    for i, unit in enumerate(units):
+        x = row(unit)
+        if x is not None and np.linalg.norm(x - span.T @ (span @ x)) < 1e-6:
+            fitted[i] = float(np.exp(x @ coef))
+    return fitted
 
 
 def _but_seed(unit: Unit) -> str:
