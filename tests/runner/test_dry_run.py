@@ -138,4 +138,3 @@ def test_a_unit_of_an_unrun_combination_is_estimated_as_a_product_of_its_values_
     estimate = runner.estimate._estimated(p, [10.0, 20.0, 60.0, 120.0, 700.0, 0.0], source)
     assert estimate.seconds[5] == pytest.approx(1400.0)
     assert estimate.unseen == ['model="deep", mask="b"']
-

@@ -5,8 +5,9 @@ metric vanishes as the input collapses (`MetricInfo.vanishes`: residuals, mu, ra
 residual, smallest singular value, distance from uniform attention) and its relative size
 (`MetricInfo.relative`, e.g. mu / ||X||_F for mu, sigma_min / sigma_max for min_sv) is at
 most FLOOR_FACTOR x eps(source_dtype), the dtype that produced the activations (for attention,
-the attention's own dtype), or the state's entries have underflowed that dtype (`below_normal`). Cosines, ranks and entropies tend to 1, whole numbers or log n,
-not to 0, and are never flagged. The metric functions themselves never flag; only this suite
+the attention's own dtype), or the state's entries have underflowed that dtype
+(`below_normal`). Cosines, ranks and entropies tend to 1, whole numbers or log n, not to 0,
+and are never flagged. The metric functions themselves never flag; only this suite
 does, since it knows the dtype.
 """
 

@@ -85,8 +85,8 @@ def call_unit(run_unit: Callable, config: BaseModel, unit: dict) -> tuple[Any, f
     subnormals (below the smallest normal float: their entries are at the floor, flagged so by
     the metric suite): CPU arithmetic on them is slow, so a 128-layer BERT without skips or
     norms, whose query-key products underflow float32 from about layer 40, ran 18 x slower
-    (measured 141.8 s against 7.7 s for one curve of 4 windows). Both settings return to torch's defaults
-    afterwards (flushing off).
+    (measured 141.8 s against 7.7 s for one curve of 4 windows). Both settings return to
+    torch's defaults afterwards (flushing off).
     """
     import torch
 

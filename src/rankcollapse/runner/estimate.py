@@ -79,7 +79,8 @@ def makespan(seconds: Sequence[float], workers: int) -> float:
 
 
 def dry_run(plan: Plan, samples: int = 2, notify: Notify | None = None) -> DryRun:
-    """Time `samples` pending units (chosen by `_choose`) and store them; estimate the rest. Nothing else runs; the folder is locked while the samples run."""
+    """Time `samples` pending units (chosen by `_choose`) and store them; estimate the rest.
+    Nothing else runs; the folder is locked while the samples run."""
     check_writable(plan.out_dir)
     with run_lock(plan.out_dir, notify):
         write_atomic(plan.out_dir / "config.yaml", config_yaml(plan.config).encode())
@@ -144,18 +145,14 @@ def _fitted(units: list[Unit], known: list[int], seconds: list[float]) -> dict[i
     """
     if not known:
         return {}
-    terms = sorted({p for j in known for p in _pairs(units[j]) if p[0] != "seed"})
+    terms = sorted(set().union(*(_cost_terms(units[j]) for j in known)))
     column = {term: k for k, term in enumerate(terms, start=1)}
 
     def row(unit: Unit) -> np.ndarray | None:
+        if not _cost_terms(unit) <= column.keys():
+            return None
         x = np.zeros(len(terms) + 1)
-        x[0] = 1.0
-        for term in _pairs(unit):
-            if term[0] == "seed":
-                continue
-            if term not in column:
-                return None
-            x[column[term]] = 1.0
+        x[[0, *(column[term] for term in _cost_terms(unit))]] = 1.0
         return x
 
     design = np.array([row(units[j]) for j in known])
@@ -179,6 +176,11 @@ def _but_seed(unit: Unit) -> str:
 
 def _pairs(unit: Unit) -> set[tuple[str, str]]:
     return {(key, canonical_json(value)) for key, value in unit.items()}
+
+
+def _cost_terms(unit: Unit) -> set[tuple[str, str]]:
+    """The (field, value) pairs that may change a unit's cost: all but the seed."""
+    return {pair for pair in _pairs(unit) if pair[0] != "seed"}
 
 
 def _choose(units: list[Unit], known: list[int], pending: list[int], samples: int) -> list[int]:
