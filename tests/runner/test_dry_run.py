@@ -4,6 +4,7 @@ are stored and reused by the real run; nothing else runs."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 
 import pytest
@@ -39,7 +40,8 @@ def test_a_dry_run_times_units_covering_every_value_stores_them_and_runs_nothing
     assert estimate.seconds[1:5] == pytest.approx(expected) and min(first, last) >= 0.05
     assert estimate.unseen == ["item=1"]
     assert estimate.wall_seconds(1) == pytest.approx(sum(expected))
-    assert estimate.wall_seconds(2, startup=1.5) == pytest.approx(1.5 + makespan(expected, 2))
+    longest_first = sorted(expected, reverse=True)  # the order the real run starts them in
+    assert estimate.wall_seconds(2, startup=1.5) == pytest.approx(1.5 + makespan(longest_first, 2))
     real = run_experiment(TINY, overrides={"log_dir": str(tmp_path)}, out=tmp_path / "run")
     assert (real.n_cached, real.n_computed) == (2, 4)
     assert sorted(calls(tmp_path)) == ["0-0", "0-1", "1-0", "1-1", "2-0", "2-1"]
@@ -128,13 +130,30 @@ def test_unseen_names_combinations_no_timed_unit_has_even_when_each_value_was_ti
     assert estimate.unseen == ['part="a", d=2']
 
 
-def test_a_unit_of_an_unrun_combination_is_estimated_as_a_product_of_its_values_costs():
+def test_a_unit_of_an_unrun_combination_is_estimated_as_a_product_of_its_values_costs(
+    tmp_path,
+):
     """The deep model ran under one mask only; under another it costs the deep model's time
     times what that mask costs in the models that ran under both (wu2024-masks at paper size:
     the nearest-units mean put a deep unit of 688 s at 254 s under every other mask)."""
     units = [{"model": m, "mask": k} for m in ("toy", "base", "deep") for k in ("a", "b")]
     source = ["stored", "stored", "stored", "stored", "sampled", "estimated"]
-    p = dataclasses.replace(plan(TINY), units=units)
+    p = dataclasses.replace(plan(TINY, out=tmp_path / "r"), units=units)
     estimate = runner.estimate._estimated(p, [10.0, 20.0, 60.0, 120.0, 700.0, 0.0], source)
     assert estimate.seconds[5] == pytest.approx(1400.0)
     assert estimate.unseen == ['model="deep", mask="b"']
+
+
+def test_a_dry_run_estimates_from_earlier_runs_beside_its_folder(tmp_path):
+    """An earlier run of the same experiment and preset with other seeds (which cost nothing)
+    gives each item's time; nothing needs to be sampled."""
+    (tmp_path / "slow").write_text("0.05")
+    overrides = {"log_dir": str(tmp_path), "items": 2}
+    earlier = run_experiment(TINY, overrides={**overrides, "seeds": [0]}, out=tmp_path / "x" / "0")
+    manifest = json.loads((earlier.out_dir / "manifest.json").read_text())
+    times = [entry["seconds"] for entry in manifest["units_where"]]
+    estimate = dry_run(
+        plan(TINY, overrides={**overrides, "seeds": [1]}, out=tmp_path / "x" / "1"), 0
+    )
+    assert estimate.source == ["estimated"] * 2
+    assert estimate.seconds == pytest.approx(times) and len(calls(tmp_path)) == 2

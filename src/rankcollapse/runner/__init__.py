@@ -14,10 +14,10 @@ starts. The Python API has the power of `rankcollapse run`:
 """
 
 from rankcollapse.runner.backends import BACKENDS, RAY_EXTRA
+from rankcollapse.runner.costs import makespan
 from rankcollapse.runner.estimate import (
     DryRun,
     dry_run,
-    makespan,
     startup_seconds,
     stored_dry_run,
 )

@@ -62,6 +62,7 @@ from rankcollapse.runner.backends import (
     ray_session,
     run_units,
 )
+from rankcollapse.runner.costs import longest_first, unit_seconds
 
 Progress = Callable[[str, int, int], None]  # (experiment name, units done, units in all)
 Notify = Callable[[str], None]  # a message for the user (waiting for a lock, a file not used)
@@ -300,7 +301,7 @@ def execute_all(
         tasks = [(run, i) for run in runs for i in run.pending]
         if jobs > 1:
             expected = {id(run): expected_seconds(run.plan, run.stored) for run in runs}
-            tasks = sorted(tasks, key=lambda t: _longest_first(expected[id(t[0])][t[1]]))
+            tasks = sorted(tasks, key=lambda t: longest_first(expected[id(t[0])][t[1]]))
         for run in runs:
             if not run.pending:
                 run.finish()
@@ -328,16 +329,18 @@ def execute_all(
         return [run.result for run in runs]
 
 
-def _longest_first(seconds: float | None) -> tuple[int, float]:
-    """Sort key: units of unknown time first (in list order), then the longest first."""
-    return (0, 0.0) if seconds is None else (1, -seconds)
+def expected_seconds(plan: Plan, stored: Stored) -> list[float]:
+    """Per unit, the seconds it is expected to take (to start the longest first), from the
+    units stored in this folder and those of earlier runs (`earlier_times`), as
+    `costs.unit_seconds` estimates them; NaN when no time is known."""
+    known = [(u, s) for u, s, r in zip(plan.units, stored.seconds, stored.rows) if r is not None]
+    return unit_seconds(plan.units, known + earlier_times(plan))
 
 
-def expected_seconds(plan: Plan, stored: Stored) -> list[float | None]:
-    """Per unit, the seconds it is expected to take (to start the longest first): its time in
-    an earlier complete run of the same experiment and preset in a sibling folder, else the
-    mean time of the units stored in this folder and those runs, else None (nothing known)."""
-    times: dict[str, float] = {}
+def earlier_times(plan: Plan) -> list[tuple[Unit, float]]:
+    """(unit, seconds) of every unit in the manifests of runs of the same experiment and
+    preset in sibling folders of the plan's (another config, or this folder's last run)."""
+    times = []
     same = {"experiment": plan.experiment.name, "preset": plan.preset}
     for path in sorted(plan.out_dir.parent.glob("*/manifest.json")):
         try:
@@ -347,12 +350,13 @@ def expected_seconds(plan: Plan, stored: Stored) -> list[float | None]:
         if not isinstance(manifest, dict) or any(manifest.get(k) != v for k, v in same.items()):
             continue
         for entry in manifest.get("units_where") or []:
-            if isinstance(entry, dict) and isinstance(entry.get("seconds"), int | float):
-                times[canonical_json(entry.get("unit"))] = float(entry["seconds"])
-    known = [s for s, r in zip(stored.seconds, stored.rows) if r is not None]
-    known += times.values()
-    mean = sum(known) / len(known) if known else None
-    return [times.get(canonical_json(unit), mean) for unit in plan.units]
+            if (
+                isinstance(entry, dict)
+                and isinstance(entry.get("unit"), dict)
+                and isinstance(entry.get("seconds"), int | float)
+            ):
+                times.append((entry["unit"], float(entry["seconds"])))
+    return times
 
 
 @dataclass
