@@ -8,10 +8,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 
 from rankcollapse.errors import ConfigError
 from rankcollapse.experiments import get_experiment
 from rankcollapse.experiments.wu2024_geometry import _spearman, run_unit, summarize, units
+from rankcollapse.metrics import dtype_floor
 
 sys.path.insert(0, str(Path(__file__).parent / "cases"))
 from wu2024_geometry import model_rows
@@ -68,3 +70,16 @@ def test_minilm_rows_have_every_layer_metric_and_spectrum():
     ranks = rows[rows["metric"] == "numerical_rank"]
     assert (ranks["value"] <= 16).all()
     assert isinstance(rows, pd.DataFrame)
+
+
+@pytest.mark.slow
+def test_singular_value_ratios_at_the_float32_floor_are_flagged():
+    """A decoder with rotary positions (tiny random Llama) embeds a window's repeated token as
+    two identical rows: sigma_min / sigma_max of layer 0 is float32 rounding, flagged."""
+    config = EXP.make_config("quick", {"models": ["llama-small"], "random_init": ["llama-small"],
+                                       "n_samples": 2, "n_tokens": 32, "n_spectra": 1})  # fmt: skip
+    rows = run_unit(config, {"model": "llama-small", "init": "random"})
+    ratios = rows[rows["metric"].isin(["min_sv_rel", "sv"])]
+    assert ratios["at_floor"].tolist() == (ratios["value"] <= dtype_floor(torch.float32)).tolist()
+    layer0 = ratios[(ratios["metric"] == "min_sv_rel") & (ratios["layer"] == 0)]
+    assert layer0["at_floor"].all() and not ratios[ratios["layer"] >= 1]["at_floor"].any()

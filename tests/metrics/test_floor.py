@@ -67,14 +67,18 @@ def test_absolute_metrics_are_flagged_by_their_relative_size(name):
 
 
 @pytest.mark.parametrize("name", sorted(VANISHING - {"attn_dist_uniform"}))
-def test_spread_states_whose_entries_underflowed_their_dtype_are_at_the_floor(name):
-    """Entries of 1e-40 are subnormal in float32 (below 1.2e-38) and normal in float64: the
-    same spread states are rounding for the one and signal for the other."""
-    underflowed = 1e-40 * _collapsed_states(1.0)
+def test_spread_states_small_enough_to_underflow_their_dtype_are_at_the_floor(name):
+    """Entries of 1e-33 are below tiny / eps of float32 (9.9e-32) and far above it in float64:
+    the same spread states are underflow noise for the one and signal for the other."""
+    underflowed = 1e-33 * _collapsed_states(1.0)
     as_float32 = measure_states(underflowed, metrics=[name], source_dtype=torch.float32)[name]
     as_float64 = measure_states(underflowed, metrics=[name], source_dtype=torch.float64)[name]
     assert bool(as_float32.at_floor.all()) and not bool(as_float64.at_floor.any())
     assert torch.equal(as_float32.value, as_float64.value)  # flagged, never changed
+    above = measure_states(
+        1e-30 * _collapsed_states(1.0), metrics=[name], source_dtype=torch.float32
+    )
+    assert not bool(above[name].at_floor.any())  # 1e-30: rounding still decides
     zero = measure_states(torch.zeros(2, 8, 6), metrics=[name])[name]  # flushed to 0
     assert bool(zero.at_floor.all())
 

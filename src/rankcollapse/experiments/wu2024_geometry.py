@@ -50,6 +50,7 @@ from rankcollapse.experiments._registry import (
     register,
 )
 from rankcollapse.hf import MODELS, load_model, probe
+from rankcollapse.metrics import dtype_floor
 from rankcollapse.plot import line_plot, singular_spectra
 
 NAME = "wu2024-geometry"
@@ -120,17 +121,19 @@ def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
     for layer, x in enumerate(states):
         s = torch.linalg.svdvals(x.double())  # (n_samples, min(n, d))
         rel = (s / s[:, :1]).numpy()
+        floor = dtype_floor(x.dtype)  # the rounding floor of the dtype the model ran in
         rows.append(
             pd.DataFrame(
                 {**ids, "layer": layer, "sample": np.arange(len(s)), "metric": "min_sv_rel",
-                 "value": rel[:, -1], "index": np.nan}
+                 "value": rel[:, -1], "index": np.nan, "at_floor": rel[:, -1] <= floor}
             )
         )  # fmt: skip
         for sample in range(min(config.n_spectra, len(s))):
             rows.append(
                 pd.DataFrame(
                     {**ids, "layer": layer, "sample": sample, "metric": "sv",
-                     "value": rel[sample], "index": np.arange(rel.shape[1])}
+                     "value": rel[sample], "index": np.arange(rel.shape[1]),
+                     "at_floor": rel[sample] <= floor}
                 )
             )  # fmt: skip
     out = pd.concat(rows, ignore_index=True)

@@ -5,9 +5,9 @@ metric vanishes as the input collapses (`MetricInfo.vanishes`: residuals, mu, ra
 residual, smallest singular value, distance from uniform attention) and its relative size
 (`MetricInfo.relative`, e.g. mu / ||X||_F for mu, sigma_min / sigma_max for min_sv) is at
 most FLOOR_FACTOR x eps(source_dtype), the dtype that produced the activations (for attention,
-the attention's own dtype), or the state's entries have underflowed that dtype
-(`below_normal`). Cosines, ranks and entropies tend to 1, whole numbers or log n, not to 0,
-and are never flagged. The metric functions themselves never flag; only this suite
+the attention's own dtype), or the state's entries are small enough for underflow to decide
+its arithmetic in that dtype (`underflowing`). Cosines, ranks and entropies tend to 1, whole
+numbers or log n, not to 0, and are never flagged. The metric functions themselves never flag; only this suite
 does, since it knows the dtype.
 """
 
@@ -22,7 +22,7 @@ import torch
 from torch import Tensor
 
 from rankcollapse.errors import InputError
-from rankcollapse.metrics._floor import below_normal, dtype_floor
+from rankcollapse.metrics._floor import dtype_floor, underflowing
 from rankcollapse.metrics._tokens import Tokens, single_thread, split_runs
 from rankcollapse.metrics.attention import Attention
 from rankcollapse.metrics.registry import METRICS, MetricInfo, names_of_kind
@@ -44,7 +44,7 @@ def _measure(info: MetricInfo, prepared: Tokens | Attention, source: torch.dtype
     relative = value if info.relative is None else info.relative(prepared)
     at_floor = relative <= dtype_floor(source)
     if isinstance(prepared, Tokens):
-        at_floor |= below_normal(prepared.rms, source)
+        at_floor |= underflowing(prepared.rms, source)
     return MetricValue(value, at_floor)
 
 
