@@ -14,7 +14,9 @@ windows of the built-in corpus. Per layer
 output: see `rankcollapse.hf.probe`): `numerical_rank`, `min_sv`, `stable_rank`,
 `abs_cos_mean`, `mu_rel` from the metric suite, plus `min_sv_rel` = sigma_min / sigma_max and
 the full normalised singular spectrum sigma_i / sigma_1 of the first `n_spectra` samples
-(metric `sv`, index in column `index`), from a float64 SVD of the captured states.
+(metric `sv`, index in column `index`), from a float64 SVD of the captured states; a ratio at
+most the rounding floor of the model's dtype (`rankcollapse.metrics.dtype_floor`) is flagged
+`at_floor`.
 
 Findings, per pretrained model, over the block outputs (layers >= 1): the embedding output is
 not a transformer state, and in a model without absolute position embeddings (SmolLM2: RoPE
