@@ -95,6 +95,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import torch
+
     from rankcollapse.cli._common import print_layer_means, write_collapse_outputs
     from rankcollapse.cli._console import console
     from rankcollapse.errors import ConfigError
@@ -117,7 +119,8 @@ def run(args: argparse.Namespace) -> int:
     x = random_tokens(
         args.n_samples, args.n_tokens, config.d_model, seed=config.seed, dtype=net.dtype
     )
-    trace = net(x)
+    with torch.no_grad():
+        trace = net(x)
     df = measure_layers(trace.states, metrics=metrics, source_dtype=net.dtype)
     heads = f"{config.n_heads} head{'s' if config.n_heads > 1 else ''}"
     title = f"toy network: {config.n_layers} layers, {heads}, skip={config.skip}, "

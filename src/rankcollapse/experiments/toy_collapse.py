@@ -87,6 +87,8 @@ def units(config: Config) -> list[Unit]:
 
 
 def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
+    import torch
+
     from rankcollapse.metrics import measure_layers
     from rankcollapse.nets import ToyNet, random_tokens, toy_config
     from rankcollapse.seeds import stream_seed
@@ -108,7 +110,8 @@ def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
         seed=stream_seed(unit["seed"], "data"),
         dtype=net.dtype,
     )
-    states = net(x).states  # n_layers + 1 tensors (n_samples, n_tokens, d_model)
+    with torch.no_grad():  # a graph kept for backward took 9 GB at the paper size
+        states = net(x).states  # n_layers + 1 tensors (n_samples, n_tokens, d_model)
     return measure_layers(states, metrics=METRICS, source_dtype=net.dtype, **unit)
 
 

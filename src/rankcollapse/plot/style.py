@@ -136,17 +136,33 @@ def log_axis(ax, which: str = "y") -> None:
 
 def integer_axis(ax, which: str = "x", values: Any = None, *, log: bool = False) -> None:
     """Integer ticks: on a log axis at the values themselves (e.g. heads 1, 2, 4, ..., 64),
-    at most eight of them; on a linear axis at whole numbers chosen by matplotlib."""
+    at most eight of them, evenly spaced on the log scale (layers 1..128: 1, 2, 4, ..., 128);
+    on a linear axis at whole numbers chosen by matplotlib."""
     axis = ax.xaxis if which == "x" else ax.yaxis
     distinct = sorted(set(np.asarray(values).tolist())) if values is not None else []
     if log and distinct:
         (ax.set_xscale if which == "x" else ax.set_yscale)("log")
         axis.set_minor_locator(ticker.NullLocator())
-        shown = distinct if len(distinct) <= 8 else distinct[:: -(-len(distinct) // 8)]
+        shown = distinct if len(distinct) <= 8 else _log_spaced(distinct, 8)
         axis.set_major_locator(ticker.FixedLocator(shown))
         axis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:.0f}"))
     else:
         axis.set_major_locator(ticker.MaxNLocator(integer=True, nbins=7))
+
+
+def _log_spaced(values: list[float], count: int) -> list[float]:
+    """The distinct `values` nearest (on a log scale) to `count` points evenly spaced on a log
+    scale from the smallest positive value to the largest.
+
+    Example:
+        >>> _log_spaced(list(range(1, 129)), 8)
+        [1, 2, 4, 8, 16, 32, 64, 128]
+    """
+    positive = [v for v in values if v > 0]
+    logs = np.log(np.asarray(positive, dtype=float))
+    targets = np.linspace(logs.min(), logs.max(), count)
+    nearest = np.abs(logs[:, None] - targets[None, :]).argmin(axis=0)
+    return [positive[i] for i in sorted(set(nearest.tolist()))]
 
 
 def is_integer_valued(values: Any) -> bool:
