@@ -53,7 +53,7 @@ from rankcollapse.experiments._registry import (
 )
 from rankcollapse.hf import MODELS, load_model, probe
 from rankcollapse.metrics import dtype_floor
-from rankcollapse.plot import line_plot, singular_spectra
+from rankcollapse.plot import band_plot, line_plot, singular_spectra
 
 NAME = "wu2024-geometry"
 SOURCE = "geometry of pretrained models"
@@ -202,10 +202,10 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
     for metric, ylabel in (("abs_cos_mean", "mean |cosine| between tokens"),
                            ("min_sv_rel", "sigma_min / sigma_max"),
                            ("stable_rank", "stable rank")):  # fmt: skip
-        summary.figures[metric] = line_plot(
+        summary.figures[metric] = band_plot(
             labelled[labelled["metric"] == metric], x="layer", hue="model",
             logy=metric == "min_sv_rel", title=f"{ylabel} against layer (mean over samples)",
-            ylabel=ylabel,
+            ylabel=ylabel, band=None, floor_column="at_floor" if metric == "min_sv_rel" else None,
         )  # fmt: skip
     ranks = labelled[labelled["metric"] == "numerical_rank"]
     # every model sits at full rank: one panel each, or the lines hide one another

@@ -13,6 +13,7 @@ share of rows at the floor when only some are; the rows above the floor are draw
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -26,6 +27,7 @@ from matplotlib.lines import Line2D
 from rankcollapse.plot.style import (
     FLOOR_COLOR,
     MAX_SERIES,
+    RC,
     context,
     fraction,
     fractions_in,
@@ -193,8 +195,20 @@ def _legend(fig: Figure, axes: list, title: str | None, floor: _Floor, band: str
         )
         entries[text] = Line2D([], [], color=FLOOR_COLOR, alpha=0.3, lw=6)
     if entries:
-        fig.legend(entries.values(), entries.keys(), loc="outside lower center",
-                   ncols=min(len(entries), 3), title=title)  # fmt: skip
+        per_line = int((fig.get_figwidth() * 72 - 30) / (CHAR_WIDTH * RC["legend.fontsize"]))
+        labels = [textwrap.fill(label, per_line) for label in entries]
+        fig.legend(entries.values(), labels, loc="outside lower center",
+                   ncols=_legend_columns(fig, labels), title=title)  # fmt: skip
+
+
+CHAR_WIDTH = 0.6  # em: a wide average glyph of the sans-serif font, to fit text to a figure
+
+
+def _legend_columns(fig: Figure, labels: list[str]) -> int:
+    """At most 3 legend columns, as many as fit the figure's width (marker and gap ~30 pt)."""
+    longest = max(len(line) for label in labels for line in label.splitlines())
+    entry = CHAR_WIDTH * RC["legend.fontsize"] * longest + 30
+    return max(1, min(len(labels), 3, int(fig.get_figwidth() * 72 // entry)))
 
 
 def _outer_labels(axes: list, values: pd.Series, *, logx: bool) -> None:
@@ -221,8 +235,10 @@ def _outer_labels(axes: list, values: pd.Series, *, logx: bool) -> None:
 
 
 def _suptitle(fig: Figure, title: str | None) -> None:
+    """The title, wrapped to the figure's width (a column-wide figure clipped long titles)."""
     if title:
-        fig.suptitle(fractions_in(title))
+        per_line = int(fig.get_figwidth() * 72 / (CHAR_WIDTH * RC["figure.titlesize"]))
+        fig.suptitle(textwrap.fill(fractions_in(title), per_line))
 
 
 def band_plot(
