@@ -152,3 +152,13 @@ def test_path_accuracy_figure_shows_the_k0_route_its_claims_compare_with():
         (k0,) = [line for line in ax.get_lines() if line.get_label().startswith("k = 0")]
         left, right = ax.get_xlim()
         assert left < k0.get_xdata()[0] < right and right > 3
+
+
+def test_a_panel_whose_every_value_is_at_the_floor_renders_on_a_linear_axis():
+    """Nothing is drawn as signal, so nothing can be log scaled: states of 1e-300 in float64
+    (below tiny / eps) crashed `measure` when its figure was saved."""
+    df = pd.DataFrame({"layer": [0, 1], "value": [1e-300, 1e-301], "variant": "san",
+                       "at_floor": True})  # fmt: skip
+    for fig in (plot.band_plot(df), plot.layers(df.assign(metric="mu"))):
+        assert fig.axes[0].get_yscale() == "linear"
+        assert plot.render(fig)["png"].startswith(b"\x89PNG")

@@ -281,7 +281,7 @@ def band_plot(
         fig, axes = new_figure(len(keys), sharex=sharex, sharey=sharey)
         for key, ax in zip(keys, axes):
             rows = df if key is None else df[df[panel] == key]
-            panel_logy = logy and bool((rows[y] > 0).any())
+            panel_logy = _log_scale(rows, y, logy, floor_column)
             _draw_panel(ax, rows, x=x, y=y, hue=hue, hues=hues, logy=panel_logy, band=band,
                         floor_column=floor_column, floor=mark)  # fmt: skip
             if key is not None:
@@ -289,7 +289,7 @@ def band_plot(
         for i, (key, ax) in enumerate(zip(keys, axes)):
             rows = df if key is None else df[df[panel] == key]
             left = sharey is False or i % _n_cols(fig) == 0
-            _finish_axes(ax, rows[x], x=x, logx=logx, logy=logy and bool((rows[y] > 0).any()),
+            _finish_axes(ax, rows[x], x=x, logx=logx, logy=_log_scale(rows, y, logy, floor_column),
                          ylabel=ylabel if left else None, y_values=rows[y])  # fmt: skip
         _place_floor_points(fig, mark, axes, logy=logy)
         if sharex:
@@ -299,6 +299,15 @@ def band_plot(
         _legend(fig, axes, words(hue) if hue else None, mark, spread)
         _suptitle(fig, title)
     return fig
+
+
+def _log_scale(rows: pd.DataFrame, y: str, logy: bool, floor_column: str | None) -> bool:
+    """A log y axis when asked for and some positive value is drawn as signal (not at the
+    floor): a panel with nothing on it cannot be log scaled."""
+    signal = rows[y] > 0
+    if floor_column and floor_column in rows:
+        signal &= ~rows[floor_column].astype(bool)
+    return logy and bool(signal.any())
 
 
 def _n_cols(fig: Figure) -> int:
@@ -397,7 +406,7 @@ def layers(
         logs = []
         for name, ax in zip(names, axes):
             rows = data[data["metric"] == name]
-            logy = name not in BOUNDED and bool((rows["value"] > 0).any()) and (
+            logy = name not in BOUNDED and _log_scale(rows, "value", True, "at_floor") and (
                 name in SHRINKING or _spans_decades(rows["value"])
             )  # fmt: skip
             logs.append(logy)
