@@ -162,3 +162,24 @@ def test_a_panel_whose_every_value_is_at_the_floor_renders_on_a_linear_axis():
     for fig in (plot.band_plot(df), plot.layers(df.assign(metric="mu"))):
         assert fig.axes[0].get_yscale() == "linear"
         assert plot.render(fig)["png"].startswith(b"\x89PNG")
+
+
+def test_a_column_wide_figure_keeps_its_title_and_legend_inside():
+    """wu2024-geometry's column-wide figures clipped a long title and a 3-column legend."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    models = ["minilm (pretrained)", "smollm2 (pretrained)", "bert-base (random)", "gpt2 (random)"]
+    df = pd.DataFrame({"layer": [0, 1] * 4, "value": np.linspace(0.1, 0.8, 8),
+                       "model": np.repeat(models, 2)})  # fmt: skip
+    fig = plot.line_plot(
+        df,
+        x="layer",
+        hue="model",
+        title="mean |cosine| between tokens against layer (mean over samples)",
+    )
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    fig.draw(renderer)
+    inside = fig.bbox
+    for artist in (fig._suptitle, fig.legends[0]):
+        box = artist.get_window_extent(renderer)
+        assert inside.x0 <= box.x0 and box.x1 <= inside.x1, artist
