@@ -196,14 +196,19 @@ def _legend(fig: Figure, axes: list, title: str | None, floor: _Floor, band: str
         )
         entries[text] = Line2D([], [], color=FLOOR_COLOR, alpha=0.3, lw=6)
     if entries:
-        per_line = int((fig.get_figwidth() * 72 - ENTRY_GAP) / (CHAR_WIDTH * RC["legend.fontsize"]))
-        labels = [textwrap.fill(label, per_line) for label in entries]
+        width = fig.get_figwidth() * 72 - ENTRY_GAP
+        labels = [_wrap(label, width, RC["legend.fontsize"]) for label in entries]
         fig.legend(entries.values(), labels, loc="outside lower center",
                    ncols=_legend_columns(fig, labels), title=title)  # fmt: skip
 
 
 CHAR_WIDTH = 0.6  # em: a wide average glyph of the sans-serif font (measured 0.46-0.52)
 ENTRY_GAP = 30  # pt: a legend entry's marker and the gap after it
+
+
+def _wrap(text: str, width: float, fontsize: float) -> str:
+    """`text` wrapped to lines that fit `width` points at `fontsize`."""
+    return textwrap.fill(text, int(width / (CHAR_WIDTH * fontsize)))
 
 
 def _legend_columns(fig: Figure, labels: list[str]) -> int:
@@ -249,8 +254,7 @@ def _outer_labels(axes: list, values: pd.Series, *, logx: bool) -> None:
 def _suptitle(fig: Figure, title: str | None) -> None:
     """The title, wrapped to the figure's width (a column-wide figure clipped long titles)."""
     if title:
-        per_line = int(fig.get_figwidth() * 72 / (CHAR_WIDTH * RC["figure.titlesize"]))
-        fig.suptitle(textwrap.fill(fractions_in(title), per_line))
+        fig.suptitle(_wrap(fractions_in(title), fig.get_figwidth() * 72, RC["figure.titlesize"]))
 
 
 def band_plot(
