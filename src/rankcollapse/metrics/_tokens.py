@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from functools import cached_property
+from functools import cache, cached_property
 
 import torch
 from torch import Tensor
@@ -61,6 +61,17 @@ def single_thread() -> Iterator[int]:
         yield threads
     finally:
         torch.set_num_threads(threads)
+
+
+@cache
+def first_linalg_call(device: torch.device) -> None:
+    """Make the process's first `torch.linalg` call on `device` here, on the calling thread.
+
+    torch loads its linear-algebra backend lazily on some devices (CUDA's: a "lazy wrapper"
+    that must run at most once); worker threads that make that first call at the same time
+    race it. Call this before starting threads that use `torch.linalg`.
+    """
+    torch.linalg.eigvalsh(torch.eye(2, dtype=torch.float64, device=device))
 
 
 def check_batch(shape: tuple[int, ...], name: str) -> None:
