@@ -15,8 +15,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from rankcollapse.metrics import measure_states, metrics_frame
-from rankcollapse.metrics import _tokens
+from rankcollapse.metrics import _tokens, measure_states, metrics_frame
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "rankcollapse"
 
