@@ -133,6 +133,10 @@ class LoadedModel:
             self.tokenizer_source = self.tokenizer_source.load()
         return self.tokenizer_source
 
+    @tokenizer.setter
+    def tokenizer(self, tokenizer: Any) -> None:
+        self.tokenizer_source = tokenizer
+
     @property
     def has_tokenizer(self) -> bool:
         return self.tokenizer_source is not None
