@@ -368,8 +368,8 @@ def _attention_frame(
     values = measure_attention(probs, mask, edges=edges, metrics=names)
     rows = []
     for name, mv in values.items():
-        value = mv.value.mean(dim=1)  # (b,)
-        at_floor = mv.at_floor.any(dim=1)
+        value = mv.value.mean(dim=1).cpu()  # (b,), on the host: one copy per metric
+        at_floor = mv.at_floor.any(dim=1).cpu()
         for sample in range(probs.shape[0]):
             rows.append(
                 {

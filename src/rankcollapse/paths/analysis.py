@@ -26,9 +26,9 @@ def _size_rows(part: Tensor, output: Tensor, length: int) -> pd.DataFrame:
     """norm = ||C||_F; norm_ratio = ||C||_F / ||out||_F; share = <C, out> / ||out||_F^2."""
     out_sq = output.pow(2).sum((-2, -1))
     values = {
-        "norm": part.norm(dim=(-2, -1)),
-        "norm_ratio": part.norm(dim=(-2, -1)) / out_sq.sqrt(),
-        "share": (part * output).sum((-2, -1)) / out_sq,
+        "norm": part.norm(dim=(-2, -1)).cpu(),
+        "norm_ratio": (part.norm(dim=(-2, -1)) / out_sq.sqrt()).cpu(),
+        "share": ((part * output).sum((-2, -1)) / out_sq).cpu(),
     }
     return pd.DataFrame(
         [
@@ -151,7 +151,7 @@ def products_frame(
     rows = []
     for length in range(1, n_layers + 1):
         routes = sample_paths(n_layers, n_heads, length, n_paths, seed=seed + length)[0]
-        distance = rank1_distance(attention_products(attention, routes))  # (paths, b)
+        distance = rank1_distance(attention_products(attention, routes)).cpu()  # (paths, b)
         for path, sample in torch.cartesian_prod(
             torch.arange(distance.shape[0]), torch.arange(distance.shape[1])
         ).tolist():
