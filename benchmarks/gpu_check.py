@@ -77,8 +77,11 @@ def family_variants(family: str) -> list[str]:
     return names
 
 
-def check_families(device: torch.device, n_samples: int, n_tokens: int) -> None:
-    for family, arch in ARCHITECTURES.items():
+def check_families(
+    device: torch.device, families: list[str], n_samples: int, n_tokens: int
+) -> None:
+    for family in families:
+        arch = ARCHITECTURES[family]
         settings = {
             "n_samples": n_samples,
             "n_tokens": n_tokens,
@@ -232,13 +235,16 @@ def main() -> int:
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--quick", action="store_true", help="small sizes: check the script itself")
     parser.add_argument("--skip-8b", action="store_true", help="no Llama-3-8B shape")
+    parser.add_argument(
+        "--families", default=",".join(ARCHITECTURES), help="comma-separated (default: all)"
+    )
     args = parser.parse_args()
     device = torch.device(args.device)
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else device.type
     print(f"device check on {name}, torch {torch.__version__}", flush=True)
     start = time.perf_counter()
     sections = [
-        ("families", lambda: check_families(device, 4, 16)),
+        ("families", lambda: check_families(device, args.families.split(","), 4, 16)),
         (
             "qwen2-0.5b",
             lambda: check_shape(

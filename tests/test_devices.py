@@ -83,7 +83,9 @@ class _LazyBackend:
 
 
 def test_first_linalg_call_is_not_raced_by_worker_threads(monkeypatch):
-    monkeypatch.setattr(torch.linalg, "eigvalsh", _LazyBackend(torch.linalg.eigvalsh, threading.get_ident()))
+    monkeypatch.setattr(
+        torch.linalg, "eigvalsh", _LazyBackend(torch.linalg.eigvalsh, threading.get_ident())
+    )
     warmed = getattr(_tokens, "first_linalg_call", None)
     if warmed is not None:
         warmed.cache_clear()  # the first call of this process, as on a fresh GPU
@@ -104,9 +106,10 @@ def test_metrics_frame_copies_once_and_keeps_values():
     x = torch.randn(3, 5, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
     values = measure_states(x, metrics=["mu_rel", "stable_rank"])
     frame = metrics_frame(values, layer=2)
-    assert frame["value"].tolist() == torch.cat(
-        [values["mu_rel"].value, values["stable_rank"].value]
-    ).tolist()
+    assert (
+        frame["value"].tolist()
+        == torch.cat([values["mu_rel"].value, values["stable_rank"].value]).tolist()
+    )
     assert frame["at_floor"].dtype == bool
 
 
@@ -120,3 +123,33 @@ def test_suite_on_cuda_matches_cpu():
     on_gpu = metrics_frame(measure_states(x.cuda()))
     relative = (on_gpu["value"] - on_cpu["value"]).abs() / on_cpu["value"].abs().clip(lower=1e-300)
     assert float(relative.max()) < 1e-8
+
+
+@cuda
+def test_layers_measured_on_cuda_one_at_a_time_match_cpu():
+    from rankcollapse.metrics import measure_layers
+
+    states = torch.randn(3, 4, 16, 8, generator=torch.Generator().manual_seed(3))
+    on_cpu = measure_layers(list(states))
+    on_gpu = measure_layers(list(states), device=torch.device("cuda"))
+    assert (on_gpu.value - on_cpu.value).abs().max() < 1e-10
+
+
+@cuda
+def test_tiny_family_probed_on_cuda_matches_cpu():
+    from rankcollapse.hf import probe, wrap_model
+    from rankcollapse.hf.tiny import tiny_model
+
+    settings = {
+        "random_tokens": True,
+        "n_samples": 2,
+        "n_tokens": 8,
+        "variants": ["san", "transformer"],
+    }
+    on_cpu = probe(wrap_model(tiny_model("bert")), **settings)
+    on_gpu = probe(wrap_model(tiny_model("bert").cuda()), **settings)
+    real = ~on_cpu.at_floor
+    relative = (on_gpu.value - on_cpu.value)[real].abs() / on_cpu.value[real].abs().clip(
+        lower=1e-300
+    )
+    assert float(relative.max()) < 1e-4
