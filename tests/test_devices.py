@@ -153,3 +153,12 @@ def test_tiny_family_probed_on_cuda_matches_cpu():
         lower=1e-300
     )
     assert float(relative.max()) < 1e-4
+
+
+def test_path_products_stay_on_the_attention_device():
+    from rankcollapse.paths.analysis import attention_products
+
+    # meta tensors refuse to mix with CPU ones, as CUDA tensors do: a CPU identity fails here
+    probs = torch.full((2, 3, 4, 4), 0.25, device="meta")
+    routes = torch.tensor([[0, 1], [-1, 2]])
+    assert attention_products([probs, probs], routes).device.type == "meta"

@@ -112,7 +112,8 @@ def attention_products(attention: list[Tensor], routes: Tensor) -> Tensor:
         [[[0.25, 0.75], [0.0, 1.0]], [[0.5, 0.5], [0.0, 1.0]]]
     """
     b, _, n, _ = attention[0].shape
-    product = torch.eye(n, dtype=torch.float64).repeat(routes.shape[0], b, 1, 1)
+    eye = torch.eye(n, dtype=torch.float64, device=attention[0].device)
+    product = eye.repeat(routes.shape[0], b, 1, 1)
     for layer, probs in enumerate(attention):
         through = (routes[:, layer] != SKIP).nonzero().flatten()  # only these paths move
         chosen = probs.to(torch.float64)[:, routes[through, layer]].transpose(0, 1)
