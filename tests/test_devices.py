@@ -158,7 +158,7 @@ def test_tiny_family_probed_on_cuda_matches_cpu():
 def test_path_products_stay_on_the_attention_device():
     from rankcollapse.paths.analysis import attention_products
 
-    # meta tensors refuse to mix with CPU ones, as CUDA tensors do: a CPU identity fails here
+    # with a CPU identity the product came back on the CPU here (on CUDA: a device mismatch)
     probs = torch.full((2, 3, 4, 4), 0.25, device="meta")
     routes = torch.tensor([[0, 1], [-1, 2]])
     assert attention_products([probs, probs], routes).device.type == "meta"
