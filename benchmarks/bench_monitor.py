@@ -1,0 +1,82 @@
+"""Monitor overhead: training time of the training-dynamics quick preset with the monitor on
+(default interval) against off, in the same process.
+
+One arm (`--arm`, default pre-ln, GPT-2's block) of the quick preset is trained `--repeats`
+times with and without its monitor, interleaved (off, on, off, on, ...), on one torch thread as
+the runner runs units. Printed: the best wall time of each, their ratio, and the time the
+monitor itself took inside the "on" runs as a share of their training time (the same quantity,
+free of the noise between runs). Target: overhead <= 3 %.
+
+Run: `.venv/bin/python benchmarks/bench_monitor.py [--repeats 2] [--arm pre-ln]` (about a
+minute per run on a quiet 2-core machine).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import torch
+
+from rankcollapse.experiments import get_experiment
+from rankcollapse.experiments.training_dynamics import arm_net
+from rankcollapse.monitor import MemoryLog, watch
+from rankcollapse.nets import CausalLM
+from rankcollapse.tasks import VOCAB_SIZE, byte_windows
+from rankcollapse.train import TrainConfig, train
+
+TARGET = 0.03
+
+
+def run(config, arm: str, monitored: bool) -> tuple[float, float]:
+    """(wall seconds of training, seconds spent measuring) for one arm of `config`."""
+    model = CausalLM(arm_net(config, arm, 0), vocab_size=VOCAB_SIZE, n_positions=config.n_tokens)
+    inputs, targets = byte_windows(config.n_tokens, part="train")
+    held_out, _ = byte_windows(config.n_tokens, part="held_out", n_samples=config.n_samples)
+    monitor, spent = None, [0.0]
+    if monitored:
+        monitor = watch(model, blocks="body.blocks", inputs=held_out, every=config.every,
+                        logs=[MemoryLog()])  # fmt: skip
+        measure = monitor.measure_fn
+
+        def timed(step: int):
+            start = time.perf_counter()
+            try:
+                return measure(step)
+            finally:
+                spent[0] += time.perf_counter() - start
+
+        monitor.measure_fn = timed
+    schedule = TrainConfig(steps=config.steps, batch_size=config.batch_size, lr=config.lr)
+    start = time.perf_counter()
+    train(model, inputs, targets, schedule, monitor=monitor)
+    return time.perf_counter() - start, spent[0]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--arm", default="pre-ln")
+    args = parser.parse_args()
+    config = get_experiment("training-dynamics").make_config("quick")
+    torch.set_num_threads(1)
+    off, on, shares = [], [], []
+    for _ in range(args.repeats):
+        off.append(run(config, args.arm, False)[0])
+        wall, spent = run(config, args.arm, True)
+        on.append(wall)
+        shares.append(spent / (wall - spent))
+    ratio = min(on) / min(off) - 1
+    share = min(shares)
+    print(f"training-dynamics quick, arm {args.arm}: {config.steps} steps, monitor every "
+          f"{config.every} ({config.steps // config.every + 1} measurements of "
+          f"{config.n_layers + 1} layers x {config.n_samples} samples x 3 metrics)")
+    print(f"monitor off: best {min(off):.2f} s of {[round(t, 2) for t in off]}")
+    print(f"monitor on:  best {min(on):.2f} s of {[round(t, 2) for t in on]}")
+    print(f"overhead, wall (on / off - 1): {ratio:+.2%}")
+    print(f"overhead, measured inside the on runs (measuring / training): {share:.2%} "
+          f"(target <= {TARGET:.0%}: {'met' if share <= TARGET else 'MISSED'})")
+
+
+if __name__ == "__main__":
+    main()
