@@ -68,14 +68,18 @@ def main() -> None:
         shares.append(spent / (wall - spent))
     ratio = min(on) / min(off) - 1
     share = min(shares)
-    print(f"training-dynamics quick, arm {args.arm}: {config.steps} steps, monitor every "
-          f"{config.every} ({config.steps // config.every + 1} measurements of "
-          f"{config.n_layers + 1} layers x {config.n_samples} samples x 3 metrics)")
+    print(
+        f"training-dynamics quick, arm {args.arm}: {config.steps} steps, monitor every "
+        f"{config.every} ({config.steps // config.every + 1} measurements of "
+        f"{config.n_layers + 1} layers x {config.n_samples} samples x 3 metrics)"
+    )
     print(f"monitor off: best {min(off):.2f} s of {[round(t, 2) for t in off]}")
     print(f"monitor on:  best {min(on):.2f} s of {[round(t, 2) for t in on]}")
     print(f"overhead, wall (on / off - 1): {ratio:+.2%}")
-    print(f"overhead, measured inside the on runs (measuring / training): {share:.2%} "
-          f"(target <= {TARGET:.0%}: {'met' if share <= TARGET else 'MISSED'})")
+    print(
+        f"overhead, measured inside the on runs (measuring / training): {share:.2%} "
+        f"(target <= {TARGET:.0%}: {'met' if share <= TARGET else 'MISSED'})"
+    )
 
 
 if __name__ == "__main__":

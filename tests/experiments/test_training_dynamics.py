@@ -34,4 +34,6 @@ def test_the_monitor_records_every_layer_of_every_arm_at_every_interval(run_quic
                                                 "no-skip-stays-collapsed"}  # fmt: skip
     table = summary.tables["arms"].set_index("arm")
     last = states[(states.layer == 2) & (states.metric == "res_comp_rel")]
-    assert table.loc["hot", "initial_res"] == last[(last.arm == "hot") & (last.step == 0)].value.mean()
+    assert (
+        table.loc["hot", "initial_res"] == last[(last.arm == "hot") & (last.step == 0)].value.mean()
+    )

@@ -52,7 +52,9 @@ def test_hugging_face_trainer_callback_records_the_expected_steps(tmp_path):
     args = TrainingArguments(output_dir=str(tmp_path), max_steps=6, per_device_train_batch_size=4,
                              learning_rate=1e-2, save_strategy="no", report_to=[],
                              use_cpu=True, disable_tqdm=True, logging_strategy="no")  # fmt: skip
-    Trainer(model=model, args=args, train_dataset=data, callbacks=[MonitorCallback(monitor)]).train()
+    Trainer(
+        model=model, args=args, train_dataset=data, callbacks=[MonitorCallback(monitor)]
+    ).train()
     _check_rows(log.frame, [0, 2, 4, 6], rows_per_step=3 * 2 * 2)
 
 

@@ -83,7 +83,7 @@ def test_a_killed_training_run_resumed_records_each_step_once(tmp_path, monkeypa
     runpy.run_path(str(tmp_path / "train.py"), run_name="__main__")
     frame = read_log(log)
     counts = frame.groupby("step").size()
-    assert counts.index.tolist() == list(range(0, 21, 2))
+    assert counts.index.tolist() == list(range(21, 2))
     assert (counts == 3 * 2 * 3).all()  # layers x samples x metrics, each step once
 
 
@@ -97,7 +97,7 @@ def _measure(steps, path, every=1):
 
 def test_a_partial_tail_of_a_killed_write_is_dropped_before_the_next_append(tmp_path):
     path = tmp_path / "collapse.csv"
-    _measure(range(0, 3), path)
+    _measure(range(3), path)
     whole = path.read_text()
     last_step = whole.splitlines()[-6:]  # step 2: 3 layers x 2 samples
     path.write_text(whole[: whole.index("\n".join(last_step))] + "\n".join(last_step[:2]) + "\n2,")
@@ -108,14 +108,14 @@ def test_a_partial_tail_of_a_killed_write_is_dropped_before_the_next_append(tmp_
 
 def test_a_run_restarted_at_step_zero_replaces_the_file(tmp_path):
     path = tmp_path / "collapse.csv"
-    _measure(range(0, 5), path)
-    _measure(range(0, 2), path)
+    _measure(range(5), path)
+    _measure(range(2), path)
     assert read_log(path)["step"].unique().tolist() == [0, 1]
 
 
 def test_a_log_of_another_setup_or_format_is_refused_not_overwritten(tmp_path):
     path = tmp_path / "collapse.csv"
-    _measure(range(0, 3), path)
+    _measure(range(3), path)
     net = ToyNet(NetConfig(n_layers=2, d_model=8))
     other = watch(net, blocks="blocks", inputs=random_tokens(2, 4, 8, seed=0),
                   metrics=["mu_rel", "cos_mean"], logs=[CsvLog(path)])  # fmt: skip

@@ -36,7 +36,6 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 import scipy.stats
-import torch
 from pydantic import Field
 
 from rankcollapse.experiments._registry import (
@@ -85,8 +84,15 @@ class Config(toy_sizes(n_layers=4, n_heads=4, d_model=64, n_tokens=32, n_samples
 
 PRESETS = {
     "quick": {},
-    "paper": {"n_layers": 6, "d_model": 256, "n_tokens": 64, "n_samples": 16, "steps": 3000,
-              "batch_size": 32, "seeds": [0, 1, 2]},  # fmt: skip
+    "paper": {
+        "n_layers": 6,
+        "d_model": 256,
+        "n_tokens": 64,
+        "n_samples": 16,
+        "steps": 3000,
+        "batch_size": 32,
+        "seeds": [0, 1, 2],
+    },
 }
 
 
@@ -198,14 +204,15 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
     figures = {
         "heatmap": training_heatmap(states, metric=METRIC, panel="arm", title=title),
         "curves": training_curves(states, metric=METRIC, panel="arm", title=title),
-        "loss": line_plot(loss, x="step", hue="arm", title=title,
-                          ylabel="training loss (nats per byte)"),  # fmt: skip
+        "loss": line_plot(loss, x="step", hue="arm", title=title, ylabel="loss (nats per byte)"),
     }
     baseline = unigram_loss()
     notes = [
-        f"Context-free baseline (training bytes' frequencies) on the held-out bytes: "
-        f"{baseline:.3g} nats per byte; training losses are means over each interval of "
-        f"{config.every} steps.",
+        (
+            f"Context-free baseline (training bytes' frequencies) on the held-out bytes: "
+            f"{baseline:.3g} nats per byte; training losses are means over each interval of "
+            f"{config.every} steps."
+        )
     ]
     return Summary(tables={"arms": arm_table(config, results).reset_index()}, figures=figures,
                    claims=claims(config, results), notes=notes)  # fmt: skip

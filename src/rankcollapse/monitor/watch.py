@@ -165,7 +165,9 @@ def watch(
 
 def _hf_measure(model, names, variants, inputs, token_mask, tokenizer, text, random_tokens,
                 n_samples, n_tokens, seed):  # fmt: skip
-    if not isinstance(model, LoadedModel) and not hasattr(getattr(model, "config", None), "model_type"):
+    if not isinstance(model, LoadedModel) and not hasattr(
+        getattr(model, "config", None), "model_type"
+    ):
         raise ConfigError(
             f"a {type(model).__name__} is not a Hugging Face model; declare its blocks, e.g. "
             "watch(model, blocks='layers', inputs=batch) (a dotted path to its ModuleList of "

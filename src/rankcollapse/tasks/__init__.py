@@ -46,8 +46,8 @@ __all__ = [
     "rollout_frame",
     "san_config",
     "sorting_data",
-    "unigram_loss",
     "task_data",
     "train_and_eval_data",
     "trivial_baselines",
+    "unigram_loss",
 ]

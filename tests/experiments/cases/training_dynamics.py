@@ -20,7 +20,9 @@ def table(arms: dict[str, tuple[float, float, float]]) -> pd.DataFrame:
                              "variant": "transformer", "sample": sample, "metric": "res_comp_rel",
                              "value": value * (0.9 if sample == 0 else 1.1), "at_floor": False})  # fmt: skip
         for step, loss in ((50, early), (200, early - 1.0)):
-            rows.append({"arm": arm, "seed": 0, "step": step, "metric": "train_loss", "value": loss})
+            rows.append(
+                {"arm": arm, "seed": 0, "step": step, "metric": "train_loss", "value": loss}
+            )
     return pd.DataFrame(rows)
 
 
