@@ -69,9 +69,9 @@ def training_heatmap(
             ax.grid(False)
             steps, layers = image.columns.tolist(), image.index.tolist()
             ticks = range(0, len(steps), max(1, -(-len(steps) // 6)))
-            ax.set_xticks(list(ticks), [str(steps[i]) for i in ticks])
+            ax.set_xticks(list(ticks), [f"{steps[i]:g}" for i in ticks])
             every = max(1, -(-len(layers) // 12))
-            ax.set_yticks(list(range(0, len(layers), every)), [str(l) for l in layers[::every]])
+            ax.set_yticks(list(range(0, len(layers), every)), [f"{l:g}" for l in layers[::every]])
             ax.set_xlabel("step")
             ax.set_ylabel("layer")
             if key is not None:
@@ -102,5 +102,7 @@ def training_curves(
     if len(layers) > MAX_SERIES:
         picks = np.linspace(0, len(layers) - 1, MAX_SERIES).round().astype(int)
         rows = rows[rows["layer"].isin([layers[i] for i in picks])]
+    heading = words(metric) if title is None else f"{title}: {words(metric)}"
+    # the formula goes in the title: as the label of every row of panels it would overlap
     return band_plot(rows, x="step", hue="layer", panel=panel, logy=metric in SHRINKING,
-                     title=title, ylabel=words(metric), band="quantile")  # fmt: skip
+                     title=heading, ylabel=metric, band="quantile")  # fmt: skip
