@@ -4,6 +4,11 @@ callback and the PyTorch Lightning callback (where the `lightning` extra is inst
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 import torch
 from torch import nn
@@ -84,3 +89,14 @@ def test_lightning_callback_records_the_expected_steps():
                          callbacks=[MonitorCallback(monitor)])  # fmt: skip
     trainer.fit(module, torch.utils.data.DataLoader(x, batch_size=4))
     _check_rows(log.frame, [0, 2, 4], rows_per_step=3 * 2)
+
+
+@pytest.mark.slow
+def test_the_monitor_imports_without_the_optional_extras():
+    code = (
+        "import sys, rankcollapse.monitor\n"
+        "extras = [m for m in sys.modules if m.split('.')[0] in ('lightning', 'tensorboard')]\n"
+        "assert not extras, extras\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
+    subprocess.run([sys.executable, "-c", code], env=env, check=True)

@@ -2,7 +2,8 @@
 
     from rankcollapse.monitor import CsvLog, watch
     from rankcollapse.monitor.lightning import MonitorCallback
-    trainer = L.Trainer(callbacks=[MonitorCallback(watch(net, blocks="blocks", inputs=x))])
+    monitor = watch(module.net, blocks="blocks", inputs=held_out, logs=[CsvLog("collapse.csv")])
+    L.Trainer(callbacks=[MonitorCallback(monitor)]).fit(module, loader)
 
 It measures when training starts (step 0, or the checkpoint's step when the trainer resumes)
 and after every optimiser step the monitor's `every` divides, on the global-zero process only.
