@@ -181,6 +181,12 @@ def _hf_measure(model, names, variants, inputs, token_mask, tokenizer, text, ran
                                           n_samples=n_samples, n_tokens=n_tokens, seed=seed)  # fmt: skip
     elif token_mask is None:
         token_mask = torch.ones(inputs.shape[:2], dtype=torch.bool)
+    if token_mask.shape != inputs.shape[:2] or token_mask.dtype != torch.bool:
+        raise InputError(
+            f"token_mask has shape {tuple(token_mask.shape)} and dtype {token_mask.dtype} but "
+            f"inputs have shape {tuple(inputs.shape)}; pass a boolean mask of shape "
+            f"{tuple(inputs.shape[:2])} (True for real tokens) or none."
+        )
     inputs, token_mask = inputs.cpu(), token_mask.cpu()
 
     def measure(step: int) -> pd.DataFrame:
@@ -234,8 +240,9 @@ def _module_measure(model, names, variants, blocks, inputs, token_mask):
 
 
 def _measure_layer(
-    frames: list[pd.DataFrame], token_mask: Tensor | None, names: list[str], **ids: Any
-) -> Callable[[LayerCapture], None]:
+    frames: list[pd.DataFrame], token_mask: Tensor | None, names: list[str], *, step: int,
+    variant: str,
+) -> Callable[[LayerCapture], None]:  # fmt: skip
     """The callback that measures each captured layer into `frames` (metrics float64 on the
     states' device, MPS: the CPU; floor flags of the states' dtype)."""
 
@@ -244,7 +251,6 @@ def _measure_layer(
         mask = None if token_mask is None else token_mask.to(where)
         values = measure_states(capture.states.to(where), mask, metrics=names,
                                 source_dtype=capture.states.dtype)  # fmt: skip
-        frames.append(metrics_frame(values, step=ids["step"], layer=capture.layer,
-                                    variant=ids["variant"]))  # fmt: skip
+        frames.append(metrics_frame(values, step=step, layer=capture.layer, variant=variant))
 
     return on_layer
