@@ -3,8 +3,8 @@
 
 One arm (`--arm`, default pre-ln, GPT-2's block) of the quick preset is trained `--repeats`
 times with and without its monitor, interleaved (off, on, off, on, ...), on one torch thread as
-the runner runs units. Printed, best of the repeats: the ratio of the training times on / off in
-wall time and in this process's CPU time (on a machine shared with other jobs the wall time
+the runner runs units. Printed, as the median over the interleaved (off, on) pairs: the ratio of
+the training times on / off in wall time and in this process's CPU time (on a machine shared with other jobs the wall time
 swings by tens of percent between runs; the CPU time of one thread does not), and the CPU time
 the monitor itself took inside the "on" runs as a share of their training time. Target:
 overhead <= 3 %.
@@ -16,6 +16,7 @@ minute per run on a quiet 2-core machine).
 from __future__ import annotations
 
 import argparse
+import statistics
 import time
 
 import torch
@@ -66,8 +67,8 @@ def main() -> None:
     for _ in range(args.repeats):  # interleaved: a slow spell of the machine hits both
         off.append(run(config, args.arm, False))
         on.append(run(config, args.arm, True))
-    wall = min(r[0] for r in on) / min(r[0] for r in off) - 1
-    cpu = min(r[1] for r in on) / min(r[1] for r in off) - 1
+    wall = statistics.median(a[0] / b[0] - 1 for a, b in zip(on, off))
+    cpu = statistics.median(a[1] / b[1] - 1 for a, b in zip(on, off))
     share = min(spent / (total - spent) for _, total, spent in on)
     print(
         f"training-dynamics quick, arm {args.arm}: {config.steps} steps, monitor every "
@@ -77,8 +78,8 @@ def main() -> None:
     for name, runs in (("off", off), ("on", on)):
         print(f"monitor {name}: wall {[round(r[0], 2) for r in runs]} s, "
               f"CPU {[round(r[1], 2) for r in runs]} s")  # fmt: skip
-    print(f"overhead, wall (on / off - 1, best of each): {wall:+.2%}")
-    print(f"overhead, CPU time of this process (on / off - 1, best of each): {cpu:+.2%}")
+    print(f"overhead, wall (on / off - 1, median of the interleaved pairs): {wall:+.2%}")
+    print(f"overhead, CPU time of this process (median of the pairs): {cpu:+.2%}")
     print(
         f"overhead, measured inside the on runs (measuring / training): {share:.2%} "
         f"(target <= {TARGET:.0%}: {'met' if share <= TARGET else 'MISSED'})"
