@@ -4,10 +4,10 @@
 One arm (`--arm`, default pre-ln, GPT-2's block) of the quick preset is trained `--repeats`
 times with and without its monitor, interleaved (off, on, off, on, ...), on one torch thread as
 the runner runs units. Printed, as the median over the interleaved (off, on) pairs: the ratio of
-the training times on / off in wall time and in this process's CPU time (on a machine shared with other jobs the wall time
-swings by tens of percent between runs; the CPU time of one thread does not), and the CPU time
-the monitor itself took inside the "on" runs as a share of their training time. Target:
-overhead <= 3 %.
+the training times on / off in wall time and in this process's CPU time (on a machine shared
+with other jobs the wall time swings by tens of percent between runs, the CPU time of one
+thread by a few), and the CPU time the monitor itself took inside the "on" runs as a share of
+their training time. Target: overhead <= 3 %.
 
 Run: `.venv/bin/python benchmarks/bench_monitor.py [--repeats 2] [--arm pre-ln]` (about a
 minute per run on a quiet 2-core machine).
