@@ -176,6 +176,13 @@ def _hf_measure(model, names, variants, inputs, token_mask, tokenizer, text, ran
     loaded = as_loaded(model, tokenizer=tokenizer)
     for variant in variants:
         check_variant(variant, loaded.arch)
+    limit = getattr(loaded.model.config, "max_position_embeddings", None)
+    length = n_tokens if inputs is None else inputs.shape[-1]
+    if isinstance(limit, int) and 0 < limit < length:
+        raise InputError(
+            f"the held-out batch has {length} tokens but '{loaded.name}' has {limit} positions; "
+            f"pass n_tokens={limit} or fewer (or shorter inputs)."
+        )
     if inputs is None:
         inputs, token_mask = model_inputs(loaded, text=text, random_tokens=random_tokens,
                                           n_samples=n_samples, n_tokens=n_tokens, seed=seed)  # fmt: skip
