@@ -66,6 +66,35 @@ def write_atomic(path: str | os.PathLike, data: bytes) -> None:
         raise
 
 
+def append_whole(path: str | os.PathLike, data: bytes) -> None:
+    """Append `data` to `path` (created if missing) in one synced write, so the file ends with
+    all of it or none of it: a write that fails (full disk, interrupt) is cut back.
+
+    Only a kill in the middle of the write itself can leave a part behind; readers of an
+    appended file (e.g. `rankcollapse.monitor.CsvLog`) drop such a tail.
+    """
+    path = Path(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+    except OSError as err:
+        raise output_error(path, err) from err
+    try:
+        size = os.fstat(fd).st_size
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        except BaseException:
+            os.ftruncate(fd, size)
+            raise
+    except OSError as err:
+        raise output_error(path, err) from err
+    finally:
+        os.close(fd)
+
+
 def check_writable(folder: str | os.PathLike) -> None:
     """Create `folder` and write, sync and remove a probe file in it, or raise OutputError.
 

@@ -30,6 +30,7 @@ COMMAND_MODULES = [
     "qk_rank",
     "reproduce",
     "compare",
+    "plot_training",
 ]
 
 

@@ -37,6 +37,7 @@ MODULES = {  # experiment name -> its module in this package
     "dong2021-rank-collapse": "dong2021_rank_collapse",
     "paths-by-length": "paths_by_length",
     "toy-collapse": "toy_collapse",
+    "training-dynamics": "training_dynamics",
     "wu2024-counterexample": "wu2024_counterexample",
     "wu2024-equilibria": "wu2024_equilibria",
     "wu2024-geometry": "wu2024_geometry",

@@ -14,12 +14,12 @@ for pre-LN models none is (the two are never mixed in one curve; docs/methods.md
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
 from rankcollapse.errors import ConfigError
 from rankcollapse.hf.architectures import ARCHITECTURES, block_list, submodule
@@ -68,6 +68,18 @@ def n_patch_tokens(config) -> int:
 
 
 @contextmanager
+def modes_kept(model: nn.Module) -> Iterator[None]:
+    """Inside this block the model's mode may change; on leaving, every submodule gets its own
+    train/eval mode back (a model with some parts frozen in eval stays so)."""
+    modes = [(module, module.training) for module in model.modules()]
+    try:
+        yield
+    finally:
+        for module, training in modes:
+            module.training = training
+
+
+@contextmanager
 def applied(
     loaded: LoadedModel,
     *,
@@ -85,7 +97,6 @@ def applied(
     """
     variant = get_variant(variant) if isinstance(variant, str) else variant
     model = loaded.model
-    was_training = model.training
     custom = loaded.arch.attention_interface and (
         mask is not None or temperature != 1.0 or record is not None
     )
@@ -94,11 +105,49 @@ def applied(
         if custom:
             settings = AttentionSettings(mask, token_mask, temperature, record)
             stack.enter_context(attention_settings(model, settings))
+        stack.enter_context(modes_kept(model))
         model.train(train_mode)
-        try:
-            yield
-        finally:
-            model.train(was_training)
+        yield
+
+
+@contextmanager
+def blocks_captured(
+    blocks: Sequence[nn.Module],
+    on_layer: Callable[[LayerCapture], None],
+    *,
+    seq_first: bool = False,
+    probs: Callable[[], Tensor | None] = lambda: None,
+) -> Iterator[None]:
+    """Inside this block, every forward pass through `blocks` (in order) calls `on_layer` with
+    layer 0 (the first block's input) and then each block's output, as soon as it exists.
+
+    `blocks` are the modules of any network, run once each per forward pass; a block that
+    returns a tuple gives its first element. `seq_first`: states come as (n, b, d) (XLNet).
+    `probs()` gives the attention probabilities recorded for the block that just ran. The
+    hooks are removed on leaving, also after an error.
+    """
+    state = {"layer": 0}
+
+    def to_tokens_as_rows(x: Tensor) -> Tensor:
+        return x.transpose(0, 1) if seq_first else x
+
+    def before_first_block(module, args, kwargs):
+        if state["layer"] == 0:
+            x = args[0] if args else kwargs["hidden_states"]
+            on_layer(LayerCapture(0, to_tokens_as_rows(x)))
+
+    def after_block(module, args, output):
+        state["layer"] += 1
+        x = output[0] if isinstance(output, tuple) else output
+        on_layer(LayerCapture(state["layer"], to_tokens_as_rows(x), probs()))
+
+    handles = [blocks[0].register_forward_pre_hook(before_first_block, with_kwargs=True)]
+    handles += [block.register_forward_hook(after_block) for block in blocks]
+    try:
+        yield
+    finally:
+        for handle in handles:
+            handle.remove()
 
 
 def run_batch(
@@ -141,21 +190,11 @@ def run_batch(
     if mask is not None:
         mask = mask.to(device)
     blocks = block_list(model, arch)
-    state = {"layer": 0, "probs": None}
+    state = {"probs": None}
 
-    def to_tokens_as_rows(x: Tensor) -> Tensor:
-        return x.transpose(0, 1) if arch.seq_first else x  # XLNet keeps (n, b, d)
-
-    def before_first_block(module, args, kwargs):
-        if state["layer"] == 0:
-            x = args[0] if args else kwargs["hidden_states"]
-            on_layer(LayerCapture(0, to_tokens_as_rows(x)))
-
-    def after_block(module, args, output):
-        state["layer"] += 1
-        x = output[0] if isinstance(output, tuple) else output
-        on_layer(LayerCapture(state["layer"], to_tokens_as_rows(x), state["probs"]))
-        state["probs"] = None
+    def take_probs() -> Tensor | None:
+        probs, state["probs"] = state["probs"], None
+        return probs
 
     def record(module, probs):
         state["probs"] = probs
@@ -164,8 +203,7 @@ def run_batch(
         if args[0].ndim == 4:  # the dropout also sees the (n, b, d) branch in XLNet
             state["probs"] = args[0] if state["probs"] is None else state["probs"]
 
-    handles = [blocks[0].register_forward_pre_hook(before_first_block, with_kwargs=True)]
-    handles += [block.register_forward_hook(after_block) for block in blocks]
+    handles = []
     if attention and not arch.attention_interface:
         for block in blocks:
             probs_module = submodule(submodule(block, arch.attention), arch.probs_at)
@@ -173,6 +211,7 @@ def run_batch(
     use_record = record if attention and arch.attention_interface else None
     try:
         with (
+            blocks_captured(blocks, on_layer, seq_first=arch.seq_first, probs=take_probs),
             applied(
                 loaded,
                 variant=variant,

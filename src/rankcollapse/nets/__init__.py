@@ -2,6 +2,7 @@
 
 from rankcollapse.nets.config import NetConfig
 from rankcollapse.nets.layers import MLP, Block, SelfAttention, Skip
+from rankcollapse.nets.lm import CausalLM
 from rankcollapse.nets.rank_attention import RankAttention, StackedRankAttention
 from rankcollapse.nets.rank_encoder import GainUnitNorm, RankEncoder
 from rankcollapse.nets.toy import ToyNet, Trace, random_tokens
@@ -13,6 +14,7 @@ __all__ = [
     "SAN",
     "TOY_VARIANTS",
     "Block",
+    "CausalLM",
     "CircleNet",
     "GainUnitNorm",
     "NetConfig",

@@ -19,6 +19,7 @@ from rankcollapse.plot.masks import mask_panels
 from rankcollapse.plot.paths import length_figures, path_accuracy_figure, products_figure
 from rankcollapse.plot.spectra import singular_spectra
 from rankcollapse.plot.style import fraction, render, words
+from rankcollapse.plot.training import training_curves, training_heatmap
 
 __all__ = [
     "band_plot",
@@ -41,6 +42,8 @@ __all__ = [
     "render",
     "singular_spectra",
     "style",
+    "training_curves",
+    "training_heatmap",
     "words",
     "wu_bound_figure",
 ]

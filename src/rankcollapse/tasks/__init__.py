@@ -20,15 +20,18 @@ from rankcollapse.tasks.neighbours import (
     nearest_neighbour,
     relative_mse,
 )
+from rankcollapse.tasks.next_byte import VOCAB_SIZE, byte_windows, unigram_loss
 from rankcollapse.tasks.sorting import sorting_data
 
 __all__ = [
     "TASKS",
+    "VOCAB_SIZE",
     "CircleData",
     "NeighbourBatch",
     "NeighbourTask",
     "TaskData",
     "TaskName",
+    "byte_windows",
     "circle_data",
     "convex_hull_data",
     "farthest_point",
@@ -46,4 +49,5 @@ __all__ = [
     "task_data",
     "train_and_eval_data",
     "trivial_baselines",
+    "unigram_loss",
 ]

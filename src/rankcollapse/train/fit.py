@@ -9,7 +9,7 @@ bytes, device type), so the same settings reuse the weights and other settings n
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -20,6 +20,9 @@ from rankcollapse.nets import SAN
 from rankcollapse.seeds import stream_seed
 from rankcollapse.tasks import TaskData, san_config, train_and_eval_data
 from rankcollapse.train.loop import CheckpointStore, TrainConfig, check_store, checkpoint_key, train
+
+if TYPE_CHECKING:
+    from rankcollapse.monitor import Monitor
 
 
 @dataclass
@@ -46,13 +49,16 @@ def train_model(
     *,
     store: CheckpointStore | None = None,
     device: torch.device | str = "cpu",
+    monitor: Monitor | None = None,
 ) -> TrainedModel:
     """Train `model` (built from `model_config`) on the data, or load it from `store`.
 
     The checkpoint key covers everything that determines the weights: `model_config` (which must
     describe the model completely, seed included), `train_config`, the data's bytes and the
     device type (an accelerator's float arithmetic differs from the CPU's). A stored checkpoint
-    is used only when its full config is equal to this one. The model ends on `device`.
+    is used only when its full config is equal to this one. The model ends on `device`. A
+    `monitor` (`rankcollapse.monitor.watch`) records the training; a reused checkpoint trains
+    nothing, so it records nothing.
 
     Example:
         >>> from rankcollapse.nets import SAN, SANConfig
@@ -81,7 +87,7 @@ def train_model(
         model.load_state_dict(stored["state"])
         model.to(device).eval()
         return TrainedModel(model, list(stored["losses"]), True, key)
-    losses = train(model, inputs, targets, train_config, device=device)
+    losses = train(model, inputs, targets, train_config, device=device, monitor=monitor)
     if store is not None:
         state = {name: value.detach().cpu().clone() for name, value in model.state_dict().items()}
         store.save(key, full_config, {"state": state, "losses": losses})

@@ -19,7 +19,7 @@ import os
 import pickle
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import torch
 from pydantic import BaseModel, ConfigDict, Field
@@ -27,6 +27,9 @@ from torch import Tensor, nn
 
 from rankcollapse.errors import ConfigError, InputError
 from rankcollapse.files import canonical_json, write_atomic
+
+if TYPE_CHECKING:  # the monitor imports the real-model code; a toy run never needs it
+    from rankcollapse.monitor import Monitor
 
 
 class TrainConfig(BaseModel):
@@ -53,6 +56,7 @@ def train(
     config: TrainConfig,
     *,
     device: torch.device | str = "cpu",
+    monitor: Monitor | None = None,
 ) -> list[float]:
     """Train `model` in place with Adam on mini-batches; return the loss of every step.
 
@@ -61,7 +65,8 @@ def train(
     through the data in a seeded random order, epoch after epoch, with no per-example loops.
     The model and the data move to `device` (the model stays there); the batch order is drawn
     on the CPU, so it is the same on every device, and moves there once per epoch; the host
-    reads the losses once, at the end.
+    reads the losses once, at the end. A `monitor` (`rankcollapse.monitor.watch`) measures the
+    model before the first step and after each step its interval divides.
 
     Example:
         >>> model = nn.Linear(1, 2)
@@ -85,7 +90,9 @@ def train(
     order = torch.empty(0, dtype=torch.long, device=device)
     losses = []
     model.train()
-    for _ in range(config.steps):
+    if monitor is not None:
+        monitor.step(0)
+    for step in range(1, config.steps + 1):
         if len(order) < batch_size:  # a new epoch: reshuffle
             order = torch.randperm(len(inputs), generator=generator).to(device)
         batch, order = order[:batch_size], order[batch_size:]
@@ -94,6 +101,8 @@ def train(
         loss.backward()
         optimizer.step()
         losses.append(loss.detach())
+        if monitor is not None:
+            monitor.step(step)
     model.eval()
     return torch.stack(losses).tolist()
 

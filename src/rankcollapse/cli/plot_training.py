@@ -1,0 +1,63 @@
+"""`rankcollapse plot-training FILE [FILE ...]`: figures of a monitor's CSV log.
+
+Each FILE is the CSV a `rankcollapse.monitor.CsvLog` wrote during training (columns step,
+layer, variant, sample, metric, value, at_floor). Writes, into --out, the layer x step heat
+map (training-heatmap.png/.svg) and the per-layer curves over steps (training-curves.png/.svg)
+of one metric; several files are compared side by side, one panel per file (per variant when
+one file holds several).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "plot-training",
+        help="heat map and curves of collapse over training, from monitor CSV logs",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("files", nargs="+", type=Path, help="CSV logs written by a monitor")
+    parser.add_argument("--metric", default="res_comp_rel",
+                        help="the metric to draw (default: res_comp_rel)")  # fmt: skip
+    parser.add_argument("--out", type=Path, default=None,
+                        help="output folder (default: the first file's folder)")  # fmt: skip
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import pandas as pd
+    from rich.markup import escape
+    from rich.table import Table
+
+    from rankcollapse.cli._common import save_figure
+    from rankcollapse.cli._console import console
+    from rankcollapse.monitor import read_log
+    from rankcollapse.plot import training_curves, training_heatmap
+
+    names = [path.stem for path in args.files]
+    labels = names if len(set(names)) == len(names) else [str(path) for path in args.files]
+    frame = pd.concat([read_log(p).assign(run=label) for p, label in zip(args.files, labels)],
+                      ignore_index=True)  # fmt: skip
+    panel = "run" if len(args.files) > 1 else ("variant" if frame.variant.nunique() > 1 else None)
+    if len(args.files) > 1 and frame.variant.nunique() > 1:
+        frame["run"] = frame["run"] + " / " + frame["variant"]
+    out = args.out or args.files[0].parent
+    out.mkdir(parents=True, exist_ok=True)
+    save_figure(training_heatmap(frame, metric=args.metric, panel=panel), out / "training-heatmap")
+    save_figure(training_curves(frame, metric=args.metric, panel=panel), out / "training-curves")
+    table = Table(title=f"{args.metric}: mean over samples at the last layer")
+    for column in ("log", "first step", "value", "last step", "value"):
+        table.add_column(column, justify="right")
+    key = panel or "run"
+    for name, rows in frame[frame.metric == args.metric].groupby(key, sort=False):
+        last = rows[rows.layer == rows.layer.max()].groupby("step")["value"].mean()
+        table.add_row(escape(str(name)), str(last.index[0]), f"{last.iloc[0]:.3g}",
+                      str(last.index[-1]), f"{last.iloc[-1]:.3g}")  # fmt: skip
+    console.print(table)
+    console.print(f"wrote {escape(str(out / 'training-heatmap.png'))} and "
+                  f"{escape(str(out / 'training-curves.png'))} (+ .svg)", highlight=False)  # fmt: skip
+    return 0

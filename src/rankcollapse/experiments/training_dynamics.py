@@ -1,0 +1,233 @@
+"""training-dynamics: how collapse at initialisation evolves while a small language model trains.
+
+Not one of the three seed papers' experiments: it asks the question they leave open (does the
+collapse a network starts with slow its training, and does training undo it?) with the
+monitor (`rankcollapse.monitor`) on a small GPT-2-shaped model (`rankcollapse.nets.CausalLM`:
+causal attention, GELU MLP of width 4 d_model, learned positions, final LayerNorm) trained by
+the project's loop (Adam) on next-byte prediction of the built-in corpus
+(`rankcollapse.tasks.byte_windows`; the held-out tenth gives the monitor's batch). Arms differ
+only in what the papers vary, one option each from GPT-2's block (skip on, pre-LN, T = 1):
+
+- pre-ln: GPT-2's block;
+- post-ln: the norm after the skip sum (Vaswani et al.; BERT);
+- no-skip: neither the attention nor the MLP has a skip (Dong et al. 2021's SAN + MLP + LN);
+- hot: softmax temperature `hot_temperature` (logits / (T sqrt(d_qk))), flatter attention.
+
+Every `every` steps the monitor records res_comp_rel, mu_rel and stable_rank of every layer on
+the held-out batch; the training loss is averaged over each interval.
+
+Findings (the quantity is the last layer's res_comp_rel, mean over held-out samples and seeds):
+- collapsed-start-trains-slower (Noci et al. 2022, "Signal propagation in transformers:
+  theoretical perspectives and the role of rank collapse", NeurIPS, arXiv 2206.03126, Abstract
+  and Sec. 3: rank collapse at initialisation makes the gradients of queries and keys vanish and
+  hinders training; from outside the three seed papers): across arms, the Spearman correlation
+  between the initial res_comp_rel and the mean training loss over the first `early_share` of
+  the steps is negative (the more collapsed the start, the higher the early loss).
+- no-skip-stays-collapsed (Dong et al. 2021, Sec. 3, Thm 2.2 and Cor. 3.1: without skip
+  connections the bound on the residual holds for any weights, so training cannot undo the
+  collapse; Sec. 4, Fig. 2 shows trained networks): after training, the no-skip arm's final
+  res_comp_rel is below that of every arm with skips. Ratio to the smallest of them; < 1.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+import scipy.stats
+from pydantic import Field
+
+from rankcollapse.experiments._registry import (
+    Claim,
+    Experiment,
+    Summary,
+    Unit,
+    finding,
+    register,
+    seeds_agree,
+    toy_sizes,
+)
+from rankcollapse.monitor import MemoryLog, watch
+from rankcollapse.nets import CausalLM, NetConfig
+from rankcollapse.plot import line_plot, training_curves, training_heatmap
+from rankcollapse.seeds import stream_seed
+from rankcollapse.tasks import VOCAB_SIZE, byte_windows, unigram_loss
+from rankcollapse.train import TrainConfig, train
+
+NAME = "training-dynamics"
+Arm = Literal["pre-ln", "post-ln", "no-skip", "hot"]
+METRIC = "res_comp_rel"
+OUTSIDE = "from outside the three seed papers"
+
+
+class Config(toy_sizes(n_layers=4, n_heads=4, d_model=64, n_tokens=32, n_samples=8)):
+    """Arms of a small GPT-2-shaped model trained on next-byte prediction of the corpus."""
+
+    arms: list[Arm] = Field(["pre-ln", "post-ln", "no-skip", "hot"], min_length=1)
+    """Arms (each one option away from GPT-2's block)."""
+    hot_temperature: float = Field(8.0, gt=1.0, allow_inf_nan=False)
+    """Softmax temperature T of the hot arm: logits / (T sqrt(d_qk))."""
+    steps: int = Field(400, ge=1)
+    """Adam steps."""
+    batch_size: int = Field(16, ge=1)
+    """Windows per step."""
+    lr: float = Field(1e-3, gt=0)
+    """Adam learning rate."""
+    every: int = Field(50, ge=1)
+    """Steps between two measurements of the monitor (and the loss intervals)."""
+    early_share: float = Field(0.25, gt=0, le=1)
+    """The first part of training whose mean loss says how fast an arm starts."""
+    seeds: list[int] = Field([0], min_length=1)
+    """Weight seeds (the batch order comes from the data stream of the same seed)."""
+
+
+PRESETS = {
+    "quick": {},
+    "paper": {
+        "n_layers": 6,
+        "d_model": 256,
+        "n_tokens": 64,
+        "n_samples": 16,
+        "steps": 3000,
+        "batch_size": 32,
+        "seeds": [0, 1, 2],
+    },
+}
+
+
+def units(config: Config) -> list[Unit]:
+    return [{"arm": arm, "seed": seed} for arm in config.arms for seed in config.seeds]
+
+
+def arm_net(config: Config, arm: Arm, seed: int) -> NetConfig:
+    """GPT-2's block (skip on, pre-LN, T = 1) with the one change of `arm`."""
+    d_qk = config.d_model // config.n_heads
+    change = {
+        "pre-ln": {},
+        "post-ln": {"norm": "post"},
+        "no-skip": {"skip": "off", "mlp_skip": False},
+        "hot": {"temperature": config.hot_temperature**2 * d_qk},  # scale 1/sqrt(T^2 d_qk)
+    }[arm]
+    gpt2 = {"skip": "on", "norm": "pre", "mlp": True, "activation": "gelu", "mask": "causal",
+            "bias": True, "dtype": "float32"}  # fmt: skip
+    sizes = {"n_layers": config.n_layers, "n_heads": config.n_heads, "d_model": config.d_model}
+    return NetConfig(**{**gpt2, **change}, **sizes, seed=stream_seed(seed, "weights"))
+
+
+def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
+    model = CausalLM(arm_net(config, unit["arm"], unit["seed"]), vocab_size=VOCAB_SIZE,
+                     n_positions=config.n_tokens)  # fmt: skip
+    inputs, targets = byte_windows(config.n_tokens, part="train")
+    held_out, _ = byte_windows(config.n_tokens, part="held_out", n_samples=config.n_samples)
+    log = MemoryLog()
+    monitor = watch(model, blocks="body.blocks", inputs=held_out, every=config.every, logs=[log])
+    schedule = TrainConfig(steps=config.steps, batch_size=config.batch_size, lr=config.lr,
+                           seed=stream_seed(unit["seed"], "data"))  # fmt: skip
+    losses = np.asarray(train(model, inputs, targets, schedule, monitor=monitor))
+    ends = range(config.every, config.steps + 1, config.every)
+    loss = pd.DataFrame({"step": list(ends), "metric": "train_loss",
+                         "value": [losses[end - config.every : end].mean() for end in ends]})  # fmt: skip
+    frame = pd.concat([log.frame, loss], ignore_index=True)
+    frame.insert(0, "seed", unit["seed"])
+    frame.insert(0, "arm", unit["arm"])
+    return frame
+
+
+def arm_table(config: Config, results: pd.DataFrame) -> pd.DataFrame:
+    """Per arm: the last layer's res_comp_rel at the first and the last measured step, the
+    early and final training loss (means over samples, steps in the part, seeds); NaN where
+    an arm has no rows."""
+    states = results[(results.metric == METRIC) & (results.layer == config.n_layers)]
+    loss = results[results.metric == "train_loss"]
+    early = loss[loss.step <= max(config.every, config.early_share * config.steps)]
+    table = pd.DataFrame(index=pd.Index(config.arms, name="arm"))
+    table["initial_res"] = states[states.step == 0].groupby("arm").value.mean()
+    final_step = states.groupby("arm").step.transform("max")
+    table["final_res"] = states[states.step == final_step].groupby("arm").value.mean()
+    table["early_loss"] = early.groupby("arm").value.mean()
+    final_loss = loss[loss.step == loss.groupby("arm").step.transform("max")]
+    table["final_loss"] = final_loss.groupby("arm").value.mean()
+    return table
+
+
+def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
+    table = arm_table(config, results)
+    found = []
+    if len(config.arms) >= 3:
+        # a missing or NaN arm leaves fewer points than arms: the correlation is then NaN
+        rho = (scipy.stats.spearmanr(table.initial_res, table.early_loss).statistic
+               if table[["initial_res", "early_loss"]].notna().all().all() else np.nan)  # fmt: skip
+        found.append(finding(
+            "collapsed-start-trains-slower",
+            "arms whose representations start more collapsed train more slowly",
+            f"Spearman correlation over {len(config.arms)} arms of the last layer's initial "
+            f"res_comp_rel and the mean training loss of the first {config.early_share:g} of "
+            "the steps",
+            float(rho), "<", 0.0,
+            note=f"{OUTSIDE}; per arm (initial res_comp_rel, early loss): "
+            + ", ".join(f"{arm} ({r.initial_res:.3g}, {r.early_loss:.3g})"
+                        for arm, r in table.iterrows()),
+            source="Noci et al. 2022, Abstract and Sec. 3",
+            paper="rank collapse at initialisation makes the gradients of queries and keys "
+            "vanish and hinders training",
+        ))  # fmt: skip
+    skips = [arm for arm in config.arms if arm != "no-skip"]
+    if "no-skip" in config.arms and skips:
+        per_seed = {}
+        states = results[(results.metric == METRIC) & (results.layer == config.n_layers)]
+        for seed in config.seeds:
+            rows = states[(states.seed == seed) & (states.step == states.step.max())]
+            final = rows.groupby("arm").value.mean().reindex(config.arms)
+            per_seed[seed] = final["no-skip"] / final[skips].min(skipna=False)
+        found.append(finding(
+            "no-skip-stays-collapsed",
+            "without skip connections the trained network stays collapsed: its last layer "
+            "ends below every arm with skips",
+            "median over seeds of the no-skip arm's final res_comp_rel / the smallest final "
+            f"res_comp_rel of {', '.join(skips)}",
+            float(np.median(list(per_seed.values()))), "<", 1.0,
+            note=f"{seeds_agree(per_seed, '<', 1.0)}; from the initial "
+            f"{table.initial_res.get('no-skip', np.nan):.3g} to "
+            f"{table.final_res.get('no-skip', np.nan):.3g} after {config.steps} steps",
+            source="Dong et al. 2021, Thm 2.2, Cor. 3.1 and Sec. 4, Fig. 2",
+            paper="skip connections keep the output away from rank 1; without them it collapses "
+            "whatever the weights",
+        ))  # fmt: skip
+    return found
+
+
+def summarize(config: Config, results: pd.DataFrame) -> Summary:
+    states = results[results.metric != "train_loss"]
+    loss = results[results.metric == "train_loss"]
+    title = f"{config.n_layers} layers, d={config.d_model}, {config.steps} steps"
+    figures = {
+        "heatmap": training_heatmap(states, metric=METRIC, panel="arm", title=title),
+        "curves": training_curves(states, metric=METRIC, panel="arm", title=title),
+        "loss": line_plot(loss, x="step", hue="arm", title=title, ylabel="loss (nats per byte)"),
+    }
+    baseline = unigram_loss()
+    notes = [
+        (
+            f"Context-free baseline (training bytes' frequencies) on the held-out bytes: "
+            f"{baseline:.3g} nats per byte; training losses are means over each interval of "
+            f"{config.every} steps."
+        )
+    ]
+    return Summary(tables={"arms": arm_table(config, results).reset_index()}, figures=figures,
+                   claims=claims(config, results), notes=notes)  # fmt: skip
+
+
+register(
+    Experiment(
+        name=NAME,
+        description="Collapse over training of a small GPT-2-shaped model: skip, norm position "
+        "and temperature arms (monitor)",
+        config=Config,
+        presets=PRESETS,
+        units=units,
+        run_unit=run_unit,
+        summarize=summarize,
+        claims=claims,
+    )
+)
