@@ -122,7 +122,7 @@ def as_layers(states, mask):
 
 
 def run(args: argparse.Namespace) -> int:
-    from rankcollapse.cli._common import print_layer_means, write_collapse_outputs
+    from rankcollapse.cli._common import output_folder, print_layer_means, write_collapse_outputs
     from rankcollapse.metrics import measure_layers
 
     metrics = parse_metrics(args.metrics)
@@ -130,10 +130,11 @@ def run(args: argparse.Namespace) -> int:
     mask = load_tensors(args.mask)["states"] if args.mask is not None else content["mask"]
     states, mask = as_layers(content["states"], mask)
     df = measure_layers(list(states), mask, metrics=metrics, source_dtype=states.dtype)
+    out = output_folder(args.out, Path("results/measure") / args.file.stem, "measure",
+                        label=args.file.name)  # fmt: skip
     title = (
         f"{args.file.name}: {states.shape[0]} layers, {states.shape[1]} sequences ({states.dtype})"
     )
     print_layer_means(df, title)
-    out = args.out or Path("results/measure") / args.file.stem
     write_collapse_outputs(df, out, hue=None, title=title)
     return 0
