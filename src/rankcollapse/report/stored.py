@@ -47,15 +47,22 @@ class Manifest(BaseModel):
     started: str | None = None
     finished: str | None = None
     results_sha256: str | None = None  # of results.csv as the run wrote it
+    n_units: int | None = None
+    n_cached: int | None = None
+    host: str | None = None
+    packages: dict[str, str] = {}
 
 
 class ClaimRecord(BaseModel):
-    """One entry of claims.json (the verdict's other keys are kept as they are)."""
+    """One entry of claims.json (its other keys are kept as they are)."""
 
     model_config = ConfigDict(extra="allow")
     id: str
     kind: str = "finding"
-    passed: bool | None = None
+    text: str
+    expected: str
+    measured: Any
+    passed: bool
 
 
 def _text(path: Path, limit: int) -> str:
