@@ -102,6 +102,7 @@ def output_error(path: Path, err: OSError) -> OutputError:
         errno.EACCES: "the folder is not writable by you; fix its permissions or pass --out",
         errno.EPERM: "the folder is not writable by you; fix its permissions or pass --out",
         errno.EROFS: "the file system is read-only; pass --out on a writable disk",
+        errno.ENOENT: "the folder cannot be created there; pass --out in a folder you can write",
     }
     fix = fixes.get(err.errno, "check the folder, or pass --out to write elsewhere")
     reason = err.strerror or type(err).__name__
@@ -164,11 +165,12 @@ def check_output(
         parent = parent.parent
     if not parent.is_dir():
         raise OutputError(f"{shown} lies under {str(parent)!r}, which is a file; {fix}.")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise OutputError(
-            f"{shown} cannot be created: {str(parent)!r} is not writable by you; pass --out "
-            "in a folder you can write."
-        )
+    probe = parent / f".rankcollapse-probe-{secrets.token_hex(4)}"
+    try:  # a folder made and removed at once: can the first missing part be created there?
+        probe.mkdir()
+        probe.rmdir()
+    except OSError as err:
+        raise output_error(probe, err) from err
     return path
 
 
