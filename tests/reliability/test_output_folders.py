@@ -121,3 +121,30 @@ def test_compare_writes_a_new_folder_per_call(tmp_path, capsys, monkeypatch):
     for _ in range(2):
         assert main(["compare", "s"]) == 0
     assert sorted(p.name for p in (tmp_path / "results").iterdir()) == ["compare", "compare-2"]
+
+
+@pytest.mark.parametrize("what", ["a unit file is a folder", "the units folder is a file"])
+def test_a_run_folder_with_a_folder_for_a_file_is_named_and_left_alone(
+    what, tmp_path, capsys, monkeypatch
+):
+    monkeypatch.setitem(_registry._REGISTRY, "tiny", TINY)
+    out = tmp_path / "out"
+    argv = ["run", "tiny", "--set", "items=1", f"log_dir={tmp_path}", "--out", str(out)]
+    assert main(argv) == 0
+    units = out / "units"
+    if what == "a unit file is a folder":
+        target = sorted(units.iterdir())[0]
+        target.unlink()
+        (target / "inside").mkdir(parents=True)
+    else:
+        for unit in units.iterdir():
+            unit.unlink()
+        units.rmdir()
+        units.write_text("not a folder\n")
+    capsys.readouterr()
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.strip().startswith("error: ") and len(err.strip().splitlines()) == 1
+    assert "where a unit file belongs" in err or "where the units folder belongs" in err
+    assert "move it away" in err
+    assert units.exists() and (what != "a unit file is a folder" or (target / "inside").is_dir())

@@ -33,7 +33,7 @@ import yaml
 from pydantic import BaseModel
 
 from rankcollapse import __version__
-from rankcollapse.errors import ConfigError, InputError, UnitError
+from rankcollapse.errors import ConfigError, InputError, OutputError, UnitError
 from rankcollapse.experiments import (
     Claim,
     Experiment,
@@ -498,9 +498,18 @@ def load_stored(plan: Plan, paths: list[Path]) -> Stored:
     """Read every stored unit; remove temporary, damaged and old-format files (callers hold
     the run lock, so no temporary file belongs to a live writer)."""
     remove_partial(plan.out_dir)  # left by a run killed while writing
+    unit_dir = plan.out_dir / "units"
+    if unit_dir.exists() and not unit_dir.is_dir():
+        raise OutputError(f"{unit_dir} is a file where the units folder belongs; move it away "
+                          "and run again.")  # fmt: skip
     n = len(plan.units)
     stored = Stored([None] * n, [0.0] * n, [{} for _ in range(n)], [])
     for i, (unit, path) in enumerate(zip(plan.units, paths)):
+        if path.is_dir():  # never removed: it is not a file of ours
+            raise OutputError(
+                f"{path} is a folder where a unit file belongs; move it away and run again "
+                "(the stored units are reused)."
+            )
         found, reason = load_unit(path, unit)
         if found is not None:
             stored.rows[i], stored.seconds[i], stored.where[i] = found
