@@ -169,9 +169,9 @@ def read_results(
         raise damaged(path, "a folder where a file belongs")
     if not path.is_file():
         raise damaged(path, "missing")
+    _check_lines(path)
     if sha256 is not None and results_sha256(path) != sha256:
         raise damaged(path, "changed since the run wrote it: its sha256 is not the manifest's")
-    _check_lines(path)
     # pandas 3 parses floats exactly by default and deprecates the option that pandas 2 needs.
     exact = {} if int(pd.__version__.split(".")[0]) >= 3 else {"float_precision": "round_trip"}
     try:
