@@ -193,3 +193,17 @@ def save_figure(fig: object, stem: Path) -> None:
 
     for fmt, data in render(fig).items():
         write_atomic(stem.with_name(f"{stem.name}.{fmt}"), data)
+
+
+def print_failed_findings(summary: Any) -> None:
+    """One line per finding that failed, with its reason: what was measured, what was
+    expected, and the finding's note; so a FAIL on screen never stands without a why (the
+    last lines of `make demo`, say)."""
+    from rankcollapse.report import format_value
+
+    for claim in summary.findings:
+        if getattr(claim, "verdict", "PASS" if claim.passed else "FAIL") != "FAIL":
+            continue
+        why = f"{claim.quantity} is {format_value(claim.measured)}, expected {claim.expected}"
+        note = f" ({claim.note})" if claim.note else ""
+        console.print(Text("FAIL ", style="bold red") + Text(f"{claim.id}: {why}{note}."))

@@ -40,8 +40,8 @@ SERIES_COLUMNS = ("model", "init", "architecture", "variant", "arm", "mask", "ta
 
 def load_runs(dirs: list[Path]):
     """The results of every folder in one frame, with a `series` column saying in words what
-    each curve is: the folder (its experiment, or what simulate/measure ran), then the model,
-    variant, ... where those differ between curves."""
+    each curve is: the folder (its experiment, or what simulate, measure or probe ran), then
+    the model, variant, ... where those differ between the curves of one folder."""
     import pandas as pd
 
     from rankcollapse.errors import InputError
@@ -58,7 +58,10 @@ def load_runs(dirs: list[Path]):
         frames.append(frame.assign(_folder=str(folder)))
     frame = pd.concat(frames, ignore_index=True)
     words = _folder_words(dirs)
-    varying = [c for c in SERIES_COLUMNS if c in frame and frame[c].nunique(dropna=True) > 1]
+    by_folder = frame.groupby("_folder", sort=False)
+    varying = [c for c in SERIES_COLUMNS if c in frame and by_folder[c].nunique().max() > 1]
+    if {"model", "variant"} & set(varying):  # probe's arm is its model and variant again
+        varying = [c for c in varying if c != "arm"]
     parts = [frame["_folder"].map(words)]
     parts += [frame[c].astype(object).where(frame[c].notna(), None) for c in varying]
     series = [

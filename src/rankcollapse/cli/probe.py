@@ -158,7 +158,7 @@ def run(args: argparse.Namespace) -> int:
     variants = [variant.name for variant in request.variants]
     device, dtype = resolve_device(args.device), resolve_dtype(args.dtype)
     default = Path("results/probe") / "+".join(Path(m).name for m in args.model)
-    out = output_folder(args.out, default, "probe", fresh=True)
+    out = output_folder(args.out, default, "probe", fresh=True, label=", ".join(args.model))
     frames, labels = [], []
     for k, name in enumerate(args.model, start=1):
         step = f"[{k}/{len(args.model)}] {name}"

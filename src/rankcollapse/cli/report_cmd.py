@@ -31,6 +31,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from rich.text import Text
 
+    from rankcollapse.cli._common import print_failed_findings
     from rankcollapse.cli._console import console, notify
     from rankcollapse.report import build_report, write_index
 
@@ -41,5 +42,6 @@ def run(args: argparse.Namespace) -> int:
     findings = [c for c in report.summary.claims if getattr(c, "kind", "finding") != "check"]
     n_passed = sum(claim.passed for claim in findings)
     console.print(f"{n_passed} of {len(findings)} findings passed.")
+    print_failed_findings(report.summary)
     console.print(Text(f"report: {report.path}"))
     return 0

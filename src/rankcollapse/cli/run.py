@@ -84,6 +84,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from rankcollapse.cli._common import print_failed_findings
     from rankcollapse.cli._console import err_console, notify
     from rankcollapse.errors import ConfigError
     from rankcollapse.experiments import experiment_names
@@ -114,6 +115,7 @@ def run(args: argparse.Namespace) -> int:
         )
     for result in results:
         print_claims(result)
+        print_failed_findings(result.summary)
     return 0
 
 
