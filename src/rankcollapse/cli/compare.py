@@ -114,7 +114,8 @@ def run(args: argparse.Namespace) -> int:
     from rankcollapse.files import write_atomic
     from rankcollapse.plot import layers, ordered_values
 
-    output = output_folder(args.out, Path("results/compare"), "compare", fresh=True)
+    output = output_folder(args.out, Path("results/compare"), "compare", fresh=True,
+                           label=", ".join(map(str, args.dirs)))  # fmt: skip
     frame = load_runs(args.dirs)
     known = ordered_values(frame["metric"])
     if args.metrics == "all":

@@ -437,7 +437,9 @@ def layers(
                         floor_column="at_floor", floor=mark)  # fmt: skip
             parts = [words(name)] if len(names) > 1 else []
             parts += [_series_label(h)] if multiples else []
-            ax.set_title(": ".join(parts) or None)
+            if parts:  # wrapped to its panel's width
+                width = ax.get_position().width * fig.get_figwidth() * 72
+                ax.set_title(_wrap(": ".join(parts), width, RC["axes.titlesize"]))
             left = len(panels) == 1 or (len(names) == 1 and axes.index(ax) % _n_cols(fig) == 0)
             _finish_axes(ax, rows["layer"], x="layer", logx=False, logy=logy,
                          ylabel=words(name) if len(names) == 1 and left else None,

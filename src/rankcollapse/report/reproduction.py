@@ -214,7 +214,8 @@ def reproduction_html(table: pd.DataFrame, links: dict[str, str] | None = None) 
             '<html lang="en"><head><meta charset="utf-8">',
             "<title>rankcollapse: reproduction</title>",
             f"<style>{STYLE}td.untested {{ background: #fff3cd; color: #6b4e00; }}"
-            "td.notrun { color: #777; }</style></head><body>",
+            "td.notrun { color: #777; } td.pass, td.fail, td.untested, td.notrun "
+            "{ white-space: nowrap; }</style></head><body>",
             "<h1>Reproduction table</h1>",
             f'<p class="summary">{escape(_counts(table))}</p>',
             f'<div class="scroll"><table><tr>{head}</tr>',
