@@ -120,7 +120,7 @@ def test_a_unit_that_fails_on_a_config_value_leaves_the_manifest_failed_with_why
 ):
     (tmp_path / "fail-1").touch()  # the tiny experiment's switch: item 1 raises
     out = tmp_path / "r"
-    assert main(["run", "tiny", f"--set", f"log_dir={tmp_path}", "--out", str(out)]) == 2
+    assert main(["run", "tiny", "--set", f"log_dir={tmp_path}", "--out", str(out)]) == 2
     err = capsys.readouterr().err.strip()
     assert [line.startswith("error:") for line in err.splitlines()].count(True) == 1
     assert "Traceback" not in err

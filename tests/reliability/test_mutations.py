@@ -112,15 +112,19 @@ YAML_MUTATIONS = {
 }
 
 
+def _in_run(name: str) -> Callable[[Path], Path]:
+    return lambda root: next((root / "tiny").iterdir()) / name
+
+
 def cases(valid_root: Path) -> list[tuple[str, Callable[[Path], Path], Callable[[Path], None]]]:
     """(id, the path to mutate in a copy of the root, the mutation)."""
     run = next((valid_root / "tiny").iterdir())
-    in_run = {name: (lambda n: lambda root: next((root / "tiny").iterdir()) / n)(name)
-              for name in ("manifest.json", "config.yaml", "results.csv", "claims.json",
-                           "report.html", ".rankcollapse.json", "figures", "tables", "units")}  # fmt: skip
+    names = ("manifest.json", "config.yaml", "results.csv", "claims.json", "report.html",
+             ".rankcollapse.json", "figures", "tables", "units")  # fmt: skip
+    in_run = {name: _in_run(name) for name in names}
 
     def a_unit(root: Path) -> Path:
-        return sorted((next((root / "tiny").iterdir()) / "units").iterdir())[0]
+        return min((next((root / "tiny").iterdir()) / "units").iterdir())
 
     def sim_results(root: Path) -> Path:
         return root / "simulate" / "sim" / "results.csv"
@@ -129,13 +133,17 @@ def cases(valid_root: Path) -> list[tuple[str, Callable[[Path], Path], Callable[
     found = []
     for name, path_of in targets.items():
         for what, mutate in FILE_MUTATIONS.items():
-            if name in ("figures", "tables", "units") and what not in ("deleted",
-                                                                    "swapped-for-a-folder"):
+            if name in ("figures", "tables", "units") and what not in (
+                "deleted",
+                "swapped-for-a-folder",
+            ):
                 continue  # fmt: skip
             found.append((f"{name}:{what}", path_of, mutate))
     for name in ("results.csv", "simulate-results.csv"):
         found += [(f"{name}:{what}", targets[name], m) for what, m in CSV_MUTATIONS.items()]
-    found += [(f"config.yaml:{what}", in_run["config.yaml"], m) for what, m in YAML_MUTATIONS.items()]
+    found += [
+        (f"config.yaml:{what}", in_run["config.yaml"], m) for what, m in YAML_MUTATIONS.items()
+    ]
     for name in ("manifest.json", "claims.json", ".rankcollapse.json"):
         value = json.loads((run / name).read_text())
         found += _json_cases(name, in_run[name], value)
@@ -176,8 +184,7 @@ def _commands(root: Path, run: Path, out: Path) -> dict[str, list[str]]:
         "report": ["report", str(run)],
         "index": ["report", "--index", str(root)],
         "reproduce": ["reproduce", "--results", str(root), "--out", str(out / "repro")],
-        "compare": ["compare", str(run), str(root / "simulate" / "sim"),
-                    "--out", str(out / "cmp")],  # fmt: skip
+        "compare": ["compare", str(run), str(root / "simulate" / "sim"), "--out", str(out / "cmp")],
     }
 
 

@@ -133,7 +133,7 @@ def test_a_run_folder_with_a_folder_for_a_file_is_named_and_left_alone(
     assert main(argv) == 0
     units = out / "units"
     if what == "a unit file is a folder":
-        target = sorted(units.iterdir())[0]
+        target = min(units.iterdir())
         target.unlink()
         (target / "inside").mkdir(parents=True)
     else:

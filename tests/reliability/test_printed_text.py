@@ -23,8 +23,7 @@ def erring(files: Path) -> dict[str, list[str]]:
         "measure: file": ["measure", bad + ".npy"],
         "measure: mask": ["measure", str(files / "ok.npy"), "--mask", bad + ".npy"],
         "measure: metric": ["measure", str(files / "ok.npy"), "--metrics", MARKUP],
-        "simulate: --out": ["simulate", "--n-layers", "2", "--out", str(files / "notes.txt"),
-                            "--metrics", "mu_rel"],  # fmt: skip
+        "simulate: --out": ["simulate", "--out", str(files / "notes.txt")],
         "simulate: mask": ["simulate", "--mask", MARKUP],
         "probe: model": ["probe", MARKUP],
         "probe: variant": ["probe", "minilm", "--variants", MARKUP],

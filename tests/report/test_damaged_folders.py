@@ -52,12 +52,15 @@ def without_sha(folder: Path) -> None:
 
 DAMAGE = {
     "results.csv truncated": (
-        lambda f: (without_sha(f), (f / "results.csv").write_bytes(
-            (f / "results.csv").read_bytes()[:-30])),
+        lambda f: (
+            without_sha(f),
+            (f / "results.csv").write_bytes((f / "results.csv").read_bytes()[:-30]),
+        ),
         "r:results.csv is damaged \\(line \\d+ has 3 of 6 columns\\)",
     ),
     "results.csv empty": (
-        lambda f: (f / "results.csv").write_bytes(b""), "results.csv is damaged (empty)"
+        lambda f: (f / "results.csv").write_bytes(b""),
+        "results.csv is damaged (empty)",
     ),
     "results.csv binary": (
         lambda f: (f / "results.csv").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00"),
@@ -65,16 +68,22 @@ DAMAGE = {
     ),
     "results.csv edited": (
         lambda f: (f / "results.csv").write_text(
-            (f / "results.csv").read_text().replace(",res,0.", ",res,1.", 1)),
+            (f / "results.csv").read_text().replace(",res,0.", ",res,1.", 1)
+        ),
         "results.csv is damaged (changed since the run wrote it",
     ),
     "results.csv text in value": (
-        lambda f: (without_sha(f), (f / "results.csv").write_text(
-            (f / "results.csv").read_text().replace(",res,0.", ",res,x0.", 1))),
+        lambda f: (
+            without_sha(f),
+            (f / "results.csv").write_text(
+                (f / "results.csv").read_text().replace(",res,0.", ",res,x0.", 1)
+            ),
+        ),
         "results.csv is damaged (column 'value' should hold numbers; line 2 has",
     ),
     "manifest not JSON": (
-        lambda f: (f / "manifest.json").write_text("{"), "manifest.json is damaged (not JSON"
+        lambda f: (f / "manifest.json").write_text("{"),
+        "manifest.json is damaged (not JSON",
     ),
     "manifest a list": (
         lambda f: (f / "manifest.json").write_text("[]"),
@@ -94,7 +103,8 @@ DAMAGE = {
     ),
     "config of another run": (
         lambda f: (f / "config.yaml").write_text(
-            (f / "config.yaml").read_text().replace("items: 1", "items: 3")),
+            (f / "config.yaml").read_text().replace("items: 1", "items: 3")
+        ),
         "config.yaml is damaged (not the config the manifest's hash names)",
     ),
     "figures a file": (

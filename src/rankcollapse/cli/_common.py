@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-
 from rich.text import Text
 
 from rankcollapse.cli._console import console

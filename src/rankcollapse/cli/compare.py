@@ -146,8 +146,7 @@ def run(args: argparse.Namespace) -> int:
     write_atomic(out / "compare.csv", table.reset_index().to_csv(index=False).encode())
     rows = [[str(metric), str(layer)] for metric, layer in table.index]
     columns = {
-        str(name): [cell(v, f) for v, f in zip(table[name], floors[name])]
-        for name in table.columns
+        str(name): [cell(v, f) for v, f in zip(table[name], floors[name])] for name in table.columns
     }
     print_fitted("mean per layer", keys, rows, columns)
     console.print(Text(f"wrote {out / 'compare.png'} (+ .svg) and {out / 'compare.csv'}"))

@@ -16,8 +16,8 @@ from rich.text import Text
 
 from rankcollapse.cli._common import add_renamed_option, add_sequence_options
 from rankcollapse.cli._console import console
-from rankcollapse.files import write_atomic
 from rankcollapse.cli.probe import HelpFormatter
+from rankcollapse.files import write_atomic
 
 
 def _add_network_options(parser: argparse.ArgumentParser) -> None:

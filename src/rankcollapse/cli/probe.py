@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+
 from rankcollapse.cli._common import add_metrics_option, add_sequence_options, parse_metrics
 
 

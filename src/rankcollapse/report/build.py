@@ -81,7 +81,7 @@ def build_report(out_dir: str | Path, experiment: Experiment | None = None) -> R
     with style.context():
         try:
             summary = exp.summarize(config, results)
-        except Exception as err:  # the stored rows are data from disk: name the file
+        except Exception as err:  # noqa: BLE001 - rows from disk: any failure names the file
             raise damaged(
                 out_dir / "results.csv",
                 f"{exp.name} cannot summarize its rows: {type(err).__name__}: {err}",

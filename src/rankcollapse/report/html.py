@@ -301,4 +301,6 @@ def _doc_html(doc: str) -> str:
 def _inline(text: str) -> str:
     """Escaped text on one line, `code` spans as <code>."""
     pieces = re.split(r"`([^`]+)`", " ".join(text.split()))
-    return "".join(f"<code>{escape(p)}</code>" if i % 2 else escape(p) for i, p in enumerate(pieces))
+    return "".join(
+        f"<code>{escape(p)}</code>" if i % 2 else escape(p) for i, p in enumerate(pieces)
+    )

@@ -190,6 +190,10 @@ def reproduction_markdown(table: pd.DataFrame) -> str:
 
 
 VERDICT_CLASS = {"PASS": "pass", "FAIL": "fail", "NOT TESTED": "untested", "not run": "notrun"}
+VERDICT_STYLE = (
+    "td.untested { background: #fff3cd; color: #6b4e00; } td.notrun { color: #777; } "
+    "td.pass, td.fail, td.untested, td.notrun { white-space: nowrap; }"
+)
 
 
 def reproduction_html(table: pd.DataFrame, links: dict[str, str] | None = None) -> str:
@@ -213,9 +217,7 @@ def reproduction_html(table: pd.DataFrame, links: dict[str, str] | None = None) 
             "<!DOCTYPE html>",
             '<html lang="en"><head><meta charset="utf-8">',
             "<title>rankcollapse: reproduction</title>",
-            f"<style>{STYLE}td.untested {{ background: #fff3cd; color: #6b4e00; }}"
-            "td.notrun { color: #777; } td.pass, td.fail, td.untested, td.notrun "
-            "{ white-space: nowrap; }</style></head><body>",
+            f"<style>{STYLE}{VERDICT_STYLE}</style></head><body>",
             "<h1>Reproduction table</h1>",
             f'<p class="summary">{escape(_counts(table))}</p>',
             f'<div class="scroll"><table><tr>{head}</tr>',

@@ -20,7 +20,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from rankcollapse.errors import InputError, invalid_config
-from rankcollapse.files import MARKER, digest, read_marker
+from rankcollapse.files import digest, read_marker
 
 MAX_LINE = 1_000_000  # bytes: a results.csv line longer than this is damage, not a row
 MAX_JSON = 64_000_000  # bytes: a manifest or claims file larger than this is not ours
@@ -247,9 +247,9 @@ def folder_kind(folder: Path) -> str | None:
 
 __all__ = [
     "ClaimRecord",
-    "config_hash",
     "DamagedFileError",
     "Manifest",
+    "config_hash",
     "damaged",
     "folder_kind",
     "read_claims",
