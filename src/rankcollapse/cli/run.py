@@ -123,6 +123,7 @@ def print_dry_run(plans: list, args: argparse.Namespace, notify) -> int:
     """Units, count and estimated wall time per (backend, workers); the sum over plans."""
     from rich.markup import escape
     from rich.table import Table
+    from rich.text import Text
 
     from rankcollapse.cli._console import console
     from rankcollapse.files import canonical_json
@@ -165,10 +166,10 @@ def print_dry_run(plans: list, args: argparse.Namespace, notify) -> int:
     for r in runs:
         if r.unseen:
             console.print(
-                f"{r.name}: no stored or sampled unit has {'; '.join(r.unseen)}; those units "
-                "are estimated from units that differ there (more --sample-units covers more).",
-                highlight=False,
-            )
+                Text(f"{r.name}: no stored or sampled unit has {'; '.join(r.unseen)}; those "
+                     "units are estimated from units that differ there (more --sample-units "
+                     "covers more).")
+            )  # fmt: skip
     return 0
 
 
