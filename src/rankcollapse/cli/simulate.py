@@ -128,8 +128,10 @@ def run(args: argparse.Namespace) -> int:
         trace = net(x)
     df = measure_layers(trace.states, metrics=metrics, source_dtype=net.dtype)
     heads = f"{config.n_heads} head{'s' if config.n_heads > 1 else ''}"
-    title = f"toy network: {config.n_layers} layers, {heads}, skip={config.skip}, "
-    title += f"mlp={config.mlp}, norm={config.norm}, mask={config.mask}"
+    skip = {"off": "no skip", "on": "skip", "scaled": "scaled skip"}[config.skip]
+    norm = "no norm" if config.norm == "none" else f"{config.norm}-norm"
+    title = f"toy network: {config.n_layers} layers, {heads}, {skip}, "
+    title += f"{'an MLP' if config.mlp else 'no MLP'}, {norm}, mask {config.mask}"
     print_layer_means(df, title)
     write_collapse_outputs(df, out, hue=None, title=title, floor=net.dtype)
     return 0
