@@ -19,6 +19,7 @@ from typing import Any
 from rankcollapse.errors import OutputError
 
 TMP_SUFFIX = ".tmp"  # temporary files are `.<name>.<random>.tmp` beside their target
+MARKER = ".rankcollapse.json"  # in every output folder: which command wrote it, of which config
 
 
 def canonical_json(value: Any) -> str:
@@ -130,9 +131,118 @@ def output_error(path: Path, err: OSError) -> OutputError:
         errno.EACCES: "the folder is not writable by you; fix its permissions or pass --out",
         errno.EPERM: "the folder is not writable by you; fix its permissions or pass --out",
         errno.EROFS: "the file system is read-only; pass --out on a writable disk",
+        errno.ENOENT: "the folder cannot be created there; pass --out in a folder you can write",
     }
     fix = fixes.get(err.errno, "check the folder, or pass --out to write elsewhere")
     reason = err.strerror or type(err).__name__
     return OutputError(
         f"cannot write {str(path)!r}: {reason}; {fix}. No file was left half-written."
     )
+
+
+def claim_output(
+    folder: str | os.PathLike,
+    command: str,
+    config: str | None = None,
+    *,
+    chosen: bool = True,
+    flag: str = "--out",
+    label: str | None = None,
+) -> Path:
+    """The output-folder rule of every command: check `folder`, create it and mark it ours.
+
+    A folder is a directory or can be created; never a file, a device or a path under a file.
+    A folder that holds something is used only when it is ours: its marker (`MARKER`) names
+    the same `command` and, where the command has one, the same `config` (a hash), so a run is
+    never mixed with another config's and a user's own files are never overwritten. `chosen`
+    is False for a default folder named after its config (results/simulate/<hash>), which is
+    ours by its name even if an older version wrote it without a marker. `label` says in
+    words what the folder holds ("toy network, skip=on"), for `compare` to name it by.
+
+    Raises OutputError (one sentence: the folder, what is wrong, what to pass); nothing in a
+    refused folder is changed. `check_output` makes the same checks without writing.
+    """
+    path = check_output(folder, command, config, chosen=chosen, flag=flag)
+    check_writable(path)
+    mark = {"written_by": "rankcollapse", "command": command, "config": config, "label": label}
+    if read_marker(path) != mark:
+        write_atomic(path / MARKER, (json.dumps(mark) + "\n").encode())
+    return path
+
+
+def check_output(
+    folder: str | os.PathLike,
+    command: str,
+    config: str | None = None,
+    *,
+    chosen: bool = True,
+    flag: str = "--out",
+) -> Path:
+    """The checks of `claim_output`, writing nothing: made before any work starts, so a
+    command whose input turns out bad leaves no empty folder behind."""
+    path = Path(folder)
+    shown = f"{flag} {str(path)!r}"
+    fix = "pass a folder (it is created if missing)"
+    if path.exists() and not path.is_dir():
+        what = "a file" if path.is_file() else "not a folder (a device or a special file)"
+        raise OutputError(f"{shown} is {what}; {fix}.")
+    if path.is_dir():
+        _check_ours(path, shown, command, config, chosen)
+        return path
+    parent = path.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise OutputError(f"{shown} lies under {str(parent)!r}, which is a file; {fix}.")
+    probe = parent / f".rankcollapse-probe-{secrets.token_hex(4)}"
+    try:  # a folder made and removed at once: can the first missing part be created there?
+        probe.mkdir()
+        probe.rmdir()
+    except OSError as err:
+        raise output_error(probe, err) from err
+    return path
+
+
+def _check_ours(path: Path, shown: str, command: str, config: str | None, chosen: bool) -> None:
+    entries = sorted(e.name for e in path.iterdir() if e.name != MARKER)
+    marker = read_marker(path) or _legacy_run_marker(path)
+    if marker is None and (not entries or not chosen):
+        return
+    keep = "nothing in it was changed"
+    if marker is None:
+        listed = ", ".join(entries[:3]) + (", ..." if len(entries) > 3 else "")
+        raise OutputError(
+            f"{shown} holds files rankcollapse did not write ({listed}); pass an empty or new "
+            f"folder ({keep})."
+        )
+    if marker.get("command") != command:
+        raise OutputError(
+            f"{shown} holds the output of `rankcollapse {marker.get('command')}`, not of "
+            f"`rankcollapse {command}`; pass another folder ({keep})."
+        )
+    if config is not None and marker.get("config") != config:
+        raise OutputError(
+            f"{shown} holds a run of another config ({str(marker.get('config'))[:10]}, this one "
+            f"is {config[:10]}); pass another folder, or leave {shown.split()[0]} out for one "
+            f"folder per config ({keep})."
+        )
+
+
+def read_marker(folder: str | os.PathLike) -> dict | None:
+    """The marker of an output folder (command, config, label), or None when it has none."""
+    try:
+        value = json.loads((Path(folder) / MARKER).read_bytes()[:4096])
+    except (OSError, ValueError):
+        return None
+    return value if isinstance(value, dict) and value.get("written_by") == "rankcollapse" else None
+
+
+def _legacy_run_marker(path: Path) -> dict | None:
+    """The marker of a run folder written before markers existed, read from its manifest."""
+    try:
+        manifest = json.loads((path / "manifest.json").read_bytes()[:1_000_000])
+    except (OSError, ValueError):
+        return None
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("config_hash"), str):
+        return None
+    return {"command": "run", "config": manifest["config_hash"]}

@@ -22,13 +22,14 @@ def test_compare_draws_every_folder_in_one_figure_and_one_table(tmp_path, capsys
     argv = ["compare", str(tmp_path / "san"), str(tmp_path / "skip"), "--metrics", "all",
             "--out", str(out)]  # fmt: skip
     assert main(argv) == 0
-    assert {p.name for p in out.iterdir()} == {"compare.png", "compare.svg", "compare.csv"}
+    shown = {p.name for p in out.iterdir() if not p.name.startswith(".")}
+    assert shown == {"compare.png", "compare.svg", "compare.csv"}
     table = pd.read_csv(out / "compare.csv")
-    assert list(table.columns) == ["metric", "layer", "san", "skip"]
+    assert list(table.columns) == ["metric", "layer", "toy network", "skip=on"]  # in words
     san = pd.read_csv(tmp_path / "san" / "results.csv")
     expected = san.query("metric == 'cos_mean' and layer == 2")["value"].mean()
     row = table.query("metric == 'cos_mean' and layer == 2")
-    assert row["san"].item() == expected
+    assert row["toy network"].item() == pytest.approx(expected, rel=1e-15)
 
 
 def test_compare_names_a_folder_without_results(tmp_path, capsys):

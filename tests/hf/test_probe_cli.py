@@ -21,7 +21,9 @@ def test_probe_writes_results_and_figure(tmp_path, capsys):
     assert set(df["variant"]) == {"san", "transformer"} and df["layer"].max() == 6
     assert (tmp_path / "collapse.png").is_file()
     out = capsys.readouterr().out
-    assert "│ minilm │ san " in out and "│ minilm │ transformer │" in out
+    # one model: its name heads the table, whose rows are variant and layer
+    assert out.startswith("minilm (pretrained): its own attention mask, softmax temperature 1")
+    assert "│ san " in out and "│ transformer │" in out
 
 
 def test_probe_unknown_model_fails_with_known_names(capsys):
@@ -75,7 +77,7 @@ def test_probe_writes_a_fresh_folder_per_run_and_says_when_it_overwrites(
     assert sorted(p.name for p in (tmp_path / "results" / "probe").iterdir()) == ["gpt", "gpt-2"]
     assert "new folder results/probe/gpt-2" in capsys.readouterr().out
     assert main([*argv, "--out", "results/probe/gpt"]) == 0
-    assert "overwriting files in results/probe/gpt" in capsys.readouterr().out
+    assert "overwriting the earlier results in results/probe/gpt" in capsys.readouterr().out
 
 
 def test_probe_help_shows_defaults_and_the_model_registry(capsys):

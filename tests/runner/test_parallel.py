@@ -34,7 +34,10 @@ def test_jobs_1_and_jobs_2_give_identical_results_and_claims(tmp_path):
 def test_a_failing_unit_in_a_worker_is_named_and_finished_units_are_kept(tmp_path):
     (tmp_path / "fail-2").touch()
     overrides = {"log_dir": str(tmp_path)}
-    with pytest.raises(UnitError, match=r'tiny unit \{"item":2,"seed":\d\} failed.*rerun'):
+    with pytest.raises(
+        UnitError,
+        match=r'tiny unit \{"item":2,"seed":\d\} failed.*run again: the stored units are reused',
+    ):
         run_experiment(TINY, overrides=overrides, out=tmp_path / "run", jobs=2)
     (tmp_path / "fail-2").unlink()
     resumed = run_experiment(TINY, overrides=overrides, out=tmp_path / "run", jobs=1)

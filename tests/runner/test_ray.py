@@ -99,7 +99,9 @@ def test_a_failing_ray_unit_is_named_with_its_traceback(tmp_path, ray_cluster):
         )
     message = str(caught.value)
     assert 'tiny unit {"item":1,"seed":' in message and "simulated crash in item 1" in message
-    assert "Traceback (most recent call last)" in message and "rerun the same command" in message
+    assert "Traceback" not in message and "the stored units are reused" in message
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    assert manifest["status"] == "failed" and "Traceback (most recent" in manifest["traceback"]
 
 
 @pytest.mark.slow

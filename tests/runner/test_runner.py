@@ -11,7 +11,7 @@ import pytest
 import yaml
 from tiny_experiment import TINY
 
-from rankcollapse.errors import ConfigError, UnitError
+from rankcollapse.errors import ConfigError, OutputError, UnitError
 from rankcollapse.experiments import _registry
 from rankcollapse.runner import parse_overrides, plan, run_all, run_experiment
 
@@ -75,7 +75,13 @@ def test_rerun_with_the_same_config_reuses_every_unit(tmp_path):
 
 def test_a_changed_config_never_reuses_stale_units_even_in_the_same_folder(tmp_path):
     run_tiny(tmp_path)
-    changed = run_tiny(tmp_path, overrides={"net.depth": 2})
+    folder = tmp_path / "run"
+    before = {p: p.read_bytes() for p in folder.rglob("*") if p.is_file() and p.name != ".lock"}
+    with pytest.raises(OutputError, match="holds a run of another config.*pass another folder"):
+        run_tiny(tmp_path, overrides={"net.depth": 2})
+    after = {p: p.read_bytes() for p in folder.rglob("*") if p.is_file() and p.name != ".lock"}
+    assert after == before  # refused, never mixed: the first run's files as they were
+    changed = run_tiny(tmp_path, overrides={"net.depth": 2}, out=tmp_path / "other")
     assert (changed.n_cached, changed.n_computed) == (0, 6)
     assert changed.results["layer"].max() == 2
 

@@ -55,9 +55,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except RankCollapseError as err:
+        from rich.text import Text
+
         from rankcollapse.cli._console import err_console
 
-        err_console.print(f"[bold red]error:[/] {err}", highlight=False)
+        # the message quotes user text (paths, names): printed as text, never as markup
+        err_console.print(Text("error: ", style="bold red") + Text(str(err)))
         return 2
     except KeyboardInterrupt:
         print("interrupted; finished work is kept.", file=sys.stderr)

@@ -3,43 +3,80 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from rich.text import Text
 
 from rankcollapse.cli._console import console
 
 
-def print_layer_means(df: pd.DataFrame, title: str) -> None:
-    """A rich table: one row per layer, one column per metric (mean over samples).
+def print_layer_means(df: pd.DataFrame, title: str, keys: tuple[str, ...] = ("layer",)) -> None:
+    """Tables of the mean over samples of every metric: a row per `keys` (model, variant,
+    layer), a column per metric, split so each fits the terminal (`print_fitted`).
 
-    A mean whose samples all sit at the dtype floor is shown as '<floor'.
+    A mean whose samples all sit at the dtype floor is shown as '<floor'; '-' where a metric
+    has no value (attention metrics at layer 0). Keys with one value are left to the title.
     """
+    shown = [k for k in keys if k == keys[-1] or df[k].nunique() > 1]
+    metric_names = list(dict.fromkeys(df["metric"]))
+    means = df.pivot_table(index=shown, columns="metric", values="value", aggfunc="mean",
+                           sort=False).reindex(columns=metric_names)  # fmt: skip
+    floors = df.pivot_table(index=shown, columns="metric", values="at_floor", aggfunc="all")
+    floors = floors.reindex(index=means.index, columns=metric_names)
+    rows = [index if isinstance(index, tuple) else (index,) for index in means.index]
+    columns = {
+        name: [cell(means.loc[index, name], floors.loc[index, name]) for index in means.index]
+        for name in metric_names
+    }
+    print_fitted(title, shown, [[str(v) for v in row] for row in rows], columns)
+
+
+def print_fitted(
+    title: str, key_names: list[str], key_rows: list[list[str]], columns: dict[str, list[str]]
+) -> None:
+    """`columns` as one or more rich tables that each fit the console's width (80 columns
+    in a narrow terminal), every table repeating the key columns; no cell is cut short.
+    Every text is printed as text, never read as markup."""
     from rich.table import Table
 
-    means = df.pivot_table(index="layer", columns="metric", values="value", aggfunc="mean")
-    floors = df.pivot_table(index="layer", columns="metric", values="at_floor", aggfunc="all")
-    metric_names = list(dict.fromkeys(df["metric"]))
-    table = Table(title=title)
-    table.add_column("layer", justify="right")
-    for name in metric_names:
-        table.add_column(name, justify="right")
-    for layer in means.index:
-        cells = [_cell(means.loc[layer, name], floors.loc[layer, name]) for name in metric_names]
-        table.add_row(str(layer), *cells)
-    console.print(table)
+    def width(name: str, cells: list[str]) -> int:
+        return max([len(name), *map(len, cells)]) + 3  # padding and border
+
+    keys_width = 1 + sum(width(n, [r[i] for r in key_rows]) for i, n in enumerate(key_names))
+    chunks: list[list[str]] = [[]]
+    used = keys_width
+    for name, cells in columns.items():
+        if chunks[-1] and used + width(name, cells) > console.width:
+            chunks.append([])
+            used = keys_width
+        chunks[-1].append(name)
+        used += width(name, cells)
+    for part, names in enumerate(chunks, start=1):
+        more = f" ({part} of {len(chunks)})" if len(chunks) > 1 else ""
+        table = Table(title=Text(title + more))
+        for i, name in enumerate(key_names):
+            table.add_column(Text(name), justify="right" if name == "layer" else "left",
+                             overflow="fold")  # fmt: skip
+        for name in names:
+            table.add_column(Text(name), justify="right", overflow="fold")
+        for i, row in enumerate(key_rows):
+            table.add_row(*map(Text, row), *(Text(columns[n][i]) for n in names))
+        console.print(table)
 
 
-def _cell(mean: float, all_at_floor: object) -> str:
-    """A table cell: '-' where a metric has no value at this layer (e.g. attention at layer 0)."""
+def cell(mean: float, all_at_floor: object) -> str:
+    """A table cell: '-' where there is no value, '<floor' where every sample sits at the
+    dtype floor, else the value to 3 significant digits (as reports show it)."""
     if pd.isna(mean):
         return "-"
     return "<floor" if all_at_floor is True or all_at_floor == 1 else f"{mean:.3g}"
 
 
 def write_collapse_outputs(
-    df: pd.DataFrame, out: Path, *, hue: str | None, title: str, floor: object = None
+    df: pd.DataFrame, output: Output, *, hue: str | None, title: str, floor: object = None
 ) -> None:
     """results.csv (long format) and collapse.png + collapse.svg (`rankcollapse.plot.layers`:
     one panel per metric, log axes only for quantities that shrink to zero), written atomically.
@@ -49,12 +86,57 @@ def write_collapse_outputs(
     from rankcollapse.files import write_atomic
     from rankcollapse.plot import layers
 
-    out.mkdir(parents=True, exist_ok=True)
+    out = output.claim()
     write_atomic(out / "results.csv", df.to_csv(index=False).encode())
     save_figure(layers(df, by=hue, floor=floor, title=title), out / "collapse")
-    console.print(
-        f"wrote [bold]{out / 'results.csv'}[/] and [bold]{out / 'collapse.png'}[/] (+ .svg)"
-    )
+    console.print(Text(f"wrote {out / 'results.csv'} and {out / 'collapse.png'} (+ .svg)"))
+
+
+@dataclass
+class Output:
+    """An output folder, checked before any work starts (`files.check_output`) and claimed
+    (created, marked ours) when its first file is written."""
+
+    path: Path
+    command: str
+    config: str | None
+    chosen: bool  # named by --out (else a default folder, ours by its name)
+    label: str | None = None  # what it holds, in words, for `compare` to name its curves by
+
+    def claim(self) -> Path:
+        from rankcollapse.files import MARKER, claim_output
+
+        claim_output(self.path, self.command, self.config, chosen=self.chosen, label=self.label)
+        if any(entry.name not in (MARKER, ".lock") for entry in self.path.iterdir()):
+            console.print(Text(f"overwriting the earlier results in {self.path}"))
+        return self.path
+
+
+def output_folder(
+    out: Path | None,
+    default: Path,
+    command: str,
+    *,
+    config: str | None = None,
+    fresh: bool = False,
+    label: str | None = None,
+) -> Output:
+    """The folder a command writes to, checked by the one output rule before any work starts.
+
+    `out` is --out; without it, `default` (a folder named after its config), or with `fresh`
+    a new folder `default`, `default-2`, ... per call.
+    """
+    from rankcollapse.files import check_output
+
+    folder = out if out is not None else default
+    if out is None and fresh:
+        index = 1
+        while folder.exists():
+            index += 1
+            folder = default.with_name(f"{default.name}-{index}")
+        console.print(Text(f"writing to a new folder {folder} (pass --out to choose one)"))
+    check_output(folder, command, config, chosen=out is not None)
+    return Output(folder, command, config, out is not None, label)
 
 
 def add_metrics_option(parser: argparse.ArgumentParser) -> None:
@@ -91,6 +173,13 @@ def parse_metrics(value: str | None) -> list[str] | None:
     from rankcollapse.metrics import get_metric
 
     names = [name.strip() for name in value.split(",") if name.strip()]
+    if not names:
+        from rankcollapse.errors import ConfigError
+
+        raise ConfigError(
+            f"--metrics {value!r} names no metric; pass comma-separated names, e.g. "
+            "--metrics res_comp_rel,mu_rel (`rankcollapse metrics` lists them)."
+        )
     for name in names:
         get_metric(name)
     return names
@@ -103,3 +192,17 @@ def save_figure(fig: object, stem: Path) -> None:
 
     for fmt, data in render(fig).items():
         write_atomic(stem.with_name(f"{stem.name}.{fmt}"), data)
+
+
+def print_failed_findings(summary: Any) -> None:
+    """One line per finding that failed, with its reason: what was measured, what was
+    expected, and the finding's note; so a FAIL on screen never stands without a why (the
+    last lines of `make demo`, say)."""
+    from rankcollapse.report import format_value
+
+    for claim in summary.findings:
+        if getattr(claim, "verdict", "PASS" if claim.passed else "FAIL") != "FAIL":
+            continue
+        why = f"{claim.quantity} is {format_value(claim.measured)}, expected {claim.expected}"
+        note = f" ({claim.note})" if claim.note else ""
+        console.print(Text("FAIL ", style="bold red") + Text(f"{claim.id}: {why}{note}."))

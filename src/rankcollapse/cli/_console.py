@@ -9,3 +9,10 @@ _WIDTH = None if sys.stdout.isatty() else 200
 
 console = Console(soft_wrap=True, width=_WIDTH)
 err_console = Console(stderr=True, soft_wrap=True, width=_WIDTH)
+
+
+def notify(message: str) -> None:
+    """A note for the user on stderr (a folder skipped, a lock waited for), printed as text."""
+    from rich.text import Text
+
+    err_console.print(Text("note: ", style="yellow") + Text(message))

@@ -1,9 +1,11 @@
 """`rankcollapse compare DIR1 DIR2 ...`: stored probe, simulate or run folders side by side.
 
 Each DIR holds a results.csv with layer, metric and value columns (what `probe`, `simulate`
-and `run` write). The curves of every folder go into one figure (`rankcollapse.plot.layers`,
-one panel per metric, one series per folder) and one table of per-layer means, written to
---out as compare.png, compare.svg and compare.csv.
+and `run` write). The curves of every folder go into one figure (`rankcollapse.plot.layers`:
+a panel per metric; a series per folder and model, variant, ... named in words; more than six
+series as small multiples) and one table of per-layer means ('<floor' where every sample is at
+the dtype floor), written to a new folder per call (results/compare, compare-2, ...; or --out)
+as compare.png, compare.svg and compare.csv.
 """
 
 from __future__ import annotations
@@ -26,14 +28,20 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="comma list of metrics to compare, or 'all' (default: res_comp_rel)",
     )
     parser.add_argument(
-        "--out", type=Path, default=Path("results/compare"), help="output folder "
-        "(default: results/compare)"
+        "--out", type=Path, default=None, help="output folder (default: a new folder "
+        "results/compare[-N] per call)"
     )  # fmt: skip
     parser.set_defaults(func=run)
 
 
+# Columns that say what a series is (beside the folder it comes from), in this order.
+SERIES_COLUMNS = ("model", "init", "architecture", "variant", "arm", "mask", "task")
+
+
 def load_runs(dirs: list[Path]):
-    """The results of every folder in one frame, with a `run` column naming its folder."""
+    """The results of every folder in one frame, with a `series` column saying in words what
+    each curve is: the folder (its experiment, or what simulate, measure or probe ran), then
+    the model, variant, ... where those differ between the curves of one folder."""
     import pandas as pd
 
     from rankcollapse.errors import InputError
@@ -41,24 +49,56 @@ def load_runs(dirs: list[Path]):
 
     frames = []
     for folder in dirs:
-        path = folder / "results.csv"
-        if not path.is_file():
+        if not (folder / "results.csv").exists():
             raise InputError(
                 f"{str(folder)!r} has no results.csv; pass folders written by `rankcollapse "
                 "probe`, `simulate` or `run` (e.g. results/probe/minilm)."
             )
-        frame = read_results(path)
-        missing = {"layer", "metric", "value"} - set(frame.columns)
-        if missing:
-            raise InputError(
-                f"{str(path)!r} has no column(s) {sorted(missing)}; compare needs per-layer "
-                "results (layer, metric, value), as probe, simulate and per-layer runs write."
-            )
-        frames.append(frame.assign(run=_label(folder, dirs)))
-    return pd.concat(frames, ignore_index=True)
+        frame = read_results(folder / "results.csv", ("layer", "metric", "value"))
+        frames.append(frame.assign(_folder=str(folder)))
+    frame = pd.concat(frames, ignore_index=True)
+    words = _folder_words(dirs)
+    by_folder = frame.groupby("_folder", sort=False)
+    varying = [c for c in SERIES_COLUMNS if c in frame and by_folder[c].nunique().max() > 1]
+    if {"model", "variant"} & set(varying):  # probe's arm is its model and variant again
+        varying = [c for c in varying if c != "arm"]
+    parts = [frame["_folder"].map(words)]
+    parts += [frame[c].astype(object).where(frame[c].notna(), None) for c in varying]
+    series = [
+        " · ".join(str(p) for p in values if p not in (None, ""))
+        for values in zip(*(list(part) for part in parts))
+    ]
+    return frame.assign(series=series).drop(columns="_folder")
 
 
-def _label(folder: Path, dirs: list[Path]) -> str:
+def _folder_words(dirs: list[Path]) -> dict[str, str]:
+    """Per folder, what it holds in words: its experiment (a run), the label its command
+    stored (simulate: the toy network's settings), less what every folder shares; a folder
+    with nothing to tell it apart is named by its path."""
+    from rankcollapse.files import read_marker
+    from rankcollapse.report import DamagedFileError, read_manifest
+
+    described = {}
+    for folder in dirs:
+        marker = read_marker(folder) or {}
+        try:
+            experiment = read_manifest(folder)["experiment"] if marker.get("command") in (
+                None, "run") else None  # fmt: skip
+        except DamagedFileError:
+            experiment = None
+        label = experiment or marker.get("label") or ""
+        described[str(folder)] = [part for part in str(label).split(", ") if part]
+    shared = set.intersection(*(set(parts) for parts in described.values()))
+    words = {
+        k: ", ".join([p for p in parts if p not in shared] or parts[:1])
+        for k, parts in described.items()
+    }
+    if len(set(words.values())) < len(words):  # the same words for two folders: their paths
+        words = {k: _short(Path(k), dirs) for k in words}
+    return words
+
+
+def _short(folder: Path, dirs: list[Path]) -> str:
     """The folder's name, or its last two parts when two folders share a name."""
     names = [d.resolve().name for d in dirs]
     name = folder.resolve().name
@@ -66,12 +106,16 @@ def _label(folder: Path, dirs: list[Path]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rankcollapse.cli._common import save_figure
+    from rich.text import Text
+
+    from rankcollapse.cli._common import cell, output_folder, print_fitted, save_figure
     from rankcollapse.cli._console import console
     from rankcollapse.errors import InputError
     from rankcollapse.files import write_atomic
     from rankcollapse.plot import layers, ordered_values
 
+    output = output_folder(args.out, Path("results/compare"), "compare", fresh=True,
+                           label=", ".join(map(str, args.dirs)))  # fmt: skip
     frame = load_runs(args.dirs)
     known = ordered_values(frame["metric"])
     if args.metrics == "all":
@@ -79,29 +123,31 @@ def run(args: argparse.Namespace) -> int:
     else:
         metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
         missing = [m for m in metrics if m not in known]
-        if missing:
+        if missing or not metrics:
             raise InputError(
-                f"metric(s) {missing} are in none of the folders; they hold {known}. "
-                "Pass --metrics with some of those, or 'all'."
+                f"metric(s) {missing or args.metrics!r} are in none of the folders; they hold "
+                f"{known}. Pass --metrics with some of those, or 'all'."
             )
     frame = frame[frame["metric"].isin(metrics)]
-    by = ["run"] + [c for c in ("variant",) if c in frame and frame[c].nunique() > 1]
-    fig = layers(frame, metric=metrics, by=by, title=f"{len(args.dirs)} runs compared")
-    table = frame.pivot_table(
-        index=["metric", "layer"], columns=by, values="value", aggfunc="mean", sort=False
-    )
-    table.columns = [" / ".join(map(str, c)) if isinstance(c, tuple) else c for c in table.columns]
-    args.out.mkdir(parents=True, exist_ok=True)
-    save_figure(fig, args.out / "compare")
-    write_atomic(args.out / "compare.csv", table.reset_index().to_csv(index=False).encode())
-    from rich.table import Table
-
-    shown = Table(title="mean per layer")
-    for column in ["metric", "layer", *table.columns]:
-        shown.add_column(str(column), justify="right")
-    for (metric, layer), values in table.iterrows():
-        shown.add_row(metric, str(layer), *(f"{v:.3g}" for v in values))
-    console.print(shown)
-    console.print(f"wrote {args.out / 'compare.png'} (+ .svg) and {args.out / 'compare.csv'}",
-                  highlight=False)  # fmt: skip
+    n_series = frame["series"].nunique()
+    fig = layers(frame, metric=metrics, by="series",
+                 title=f"{n_series} curves of {len(args.dirs)} folders compared")  # fmt: skip
+    keys = ["metric", "layer"]
+    table = frame.pivot_table(index=keys, columns="series", values="value", aggfunc="mean",
+                              sort=False)  # fmt: skip
+    if "at_floor" in frame:
+        floors = frame.assign(at_floor=frame["at_floor"].fillna(False).astype(bool)).pivot_table(
+            index=keys, columns="series", values="at_floor", aggfunc="all", sort=False
+        ).reindex(index=table.index, columns=table.columns)  # fmt: skip
+    else:
+        floors = table.notna() & False
+    out = output.claim()
+    save_figure(fig, out / "compare")
+    write_atomic(out / "compare.csv", table.reset_index().to_csv(index=False).encode())
+    rows = [[str(metric), str(layer)] for metric, layer in table.index]
+    columns = {
+        str(name): [cell(v, f) for v, f in zip(table[name], floors[name])] for name in table.columns
+    }
+    print_fitted("mean per layer", keys, rows, columns)
+    console.print(Text(f"wrote {out / 'compare.png'} (+ .svg) and {out / 'compare.csv'}"))
     return 0

@@ -130,7 +130,7 @@ def as_layers(states, mask):
 
 
 def run(args: argparse.Namespace) -> int:
-    from rankcollapse.cli._common import print_layer_means, write_collapse_outputs
+    from rankcollapse.cli._common import output_folder, print_layer_means, write_collapse_outputs
     from rankcollapse.devices import metrics_device, resolve_device
     from rankcollapse.metrics import measure_layers
 
@@ -139,6 +139,9 @@ def run(args: argparse.Namespace) -> int:
     content = load_tensors(args.file)
     mask = load_tensors(args.mask)["states"] if args.mask is not None else content["mask"]
     states, mask = as_layers(content["states"], mask)
+    out = output_folder(
+        args.out, Path("results/measure") / args.file.stem, "measure", label=args.file.name
+    )
     df = measure_layers(
         list(states), mask, metrics=metrics, source_dtype=states.dtype, device=device
     )
@@ -146,6 +149,5 @@ def run(args: argparse.Namespace) -> int:
         f"{args.file.name}: {states.shape[0]} layers, {states.shape[1]} sequences ({states.dtype})"
     )
     print_layer_means(df, title)
-    out = args.out or Path("results/measure") / args.file.stem
     write_collapse_outputs(df, out, hue=None, title=title)
     return 0

@@ -12,9 +12,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from rich.text import Text
+
 from rankcollapse.cli._common import add_renamed_option, add_sequence_options
 from rankcollapse.cli._console import console
 from rankcollapse.cli.probe import HelpFormatter
+from rankcollapse.files import write_atomic
 
 
 def _add_network_options(parser: argparse.ArgumentParser) -> None:
@@ -80,7 +83,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     count.add_argument("--no-skip", action="store_true", help="count without skip connections")
     count.add_argument(
-        "--out", type=Path, default=Path("results/paths-count"), help="output folder"
+        "--out", type=Path, default=None, help="output folder (default: results/paths-count)"
     )
     count.set_defaults(func=run_count)
 
@@ -91,7 +94,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     _add_network_options(decompose)
     decompose.add_argument(
-        "--out", type=Path, default=Path("results/paths-decompose"), help="output folder"
+        "--out", type=Path, default=None, help="output folder (default: results/paths-decompose)"
     )
     decompose.set_defaults(func=run_decompose)
 
@@ -103,7 +106,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     _add_network_options(products)
     products.add_argument("--n-paths", type=int, default=20, help="paths per length")
     products.add_argument(
-        "--out", type=Path, default=Path("results/paths-products"), help="output folder"
+        "--out", type=Path, default=None, help="output folder (default: results/paths-products)"
     )
     products.set_defaults(func=run_products)
 
@@ -146,7 +149,7 @@ def run_count(args: argparse.Namespace) -> int:
     for name, rows in df.groupby("architecture", sort=False):
         n_layers, n_heads = int(rows["n_layers"].iloc[0]), int(rows["n_heads"].iloc[0])
         table = Table(
-            title=f"{name}: paths of each length, L={n_layers}, H={n_heads}"
+            title=Text(f"{name}: paths of each length, L={n_layers}, H={n_heads}")
             + ("" if skip else " (no skips)")
         )
         for column in ("length", "n_paths", "share"):
@@ -154,8 +157,8 @@ def run_count(args: argparse.Namespace) -> int:
         for row in rows.itertuples():  # every length, exact integer counts
             table.add_row(str(row.length), f"{row.n_paths:,}", f"{row.share:.4g}")
         console.print(table)
-    args.out.mkdir(parents=True, exist_ok=True)
-    df.to_csv(args.out / "paths.csv", index=False)
+    out = _claim_out(args, "paths-count")
+    write_atomic(out / "paths.csv", df.to_csv(index=False).encode())
     figure = line_plot(
         df.assign(value=df["share"]),
         x="length",
@@ -163,8 +166,8 @@ def run_count(args: argparse.Namespace) -> int:
         title="Share of paths of each length",
         ylabel="share of paths",
     )
-    save_figure(figure, args.out / "paths")
-    console.print(f"wrote [bold]{args.out / 'paths.csv'}[/] and [bold]{args.out / 'paths.png'}[/]")
+    save_figure(figure, out / "paths")
+    console.print(Text(f"wrote {out / 'paths.csv'} and {out / 'paths.png'}"))
     return 0
 
 
@@ -225,7 +228,7 @@ def run_decompose(args: argparse.Namespace) -> int:
     error = float((result.output - frozen.reference).abs().max() / frozen.reference.abs().max())
     df = length_frame(result)
     means = df.pivot_table(index="length", columns="metric", values="value", aggfunc="mean")
-    table = Table(title=f"per-length components of {label} (length -1: bias term)")
+    table = Table(title=Text(f"per-length components of {label} (length -1: bias term)"))
     table.add_column("length", justify="right")
     for name in means.columns:
         table.add_column(name, justify="right")
@@ -233,8 +236,8 @@ def run_decompose(args: argparse.Namespace) -> int:
         table.add_row(str(length), *(f"{v:.3g}" for v in row))
     console.print(table)
     console.print(f"sum of components + bias vs real output: max relative error {error:.2g}")
-    args.out.mkdir(parents=True, exist_ok=True)
-    df.to_csv(args.out / "components.csv", index=False)
+    out = _claim_out(args, "paths-decompose")
+    write_atomic(out / "components.csv", df.to_csv(index=False).encode())
     shown = df[(df["length"] >= 0) & df["metric"].isin(["norm_ratio", "res_comp_rel"])]
     figure = band_plot(
         shown,
@@ -244,10 +247,8 @@ def run_decompose(args: argparse.Namespace) -> int:
         logy=True,
         title=f"Path components by length: {label}",
     )
-    save_figure(figure, args.out / "components")
-    console.print(
-        f"wrote [bold]{args.out / 'components.csv'}[/] and [bold]{args.out / 'components.png'}[/]"
-    )
+    save_figure(figure, out / "components")
+    console.print(Text(f"wrote {out / 'components.csv'} and {out / 'components.png'}"))
     return 0
 
 
@@ -262,16 +263,22 @@ def run_products(args: argparse.Namespace) -> int:
     frozen, label = _frozen(args)
     df = products_frame(frozen.attention(), n_paths=args.n_paths, seed=args.seed)
     medians = df.groupby("length")["value"].median()
-    table = Table(title=f"median ||P_path - rank-1|| / ||P_path|| by path length: {label}")
+    table = Table(title=Text(f"median ||P_path - rank-1|| / ||P_path|| by path length: {label}"))
     table.add_column("length", justify="right")
     table.add_column("median rank1_dist", justify="right")
     for length, value in medians.items():
         table.add_row(str(length), f"{value:.3g}")
     console.print(table)
-    args.out.mkdir(parents=True, exist_ok=True)
-    df.to_csv(args.out / "products.csv", index=False)
-    save_figure(products_figure(df.assign(model=label)), args.out / "products")
-    console.print(
-        f"wrote [bold]{args.out / 'products.csv'}[/] and [bold]{args.out / 'products.png'}[/]"
-    )
+    out = _claim_out(args, "paths-products")
+    write_atomic(out / "products.csv", df.to_csv(index=False).encode())
+    save_figure(products_figure(df.assign(model=label)), out / "products")
+    console.print(Text(f"wrote {out / 'products.csv'} and {out / 'products.png'}"))
     return 0
+
+
+def _claim_out(args: argparse.Namespace, command: str) -> Path:
+    """--out (default results/COMMAND), by the output rule of every command."""
+    from rankcollapse.files import claim_output
+
+    chosen = args.out is not None
+    return claim_output(args.out if chosen else Path("results") / command, command, chosen=chosen)

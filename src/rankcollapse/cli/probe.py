@@ -12,12 +12,8 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    import pandas as pd
-
-from rankcollapse.cli._common import add_metrics_option, add_sequence_options
+from rankcollapse.cli._common import add_metrics_option, add_sequence_options, parse_metrics
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -50,18 +46,6 @@ def add_device_options(parser: argparse.ArgumentParser) -> None:
         default="float32",
         help="parameter dtype of the model (metrics are float64 either way)",
     )
-
-
-def fresh_folder(out: Path | None, default: Path) -> tuple[Path, str]:
-    """(folder, message): --out as given (saying so when it overwrites), else a new folder."""
-    if out is not None:
-        exists = out.is_dir() and any(out.iterdir())
-        return out, f"overwriting files in {out}" if exists else f"writing to {out}"
-    folder, index = default, 1
-    while folder.exists():
-        index += 1
-        folder = default.with_name(f"{default.name}-{index}")
-    return folder, f"writing to a new folder {folder} (pass --out to choose one)"
 
 
 def models_epilog() -> str:
@@ -162,38 +146,49 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     import pandas as pd
+    from rich.text import Text
 
-    from rankcollapse.cli._common import write_collapse_outputs
-    from rankcollapse.cli._console import console
+    from rankcollapse.cli._common import output_folder, print_layer_means, write_collapse_outputs
+    from rankcollapse.cli._console import err_console
     from rankcollapse.devices import resolve_device, resolve_dtype
     from rankcollapse.hf import load_model, probe, resolve_probe
 
-    # names are resolved once, by the API, before any model loads
+    # names are resolved once, by the API, and the output folder checked, before any model loads
+    parse_metrics(args.metrics)
     request = resolve_probe(args.variants, args.mask, args.metrics)
     variants = [variant.name for variant in request.variants]
     device, dtype = resolve_device(args.device), resolve_dtype(args.dtype)
+    default = Path("results/probe") / "+".join(Path(m).name for m in args.model)
+    out = output_folder(args.out, default, "probe", fresh=True, label=", ".join(args.model))
     frames, labels = [], []
-    for name in args.model:
-        loaded = load_model(
-            name, init=args.init, seed=args.seed, device=device, dtype=dtype,
-            tokenizer=args.tokenizer,
+    for k, name in enumerate(args.model, start=1):
+        step = f"[{k}/{len(args.model)}] {name}"
+        with err_console.status(Text(f"{step}: loading")):
+            loaded = load_model(
+                name, init=args.init, seed=args.seed, device=device, dtype=dtype,
+                tokenizer=args.tokenizer,
+            )  # fmt: skip
+        err_console.print(
+            Text(f"{step}: probing {len(variants)} variant(s) on {args.samples} sequences of "
+                 f"{args.tokens} tokens")
         )  # fmt: skip
-        frame = probe(
-            loaded,
-            variants=request.variants,
-            mask=request.mask,
-            temperature=args.temperature,
-            train_mode=args.train_mode,
-            text=args.text,
-            random_tokens=args.random_tokens,
-            padded=args.padded,
-            images=args.images,
-            n_samples=args.samples,
-            n_tokens=args.tokens,
-            metrics=request.metrics,
-            seed=args.seed,
-            batch_size=args.batch_size,
-        )
+        with err_console.status(Text(f"{step}: probing")):
+            frame = probe(
+                loaded,
+                variants=request.variants,
+                mask=request.mask,
+                temperature=args.temperature,
+                train_mode=args.train_mode,
+                text=args.text,
+                random_tokens=args.random_tokens,
+                padded=args.padded,
+                images=args.images,
+                n_samples=args.samples,
+                n_tokens=args.tokens,
+                metrics=request.metrics,
+                seed=args.seed,
+                batch_size=args.batch_size,
+            )
         quantized = loaded.info.get("quantized", "no")
         labels.append(
             f"{loaded.name} ({loaded.init}{'' if quantized == 'no' else ', ' + quantized})"
@@ -202,44 +197,14 @@ def run(args: argparse.Namespace) -> int:
     df = pd.concat(frames, ignore_index=True)
     several = len(args.model) > 1
     df["arm"] = df["model"] + (" · " + df["variant"] if len(variants) > 1 else "")
+    mask = df["mask"].iloc[0]
     title = (
-        f"{', '.join(labels)}; mask {df['mask'].iloc[0]}, T={args.temperature:g}, "
-        f"{'train' if args.train_mode else 'eval'} mode, dtype {args.dtype}"
+        f"{', '.join(labels)}: "
+        f"{'its own attention mask' if mask == 'model' else 'attention mask ' + mask}, "
+        f"softmax temperature {args.temperature:g}, {'train' if args.train_mode else 'eval'} "
+        f"mode, {args.dtype}"
     )
-    _print_means(df, title)
-    default = Path("results/probe") / "+".join(Path(m).name for m in args.model)
-    out, message = fresh_folder(args.out, default)
-    console.print(message)
+    print_layer_means(df, title, keys=("model", "variant", "layer"))
     hue = "arm" if several else "variant"
     write_collapse_outputs(df, out, hue=hue, title=title, floor=dtype)
     return 0
-
-
-def _print_means(df: pd.DataFrame, title: str) -> None:
-    """One table: a row per (model, variant, layer), a column per metric (mean over samples;
-    '<floor' where every sample sits at the dtype floor, '-' where a metric has no value)."""
-    import pandas as pd
-    from rich.table import Table
-
-    from rankcollapse.cli._console import console
-
-    keys = ["model", "variant", "layer"]
-    means = df.pivot_table(index=keys, columns="metric", values="value", aggfunc="mean", sort=False)
-    floors = df.pivot_table(index=keys, columns="metric", values="at_floor", aggfunc="all")
-    metrics = list(dict.fromkeys(df["metric"]))
-    table = Table(title=title)
-    for key in keys:
-        table.add_column(key, justify="right" if key == "layer" else "left")
-    for name in metrics:
-        table.add_column(name, justify="right")
-    for index in means.index:
-        cells = []
-        for name in metrics:
-            mean = means.loc[index, name]
-            at_floor = floors.loc[index, name] if name in floors.columns else False
-            if pd.isna(mean):  # no value at this layer (attention metrics at layer 0)
-                cells.append("-")
-            else:
-                cells.append("<floor" if at_floor == 1 else f"{mean:.3g}")
-        table.add_row(str(index[0]), str(index[1]), str(index[2]), *cells)
-    console.print(table)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from rankcollapse.cli.probe import HelpFormatter, add_device_options, fresh_folder
+from rankcollapse.cli.probe import HelpFormatter, add_device_options
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -45,14 +45,18 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from rich.table import Table
+    from rich.text import Text
 
-    from rankcollapse.cli._common import save_figure
+    from rankcollapse.cli._common import output_folder, save_figure
     from rankcollapse.cli._console import console
     from rankcollapse.devices import resolve_dtype
+    from rankcollapse.files import write_atomic
     from rankcollapse.hf import load_model
     from rankcollapse.hf.qk_rank import QK_METRICS, qk_ranks
     from rankcollapse.plot import heatmap
 
+    default = Path("results/qk-rank") / Path(args.model).name
+    output = output_folder(args.out, default, "qk-rank", fresh=True)
     loaded = load_model(
         args.model, init=args.init, device=args.device, dtype=resolve_dtype(args.dtype)
     )
@@ -61,9 +65,9 @@ def run(args: argparse.Namespace) -> int:
     note = "" if quantized == "no" else f", weights {quantized}"
     d_head = int(df.d_head.iloc[0])
     table = Table(
-        title=f"{loaded.name} ({loaded.init}{note}): rank of W_Q,h^T W_K,h, d_head={d_head} "
-        "(mean over heads \\[min, max])"
-    )
+        title=Text(f"{loaded.name} ({loaded.init}{note}): rank of W_Q,h^T W_K,h, "
+                   f"d_head={d_head} (mean over heads [min, max])")
+    )  # fmt: skip
     table.add_column("layer", justify="right")
     for metric in QK_METRICS:
         table.add_column(metric, justify="right")
@@ -74,12 +78,10 @@ def run(args: argparse.Namespace) -> int:
             f"{stats.loc[(layer, m), 'max']:.3g}]"
             for m in QK_METRICS
         ]
-        table.add_row(str(layer), *cells)
+        table.add_row(str(layer), *map(Text, cells))
     console.print(table)
-    out, message = fresh_folder(args.out, Path("results/qk-rank") / Path(args.model).name)
-    console.print(message)
-    out.mkdir(parents=True, exist_ok=True)
-    df.to_csv(out / "qk_ranks.csv", index=False)
+    out = output.claim()
+    write_atomic(out / "qk_ranks.csv", df.to_csv(index=False).encode())
     for metric in QK_METRICS:
         grid = df[df.metric == metric].pivot(index="layer", columns="head", values="value")
         fig = heatmap(
@@ -93,5 +95,5 @@ def run(args: argparse.Namespace) -> int:
         )
         fig.axes[0].images[0].set_clim(0, d_head)  # every map on [0, max rank]
         save_figure(fig, out / f"qk_{metric}")
-    console.print(f"wrote [bold]{out / 'qk_ranks.csv'}[/] and heat maps qk_*.png (+ .svg)")
+    console.print(Text(f"wrote {out / 'qk_ranks.csv'} and heat maps qk_*.png (+ .svg)"))
     return 0

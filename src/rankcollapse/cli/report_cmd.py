@@ -29,15 +29,19 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rankcollapse.cli._console import console
+    from rich.text import Text
+
+    from rankcollapse.cli._common import print_failed_findings
+    from rankcollapse.cli._console import console, notify
     from rankcollapse.report import build_report, write_index
 
     if args.index:
-        console.print(f"index: {write_index(args.dir)}", highlight=False, soft_wrap=True)
+        console.print(Text(f"index: {write_index(args.dir, notify)}"))
         return 0
     report = build_report(args.dir)
     findings = [c for c in report.summary.claims if getattr(c, "kind", "finding") != "check"]
     n_passed = sum(claim.passed for claim in findings)
     console.print(f"{n_passed} of {len(findings)} findings passed.")
-    console.print(f"report: {report.path}", highlight=False, soft_wrap=True)
+    print_failed_findings(report.summary)
+    console.print(Text(f"report: {report.path}"))
     return 0

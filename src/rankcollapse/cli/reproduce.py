@@ -31,14 +31,24 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rankcollapse.cli._console import console
+    from rich.text import Text
+
+    from rankcollapse.cli._console import console, notify
+    from rankcollapse.errors import InputError
+    from rankcollapse.files import claim_output
     from rankcollapse.report import write_reproduction
 
-    table, markdown, html = write_reproduction(args.results, args.out or args.results, args.preset)
+    out = args.results  # beside the runs it reads, by default
+    if args.out is not None and args.out.resolve() != args.results.resolve():
+        if not args.results.is_dir():
+            raise InputError(f"results folder {str(args.results)!r} does not exist; pass the "
+                             "folder `rankcollapse run` wrote to (default: results/).")  # fmt: skip
+        out = claim_output(args.out, "reproduce")
+    table, markdown, html = write_reproduction(args.results, out, args.preset, notify)
     counts = table["result"].value_counts()
     console.print(
         f"{counts.get('PASS', 0)} findings pass, {counts.get('FAIL', 0)} fail, "
         f"{counts.get('not run', 0)} experiments not run."
     )
-    console.print(f"wrote {markdown} and {html}", highlight=False, soft_wrap=True)
+    console.print(Text(f"wrote {markdown} and {html}"))
     return 0

@@ -84,10 +84,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rankcollapse.cli._console import err_console
+    from rankcollapse.cli._common import print_failed_findings
+    from rankcollapse.cli._console import err_console, notify
     from rankcollapse.errors import ConfigError
     from rankcollapse.experiments import experiment_names
-    from rankcollapse.files import check_writable
     from rankcollapse.runner import execute_all, parse_overrides, plan
 
     if args.jobs < 1:
@@ -101,13 +101,10 @@ def run(args: argparse.Namespace) -> int:
         plans = [plan(n, args.preset, overrides, args.config, results_root=root) for n in names]
     else:
         plans = [plan(args.name, args.preset, overrides, args.config, out=args.out)]
-    # Every config is valid, every unit list built and every folder writable: only now does
-    # work start.
+    # Every config is valid, every unit list built and every folder writable and ours: only
+    # now does work start.
     for p in plans:
-        check_writable(p.out_dir)
-
-    def notify(message: str) -> None:
-        err_console.print(f"[yellow]note:[/] {message}", highlight=False, soft_wrap=True)
+        p.claim_folder()
 
     if args.dry_run:
         return print_dry_run(plans, args, notify)
@@ -118,6 +115,7 @@ def run(args: argparse.Namespace) -> int:
         )
     for result in results:
         print_claims(result)
+        print_failed_findings(result.summary)
     return 0
 
 
@@ -125,6 +123,7 @@ def print_dry_run(plans: list, args: argparse.Namespace, notify) -> int:
     """Units, count and estimated wall time per (backend, workers); the sum over plans."""
     from rich.markup import escape
     from rich.table import Table
+    from rich.text import Text
 
     from rankcollapse.cli._console import console
     from rankcollapse.files import canonical_json
@@ -167,10 +166,10 @@ def print_dry_run(plans: list, args: argparse.Namespace, notify) -> int:
     for r in runs:
         if r.unseen:
             console.print(
-                f"{r.name}: no stored or sampled unit has {'; '.join(r.unseen)}; those units "
-                "are estimated from units that differ there (more --sample-units covers more).",
-                highlight=False,
-            )
+                Text(f"{r.name}: no stored or sampled unit has {'; '.join(r.unseen)}; those "
+                     "units are estimated from units that differ there (more --sample-units "
+                     "covers more).")
+            )  # fmt: skip
     return 0
 
 
@@ -225,6 +224,7 @@ class _progress_bar:
 def print_claims(result) -> None:
     from rich.markup import escape
     from rich.table import Table
+    from rich.text import Text
 
     from rankcollapse.cli._console import console
     from rankcollapse.report import format_value
@@ -243,4 +243,4 @@ def print_claims(result) -> None:
         f"{sum(c.passed for c in findings)} of {len(findings)} findings passed{held}; "
         f"{result.n_computed} units run, {result.n_cached} reused."
     )
-    console.print(f"report: {result.report_path}", highlight=False, soft_wrap=True)
+    console.print(Text(f"report: {result.report_path}"))

@@ -97,8 +97,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     import torch
 
-    from rankcollapse.cli._common import print_layer_means, write_collapse_outputs
-    from rankcollapse.cli._console import console
+    from rankcollapse.cli._common import output_folder, print_layer_means, write_collapse_outputs
     from rankcollapse.errors import ConfigError
     from rankcollapse.metrics import measure_layers
     from rankcollapse.nets import NetConfig, ToyNet, random_tokens
@@ -115,6 +114,12 @@ def run(args: argparse.Namespace) -> int:
         if key.startswith("net_") and value is not None
     }
     config = NetConfig(**overrides)
+    key = _config_hash(config, args, metrics)
+    defaults = NetConfig().model_dump(mode="json")
+    changed = [f"{k}={v}" for k, v in config.model_dump(mode="json").items() if v != defaults[k]]
+    label = ", ".join(["toy network", *changed])
+    out = output_folder(args.out, Path("results/simulate") / key, "simulate", config=key,
+                        label=label)  # fmt: skip
     net = ToyNet(config)
     x = random_tokens(
         args.n_samples, args.n_tokens, config.d_model, seed=config.seed, dtype=net.dtype
@@ -123,12 +128,11 @@ def run(args: argparse.Namespace) -> int:
         trace = net(x)
     df = measure_layers(trace.states, metrics=metrics, source_dtype=net.dtype)
     heads = f"{config.n_heads} head{'s' if config.n_heads > 1 else ''}"
-    title = f"toy network: {config.n_layers} layers, {heads}, skip={config.skip}, "
-    title += f"mlp={config.mlp}, norm={config.norm}, mask={config.mask}"
+    skip = {"off": "no skip", "on": "skip", "scaled": "scaled skip"}[config.skip]
+    norm = "no norm" if config.norm == "none" else f"{config.norm}-norm"
+    title = f"toy network: {config.n_layers} layers, {heads}, {skip}, "
+    title += f"{'an MLP' if config.mlp else 'no MLP'}, {norm}, mask {config.mask}"
     print_layer_means(df, title)
-    out = args.out or Path("results/simulate") / _config_hash(config, args, metrics)
-    if (out / "results.csv").exists():
-        console.print(f"overwriting the earlier results in {out}", highlight=False)
     write_collapse_outputs(df, out, hue=None, title=title, floor=net.dtype)
     return 0
 

@@ -413,24 +413,36 @@ def layers(
     hue = None
     if by:
         hue = by[0] if len(by) == 1 else " / ".join(by)
-        if len(by) > 1:
-            data = data.assign(**{hue: data[by].astype(str).agg(" / ".join, axis=1)})
+        if len(by) > 1:  # a missing value (a folder without that column) reads as "-"
+            labels = data[by].astype(object).fillna("-").astype(str)
+            data = data.assign(**{hue: labels.agg(" / ".join, axis=1)})
     hues = ordered_values(data[hue]) if hue else [None]
+    # more than MAX_SERIES series: small multiples, a panel per (metric, series)
+    multiples = len(hues) > MAX_SERIES
+    panels = [(name, h) for name in names for h in (hues if multiples else [None])]
     mark = floor_of(floor)
     with context():
-        fig, axes = new_figure(len(names), sharey=False)
+        fig, axes = new_figure(len(panels), sharey=False)
         logs = []
-        for name, ax in zip(names, axes):
+        for (name, h), ax in zip(panels, axes):
             rows = data[data["metric"] == name]
             logy = name not in BOUNDED and _log_scale(rows, "value", True, "at_floor") and (
                 name in SHRINKING or _spans_decades(rows["value"])
             )  # fmt: skip
             logs.append(logy)
-            _draw_panel(ax, rows, x="layer", y="value", hue=hue, hues=hues, logy=logy,
-                        band="quantile", floor_column="at_floor", floor=mark)  # fmt: skip
-            ax.set_title(words(name) if len(names) > 1 else None)
+            if h is not None:
+                rows = rows[rows[hue] == h]
+            _draw_panel(ax, rows, x="layer", y="value", hue=None if multiples else hue,
+                        hues=[None] if multiples else hues, logy=logy, band="quantile",
+                        floor_column="at_floor", floor=mark)  # fmt: skip
+            parts = [words(name)] if len(names) > 1 else []
+            parts += [_series_label(h)] if multiples else []
+            if parts:  # wrapped to its panel's width
+                width = ax.get_position().width * fig.get_figwidth() * 72
+                ax.set_title(_wrap(": ".join(parts), width, RC["axes.titlesize"]))
+            left = len(panels) == 1 or (len(names) == 1 and axes.index(ax) % _n_cols(fig) == 0)
             _finish_axes(ax, rows["layer"], x="layer", logx=False, logy=logy,
-                         ylabel=words(name) if len(names) == 1 else None,
+                         ylabel=words(name) if len(names) == 1 and left else None,
                          y_values=rows["value"])  # fmt: skip
         for logy in (True, False):
             part = [ax for ax, lg in zip(axes, logs) if lg == logy]
@@ -438,7 +450,8 @@ def layers(
             _place_floor_points(fig, sub, part, logy=logy)
         _outer_labels(axes, data["layer"], logx=False)
         several = (data.groupby([c for c in ("layer", "metric", hue) if c]).size() > 1).any()
-        _legend(fig, axes, words(hue) if hue else None, mark, "quantile" if several else None)
+        legend_title = words(hue) if hue and not multiples else None
+        _legend(fig, axes, legend_title, mark, "quantile" if several else None)
         _suptitle(fig, title)
     return fig
 

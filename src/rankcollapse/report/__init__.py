@@ -2,19 +2,38 @@
 `DIR/results.csv` through the experiment's `summarize` and writes one self-contained
 `report.html`, without recomputing any unit; `write_index(results/)` lists every stored run."""
 
-from rankcollapse.report.build import Report, build_report, claim_record, read_results
+from rankcollapse.report.build import Report, build_report, claim_record
 from rankcollapse.report.html import format_value, render_html, tidy_table
 from rankcollapse.report.index import write_index
 from rankcollapse.report.reproduction import reproduction_table, write_reproduction
+from rankcollapse.report.stored import (
+    DamagedFileError,
+    config_hash,
+    damaged,
+    folder_kind,
+    read_claims,
+    read_config,
+    read_manifest,
+    read_results,
+    results_sha256,
+)
 
 __all__ = [
+    "DamagedFileError",
     "Report",
     "build_report",
     "claim_record",
+    "config_hash",
+    "damaged",
+    "folder_kind",
     "format_value",
+    "read_claims",
+    "read_config",
+    "read_manifest",
     "read_results",
     "render_html",
     "reproduction_table",
+    "results_sha256",
     "tidy_table",
     "write_index",
     "write_reproduction",

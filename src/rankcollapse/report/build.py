@@ -17,13 +17,19 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-import yaml
 from pydantic import BaseModel
 
 from rankcollapse.errors import InputError
 from rankcollapse.experiments import Claim, Experiment, Summary, get_experiment
 from rankcollapse.files import write_atomic
 from rankcollapse.report.html import render_html
+from rankcollapse.report.stored import (
+    config_hash,
+    damaged,
+    read_config,
+    read_manifest,
+    read_results,
+)
 
 RUN_FILES = ("config.yaml", "manifest.json", "results.csv")
 
@@ -38,34 +44,48 @@ class Report:
     summary: Summary
 
 
-def read_results(path: str | Path) -> pd.DataFrame:
-    """A stored `results.csv`, exactly as every unit's rows were (float64 round trip)."""
-    # pandas 3 parses floats exactly by default and deprecates the option that pandas 2 needs.
-    exact = {} if int(pd.__version__.split(".")[0]) >= 3 else {"float_precision": "round_trip"}
-    return pd.read_csv(path, keep_default_na=False, na_values=[""], **exact)
-
-
 def build_report(out_dir: str | Path, experiment: Experiment | None = None) -> Report:
     """Rebuild claims, figures, tables and `report.html` of the run stored in `out_dir`.
 
     `experiment` defaults to the registered one named in `manifest.json`.
     """
     out_dir = Path(out_dir)
-    missing = [name for name in RUN_FILES if not (out_dir / name).is_file()]
+    if not out_dir.is_dir():
+        raise InputError(f"{str(out_dir)!r} is not a folder; pass the folder of a finished run "
+                         "(e.g. results/toy-collapse/<hash>/, the path `rankcollapse run` "
+                         "printed).")  # fmt: skip
+    missing = [name for name in RUN_FILES if not (out_dir / name).exists()]
     if missing:
         raise InputError(
             f"{str(out_dir)!r} has no {', '.join(missing)}; pass the folder of a finished run "
             "(e.g. results/toy-collapse/<hash>/, the path `rankcollapse run` printed)."
         )
-    manifest = json.loads((out_dir / "manifest.json").read_text())
-    exp = experiment or get_experiment(manifest["experiment"])
-    config = exp.config.model_validate(yaml.safe_load((out_dir / "config.yaml").read_text()))
-    results = read_results(out_dir / "results.csv")
+    manifest = read_manifest(out_dir)
+    if experiment is None:
+        try:
+            experiment = get_experiment(manifest["experiment"])
+        except InputError as err:
+            raise damaged(out_dir / "manifest.json", str(err).rstrip(".")) from None
+    exp = experiment
+    config = read_config(out_dir, exp.config, exp.name)
+    if manifest.get("config_hash") not in (None, config_hash(exp.name, config)):
+        raise damaged(out_dir / "config.yaml", "not the config the manifest's hash names")
+    results = read_results(out_dir / "results.csv", sha256=manifest.get("results_sha256"))
+    for name in ("figures", "tables"):
+        if (out_dir / name).exists() and not (out_dir / name).is_dir():
+            raise damaged(out_dir / name, "a file where the report's folder belongs",
+                          "remove it and run `rankcollapse report` again")  # fmt: skip
     from rankcollapse.plot import style  # the one figure style (sizes, fonts, palette)
     from rankcollapse.report.html import tidy_table
 
     with style.context():
-        summary = exp.summarize(config, results)
+        try:
+            summary = exp.summarize(config, results)
+        except Exception as err:  # noqa: BLE001 - rows from disk: any failure names the file
+            raise damaged(
+                out_dir / "results.csv",
+                f"{exp.name} cannot summarize its rows: {type(err).__name__}: {err}",
+            ) from None
         rendered = {name: style.render(fig) for name, fig in summary.figures.items()}
     sizes = {name: tuple(fig.get_size_inches()) for name, fig in summary.figures.items()}
     figure_files = {
@@ -83,7 +103,7 @@ def build_report(out_dir: str | Path, experiment: Experiment | None = None) -> R
     write_atomic(out_dir / "claims.json", (json.dumps(claims, indent=2) + "\n").encode())
     html = render_html(
         experiment=exp,
-        config_text=(out_dir / "config.yaml").read_text(),
+        config_text=(out_dir / "config.yaml").read_text(encoding="utf-8"),
         manifest=manifest,
         summary=summary,
         pngs={name: files["png"] for name, files in rendered.items()},

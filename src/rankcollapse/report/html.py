@@ -130,7 +130,7 @@ def render_html(
             parts.append(_table_section(name, tidy_table(table), csvs.get(name)))
     parts += [
         '<h2 id="what-ran">What was run</h2>',
-        f"<pre>{escape(doc)}</pre>",
+        _doc_html(doc),
         '<h2 id="config">Config</h2>',
         f"<details><summary>config.yaml</summary><pre>{escape(config_text)}</pre></details>",
         '<h2 id="manifest">Manifest</h2>',
@@ -280,4 +280,27 @@ def _table_section(name: str, table: pd.DataFrame, csv: str | None) -> str:
     return (
         f'<details id="table-{_anchor(name)}"{opened}><summary><b>{escape(name)}</b> '
         f'({shape}){link}</summary><div class="scroll">{body}</div></details>'
+    )
+
+
+def _doc_html(doc: str) -> str:
+    """An experiment's docstring as HTML: paragraphs of text with `code` as <code>, a block of
+    "- " items as a list, indented blocks kept as preformatted text."""
+    parts = []
+    for block in re.split(r"\n\s*\n", doc.strip()):
+        if all(line.startswith("    ") for line in block.splitlines()):
+            parts.append(f"<pre>{escape(block)}</pre>")
+            continue
+        lead, *items = re.split(r"^\s*- ", block, flags=re.MULTILINE)
+        parts += [f"<p>{_inline(lead)}</p>"] if lead.strip() else []
+        if items:
+            parts.append("<ul>" + "".join(f"<li>{_inline(i)}</li>" for i in items) + "</ul>")
+    return "\n".join(parts)
+
+
+def _inline(text: str) -> str:
+    """Escaped text on one line, `code` spans as <code>."""
+    pieces = re.split(r"`([^`]+)`", " ".join(text.split()))
+    return "".join(
+        f"<code>{escape(p)}</code>" if i % 2 else escape(p) for i, p in enumerate(pieces)
     )

@@ -4,26 +4,35 @@ findings passed, and a relative link to each report (so the folder can be moved 
 
 from __future__ import annotations
 
-import json
+import datetime as dt
+from collections.abc import Callable
 from html import escape
 from pathlib import Path
 from typing import Any
 
 from rankcollapse.errors import InputError
-from rankcollapse.files import write_atomic
+from rankcollapse.files import read_marker, write_atomic
 from rankcollapse.report.html import STYLE
+from rankcollapse.report.stored import DamagedFileError, folder_kind, read_claims, read_manifest
+
+Notify = Callable[[str], None]  # a line for the user: a damaged run folder skipped, and why
 
 
-def run_rows(root: Path) -> list[dict[str, Any]]:
-    """One row per run folder under `root` (one with manifest.json and report.html)."""
+def run_rows(root: Path, notify: Notify | None = None) -> list[dict[str, Any]]:
+    """One row per run folder under `root` (one with manifest.json and report.html); a
+    damaged one is skipped, and `notify` told which and why."""
     rows = []
     for manifest_path in sorted(root.rglob("manifest.json")):
         folder = manifest_path.parent
         if not (folder / "report.html").is_file():
             continue
-        manifest = json.loads(manifest_path.read_text())
-        claims_path = folder / "claims.json"
-        claims = json.loads(claims_path.read_text()) if claims_path.is_file() else []
+        try:
+            manifest = read_manifest(folder)
+            claims = read_claims(folder) if (folder / "claims.json").exists() else []
+        except DamagedFileError as err:
+            if notify:
+                notify(f"skipped {folder}: {err}")
+            continue
         findings = [c for c in claims if c.get("kind", "finding") != "check"]
         rows.append(
             {
@@ -38,8 +47,34 @@ def run_rows(root: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def render_index(rows: list[dict[str, Any]], title: str) -> str:
-    """The index page: a table of runs by experiment, oldest first within each."""
+# The figure each kind of output folder is seen by (its other files sit beside it).
+MAIN_FILE = {"simulate": "collapse.png", "measure": "collapse.png", "probe": "collapse.png",
+             "compare": "compare.png", "qk-rank": "qk_ranks.csv"}  # fmt: skip
+
+
+def output_rows(root: Path) -> list[dict[str, Any]]:
+    """One row per output folder of simulate, measure, probe, qk-rank and compare under
+    `root` (known by its marker, or by its parent's name for an older one)."""
+    rows = []
+    for folder in sorted(p for p in root.rglob("*") if p.is_dir()):
+        kind = folder_kind(folder)
+        if kind is None and folder.parent.name in MAIN_FILE:  # written before markers
+            kind = folder.parent.name
+        main = folder / MAIN_FILE.get(str(kind), "")
+        if kind not in MAIN_FILE or not main.is_file():
+            continue
+        label = (read_marker(folder) or {}).get("label") or ""
+        finished = dt.datetime.fromtimestamp(main.stat().st_mtime, dt.UTC)
+        rows.append({"kind": kind, "label": str(label), "link": main.relative_to(root).as_posix(),
+                     "finished": finished.isoformat(timespec="seconds")})  # fmt: skip
+    return rows
+
+
+def render_index(
+    rows: list[dict[str, Any]], title: str, outputs: list[dict[str, Any]] | None = None
+) -> str:
+    """The index page: a table of runs by experiment, oldest first within each, then the
+    folders of the other commands (simulate, probe, compare, ...) by kind."""
     rows = sorted(rows, key=lambda r: (r["experiment"], str(r["finished"])))
     n_all = sum(r["n_passed"] == r["n_findings"] for r in rows)
     header = ("experiment", "preset", "finished (UTC)", "findings passed", "report")
@@ -61,23 +96,44 @@ def render_index(rows: list[dict[str, Any]], title: str) -> str:
             f'<p class="summary">{len(rows)} runs; every finding passed in {n_all} of them.</p>',
             '<table class="runs">',
             *body,
-            "</table></body></html>",
+            "</table>",
+            *_outputs_table(outputs or []),
+            "</body></html>",
             "",
         ]
     )
 
 
-def write_index(root: str | Path) -> Path:
-    """Write `root/index.html`, the index page of the runs stored under `root` (e.g. results/)."""
+def _outputs_table(rows: list[dict[str, Any]]) -> list[str]:
+    if not rows:
+        return []
+    lines = ["<h2>Other outputs</h2>", '<table class="outputs">',
+             "<tr><th>command</th><th>what</th><th>written (UTC)</th><th>file</th></tr>"]  # fmt: skip
+    for r in sorted(rows, key=lambda r: (r["kind"], r["finished"])):
+        lines.append(
+            f"<tr><td>{escape(r['kind'])}</td><td>{escape(r['label'])}</td>"
+            f"<td>{escape(r['finished'])}</td>"
+            f'<td><a href="{escape(r["link"])}">{escape(r["link"])}</a></td></tr>'
+        )
+    return [*lines, "</table>"]
+
+
+def write_index(root: str | Path, notify: Notify | None = None) -> Path:
+    """Write `root/index.html`, the index page of the runs and other outputs stored under
+    `root` (e.g. results/); `notify` hears of each damaged run folder skipped."""
     root = Path(root)
     if not root.is_dir():
         raise InputError(f"{str(root)!r} is not a folder; pass the results folder, e.g. results/.")
-    rows = run_rows(root)
-    if not rows:
+    rows, outputs = run_rows(root, notify), output_rows(root)
+    if not rows and not outputs:
         raise InputError(
-            f"{str(root)!r} holds no finished run (no report.html beside a manifest.json); "
-            "run an experiment first, e.g. `rankcollapse run toy-collapse`."
+            f"{str(root)!r} holds no finished run (no report.html beside a manifest.json) and "
+            "no output of simulate, probe or compare; run an experiment first, e.g. "
+            "`rankcollapse run toy-collapse`."
         )
     path = root / "index.html"
-    write_atomic(path, render_index(rows, f"rankcollapse runs in {root.name or root}").encode())
+    if path.is_dir():
+        raise InputError(f"{str(path)!r} is a folder; remove it, or pass another results folder.")
+    title = f"rankcollapse runs in {root.name or root}"
+    write_atomic(path, render_index(rows, title, outputs).encode())
     return path

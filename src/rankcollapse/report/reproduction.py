@@ -10,7 +10,8 @@ never listed as findings. Nothing is recomputed.
 from __future__ import annotations
 
 import datetime as dt
-import json
+import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from html import escape
 from pathlib import Path
@@ -21,7 +22,10 @@ import pandas as pd
 from rankcollapse.errors import InputError
 from rankcollapse.experiments import experiment_names
 from rankcollapse.files import write_atomic
-from rankcollapse.report.html import format_value
+from rankcollapse.report.html import STYLE, format_value
+from rankcollapse.report.stored import DamagedFileError, read_claims, read_manifest
+
+Notify = Callable[[str], None]  # a line for the user: a damaged run folder skipped, and why
 
 PRESET_ORDER = ("paper", "quick")  # with no preset asked for: the paper run where there is one
 COLUMNS = [
@@ -42,11 +46,12 @@ class StoredRun:
 
     @property
     def claims(self) -> list[dict[str, Any]]:
-        return json.loads((self.path / "claims.json").read_text())
+        return read_claims(self.path)
 
 
-def stored_runs(results_root: str | Path) -> list[StoredRun]:
-    """Every complete run (manifest status complete, claims.json present) under the root."""
+def stored_runs(results_root: str | Path, notify: Notify | None = None) -> list[StoredRun]:
+    """Every complete run (manifest status complete, claims.json present) under the root; a
+    damaged one is skipped, and `notify` told which and why."""
     root = Path(results_root)
     if not root.is_dir():
         raise InputError(
@@ -55,9 +60,16 @@ def stored_runs(results_root: str | Path) -> list[StoredRun]:
         )
     runs = []
     for manifest_path in sorted(root.glob("*/*/manifest.json")):
-        manifest = json.loads(manifest_path.read_text())
         folder = manifest_path.parent
-        if manifest.get("status") != "complete" or not (folder / "claims.json").is_file():
+        try:
+            manifest = read_manifest(folder)
+            if manifest.get("status") != "complete" or not (folder / "claims.json").exists():
+                continue
+            read_claims(folder)
+            seconds = _seconds(manifest.get("started"), manifest.get("finished"))
+        except DamagedFileError as err:
+            if notify:
+                notify(f"skipped {folder}: {err}")
             continue
         runs.append(
             StoredRun(
@@ -65,7 +77,7 @@ def stored_runs(results_root: str | Path) -> list[StoredRun]:
                 manifest["experiment"],
                 manifest.get("preset", "?"),
                 manifest.get("finished") or "",
-                _seconds(manifest.get("started"), manifest.get("finished")),
+                seconds,
             )
         )
     return runs
@@ -75,7 +87,10 @@ def _seconds(started: str | None, finished: str | None) -> float:
     """Wall time of a run from its manifest (whole seconds: the manifest's resolution)."""
     if not started or not finished:
         return float("nan")
-    delta = dt.datetime.fromisoformat(finished) - dt.datetime.fromisoformat(started)
+    try:
+        delta = dt.datetime.fromisoformat(finished) - dt.datetime.fromisoformat(started)
+    except (TypeError, ValueError):
+        return float("nan")  # a time the manifest does not hold in ISO form: not known
     return delta.total_seconds()
 
 
@@ -88,9 +103,11 @@ def choose_run(runs: list[StoredRun], name: str, preset: str | None) -> StoredRu
     return None
 
 
-def reproduction_table(results_root: str | Path, preset: str | None = None) -> pd.DataFrame:
+def reproduction_table(
+    results_root: str | Path, preset: str | None = None, notify: Notify | None = None
+) -> pd.DataFrame:
     """One row per finding of every registered experiment (see the module docstring)."""
-    runs = stored_runs(results_root)
+    runs = stored_runs(results_root, notify)
     rows = []
     for name in experiment_names():
         run = choose_run(runs, name, preset)
@@ -172,25 +189,70 @@ def reproduction_markdown(table: pd.DataFrame) -> str:
     return "\n".join(lines) + "\n"
 
 
-def reproduction_html(table: pd.DataFrame) -> str:
-    """The table as one self-contained HTML page."""
-    body = table.drop(columns=["seconds"]).to_html(index=False, border=0, escape=True)
-    return (
-        "<!doctype html><html><head><meta charset='utf-8'><title>rankcollapse: reproduction"
-        "</title><style>body{font-family:sans-serif;max-width:1200px;margin:2em auto}"
-        "table{border-collapse:collapse;font-size:13px}td,th{border-bottom:1px solid #ddd;"
-        "padding:4px 6px;text-align:left;vertical-align:top}</style></head><body>"
-        f"<h1>Reproduction table</h1><p>{escape(_counts(table))}</p>{body}</body></html>\n"
+VERDICT_CLASS = {"PASS": "pass", "FAIL": "fail", "NOT TESTED": "untested", "not run": "notrun"}
+VERDICT_STYLE = (
+    "td.untested { background: #fff3cd; color: #6b4e00; } td.notrun { color: #777; } "
+    "td.pass, td.fail, td.untested, td.notrun { white-space: nowrap; }"
+)
+
+
+def reproduction_html(table: pd.DataFrame, links: dict[str, str] | None = None) -> str:
+    """The table as one self-contained HTML page in the reports' style: verdicts coloured,
+    each experiment linked to its report (`links`: experiment -> relative path)."""
+    links = links or {}
+    shown = [c for c in table.columns if c not in ("seconds", "checks", "kind")]
+    head = "".join(f"<th>{escape(c)}</th>" for c in shown)
+    body = []
+    for row in table.to_dict("records"):
+        cells = []
+        for column in shown:
+            text = escape(str(row[column]))
+            if column == "experiment" and row[column] in links:
+                text = f'<a href="{escape(links[row[column]])}">{text}</a>'
+            css = VERDICT_CLASS.get(str(row[column]), "") if column == "result" else ""
+            cells.append(f'<td class="{css}">{text}</td>' if css else f"<td>{text}</td>")
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    return "\n".join(
+        [
+            "<!DOCTYPE html>",
+            '<html lang="en"><head><meta charset="utf-8">',
+            "<title>rankcollapse: reproduction</title>",
+            f"<style>{STYLE}{VERDICT_STYLE}</style></head><body>",
+            "<h1>Reproduction table</h1>",
+            f'<p class="summary">{escape(_counts(table))}</p>',
+            f'<div class="scroll"><table><tr>{head}</tr>',
+            *body,
+            "</table></div></body></html>",
+            "",
+        ]
     )
 
 
-def write_reproduction(
+def report_links(
     results_root: str | Path, out_dir: str | Path, preset: str | None = None
+) -> dict[str, str]:
+    """experiment -> the report of the run the table reads, relative to `out_dir`."""
+    runs = stored_runs(results_root)
+    links = {}
+    for name in experiment_names():
+        run = choose_run(runs, name, preset)
+        if run is not None and (run.path / "report.html").is_file():
+            report = (run.path / "report.html").resolve()
+            links[name] = Path(os.path.relpath(report, Path(out_dir).resolve())).as_posix()
+    return links
+
+
+def write_reproduction(
+    results_root: str | Path,
+    out_dir: str | Path,
+    preset: str | None = None,
+    notify: Notify | None = None,
 ) -> tuple[pd.DataFrame, Path, Path]:
     """Build the table and write `reproduction.md` and `reproduction.html` into `out_dir`."""
-    table = reproduction_table(results_root, preset)
+    table = reproduction_table(results_root, preset, notify)
     out = Path(out_dir)
     markdown, html = out / "reproduction.md", out / "reproduction.html"
     write_atomic(markdown, reproduction_markdown(table).encode())
-    write_atomic(html, reproduction_html(table).encode())
+    links = report_links(results_root, out, preset)
+    write_atomic(html, reproduction_html(table, links).encode())
     return table, markdown, html

@@ -57,6 +57,7 @@ class Failed:
     kind: str
     message: str
     traceback: str
+    died: bool = False  # the worker died (out of memory, a signal): a rerun may well succeed
 
 
 class UnitFailure(Exception):
@@ -152,7 +153,7 @@ def _result(get: Callable[[], Any], died: type[BaseException], who: str) -> tupl
             f"{who} died before it returned (out of memory, killed by a signal, or its node "
             "lost); finished units are kept: rerun the same command to resume"
         )
-        return Failed(type(err).__name__, message, str(err)), 0.0, {}
+        return Failed(type(err).__name__, message, str(err), died=True), 0.0, {}
 
 
 def _deliver(i: int, rows: Any, seconds: float, where: dict, finished: Finished) -> None:

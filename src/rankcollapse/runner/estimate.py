@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from rankcollapse.errors import UnitError
 from rankcollapse.experiments import Unit
-from rankcollapse.files import canonical_json, check_writable, write_atomic
+from rankcollapse.files import canonical_json, write_atomic
 from rankcollapse.runner._lock import run_lock
 from rankcollapse.runner._store import load_unit
 from rankcollapse.runner.backends import Failed, call_unit, process_pool, ray_session
@@ -68,7 +68,7 @@ class DryRun:
 def dry_run(plan: Plan, samples: int = 2, notify: Notify | None = None) -> DryRun:
     """Time `samples` pending units (chosen by `_choose`) and store them; estimate the rest.
     Nothing else runs; the folder is locked while the samples run."""
-    check_writable(plan.out_dir)
+    plan.claim_folder()
     with run_lock(plan.out_dir, notify):
         write_atomic(plan.out_dir / "config.yaml", config_yaml(plan.config).encode())
         paths = unit_paths(plan)

@@ -33,7 +33,7 @@ import yaml
 from pydantic import BaseModel
 
 from rankcollapse import __version__
-from rankcollapse.errors import ConfigError, InputError, UnitError
+from rankcollapse.errors import ConfigError, InputError, OutputError, UnitError
 from rankcollapse.experiments import (
     Claim,
     Experiment,
@@ -46,15 +46,17 @@ from rankcollapse.experiments import (
 )
 from rankcollapse.files import (
     canonical_json,
-    check_writable,
+    claim_output,
     digest,
     remove_partial,
     write_atomic,
 )
 from rankcollapse.presets import DEFAULT_PRESET
+from rankcollapse.report import config_hash, results_sha256
 from rankcollapse.runner._lock import run_lock
 from rankcollapse.runner._store import OLD_SUFFIX, SUFFIX, load_unit, save_unit
 from rankcollapse.runner.backends import (
+    Failed,
     Task,
     UnitFailure,
     check_backend,
@@ -81,6 +83,11 @@ class Plan:
     units: list[Unit]
     config_hash: str
     out_dir: Path
+    out_chosen: bool = False  # --out named it (else results/NAME/<hash>, ours by its name)
+
+    def claim_folder(self) -> None:
+        """Check the run folder (`files.claim_output`): new, empty, or a run of this config."""
+        claim_output(self.out_dir, "run", self.config_hash, chosen=self.out_chosen)
 
 
 @dataclass
@@ -163,11 +170,6 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
     return values
 
 
-def config_hash(name: str, config: BaseModel) -> str:
-    """sha256 of the experiment name and the resolved config (canonical JSON)."""
-    return digest({"experiment": name, "config": config.model_dump(mode="json")})
-
-
 def plan(
     name: str | Experiment,
     preset: str = DEFAULT_PRESET,
@@ -193,7 +195,7 @@ def plan(
         )
     full_hash = config_hash(exp.name, config)
     out_dir = Path(out) if out is not None else Path(results_root) / exp.name / full_hash[:10]
-    return Plan(exp, preset, values, config, units, full_hash, out_dir)
+    return Plan(exp, preset, values, config, units, full_hash, out_dir, out is not None)
 
 
 def run_experiment(
@@ -292,11 +294,12 @@ def execute_all(
     """
     check_backend(backend, jobs)
     for p in plans:
-        check_writable(p.out_dir)
+        p.claim_folder()
     with contextlib.ExitStack() as locks:
         runs = []
         for p in plans:
             waited = locks.enter_context(run_lock(p.out_dir, notify))
+            p.claim_folder()  # again under the lock: another config may have claimed it first
             runs.append(_Run.open(p, jobs, backend, address, notify, waited, progress))
         tasks = [(run, i) for run in runs for i in run.pending]
         if jobs > 1:
@@ -319,13 +322,7 @@ def execute_all(
                 run_units(backend, units, finished, jobs, address)
         except UnitFailure as failure:
             run, i = tasks[failure.index]
-            name, n_units = run.plan.experiment.name, len(run.plan.units)
-            raise UnitError(
-                f"{name} unit {canonical_json(run.plan.units[i])} failed: {failure.failed.kind}: "
-                f"{failure.failed.message}. {run.done} of {n_units} units are stored; rerun the "
-                f"same command to resume. Config: {run.plan.out_dir / 'config.yaml'}.\n"
-                f"{failure.failed.traceback}"
-            ) from None
+            raise run.failed(i, failure.failed) from None
         return [run.result for run in runs]
 
 
@@ -423,6 +420,24 @@ class _Run:
         if self.progress:
             self.progress(self.plan.experiment.name, self.done, len(self.plan.units))
 
+    def failed(self, i: int, failed: Failed) -> UnitError:
+        """Unit `i` raised or its worker died: the manifest says so (status failed, the
+        error, its traceback), and the error for the user says what is kept and what to do."""
+        plan, unit = self.plan, canonical_json(self.plan.units[i])
+        manifest_path = plan.out_dir / "manifest.json"
+        self.manifest.update(status="failed", finished=_now(), failed_unit=plan.units[i],
+                             error=f"{failed.kind}: {failed.message}",
+                             traceback=failed.traceback)  # fmt: skip
+        write_atomic(manifest_path, _json(self.manifest))
+        said = f"{plan.experiment.name} unit {unit} failed: {failed.kind}: {failed.message}"
+        kept = f"{self.done} of {len(plan.units)} units are stored and kept"
+        if failed.died:  # its message says to rerun
+            return UnitError(f"{said}. {kept}.")
+        return UnitError(
+            f"{said}. {kept}; its traceback is in {manifest_path}. Fix what the error names (a "
+            "config value, say) and run again: the stored units are reused."
+        )
+
     def finish(self) -> None:
         """Every unit is stored: write results.csv and the manifest, build the report."""
         from rankcollapse.report import build_report
@@ -430,6 +445,7 @@ class _Run:
         plan, stored, manifest = self.plan, self.stored, self.manifest
         results = pd.concat(stored.rows, ignore_index=True)
         write_atomic(plan.out_dir / "results.csv", results.to_csv(index=False).encode())
+        manifest["results_sha256"] = results_sha256(plan.out_dir / "results.csv")
         if self.first_start:  # in `run all` units of other experiments may have run first
             manifest["started"] = self.first_start.isoformat(timespec="seconds")
         manifest.update(
@@ -482,9 +498,18 @@ def load_stored(plan: Plan, paths: list[Path]) -> Stored:
     """Read every stored unit; remove temporary, damaged and old-format files (callers hold
     the run lock, so no temporary file belongs to a live writer)."""
     remove_partial(plan.out_dir)  # left by a run killed while writing
+    unit_dir = plan.out_dir / "units"
+    if unit_dir.exists() and not unit_dir.is_dir():
+        raise OutputError(f"{unit_dir} is a file where the units folder belongs; move it away "
+                          "and run again.")  # fmt: skip
     n = len(plan.units)
     stored = Stored([None] * n, [0.0] * n, [{} for _ in range(n)], [])
     for i, (unit, path) in enumerate(zip(plan.units, paths)):
+        if path.is_dir():  # never removed: it is not a file of ours
+            raise OutputError(
+                f"{path} is a folder where a unit file belongs; move it away and run again "
+                "(the stored units are reused)."
+            )
         found, reason = load_unit(path, unit)
         if found is not None:
             stored.rows[i], stored.seconds[i], stored.where[i] = found

@@ -1,0 +1,260 @@
+"""Readers of a results folder: every file is data from outside until it passes its schema.
+
+`manifest.json` and `claims.json` are parsed as JSON and checked with pydantic, `config.yaml`
+with the safe YAML loader and the experiment's own config model, `results.csv` for its size,
+line lengths, field counts, column names and column types before pandas reads it. A file that
+fails raises `DamagedFileError`, one sentence naming the file, what is wrong and the fix;
+nothing is written. Readers that list many folders (`report --index`, `reproduce`) skip a
+damaged one with a line saying so and list the others.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import yaml
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from rankcollapse.errors import InputError, invalid_config
+from rankcollapse.files import digest, read_marker
+
+MAX_LINE = 1_000_000  # bytes: a results.csv line longer than this is damage, not a row
+MAX_JSON = 64_000_000  # bytes: a manifest or claims file larger than this is not ours
+FIX = "delete the folder and rerun, or pass another folder"
+
+
+class DamagedFileError(InputError):
+    """A file of a results folder that does not hold what its schema says."""
+
+
+def damaged(path: Path, problem: str, fix: str = FIX) -> DamagedFileError:
+    """The one message for a damaged file: which file, what is wrong, what to do."""
+    return DamagedFileError(f"{path} is damaged ({problem}); {fix}.")
+
+
+class Manifest(BaseModel):
+    """What `rankcollapse run` records beside its results (other keys are kept as they are)."""
+
+    model_config = ConfigDict(extra="allow")
+    experiment: str
+    preset: str
+    config_hash: str | None = None
+    status: str = "complete"
+    started: str | None = None
+    finished: str | None = None
+    results_sha256: str | None = None  # of results.csv as the run wrote it
+    n_units: int | None = None
+    n_cached: int | None = None
+    host: str | None = None
+    packages: dict[str, str] = {}
+
+
+class ClaimRecord(BaseModel):
+    """One entry of claims.json (its other keys are kept as they are)."""
+
+    model_config = ConfigDict(extra="allow")
+    id: str
+    kind: str = "finding"
+    text: str
+    expected: str
+    measured: Any
+    passed: bool
+
+
+def _text(path: Path, limit: int) -> str:
+    """The file's text, or DamagedFileError when it is missing, a folder, huge or not UTF-8."""
+    if path.is_dir():
+        raise damaged(path, "a folder where a file belongs")
+    try:
+        size = path.stat().st_size
+        if size > limit:
+            raise damaged(path, f"{size} bytes, more than the {limit} a file of ours holds")
+        return path.read_bytes().decode("utf-8")
+    except FileNotFoundError:
+        raise damaged(path, "missing") from None
+    except UnicodeDecodeError as err:
+        raise damaged(path, f"not UTF-8 text at byte {err.start}") from None
+    except OSError as err:
+        raise damaged(path, f"unreadable: {err.strerror}") from None
+
+
+def _json(path: Path) -> Any:
+    try:
+        return json.loads(_text(path, MAX_JSON))
+    except ValueError as err:
+        if isinstance(err, DamagedFileError):
+            raise
+        raise damaged(path, f"not JSON: {err}") from None
+
+
+def _schema_problem(err: ValidationError) -> str:
+    first = err.errors()[0]
+    where = ".".join(map(str, first["loc"])) or "the top level"
+    return f"{where}: {first['msg']}"
+
+
+def read_manifest(folder: str | Path) -> dict[str, Any]:
+    """`folder/manifest.json`, checked (`Manifest`): a JSON object with the run's experiment
+    and preset; returned as stored."""
+    path = Path(folder) / "manifest.json"
+    value = _json(path)
+    if not isinstance(value, dict):
+        raise damaged(path, f"holds a JSON {type(value).__name__}, not an object")
+    try:
+        Manifest.model_validate(value)
+    except ValidationError as err:
+        raise damaged(path, _schema_problem(err)) from None
+    return value
+
+
+def config_hash(name: str, config: BaseModel) -> str:
+    """sha256 of the experiment name and the resolved config (canonical JSON): the name of a
+    run folder and, in its manifest, the proof that config.yaml is the run's config."""
+    return digest({"experiment": name, "config": config.model_dump(mode="json")})
+
+
+def read_claims(folder: str | Path) -> list[dict[str, Any]]:
+    """`folder/claims.json`, checked: a list of claims, each with an id and a kind."""
+    path = Path(folder) / "claims.json"
+    value = _json(path)
+    if not isinstance(value, list):
+        raise damaged(path, f"holds a JSON {type(value).__name__}, not a list of claims")
+    try:
+        return [ClaimRecord.model_validate(c).model_dump() for c in value]
+    except ValidationError as err:
+        raise damaged(path, _schema_problem(err)) from None
+
+
+def read_config(folder: str | Path, config_model: type[BaseModel], name: str) -> BaseModel:
+    """`folder/config.yaml` (safe loader only: a `!!python` tag is refused, never run) as the
+    experiment's config model."""
+    path = Path(folder) / "config.yaml"
+    text = _text(path, MAX_JSON)
+    try:
+        values = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        raise damaged(path, f"not valid YAML: {str(err).splitlines()[0]}") from None
+    except RecursionError:
+        raise damaged(path, "YAML nested too deeply") from None
+    if not isinstance(values, dict):
+        raise damaged(path, f"holds a {type(values).__name__}, not a mapping of config keys")
+    try:
+        return config_model.model_validate(values)
+    except ValidationError as err:
+        raise damaged(path, str(invalid_config(name, err, config_model.model_fields))) from None
+
+
+def results_sha256(path: str | Path) -> str:
+    """sha256 of a results.csv as stored (the manifest records it to detect later edits)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def read_results(
+    path: str | Path, required: tuple[str, ...] = ("metric", "value"), *, sha256: str | None = None
+) -> pd.DataFrame:
+    """A stored `results.csv`, exactly as every unit's rows were (float64 round trip), after
+    checking it: a text file of rows no longer than MAX_LINE, every row with the header's
+    number of fields, the `required` columns present, `value` numbers, `layer` integers,
+    `at_floor` True/False; `sha256` (from the manifest) when given must match."""
+    path = Path(path)
+    if path.is_dir():
+        raise damaged(path, "a folder where a file belongs")
+    if not path.is_file():
+        raise damaged(path, "missing")
+    _check_lines(path)
+    if sha256 is not None and results_sha256(path) != sha256:
+        raise damaged(path, "changed since the run wrote it: its sha256 is not the manifest's")
+    # pandas 3 parses floats exactly by default and deprecates the option that pandas 2 needs.
+    exact = {} if int(pd.__version__.split(".")[0]) >= 3 else {"float_precision": "round_trip"}
+    try:
+        frame = pd.read_csv(path, keep_default_na=False, na_values=[""], **exact)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError) as err:
+        problem = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise damaged(path, f"not a CSV table: {problem}") from None
+    missing = [c for c in required if c not in frame.columns]
+    if missing:
+        raise damaged(path, f"no column(s) {missing}; it has {list(frame.columns)[:12]}")
+    if frame.empty:
+        raise damaged(path, "a header and no rows")
+    _check_column(path, frame, "value", lambda c: pd.api.types.is_numeric_dtype(c), "numbers")
+    _check_column(path, frame, "layer", _integers, "whole numbers")
+    _check_column(path, frame, "at_floor", _flags, "True or False")
+    return frame
+
+
+def _flags(column: pd.Series) -> bool:
+    return pd.api.types.is_bool_dtype(column) or column.dropna().isin([True, False]).all()
+
+
+def _integers(column: pd.Series) -> bool:
+    return pd.api.types.is_integer_dtype(column) or (
+        pd.api.types.is_float_dtype(column) and bool((column.dropna() % 1 == 0).all())
+    )
+
+
+def _check_column(path: Path, frame: pd.DataFrame, name: str, ok, what: str) -> None:
+    if name not in frame.columns or ok(frame[name]):
+        return
+    as_number = pd.to_numeric(frame[name], errors="coerce")
+    bad = frame[name][as_number.isna() & frame[name].notna()] if what != "True or False" else []
+    first = bad.index[0] if len(bad) else frame.index[0]
+    raise damaged(
+        path, f"column {name!r} should hold {what}; line {first + 2} has {frame[name][first]!r}"
+    )
+
+
+def _check_lines(path: Path) -> None:
+    """Every line within MAX_LINE bytes and, where it has no quotes, the header's number of
+    fields (pandas would silently fill a truncated row with empty values); the file is read
+    in bounded pieces, never as one huge line."""
+    with open(path, "rb") as f:
+        n_fields = None
+        for number in range(1, 1 << 62):
+            line = f.readline(MAX_LINE + 1)
+            if not line:
+                break
+            if len(line) > MAX_LINE:
+                raise damaged(path, f"line {number} is longer than {MAX_LINE} bytes")
+            if b"\x00" in line:
+                raise damaged(path, f"line {number} holds binary data (a NUL byte)")
+            if b'"' in line or not line.strip():
+                continue
+            fields = line.count(b",") + 1
+            if n_fields is None:
+                n_fields = fields
+            elif fields != n_fields:
+                raise damaged(path, f"line {number} has {fields} of {n_fields} columns")
+        if n_fields is None:
+            raise damaged(path, "empty")
+
+
+def folder_kind(folder: Path) -> str | None:
+    """What wrote a folder: 'run', 'simulate', 'probe', ... (its marker, or for a run folder
+    of an older version its manifest), or None for a folder that is not ours."""
+    marker = read_marker(folder)
+    if marker is not None:
+        return str(marker.get("command"))
+    return "run" if (folder / "manifest.json").is_file() else None
+
+
+__all__ = [
+    "ClaimRecord",
+    "DamagedFileError",
+    "Manifest",
+    "config_hash",
+    "damaged",
+    "folder_kind",
+    "read_claims",
+    "read_config",
+    "read_manifest",
+    "read_results",
+    "results_sha256",
+]
