@@ -124,7 +124,7 @@ def test_measure_names_nan_values(tmp_path, capsys):
     states = _states(layers=1)
     states[0, 1, 3, 0] = float("nan")
     torch.save(states, tmp_path / "nan.pt")
-    assert main(["measure", str(tmp_path / "nan.pt"), "--out", str(tmp_path)]) == 2
+    assert main(["measure", str(tmp_path / "nan.pt"), "--out", str(tmp_path / "out")]) == 2
     assert "NaN" in capsys.readouterr().err
 
 
