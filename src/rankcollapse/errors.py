@@ -16,6 +16,10 @@ class InputError(RankCollapseError):
     """A tensor, mask, text or file that cannot be measured (shape, NaN/Inf, too short, empty)."""
 
 
+class NonFiniteError(InputError):
+    """States or attention holding NaN/Inf (an overflowed network): nothing can be measured."""
+
+
 class ConfigError(RankCollapseError):
     """A config key, value or option that is not allowed."""
 

@@ -12,9 +12,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from rankcollapse.cli._common import add_renamed_option, add_sequence_options
+from rankcollapse.cli._common import (
+    HelpFormatter,
+    add_device_options,
+    add_renamed_option,
+    add_sequence_options,
+)
 from rankcollapse.cli._console import console
-from rankcollapse.cli.probe import HelpFormatter
 
 
 def _add_network_options(parser: argparse.ArgumentParser) -> None:
@@ -36,18 +40,7 @@ def _add_network_options(parser: argparse.ArgumentParser) -> None:
         "`rankcollapse variants` decomposes)",
     )
     real.add_argument("--init", choices=["pretrained", "random"], default="pretrained")
-    real.add_argument(
-        "--device",
-        choices=["auto", "cpu", "cuda", "mps"],
-        default="cpu",
-        help="where the model runs; auto = an accelerator when one is visible",
-    )
-    real.add_argument(
-        "--dtype",
-        choices=["float64", "float32", "bfloat16", "float16"],
-        default="float64",
-        help="parameter dtype of the model (float64: the decomposition exact to float64)",
-    )
+    add_device_options(real, float64=True)
     add_sequence_options(parser, n_tokens=16, n_samples=4)
     parser.add_argument("--seed", type=int, default=0, help="seed of weights, inputs, paths")
 
@@ -176,24 +169,19 @@ def _frozen(args: argparse.Namespace):
 
         raise ConfigError(f"--n-tokens is {args.tokens}; it must be at least 2.")
     if args.model is not None:
-        import torch
-
-        from rankcollapse.hf import load_model
+        from rankcollapse.devices import resolve_device, resolve_dtype
+        from rankcollapse.hf import ModelSource, ProbeInputs
         from rankcollapse.paths import freeze_real
 
-        dtype = getattr(torch, args.dtype)
-        loaded = load_model(
-            args.model, init=args.init, seed=args.seed, dtype=dtype, device=args.device
-        )
-        from rankcollapse.hf.probe import model_inputs
-
-        ids, token_mask = model_inputs(
-            loaded,
+        device, dtype = resolve_device(args.device), resolve_dtype(args.dtype, float64=True)
+        loaded = ModelSource(args.model, args.init, args.seed, device, dtype).load()
+        inputs = ProbeInputs(
             random_tokens=loaded.tokenizer is None,
             n_samples=args.samples,
             n_tokens=args.tokens,
             seed=args.seed,
         )
+        ids, token_mask = inputs.build(loaded)
         return freeze_real(loaded, ids, token_mask), f"{args.model} ({args.init})"
     from rankcollapse.nets import NetConfig, ToyNet, random_tokens
     from rankcollapse.paths import freeze_toy

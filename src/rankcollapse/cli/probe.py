@@ -17,51 +17,13 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import pandas as pd
 
-from rankcollapse.cli._common import add_metrics_option, add_sequence_options
-
-
-class HelpFormatter(argparse.RawDescriptionHelpFormatter):
-    """Keeps the description's line breaks and shows every option's default (unless its help
-    already names it, or the option is a flag or has no default)."""
-
-    def add_text(self, text) -> None:
-        # A callable epilog is built only when help is shown (it may import the model registry).
-        super().add_text(text() if callable(text) else text)
-
-    def _get_help_string(self, action: argparse.Action) -> str:
-        text = action.help or ""
-        shown = action.default not in (None, False, argparse.SUPPRESS) and action.option_strings
-        return text + " (default: %(default)s)" if shown and "default" not in text else text
-
-
-def add_device_options(parser: argparse.ArgumentParser) -> None:
-    """--device and --dtype, shared by probe, qk-rank and paths decompose."""
-    from rankcollapse.devices import DEVICES, DTYPES
-
-    parser.add_argument(
-        "--device",
-        choices=DEVICES,
-        default="cpu",
-        help="where the model runs; auto = an accelerator when one is visible, else cpu",
-    )
-    parser.add_argument(
-        "--dtype",
-        choices=list(DTYPES),
-        default="float32",
-        help="parameter dtype of the model (metrics are float64 either way)",
-    )
-
-
-def fresh_folder(out: Path | None, default: Path) -> tuple[Path, str]:
-    """(folder, message): --out as given (saying so when it overwrites), else a new folder."""
-    if out is not None:
-        exists = out.is_dir() and any(out.iterdir())
-        return out, f"overwriting files in {out}" if exists else f"writing to {out}"
-    folder, index = default, 1
-    while folder.exists():
-        index += 1
-        folder = default.with_name(f"{default.name}-{index}")
-    return folder, f"writing to a new folder {folder} (pass --out to choose one)"
+from rankcollapse.cli._common import (
+    HelpFormatter,
+    add_device_options,
+    add_metrics_option,
+    add_sequence_options,
+    fresh_folder,
+)
 
 
 def models_epilog() -> str:
@@ -166,34 +128,34 @@ def run(args: argparse.Namespace) -> int:
     from rankcollapse.cli._common import write_collapse_outputs
     from rankcollapse.cli._console import console
     from rankcollapse.devices import resolve_device, resolve_dtype
-    from rankcollapse.hf import load_model, probe, resolve_probe
+    from rankcollapse.hf import ModelSource, ProbeInputs, resolve_probe, run_probe
 
-    # names are resolved once, by the API, before any model loads
-    request = resolve_probe(args.variants, args.mask, args.metrics)
+    # Every value is parsed once, here, before any model loads.
+    request = resolve_probe(
+        args.variants,
+        args.mask,
+        args.metrics,
+        temperature=args.temperature,
+        train_mode=args.train_mode,
+        batch_size=args.batch_size,
+    )
+    inputs = ProbeInputs(
+        text=args.text,
+        random_tokens=args.random_tokens,
+        padded=args.padded,
+        images=args.images,
+        n_samples=args.samples,
+        n_tokens=args.tokens,
+        seed=args.seed,
+    )
+    request.check_fits(inputs)
     variants = [variant.name for variant in request.variants]
     device, dtype = resolve_device(args.device), resolve_dtype(args.dtype)
     frames, labels = [], []
     for name in args.model:
-        loaded = load_model(
-            name, init=args.init, seed=args.seed, device=device, dtype=dtype,
-            tokenizer=args.tokenizer,
-        )  # fmt: skip
-        frame = probe(
-            loaded,
-            variants=request.variants,
-            mask=request.mask,
-            temperature=args.temperature,
-            train_mode=args.train_mode,
-            text=args.text,
-            random_tokens=args.random_tokens,
-            padded=args.padded,
-            images=args.images,
-            n_samples=args.samples,
-            n_tokens=args.tokens,
-            metrics=request.metrics,
-            seed=args.seed,
-            batch_size=args.batch_size,
-        )
+        source = ModelSource(name, args.init, args.seed, device, dtype, tokenizer=args.tokenizer)
+        loaded = source.load()
+        frame = run_probe(loaded, inputs, request)
         quantized = loaded.info.get("quantized", "no")
         labels.append(
             f"{loaded.name} ({loaded.init}{'' if quantized == 'no' else ', ' + quantized})"

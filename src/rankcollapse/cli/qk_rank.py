@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from rankcollapse.cli.probe import HelpFormatter, add_device_options, fresh_folder
+from rankcollapse.cli._common import HelpFormatter, add_device_options, fresh_folder
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -48,13 +48,16 @@ def run(args: argparse.Namespace) -> int:
 
     from rankcollapse.cli._common import save_figure
     from rankcollapse.cli._console import console
-    from rankcollapse.devices import resolve_dtype
+    from rankcollapse.devices import resolve_device, resolve_dtype
     from rankcollapse.hf import load_model
     from rankcollapse.hf.qk_rank import QK_METRICS, qk_ranks
     from rankcollapse.plot import heatmap
 
     loaded = load_model(
-        args.model, init=args.init, device=args.device, dtype=resolve_dtype(args.dtype)
+        args.model,
+        init=args.init,
+        device=resolve_device(args.device),
+        dtype=resolve_dtype(args.dtype),
     )
     df = qk_ranks(loaded, rtol=args.rtol)
     quantized = loaded.info.get("quantized", "no")

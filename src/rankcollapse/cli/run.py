@@ -86,7 +86,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from rankcollapse.cli._console import err_console
     from rankcollapse.errors import ConfigError
-    from rankcollapse.experiments import experiment_names
+    from rankcollapse.experiments import experiment_names, get_experiment
     from rankcollapse.files import check_writable
     from rankcollapse.runner import execute_all, parse_overrides, plan
 
@@ -94,7 +94,8 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(f"--jobs is {args.jobs}; it must be at least 1 (workers).")
     if args.address and args.backend != "ray":
         raise ConfigError("--address joins a Ray cluster; add --backend ray.")
-    overrides = parse_overrides(args.overrides)
+    keys = [] if args.name == "all" else list(get_experiment(args.name).config.model_fields)
+    overrides = parse_overrides(args.overrides, keys)
     if args.name == "all":
         root = args.out or Path("results")
         names = experiment_names()

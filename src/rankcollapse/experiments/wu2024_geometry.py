@@ -34,14 +34,12 @@ states nothing about them, so they are not findings).
 
 from __future__ import annotations
 
-from typing import Literal
-
 import numpy as np
 import pandas as pd
 import torch
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from rankcollapse.devices import DeviceName, resolve_device, resolve_dtype
+from rankcollapse.devices import Device, Dtype
 from rankcollapse.errors import unknown_name
 from rankcollapse.experiments._registry import (
     Claim,
@@ -78,9 +76,9 @@ class Config(BaseModel):
     """Samples whose full singular spectrum is kept per layer."""
     seed: int = Field(0, ge=0)
     """Seed of the random inits and the window choice."""
-    device: DeviceName = "cpu"
+    device: Device = torch.device("cpu")
     """Where the models run (auto: an accelerator when one is visible)."""
-    dtype: Literal["float32", "bfloat16", "float16"] = "float32"
+    dtype: Dtype = torch.float32
     """Parameter dtype of the models (metrics are float64, flagged at this dtype's floor)."""
 
     @model_validator(mode="after")
@@ -103,10 +101,10 @@ def units(config: Config) -> list[Unit]:
 
 
 def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
-    device = resolve_device(config.device)
+    device = config.device
     loaded = load_model(
         unit["model"], init=unit["init"], seed=config.seed, device=device,
-        dtype=resolve_dtype(config.dtype),
+        dtype=config.dtype,
     )  # fmt: skip
     frame = probe(
         loaded,

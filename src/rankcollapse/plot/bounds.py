@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from rankcollapse.masks import MaskSpec
 from rankcollapse.theory import block_log_bound, collapse_rate, mask_radius
 
 
@@ -63,7 +64,7 @@ def dong_bound_figure(
 def wu_bound_figure(
     results: pd.DataFrame,
     *,
-    masks: Sequence[str],
+    masks: Sequence[MaskSpec],
     norms: Sequence[str],
     seeds: Sequence[int],
     n_tokens: int,
