@@ -32,7 +32,7 @@ from rankcollapse.errors import ConfigError, InputError
 from rankcollapse.hf.capture import (
     LayerCapture,
     check_attention_settings,
-    run_batch,
+    run_checked_batch,
 )
 from rankcollapse.hf.images import pixel_inputs
 from rankcollapse.hf.models import Init, LoadedModel, as_loaded, load_model
@@ -394,7 +394,7 @@ def run_probe(loaded: LoadedModel, inputs: ProbeInputs, request: ProbeRequest) -
                 frames,
                 kept[variant.name],
             )
-            run_batch(
+            run_checked_batch(
                 loaded,
                 input_ids[start : start + step],
                 token_mask[start : start + step],
