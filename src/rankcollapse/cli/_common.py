@@ -120,17 +120,36 @@ def add_renamed_option(parser: Any, flag: str, *old: str, **kwargs: Any) -> None
     action = parser.add_argument(flag, **kwargs)
     for name in old:
         parser.add_argument(
-            name, dest=action.dest, type=kwargs.get("type"), default=argparse.SUPPRESS,
+            name,
+            dest=action.dest,
+            type=kwargs.get("type"),
+            default=argparse.SUPPRESS,
             help=argparse.SUPPRESS,
-        )  # fmt: skip
+        )
 
 
 def add_sequence_options(parser: Any, *, n_tokens: int, n_samples: int) -> None:
     """--n-tokens and --n-samples (dests `tokens`, `samples`; old names hidden)."""
-    add_renamed_option(parser, "--n-tokens", "--tokens", metavar="N", dest="tokens", type=int,
-                       default=n_tokens, help="tokens per sequence")  # fmt: skip
-    add_renamed_option(parser, "--n-samples", "--samples", metavar="N", dest="samples", type=int,
-                       default=n_samples, help="number of sequences")  # fmt: skip
+    add_renamed_option(
+        parser,
+        "--n-tokens",
+        "--tokens",
+        metavar="N",
+        dest="tokens",
+        type=int,
+        default=n_tokens,
+        help="tokens per sequence",
+    )
+    add_renamed_option(
+        parser,
+        "--n-samples",
+        "--samples",
+        metavar="N",
+        dest="samples",
+        type=int,
+        default=n_samples,
+        help="number of sequences",
+    )
 
 
 def parse_metrics(value: str | None) -> list[str] | None:

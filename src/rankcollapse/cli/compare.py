@@ -26,9 +26,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="comma list of metrics to compare, or 'all' (default: res_comp_rel)",
     )
     parser.add_argument(
-        "--out", type=Path, default=Path("results/compare"), help="output folder "
-        "(default: results/compare)"
-    )  # fmt: skip
+        "--out",
+        type=Path,
+        default=Path("results/compare"),
+        help="output folder (default: results/compare)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -102,6 +104,7 @@ def run(args: argparse.Namespace) -> int:
     for (metric, layer), values in table.iterrows():
         shown.add_row(metric, str(layer), *(f"{v:.3g}" for v in values))
     console.print(shown)
-    console.print(f"wrote {args.out / 'compare.png'} (+ .svg) and {args.out / 'compare.csv'}",
-                  highlight=False)  # fmt: skip
+    console.print(
+        f"wrote {args.out / 'compare.png'} (+ .svg) and {args.out / 'compare.csv'}", highlight=False
+    )
     return 0

@@ -23,12 +23,29 @@ from rankcollapse.cli._console import console
 
 def _add_network_options(parser: argparse.ArgumentParser) -> None:
     toy = parser.add_argument_group("toy network (used unless --model is given)")
-    add_renamed_option(toy, "--n-layers", "--layers", metavar="N", dest="layers", type=int,
-                       default=6, help="layers")  # fmt: skip
-    add_renamed_option(toy, "--n-heads", "--heads", metavar="N", dest="heads", type=int, default=2,
-                       help="heads per layer")  # fmt: skip
-    add_renamed_option(toy, "--d-model", "--width", metavar="N", dest="width", type=int,
-                       default=32, help="d_model")  # fmt: skip
+    add_renamed_option(
+        toy,
+        "--n-layers",
+        "--layers",
+        metavar="N",
+        dest="layers",
+        type=int,
+        default=6,
+        help="layers",
+    )
+    add_renamed_option(
+        toy,
+        "--n-heads",
+        "--heads",
+        metavar="N",
+        dest="heads",
+        type=int,
+        default=2,
+        help="heads per layer",
+    )
+    add_renamed_option(
+        toy, "--d-model", "--width", metavar="N", dest="width", type=int, default=32, help="d_model"
+    )
     toy.add_argument("--skip", choices=["off", "on"], default="on", help="attention skip")
     toy.add_argument("--norm", choices=["none", "pre", "post"], default="none", help="norm")
     toy.add_argument("--mlp", action="store_true", help="add an MLP block after each layer")
@@ -60,10 +77,26 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "(Dong et al. 2021, Sec. 3), one table per architecture.",
         formatter_class=HelpFormatter,
     )
-    add_renamed_option(count, "--n-layers", "--layers", metavar="N", dest="layers", type=int,
-                       default=None, help="L (with --n-heads)")  # fmt: skip
-    add_renamed_option(count, "--n-heads", "--heads", metavar="N", dest="heads", type=int,
-                       default=None, help="H (with --n-layers)")  # fmt: skip
+    add_renamed_option(
+        count,
+        "--n-layers",
+        "--layers",
+        metavar="N",
+        dest="layers",
+        type=int,
+        default=None,
+        help="L (with --n-heads)",
+    )
+    add_renamed_option(
+        count,
+        "--n-heads",
+        "--heads",
+        metavar="N",
+        dest="heads",
+        type=int,
+        default=None,
+        help="H (with --n-layers)",
+    )
     count.add_argument(
         "--arch",
         nargs="*",

@@ -318,8 +318,10 @@ def execute_all(
             if run.done == len(run.plan.units):
                 run.finish()
 
-        units = [Task(run.plan.experiment.run_unit, run.plan.config, run.plan.units[i])
-                 for run, i in tasks]  # fmt: skip
+        units = [
+            Task(run.plan.experiment.run_unit, run.plan.config, run.plan.units[i])
+            for run, i in tasks
+        ]
         try:
             if units:  # nothing to start for runs whose every unit is stored
                 run_units(backend, units, finished, jobs, address)
