@@ -14,7 +14,8 @@ Example:
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Iterable
+from typing import Annotated, Any
 
 import torch
 from pydantic import PlainSerializer, PlainValidator, WithJsonSchema
@@ -92,23 +93,18 @@ def dtype_name(dtype: torch.dtype) -> str:
     return str(dtype).removeprefix("torch.")
 
 
-Device = Annotated[
-    torch.device,
-    PlainValidator(parse_device),
-    PlainSerializer(str),
-    WithJsonSchema({"type": "string", "enum": list(DEVICES)}),
-]
-"""A config field holding a device: given as a name (cpu, cuda, mps, auto), held as a
-`torch.device`, written back as its name."""
+def _config_type(kind: type, parse: Any, name: Any, names: Iterable[str]) -> Any:
+    """A pydantic field type: given as a name (parsed once, by `parse`), held as `kind`,
+    dumped as its name (so stored configs and their hashes keep strings)."""
+    schema = {"type": "string", "enum": list(names)}
+    return Annotated[kind, PlainValidator(parse), PlainSerializer(name), WithJsonSchema(schema)]
 
-Dtype = Annotated[
-    torch.dtype,
-    PlainValidator(resolve_dtype),
-    PlainSerializer(dtype_name),
-    WithJsonSchema({"type": "string", "enum": list(DTYPES)}),
-]
-"""A config field holding a parameter dtype: given as a name of `DTYPES`, held as a
-`torch.dtype`, written back as its name."""
+
+Device = _config_type(torch.device, parse_device, str, DEVICES)
+"""A config field holding a device: a name (cpu, cuda, mps, auto), held as a `torch.device`."""
+
+Dtype = _config_type(torch.dtype, resolve_dtype, dtype_name, DTYPES)
+"""A config field holding a parameter dtype: a name of `DTYPES`, held as a `torch.dtype`."""
 
 
 def metrics_device(device: torch.device) -> torch.device:

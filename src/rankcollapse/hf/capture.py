@@ -113,6 +113,7 @@ def run_batch(
     temperature: float = 1.0,
     train_mode: bool = False,
     attention: bool = False,
+    check: bool = True,
 ) -> None:
     """One forward pass; `on_layer` is called with every layer's state as soon as it exists.
 
@@ -125,48 +126,21 @@ def run_batch(
             by the callback.
         on_layer: called n_layers + 1 times, in order, with a `LayerCapture`.
         variant: a name of `VARIANTS` or a `Variant`.
-        mask: boolean (n, n) attention mask replacing the model's own pattern in every layer
-            (checked here with the temperature by `check_attention_settings`; `probe` checks
-            once for all its batches and runs `run_checked_batch`).
+        mask: boolean (n, n) attention mask replacing the model's own pattern in every layer.
         temperature: softmax temperature (logits / T on top of the model's scaling).
         train_mode: run with dropout on (the model is put back in its previous mode afterwards).
         attention: also capture each block's attention probabilities.
+        check: check the mask and temperature here (`check_attention_settings`); False when
+            the caller checked them once for all its batches, as `run_probe` does.
     """
-    if token_mask is None:
-        pixels = loaded.arch.inputs == "pixels"
-        n_tokens = n_patch_tokens(loaded.model.config) if pixels else input_ids.shape[1]
-        token_mask = torch.ones(input_ids.shape[0], n_tokens, dtype=torch.bool)
-    check_attention_settings(loaded, mask, token_mask.shape[-1], temperature)
-    run_checked_batch(
-        loaded,
-        input_ids,
-        token_mask,
-        on_layer=on_layer,
-        variant=variant,
-        mask=mask,
-        temperature=temperature,
-        train_mode=train_mode,
-        attention=attention,
-    )
-
-
-def run_checked_batch(
-    loaded: LoadedModel,
-    input_ids: Tensor,
-    token_mask: Tensor,
-    *,
-    on_layer: Callable[[LayerCapture], None],
-    variant: Variant | str = "transformer",
-    mask: Tensor | None = None,
-    temperature: float = 1.0,
-    train_mode: bool = False,
-    attention: bool = False,
-) -> None:
-    """`run_batch` with its mask and temperature already checked (`check_attention_settings`)
-    and its token mask given: what a probe runs for each batch after checking once."""
     arch, model = loaded.arch, loaded.model
     device = loaded.device
     pixels = arch.inputs == "pixels"
+    if token_mask is None:
+        shape = (input_ids.shape[0], n_patch_tokens(model.config)) if pixels else input_ids.shape
+        token_mask = torch.ones(shape, dtype=torch.bool)
+    if check:
+        check_attention_settings(loaded, mask, token_mask.shape[-1], temperature)
     input_ids, token_mask = input_ids.to(device), token_mask.to(device)
     if mask is not None:
         mask = mask.to(device)

@@ -32,7 +32,7 @@ from rankcollapse.errors import ConfigError, InputError
 from rankcollapse.hf.capture import (
     LayerCapture,
     check_attention_settings,
-    run_checked_batch,
+    run_batch,
 )
 from rankcollapse.hf.images import pixel_inputs
 from rankcollapse.hf.models import Init, LoadedModel, as_loaded, load_model
@@ -394,7 +394,7 @@ def run_probe(loaded: LoadedModel, inputs: ProbeInputs, request: ProbeRequest) -
                 frames,
                 kept[variant.name],
             )
-            run_checked_batch(
+            run_batch(
                 loaded,
                 input_ids[start : start + step],
                 token_mask[start : start + step],
@@ -404,6 +404,7 @@ def run_probe(loaded: LoadedModel, inputs: ProbeInputs, request: ProbeRequest) -
                 temperature=request.temperature,
                 train_mode=request.train_mode,
                 attention=bool(request.attention_metrics),
+                check=False,  # checked once above, for every batch and variant
             )
     frame = pd.concat(frames, ignore_index=True)
     frame["quantized"] = loaded.info.get("quantized", "no")
