@@ -103,8 +103,64 @@ class ProbeInputs:
     seed: int = 0
 
     def build(self, loaded: LoadedModel) -> tuple[Tensor, Tensor]:
-        """(input ids or pixels, boolean token mask (b, n)) for this model."""
-        return model_inputs(loaded, **self.__dict__)
+        """(input ids or pixels, boolean token mask (b, n)) for this model: text windows,
+        padded paragraphs, random token ids (from the tokenizer, or the config's vocabulary
+        when there is none), random pixels, or up to `n_samples` images of a folder."""
+        config = loaded.model.config
+        if loaded.arch.inputs == "pixels":
+            return pixel_inputs(
+                loaded,
+                text=self.text,
+                padded=self.padded,
+                images=self.images,
+                n_samples=self.n_samples,
+                seed=self.seed,
+            )
+        if self.images is not None:
+            raise InputError(
+                f"model '{loaded.name}' ({loaded.arch.name}) takes text, not images; drop "
+                "--images (Python: images=), or pass a vision model (vit)."
+            )
+        if loaded.tokenizer is None:
+            if not self.random_tokens:
+                raise InputError(
+                    f"model '{loaded.name}' has no tokenizer (its directory holds no tokenizer "
+                    "files), so text cannot be tokenized. Pass --random-tokens (random ids from "
+                    f"the config's vocabulary of {config.vocab_size}) or a tokenizer directory "
+                    "with --tokenizer DIR (Python: tokenizer=...)."
+                )
+            special = {
+                getattr(config, key, None)
+                for key in ("bos_token_id", "eos_token_id", "pad_token_id")
+            }
+            special = {i for i in special if isinstance(i, int)}
+            return random_token_ids(
+                config.vocab_size,
+                special,
+                n_samples=self.n_samples,
+                n_tokens=self.n_tokens,
+                seed=self.seed,
+            )
+        if self.padded:
+            ids, mask = load_paragraphs(
+                loaded.tokenizer, text=self.text, n_samples=self.n_samples, max_tokens=self.n_tokens
+            )
+        else:
+            ids, mask = load_windows(
+                loaded.tokenizer,
+                text=self.text,
+                n_samples=self.n_samples,
+                n_tokens=self.n_tokens,
+                random_tokens=self.random_tokens,
+                seed=self.seed,
+            )
+        if int(ids.max()) >= config.vocab_size:
+            raise InputError(
+                f"the tokenizer of '{loaded.name}' gives ids up to {int(ids.max())} but the "
+                f"model's embedding has {config.vocab_size}; pass the model's own tokenizer "
+                "(--tokenizer DIR) or --random-tokens."
+            )
+        return ids, mask
 
 
 @dataclass(frozen=True)
@@ -205,67 +261,6 @@ def _check_context(loaded: LoadedModel, n_tokens: int) -> None:
             f"{n_tokens} tokens exceed the context of '{loaded.name}' ({limit} positions); "
             f"pass --n-tokens {limit} or fewer."
         )
-
-
-def model_inputs(
-    loaded: LoadedModel,
-    *,
-    text: str | Path | None = None,
-    random_tokens: bool = False,
-    padded: bool = False,
-    images: str | Path | None = None,
-    n_samples: int = 32,
-    n_tokens: int = 128,
-    seed: int = 0,
-) -> tuple[Tensor, Tensor]:
-    """The probe's inputs and token mask: text windows, padded paragraphs, random token ids
-    (from the tokenizer, or the config's vocabulary when there is none), random pixels, or up
-    to `n_samples` images of a folder (vision models)."""
-    config = loaded.model.config
-    if loaded.arch.inputs == "pixels":
-        return pixel_inputs(
-            loaded, text=text, padded=padded, images=images, n_samples=n_samples, seed=seed
-        )
-    if images is not None:
-        raise InputError(
-            f"model '{loaded.name}' ({loaded.arch.name}) takes text, not images; drop --images "
-            "(Python: images=), or pass a vision model (vit)."
-        )
-    if loaded.tokenizer is None:
-        if not random_tokens:
-            raise InputError(
-                f"model '{loaded.name}' has no tokenizer (its directory holds no tokenizer "
-                "files), so text cannot be tokenized. Pass --random-tokens (random ids from the "
-                f"config's vocabulary of {config.vocab_size}) or a tokenizer directory with "
-                "--tokenizer DIR (Python: tokenizer=...)."
-            )
-        special = {
-            getattr(config, key, None) for key in ("bos_token_id", "eos_token_id", "pad_token_id")
-        }
-        special = {i for i in special if isinstance(i, int)}
-        return random_token_ids(
-            config.vocab_size, special, n_samples=n_samples, n_tokens=n_tokens, seed=seed
-        )
-    if padded:
-        ids, mask = load_paragraphs(
-            loaded.tokenizer, text=text, n_samples=n_samples, max_tokens=n_tokens
-        )
-    else:
-        ids, mask = load_windows(
-            loaded.tokenizer,
-            text=text,
-            n_samples=n_samples,
-            n_tokens=n_tokens,
-            random_tokens=random_tokens,
-            seed=seed,
-        )
-    if int(ids.max()) >= config.vocab_size:
-        raise InputError(
-            f"the tokenizer of '{loaded.name}' gives ids up to {int(ids.max())} but the model's "
-            f"embedding has {config.vocab_size}; pass the model's own tokenizer (--tokenizer DIR) "
-            "or --random-tokens."
-        )
-    return ids, mask
 
 
 def probe(
