@@ -8,7 +8,7 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "rankcollapse"
 LAYER = {
-    "errors": 0, "files": 0, "seeds": 0, "devices": 0, "presets": 0,
+    "errors": 0, "files": 0, "seeds": 0, "devices": 0, "presets": 0, "_validation": 0, "data": 0,
     "metrics": 1, "masks": 1,
     "nets": 2, "hf": 2,
     "paths": 3, "theory": 3, "monitor": 3,
@@ -17,6 +17,26 @@ LAYER = {
     "experiments": 6,
     "runner": 7, "report": 7, "cli": 7,
 }  # fmt: skip
+
+
+def test_every_top_level_module_and_package_has_a_floor():
+    """A new top-level module must be placed on a floor here (and in docs/architecture.md)."""
+    found = {
+        path.name.removesuffix(".py")
+        for path in SRC.iterdir()
+        if (path.suffix == ".py" or (path / "__init__.py").is_file()) and path.name != "__init__.py"
+    }
+    assert found - set(LAYER) == set(), f"give {sorted(found - set(LAYER))} a floor in LAYER"
+    assert set(LAYER) - found == set(), f"LAYER names {sorted(set(LAYER) - found)}: gone"
+
+
+def test_the_architecture_doc_names_every_top_level_module():
+    doc = (SRC.parents[1] / "docs" / "architecture.md").read_text()
+    house = doc[
+        doc.index("```\nsrc/rankcollapse/") : doc.index("```", doc.index("src/rankcollapse/"))
+    ]
+    for name in LAYER:
+        assert name + ("/" if (SRC / name).is_dir() else ".py") in house, name
 
 
 def imported_modules(source: str) -> set[str]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from rankcollapse.errors import InputError
+from rankcollapse.errors import InputError, NonFiniteError
 
 MIN_TOKENS = 2
 
@@ -102,7 +102,7 @@ def _check_finite(t: Tensor, keep: Tensor, name: str, what: str, unit: str) -> N
     )
     first = tuple(int(i) for i in bad.nonzero()[0])
     batch, token = first[: t.ndim - 2], first[t.ndim - 2]
-    raise InputError(
+    raise NonFiniteError(
         f"{name} has {counts} value(s) (first: {_sample(batch)}{unit} {token}); "
         f"metrics need finite {what}."
     )

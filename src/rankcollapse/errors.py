@@ -16,6 +16,10 @@ class InputError(RankCollapseError):
     """A tensor, mask, text or file that cannot be measured (shape, NaN/Inf, too short, empty)."""
 
 
+class NonFiniteError(InputError):
+    """States or attention holding NaN/Inf (an overflowed network): nothing can be measured."""
+
+
 class ConfigError(RankCollapseError):
     """A config key, value or option that is not allowed."""
 
@@ -69,8 +73,9 @@ def invalid_config(what: str, err: ValidationError, keys: Iterable[str]) -> Conf
     for e in err.errors():
         key = ".".join(map(str, e["loc"]))
         if e["type"] == "extra_forbidden":
-            problems.append(f"{what} has no key '{key}'.{did_you_mean(key, keys)} Keys: "
-                            + ", ".join(keys))  # fmt: skip
+            problems.append(
+                f"{what} has no key '{key}'.{did_you_mean(key, keys)} Keys: " + ", ".join(keys)
+            )
         else:
             message = e["msg"].removeprefix("Value error, ")
             # a model-level check names its keys itself; its input is the whole config

@@ -110,5 +110,5 @@ def test_presets_match_the_paper_sizes():
     assert (paper.sorting.n_layers, paper.sorting.n_heads, paper.sorting.d_model) == (6, 2, 48)
     assert (paper.convex_hull.n_heads, paper.convex_hull.d_model) == (3, 84)
     assert (paper.sorting.n_tokens, paper.convex_hull.n_tokens) == (8, 10)
-    assert paper.n_paths == [5, 20] and paper.device == "cpu"
+    assert paper.n_paths == [5, 20] and str(paper.device) == "cpu"
     assert PEAKED.index(max(PEAKED[1:])) == 1  # the hand-made curve peaks at k = 1

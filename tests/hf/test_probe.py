@@ -1,5 +1,6 @@
 """probe(): tidy frame, pads never enter a metric, and every bad input fails early and clearly."""
 
+import pandas as pd
 import pytest
 import torch
 
@@ -261,3 +262,46 @@ def test_resolve_probe_parses_names_once_into_typed_values():
     assert resolve_probe(mask="model").mask is None
     with pytest.raises(UnknownNameError, match="unknown variant 'sna'.*Did you mean 'san'"):
         resolve_probe(["sna"])
+
+
+def test_a_probe_checks_its_mask_once_for_every_variant_and_batch(tiny_bert, monkeypatch):
+    import importlib
+
+    from rankcollapse.masks import check_mask
+
+    capture_module = importlib.import_module("rankcollapse.hf.capture")
+    calls = []
+
+    def counted(m, n=None):
+        calls.append(n)
+        return check_mask(m, n)
+
+    monkeypatch.setattr(capture_module, "check_mask", counted)
+    frame = probe(
+        tiny_bert,
+        variants="san,transformer",
+        mask="window:1",
+        random_tokens=True,
+        n_samples=4,
+        n_tokens=8,
+        batch_size=1,
+        metrics=["mu_rel"],
+    )
+    assert calls == [8] and set(frame["mask"]) == {"window:1"} and frame["sample"].nunique() == 4
+
+
+def test_the_three_parts_compose_to_the_same_rows_as_probe(tiny_bert):
+    from rankcollapse.hf import ModelSource, ProbeInputs, resolve_probe, run_probe
+
+    options = {"random_tokens": True, "n_samples": 2, "n_tokens": 8, "seed": 3}
+    request = resolve_probe("san", "causal", ["mu_rel", "attn_entropy"], temperature=2.0)
+    parts = run_probe(ModelSource(tiny_bert).load(), ProbeInputs(**options), request)
+    whole = probe(
+        tiny_bert,
+        variants="san",
+        mask="causal",
+        metrics=["mu_rel", "attn_entropy"],
+        temperature=2.0,
+        **options,
+    )
+    pd.testing.assert_frame_equal(parts, whole)

@@ -60,7 +60,7 @@ def test_a_printed_spec_builds_the_same_mask(spec, n):
         with pytest.raises(ValueError, match="n_sinks must be at most"):
             mask_from_spec(str(spec), n)
         return
-    assert torch.equal(mask_from_spec(str(spec), n), spec(n))
+    assert torch.equal(mask_from_spec(str(spec), n), spec.build(n))
 
 
 @EXAMPLES
@@ -118,4 +118,4 @@ def test_graph_properties_of_random_masks_match_breadth_first_search(m):
 def test_graph_properties_of_every_family_match_breadth_first_search(spec, n):
     if spec.family == "sinks" and spec.params[0] > n:
         return
-    _check_against_bfs(spec(n))
+    _check_against_bfs(spec.build(n))

@@ -17,7 +17,10 @@ from rankcollapse.metrics import (
     summarize_samples,
 )
 
-VANISHING = {"res_comp_rel", "res_comp", "rank1_rel", "mu", "mu_rel", "min_sv", "attn_dist_uniform"}
+VANISHING = {
+    "res_comp_rel", "res_comp", "rank1_rel", "mu", "mu_rel", "min_sv", "min_sv_rel",
+    "attn_dist_uniform",
+}  # fmt: skip
 
 
 def _collapsed_states(noise: float, seed: int = 0) -> torch.Tensor:

@@ -13,6 +13,7 @@ from rankcollapse.metrics import (
     cos_mean,
     effective_rank,
     min_sv,
+    min_sv_rel,
     mu,
     mu_rel,
     numerical_rank,
@@ -49,6 +50,7 @@ CASES = [
     (effective_rank, X_2X3, _erank(S1_2X3, S2_2X3)),
     (numerical_rank, X_2X3, 2.0),
     (min_sv, X_2X3, S2_2X3),
+    (min_sv_rel, X_2X3, S2_2X3 / S1_2X3),
     (res_comp, X_3X2, math.sqrt(2 * 4 / 3)),  # ||C||_1 = max(2, 4/3), ||C||_inf = 4/3
     (res_comp_rel, X_3X2, math.sqrt(2 * 4 / 3) / math.sqrt(2 * 1)),
     (mu, X_3X2, math.sqrt(8 / 3)),
@@ -60,6 +62,7 @@ CASES = [
     (effective_rank, X_3X2, _erank(math.sqrt(2), 1.0)),
     (numerical_rank, X_3X2, 2.0),
     (min_sv, X_3X2, 1.0),
+    (min_sv_rel, X_3X2, 1 / math.sqrt(2)),
 ]
 
 

@@ -199,6 +199,7 @@ def _plain(x: torch.Tensor) -> dict[str, float]:
         "effective_rank": torch.exp(-torch.special.xlogy(p, p).sum()).item(),
         "numerical_rank": float((s > 10 * torch.finfo(torch.float64).eps * s[0]).sum()),
         "min_sv": s[-1].item(),
+        "min_sv_rel": (s[-1] / s[0]).item(),
     }
 
 

@@ -19,7 +19,7 @@ def test_every_metric_has_its_formula_and_reference_from_its_docstring(name):
 
 def test_default_metrics_are_all_state_metrics():
     assert set(DEFAULT_METRICS) == {n for n, info in METRICS.items() if info.kind == "states"}
-    assert len(DEFAULT_METRICS) == 11
+    assert len(DEFAULT_METRICS) == 12
 
 
 def test_formula_continuation_lines_are_joined():

@@ -12,7 +12,7 @@ import yaml
 from tiny_experiment import TINY
 
 from rankcollapse.errors import ConfigError, OutputError, UnitError
-from rankcollapse.experiments import _registry
+from rankcollapse.experiments import _registry, get_experiment
 from rankcollapse.runner import parse_overrides, plan, run_all, run_experiment
 
 
@@ -129,9 +129,12 @@ def test_overrides_are_yaml_values_with_dotted_keys():
     }
 
 
-def test_an_override_without_equals_sign_is_rejected_with_an_example():
-    with pytest.raises(ConfigError, match=r"--set expects key=value, got 'items'.*--set depth=4"):
+def test_an_override_without_equals_sign_is_rejected_with_an_example_of_real_keys():
+    with pytest.raises(ConfigError, match=r"--set expects key=value, got 'items'.*--set n_layers"):
         parse_overrides(["items"])
+    keys = list(get_experiment("toy-collapse").config.model_fields)
+    with pytest.raises(ConfigError, match=r"e\.g\. --set n_layers=VALUE; keys: n_layers, n_heads"):
+        parse_overrides(["items"], keys)
 
 
 def test_config_file_is_merged_over_the_preset_and_set_over_the_file(tmp_path):

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from rankcollapse.masks import causal, causal_window, complete, window
+from rankcollapse.masks import causal, causal_window, complete, parse_mask_spec, window
 from rankcollapse.theory import (
     block_log_bound,
     bound_excess,
@@ -86,10 +86,10 @@ def test_speed_ratio_only_between_two_collapse_rates():
 
 
 def test_mask_radius_matches_the_graph_and_is_infinite_without_a_center():
-    assert mask_radius("window:1", 16) == math.ceil(15 / 2)
-    assert mask_radius("causal_window:1", 16) == 15
-    assert mask_radius("complete", 16) == 1
-    assert mask_radius("dilated:1:2", 16) == math.inf
+    assert mask_radius(parse_mask_spec("window:1"), 16) == math.ceil(15 / 2)
+    assert mask_radius(parse_mask_spec("causal_window:1"), 16) == 15
+    assert mask_radius(parse_mask_spec("complete"), 16) == 1
+    assert mask_radius(parse_mask_spec("dilated:1:2"), 16) == math.inf
 
 
 def test_radius_concordance_counts_pairs_of_different_radius_and_nan_poisons():

@@ -1,4 +1,5 @@
-"""What several subcommands share: per-layer metric tables, terminal summaries, output files."""
+"""What several subcommands share: the help formatter, options (device, metrics, sizes),
+per-layer metric tables, terminal summaries, output folders and files."""
 
 from __future__ import annotations
 
@@ -139,6 +140,54 @@ def output_folder(
     return Output(folder, command, config, out is not None, label)
 
 
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Keeps the description's line breaks and shows every option's default (unless its help
+    already names it, or the option is a flag or has no default)."""
+
+    def add_text(self, text) -> None:
+        # A callable epilog is built only when help is shown (it may import the model registry).
+        super().add_text(text() if callable(text) else text)
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        shown = action.default not in (None, False, argparse.SUPPRESS) and action.option_strings
+        return text + " (default: %(default)s)" if shown and "default" not in text else text
+
+
+def add_device_options(parser: Any, *, float64: bool = False) -> None:
+    """--device and --dtype, shared by probe, qk-rank and paths decompose (`float64`: offered
+    and the default). The names are parsed once, by `rankcollapse.devices`, when a command
+    runs."""
+    from rankcollapse.devices import DEVICES, DTYPES
+
+    parser.add_argument(
+        "--device",
+        choices=DEVICES,
+        default="cpu",
+        help="where the model runs; auto = an accelerator when one is visible, else cpu",
+    )
+    parser.add_argument(
+        "--dtype",
+        choices=["float64", *DTYPES] if float64 else list(DTYPES),
+        default="float64" if float64 else "float32",
+        help="parameter dtype of the model (float64: the decomposition exact to float64)"
+        if float64
+        else "parameter dtype of the model (metrics are float64 either way)",
+    )
+
+
+def fresh_folder(out: Path | None, default: Path) -> tuple[Path, str]:
+    """(folder, message): --out as given (saying so when it overwrites), else a new folder."""
+    if out is not None:
+        exists = out.is_dir() and any(out.iterdir())
+        return out, f"overwriting files in {out}" if exists else f"writing to {out}"
+    folder, index = default, 1
+    while folder.exists():
+        index += 1
+        folder = default.with_name(f"{default.name}-{index}")
+    return folder, f"writing to a new folder {folder} (pass --out to choose one)"
+
+
 def add_metrics_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--metrics",
@@ -153,17 +202,36 @@ def add_renamed_option(parser: Any, flag: str, *old: str, **kwargs: Any) -> None
     action = parser.add_argument(flag, **kwargs)
     for name in old:
         parser.add_argument(
-            name, dest=action.dest, type=kwargs.get("type"), default=argparse.SUPPRESS,
+            name,
+            dest=action.dest,
+            type=kwargs.get("type"),
+            default=argparse.SUPPRESS,
             help=argparse.SUPPRESS,
-        )  # fmt: skip
+        )
 
 
 def add_sequence_options(parser: Any, *, n_tokens: int, n_samples: int) -> None:
     """--n-tokens and --n-samples (dests `tokens`, `samples`; old names hidden)."""
-    add_renamed_option(parser, "--n-tokens", "--tokens", metavar="N", dest="tokens", type=int,
-                       default=n_tokens, help="tokens per sequence")  # fmt: skip
-    add_renamed_option(parser, "--n-samples", "--samples", metavar="N", dest="samples", type=int,
-                       default=n_samples, help="number of sequences")  # fmt: skip
+    add_renamed_option(
+        parser,
+        "--n-tokens",
+        "--tokens",
+        metavar="N",
+        dest="tokens",
+        type=int,
+        default=n_tokens,
+        help="tokens per sequence",
+    )
+    add_renamed_option(
+        parser,
+        "--n-samples",
+        "--samples",
+        metavar="N",
+        dest="samples",
+        type=int,
+        default=n_samples,
+        help="number of sequences",
+    )
 
 
 def parse_metrics(value: str | None) -> list[str] | None:

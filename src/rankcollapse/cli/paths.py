@@ -14,20 +14,41 @@ from pathlib import Path
 
 from rich.text import Text
 
-from rankcollapse.cli._common import add_renamed_option, add_sequence_options
+from rankcollapse.cli._common import (
+    HelpFormatter,
+    add_device_options,
+    add_renamed_option,
+    add_sequence_options,
+)
 from rankcollapse.cli._console import console
-from rankcollapse.cli.probe import HelpFormatter
 from rankcollapse.files import write_atomic
 
 
 def _add_network_options(parser: argparse.ArgumentParser) -> None:
     toy = parser.add_argument_group("toy network (used unless --model is given)")
-    add_renamed_option(toy, "--n-layers", "--layers", metavar="N", dest="layers", type=int,
-                       default=6, help="layers")  # fmt: skip
-    add_renamed_option(toy, "--n-heads", "--heads", metavar="N", dest="heads", type=int, default=2,
-                       help="heads per layer")  # fmt: skip
-    add_renamed_option(toy, "--d-model", "--width", metavar="N", dest="width", type=int,
-                       default=32, help="d_model")  # fmt: skip
+    add_renamed_option(
+        toy,
+        "--n-layers",
+        "--layers",
+        metavar="N",
+        dest="layers",
+        type=int,
+        default=6,
+        help="layers",
+    )
+    add_renamed_option(
+        toy,
+        "--n-heads",
+        "--heads",
+        metavar="N",
+        dest="heads",
+        type=int,
+        default=2,
+        help="heads per layer",
+    )
+    add_renamed_option(
+        toy, "--d-model", "--width", metavar="N", dest="width", type=int, default=32, help="d_model"
+    )
     toy.add_argument("--skip", choices=["off", "on"], default="on", help="attention skip")
     toy.add_argument("--norm", choices=["none", "pre", "post"], default="none", help="norm")
     toy.add_argument("--mlp", action="store_true", help="add an MLP block after each layer")
@@ -39,18 +60,7 @@ def _add_network_options(parser: argparse.ArgumentParser) -> None:
         "`rankcollapse variants` decomposes)",
     )
     real.add_argument("--init", choices=["pretrained", "random"], default="pretrained")
-    real.add_argument(
-        "--device",
-        choices=["auto", "cpu", "cuda", "mps"],
-        default="cpu",
-        help="where the model runs; auto = an accelerator when one is visible",
-    )
-    real.add_argument(
-        "--dtype",
-        choices=["float64", "float32", "bfloat16", "float16"],
-        default="float64",
-        help="parameter dtype of the model (float64: the decomposition exact to float64)",
-    )
+    add_device_options(real, float64=True)
     add_sequence_options(parser, n_tokens=16, n_samples=4)
     parser.add_argument("--seed", type=int, default=0, help="seed of weights, inputs, paths")
 
@@ -70,10 +80,26 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "(Dong et al. 2021, Sec. 3), one table per architecture.",
         formatter_class=HelpFormatter,
     )
-    add_renamed_option(count, "--n-layers", "--layers", metavar="N", dest="layers", type=int,
-                       default=None, help="L (with --n-heads)")  # fmt: skip
-    add_renamed_option(count, "--n-heads", "--heads", metavar="N", dest="heads", type=int,
-                       default=None, help="H (with --n-layers)")  # fmt: skip
+    add_renamed_option(
+        count,
+        "--n-layers",
+        "--layers",
+        metavar="N",
+        dest="layers",
+        type=int,
+        default=None,
+        help="L (with --n-heads)",
+    )
+    add_renamed_option(
+        count,
+        "--n-heads",
+        "--heads",
+        metavar="N",
+        dest="heads",
+        type=int,
+        default=None,
+        help="H (with --n-layers)",
+    )
     count.add_argument(
         "--arch",
         nargs="*",
@@ -179,24 +205,19 @@ def _frozen(args: argparse.Namespace):
 
         raise ConfigError(f"--n-tokens is {args.tokens}; it must be at least 2.")
     if args.model is not None:
-        import torch
-
-        from rankcollapse.hf import load_model
+        from rankcollapse.devices import resolve_device, resolve_dtype
+        from rankcollapse.hf import ModelSource, ProbeInputs
         from rankcollapse.paths import freeze_real
 
-        dtype = getattr(torch, args.dtype)
-        loaded = load_model(
-            args.model, init=args.init, seed=args.seed, dtype=dtype, device=args.device
-        )
-        from rankcollapse.hf.probe import model_inputs
-
-        ids, token_mask = model_inputs(
-            loaded,
+        device, dtype = resolve_device(args.device), resolve_dtype(args.dtype, float64=True)
+        loaded = ModelSource(args.model, args.init, args.seed, device, dtype).load()
+        inputs = ProbeInputs(
             random_tokens=not loaded.has_tokenizer,
             n_samples=args.samples,
             n_tokens=args.tokens,
             seed=args.seed,
         )
+        ids, token_mask = inputs.build(loaded)
         return freeze_real(loaded, ids, token_mask), f"{args.model} ({args.init})"
     from rankcollapse.nets import NetConfig, ToyNet, random_tokens
     from rankcollapse.paths import freeze_toy

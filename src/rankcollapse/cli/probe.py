@@ -13,39 +13,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from rankcollapse.cli._common import add_metrics_option, add_sequence_options, parse_metrics
-
-
-class HelpFormatter(argparse.RawDescriptionHelpFormatter):
-    """Keeps the description's line breaks and shows every option's default (unless its help
-    already names it, or the option is a flag or has no default)."""
-
-    def add_text(self, text) -> None:
-        # A callable epilog is built only when help is shown (it may import the model registry).
-        super().add_text(text() if callable(text) else text)
-
-    def _get_help_string(self, action: argparse.Action) -> str:
-        text = action.help or ""
-        shown = action.default not in (None, False, argparse.SUPPRESS) and action.option_strings
-        return text + " (default: %(default)s)" if shown and "default" not in text else text
-
-
-def add_device_options(parser: argparse.ArgumentParser) -> None:
-    """--device and --dtype, shared by probe, qk-rank and paths decompose."""
-    from rankcollapse.devices import DEVICES, DTYPES
-
-    parser.add_argument(
-        "--device",
-        choices=DEVICES,
-        default="cpu",
-        help="where the model runs; auto = an accelerator when one is visible, else cpu",
-    )
-    parser.add_argument(
-        "--dtype",
-        choices=list(DTYPES),
-        default="float32",
-        help="parameter dtype of the model (metrics are float64 either way)",
-    )
+from rankcollapse.cli._common import (
+    HelpFormatter,
+    add_device_options,
+    add_metrics_option,
+    add_sequence_options,
+    parse_metrics,
+)
 
 
 def models_epilog() -> str:
@@ -151,11 +125,27 @@ def run(args: argparse.Namespace) -> int:
     from rankcollapse.cli._common import output_folder, print_layer_means, write_collapse_outputs
     from rankcollapse.cli._console import err_console
     from rankcollapse.devices import resolve_device, resolve_dtype
-    from rankcollapse.hf import load_model, probe, resolve_probe
+    from rankcollapse.hf import ModelSource, ProbeInputs, resolve_probe, run_probe
 
-    # names are resolved once, by the API, and the output folder checked, before any model loads
-    parse_metrics(args.metrics)
-    request = resolve_probe(args.variants, args.mask, args.metrics)
+    # Every value is parsed once, here, before any model loads.
+    request = resolve_probe(
+        args.variants,
+        args.mask,
+        parse_metrics(args.metrics),
+        temperature=args.temperature,
+        train_mode=args.train_mode,
+        batch_size=args.batch_size,
+    )
+    inputs = ProbeInputs(
+        text=args.text,
+        random_tokens=args.random_tokens,
+        padded=args.padded,
+        images=args.images,
+        n_samples=args.samples,
+        n_tokens=args.tokens,
+        seed=args.seed,
+    )
+    request.check_fits(inputs)
     variants = [variant.name for variant in request.variants]
     device, dtype = resolve_device(args.device), resolve_dtype(args.dtype)
     default = Path("results/probe") / "+".join(Path(m).name for m in args.model)
@@ -163,32 +153,17 @@ def run(args: argparse.Namespace) -> int:
     frames, labels = [], []
     for k, name in enumerate(args.model, start=1):
         step = f"[{k}/{len(args.model)}] {name}"
+        source = ModelSource(name, args.init, args.seed, device, dtype, tokenizer=args.tokenizer)
         with err_console.status(Text(f"{step}: loading")):
-            loaded = load_model(
-                name, init=args.init, seed=args.seed, device=device, dtype=dtype,
-                tokenizer=args.tokenizer,
-            )  # fmt: skip
+            loaded = source.load()
         err_console.print(
-            Text(f"{step}: probing {len(variants)} variant(s) on {args.samples} sequences of "
-                 f"{args.tokens} tokens")
-        )  # fmt: skip
-        with err_console.status(Text(f"{step}: probing")):
-            frame = probe(
-                loaded,
-                variants=request.variants,
-                mask=request.mask,
-                temperature=args.temperature,
-                train_mode=args.train_mode,
-                text=args.text,
-                random_tokens=args.random_tokens,
-                padded=args.padded,
-                images=args.images,
-                n_samples=args.samples,
-                n_tokens=args.tokens,
-                metrics=request.metrics,
-                seed=args.seed,
-                batch_size=args.batch_size,
+            Text(
+                f"{step}: probing {len(variants)} variant(s) on {args.samples} sequences of "
+                f"{args.tokens} tokens"
             )
+        )
+        with err_console.status(Text(f"{step}: probing")):
+            frame = run_probe(loaded, inputs, request)
         quantized = loaded.info.get("quantized", "no")
         labels.append(
             f"{loaded.name} ({loaded.init}{'' if quantized == 'no' else ', ' + quantized})"

@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from rankcollapse.cli.probe import HelpFormatter, add_device_options
+from rankcollapse.cli._common import HelpFormatter, add_device_options
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
 
     from rankcollapse.cli._common import output_folder, save_figure
     from rankcollapse.cli._console import console
-    from rankcollapse.devices import resolve_dtype
+    from rankcollapse.devices import resolve_device, resolve_dtype
     from rankcollapse.files import write_atomic
     from rankcollapse.hf import load_model
     from rankcollapse.hf.qk_rank import QK_METRICS, qk_ranks
@@ -58,7 +58,10 @@ def run(args: argparse.Namespace) -> int:
     default = Path("results/qk-rank") / Path(args.model).name
     output = output_folder(args.out, default, "qk-rank", fresh=True)
     loaded = load_model(
-        args.model, init=args.init, device=args.device, dtype=resolve_dtype(args.dtype)
+        args.model,
+        init=args.init,
+        device=resolve_device(args.device),
+        dtype=resolve_dtype(args.dtype),
     )
     df = qk_ranks(loaded, rtol=args.rtol)
     quantized = loaded.info.get("quantized", "no")

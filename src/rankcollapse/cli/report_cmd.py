@@ -16,9 +16,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "DIR/index.html listing every run stored under DIR instead.",
     )
     parser.add_argument(
-        "dir", type=Path, help="the run folder (results/NAME/<config hash>/), or with --index "
-        "the results folder"
-    )  # fmt: skip
+        "dir",
+        type=Path,
+        help="the run folder (results/NAME/<config hash>/), or with --index the results folder",
+    )
     parser.add_argument(
         "--index",
         action="store_true",

@@ -87,14 +87,15 @@ def run(args: argparse.Namespace) -> int:
     from rankcollapse.cli._common import print_failed_findings
     from rankcollapse.cli._console import err_console, notify
     from rankcollapse.errors import ConfigError
-    from rankcollapse.experiments import experiment_names
+    from rankcollapse.experiments import experiment_names, get_experiment
     from rankcollapse.runner import execute_all, parse_overrides, plan
 
     if args.jobs < 1:
         raise ConfigError(f"--jobs is {args.jobs}; it must be at least 1 (workers).")
     if args.address and args.backend != "ray":
         raise ConfigError("--address joins a Ray cluster; add --backend ray.")
-    overrides = parse_overrides(args.overrides)
+    keys = [] if args.name == "all" else list(get_experiment(args.name).config.model_fields)
+    overrides = parse_overrides(args.overrides, keys)
     if args.name == "all":
         root = args.out or Path("results")
         names = experiment_names()

@@ -139,6 +139,10 @@ def run(args: argparse.Namespace) -> int:
 
 def _config_hash(config: object, args: argparse.Namespace, metrics: list[str] | None) -> str:
     """First 10 hex of the sha256 of everything that decides the numbers."""
-    what = {"net": config.model_dump(mode="json"), "n_tokens": args.n_tokens,
-            "n_samples": args.n_samples, "metrics": metrics}  # fmt: skip
+    what = {
+        "net": config.model_dump(mode="json"),
+        "n_tokens": args.n_tokens,
+        "n_samples": args.n_samples,
+        "metrics": metrics,
+    }
     return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:10]

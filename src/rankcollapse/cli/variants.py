@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 
-from rankcollapse.cli.probe import HelpFormatter
+from rankcollapse.cli._common import HelpFormatter
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:

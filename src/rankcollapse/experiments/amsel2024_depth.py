@@ -30,7 +30,6 @@ from __future__ import annotations
 import pandas as pd
 from pydantic import Field
 
-from rankcollapse.devices import resolve_device
 from rankcollapse.experiments._registry import (
     Claim,
     Experiment,
@@ -100,7 +99,7 @@ def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
     for key, value in reversed(unit.items()):
         frame.insert(0, key, value)
     frame.insert(3, "d_qk", config.d_model // unit["n_heads"])
-    frame["device"] = str(resolve_device(config.device))
+    frame["device"] = str(config.device)
     return frame
 
 

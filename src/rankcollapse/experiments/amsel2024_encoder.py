@@ -29,7 +29,6 @@ import numpy as np
 import pandas as pd
 from pydantic import Field
 
-from rankcollapse.devices import resolve_device
 from rankcollapse.experiments._registry import (
     Claim,
     Experiment,
@@ -94,7 +93,7 @@ def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
     for key, value in reversed(unit.items()):
         frame.insert(0, key, value)
     frame.insert(1, "d_qk", config.d_model // unit["n_heads"])
-    frame["device"] = str(resolve_device(config.device))
+    frame["device"] = str(config.device)
     return frame
 
 

@@ -32,7 +32,6 @@ from typing import Literal
 import pandas as pd
 from pydantic import Field
 
-from rankcollapse.devices import resolve_device
 from rankcollapse.experiments._registry import (
     Claim,
     Experiment,
@@ -116,7 +115,7 @@ def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
     result = train_grid(task, points, config.train_settings(), device=config.device)
     frame = training_rows(result)
     frame.insert(0, "d_model", d)
-    frame["device"] = str(resolve_device(config.device))
+    frame["device"] = str(config.device)
     columns = ["d_model", "d_qk", "n_heads", "seed", "step", "metric", "value", "device"]
     return frame[columns]
 

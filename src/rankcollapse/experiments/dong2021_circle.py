@@ -43,9 +43,10 @@ from __future__ import annotations
 from typing import Literal
 
 import pandas as pd
+import torch
 from pydantic import BaseModel, ConfigDict, Field
 
-from rankcollapse.devices import DeviceName
+from rankcollapse.devices import Device
 from rankcollapse.experiments._registry import Claim, Experiment, Summary, Unit, finding, register
 from rankcollapse.plot import circle_distances, circle_trajectories
 
@@ -85,7 +86,7 @@ class Config(BaseModel):
     """Recurrent applications of the trained layer (trajectory length)."""
     seeds: list[int] = Field(default_factory=lambda: [0, 1, 2], min_length=1)
     """Seeds of the weights and the batch order (one unit, one run, per variant and seed)."""
-    device: DeviceName = "cpu"
+    device: Device = torch.device("cpu")
     """Where the layer trains and runs: auto (an accelerator if visible), cpu, cuda, mps."""
     checkpoint_dir: str | None = None
     """Folder of trained layers keyed by their full config (None: always train)."""
@@ -112,13 +113,12 @@ def units(config: Config) -> list[Unit]:
 def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
     import torch
 
-    from rankcollapse.devices import resolve_device
     from rankcollapse.nets import CircleNet
     from rankcollapse.seeds import stream_seed
     from rankcollapse.tasks import circle_data, rollout, rollout_frame
     from rankcollapse.train import DirectoryStore, TrainConfig, train_model
 
-    variant, seed, device = unit["variant"], unit["seed"], resolve_device(config.device)
+    variant, seed, device = unit["variant"], unit["seed"], config.device
     data = circle_data(config.n_points, radius=config.radius)
     net = {"variant": variant, "d_model": config.d_model, "n_heads": config.n_heads,
            "seed": stream_seed(seed, "weights")}  # fmt: skip

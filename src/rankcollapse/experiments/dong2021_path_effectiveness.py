@@ -33,9 +33,10 @@ from functools import partial
 from typing import Annotated
 
 import pandas as pd
+import torch
 from pydantic import BaseModel, ConfigDict, Field
 
-from rankcollapse.devices import DeviceName
+from rankcollapse.devices import Device
 from rankcollapse.experiments._registry import (
     Claim,
     Experiment,
@@ -80,7 +81,7 @@ class Config(BaseModel):
     """Fresh path samples per length and n_paths (mean and std over them)."""
     seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
     """Seeds of weights, data and path samples (one unit per task and seed)."""
-    device: DeviceName = "cpu"
+    device: Device = torch.device("cpu")
     """Where the SANs train and run: auto (an accelerator if visible), cpu, cuda, mps."""
     checkpoint_dir: str | None = None
     """Folder of trained SANs keyed by their full config (None: always train)."""
@@ -127,11 +128,10 @@ def setup_of(config: Config, task: str) -> TaskSetup:
 
 
 def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
-    from rankcollapse.devices import resolve_device
     from rankcollapse.seeds import stream_seed
     from rankcollapse.train import DirectoryStore, evaluate_san, train_on_task
 
-    task, seed, device = unit["task"], unit["seed"], resolve_device(config.device)
+    task, seed, device = unit["task"], unit["seed"], config.device
     store = DirectoryStore(config.checkpoint_dir) if config.checkpoint_dir else None
     trained, held_out = train_on_task(
         task, setup_of(config, task), seed=seed, store=store, device=device

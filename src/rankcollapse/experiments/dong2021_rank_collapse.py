@@ -29,9 +29,10 @@ from __future__ import annotations
 from typing import Literal
 
 import pandas as pd
+import torch
 from pydantic import BaseModel, ConfigDict, Field
 
-from rankcollapse.devices import DeviceName
+from rankcollapse.devices import Device, Dtype
 from rankcollapse.experiments._registry import Claim, Experiment, Summary, Unit, for_every, register
 from rankcollapse.plot import band_plot
 from rankcollapse.theory import at_layer, first_layer_below, layer_stats, layers_above
@@ -94,9 +95,9 @@ class Config(BaseModel):
     """Depth of random-init models (None: the model's own depth)."""
     handful: float = Field(0.5, gt=0, le=1)
     """A handful of layers: this fraction of a model's depth (pretrained-san-collapses)."""
-    device: DeviceName = "cpu"
+    device: Device = torch.device("cpu")
     """Where the models run (auto: an accelerator when one is visible)."""
-    dtype: Literal["float32", "bfloat16", "float16"] = "float32"
+    dtype: Dtype = torch.float32
     """Parameter dtype of the models (metrics are float64, flagged at this dtype's floor)."""
     seed: int = 0
     """Seed of the random inits and of the window choice."""
@@ -116,15 +117,19 @@ def units(config: Config) -> list[Unit]:
 
 
 def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
-    from rankcollapse.devices import resolve_device, resolve_dtype
     from rankcollapse.hf import load_model, probe
 
     arm = next(a for a in config.arms if (a.model, a.init) == (unit["model"], unit["init"]))
-    device = resolve_device(config.device)
-    options = {"device": device, "dtype": resolve_dtype(config.dtype)}
-    if unit["init"] == "random" and config.n_layers is not None:
-        options["config_overrides"] = {"num_hidden_layers": config.n_layers}
-    loaded = load_model(unit["model"], init=unit["init"], seed=config.seed, **options)
+    device = config.device
+    n_layers = config.n_layers if unit["init"] == "random" else None
+    loaded = load_model(
+        unit["model"],
+        init=unit["init"],
+        seed=config.seed,
+        device=device,
+        dtype=config.dtype,
+        n_layers=n_layers,
+    )
     frame = probe(loaded, variants=arm.variants or config.variants, n_samples=config.n_samples,
                   n_tokens=config.n_tokens, metrics=METRICS, seed=config.seed)  # fmt: skip
     return frame.drop(columns=["mask", "temperature", "mode"]).assign(device=str(device))

@@ -138,17 +138,16 @@ def _toy(config: Config, unit: Unit):
 def _real(config: Config, unit: Unit):
     import torch
 
-    from rankcollapse.hf import load_model, model_inputs
+    from rankcollapse.hf import ProbeInputs, load_model
     from rankcollapse.paths import freeze_real
 
     loaded = load_model(unit["model"], init=unit["init"], seed=unit["seed"], dtype=torch.float64)
-    inputs, token_mask = model_inputs(  # text windows; random ids without a tokenizer; pixels
-        loaded,
+    inputs, token_mask = ProbeInputs(  # text windows; random ids without a tokenizer; pixels
         random_tokens=not loaded.has_tokenizer,
         n_samples=config.n_samples,
         n_tokens=config.n_tokens,
         seed=unit["seed"],
-    )
+    ).build(loaded)
     return freeze_real(loaded, inputs, token_mask)
 
 

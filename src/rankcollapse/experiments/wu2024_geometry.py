@@ -12,11 +12,11 @@ change once `rankcollapse.hf` supports it): pretrained `minilm` (BERT encoder) a
 windows of the built-in corpus. Per layer
 (layer 0 = embedding output; every layer is a raw residual-stream state, never a final-norm
 output: see `rankcollapse.hf.probe`): `numerical_rank`, `min_sv`, `stable_rank`,
-`abs_cos_mean`, `mu_rel` from the metric suite, plus `min_sv_rel` = sigma_min / sigma_max and
-the full normalised singular spectrum sigma_i / sigma_1 of the first `n_spectra` samples
-(metric `sv`, index in column `index`), from a float64 SVD of the captured states; a ratio at
-most the rounding floor of the model's dtype (`rankcollapse.metrics.dtype_floor`) is flagged
-`at_floor`.
+`abs_cos_mean`, `mu_rel` and `min_sv_rel` = sigma_min / sigma_max from the metric suite (flagged
+`at_floor` by its floor rule), plus the full normalised singular spectrum sigma_i / sigma_1 of
+the first `n_spectra` samples (metric `sv`, index in column `index`), from a float64 SVD of
+the captured states; a ratio at most the rounding floor of the model's dtype
+(`rankcollapse.metrics.dtype_floor`) is flagged `at_floor`.
 
 Findings, per pretrained model, over the block outputs (layers >= 1): the embedding output is
 not a transformer state, and in a model without absolute position embeddings (SmolLM2: RoPE
@@ -34,14 +34,12 @@ states nothing about them, so they are not findings).
 
 from __future__ import annotations
 
-from typing import Literal
-
 import numpy as np
 import pandas as pd
 import torch
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from rankcollapse.devices import DeviceName, resolve_device, resolve_dtype
+from rankcollapse.devices import Device, Dtype
 from rankcollapse.errors import unknown_name
 from rankcollapse.experiments._registry import (
     Claim,
@@ -57,7 +55,7 @@ from rankcollapse.plot import band_plot, line_plot, singular_spectra
 
 NAME = "wu2024-geometry"
 SOURCE = "geometry of pretrained models"
-METRICS = ["numerical_rank", "min_sv", "stable_rank", "abs_cos_mean", "mu_rel"]
+METRICS = ["numerical_rank", "min_sv", "min_sv_rel", "stable_rank", "abs_cos_mean", "mu_rel"]
 MIN_SV_REL = 1e-4
 
 
@@ -78,9 +76,9 @@ class Config(BaseModel):
     """Samples whose full singular spectrum is kept per layer."""
     seed: int = Field(0, ge=0)
     """Seed of the random inits and the window choice."""
-    device: DeviceName = "cpu"
+    device: Device = torch.device("cpu")
     """Where the models run (auto: an accelerator when one is visible)."""
-    dtype: Literal["float32", "bfloat16", "float16"] = "float32"
+    dtype: Dtype = torch.float32
     """Parameter dtype of the models (metrics are float64, flagged at this dtype's floor)."""
 
     @model_validator(mode="after")
@@ -103,10 +101,10 @@ def units(config: Config) -> list[Unit]:
 
 
 def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
-    device = resolve_device(config.device)
+    device = config.device
     loaded = load_model(
         unit["model"], init=unit["init"], seed=config.seed, device=device,
-        dtype=resolve_dtype(config.dtype),
+        dtype=config.dtype,
     )  # fmt: skip
     frame = probe(
         loaded,
@@ -124,12 +122,6 @@ def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
         s = torch.linalg.svdvals(x.double())  # (n_samples, min(n, d))
         rel = (s / s[:, :1]).cpu().numpy()
         floor = dtype_floor(x.dtype)  # the rounding floor of the dtype the model ran in
-        rows.append(
-            pd.DataFrame(
-                {**ids, "layer": layer, "sample": np.arange(len(s)), "metric": "min_sv_rel",
-                 "value": rel[:, -1], "index": np.nan, "at_floor": rel[:, -1] <= floor}
-            )
-        )  # fmt: skip
         for sample in range(min(config.n_spectra, len(s))):
             rows.append(
                 pd.DataFrame(
@@ -190,7 +182,7 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
 
 def summarize(config: Config, results: pd.DataFrame) -> Summary:
     summary = Summary(claims=claims(config, results))
-    per_layer = results[results["metric"].isin(METRICS + ["min_sv_rel"])]
+    per_layer = results[results["metric"].isin(METRICS)]
     summary.tables["per model (block outputs)"] = per_model(results)
     summary.tables["per layer (median over samples)"] = (
         per_layer.groupby(["model", "init", "layer", "metric"])["value"]

@@ -27,12 +27,12 @@ SAN+LN at random init is a measurement (mu_rel at the last layer per mask), not 
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import Literal, get_args
 
 import pandas as pd
 from pydantic import Field
 
-from rankcollapse.devices import resolve_device
+from rankcollapse.experiments._curves import CORE_MASKS, CurvesConfig
 from rankcollapse.experiments._registry import (
     Claim,
     Experiment,
@@ -42,17 +42,11 @@ from rankcollapse.experiments._registry import (
     for_every,
     register,
 )
+from rankcollapse.hf import ModelSource, load_cached, real_curves
+from rankcollapse.masks import MaskSpec, parse_mask_spec
 from rankcollapse.plot import mask_panels
 from rankcollapse.theory import mask_radius, radius_concordance, speed_ratio
-from rankcollapse.theory.curves import (
-    WU_VARIANTS,
-    CurvesConfig,
-    WuVariant,
-    curve_slopes,
-    load_real,
-    real_curves,
-    toy_curves,
-)
+from rankcollapse.theory.curves import WuVariant, curve_slopes, toy_curves
 
 NAME = "wu2024-masks"
 Model = Literal["toy", "bert-base", "bert-deep", "minilm", "smollm2"]
@@ -62,7 +56,6 @@ REAL = {
     "minilm": ("minilm", "pretrained"),
     "smollm2": ("smollm2", "pretrained"),
 }
-CORE_MASKS = ["complete", "causal", "window:1", "causal_window:1"]
 COLUMNS = ["model", "init", "variant", "mask", "mode", "layer", "sample", "metric", "value"]
 COLUMNS += ["at_floor", "device"]
 BY = ["model", "mode", "variant", "mask"]
@@ -74,9 +67,11 @@ class Config(CurvesConfig):
 
     models: list[Model] = Field(["toy", "bert-base", "bert-deep", "minilm", "smollm2"])
     """The toy with Wu's dynamics, random-init BERT (12 layers and deep), pretrained models."""
-    variants: list[WuVariant] = Field(list(WU_VARIANTS))
+    variants: list[WuVariant] = Field(list(get_args(WuVariant)))
     """Wu's five variants."""
-    masks: list[str] = Field(CORE_MASKS + ["sinks:1:1", "dilated:1:2"], min_length=1)
+    masks: list[MaskSpec] = Field(
+        CORE_MASKS + [parse_mask_spec("sinks:1:1"), parse_mask_spec("dilated:1:2")], min_length=1
+    )
     """Mask specs of rankcollapse.masks (e.g. complete, causal, window:1, causal_window:1)."""
     modes: list[Literal["eval", "train"]] = Field(["eval", "train"])
     """Real models: eval (dropout off) and/or train mode (dropout on)."""
@@ -104,7 +99,7 @@ def units(config: Config) -> list[Unit]:
 
 
 def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
-    model, device = unit["model"], resolve_device(config.device)
+    model, device = unit["model"], config.device
     common = {"seed": config.seed}
     if model == "toy":
         frame = toy_curves(
@@ -113,17 +108,10 @@ def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
     else:
         name, init = REAL[model]
         deep = config.deep_n_layers if model == "bert-deep" else None
-        loaded = load_real(
-            name,
-            init,
-            seed=config.seed,
-            n_layers=deep,
-            double=model in config.float64_models,
-            dtype=config.dtype,
-            device=device,
-        )
+        dtype = config.model_dtype(model)
+        source = ModelSource(name, init, config.seed, device, dtype, n_layers=deep)
         frame = real_curves(
-            loaded,
+            load_cached(source),
             config.variants,
             unit["mask"],
             modes=config.modes,

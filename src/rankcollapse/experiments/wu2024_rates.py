@@ -41,7 +41,7 @@ from rankcollapse.experiments._registry import (
     seeds_agree,
     toy_sizes,
 )
-from rankcollapse.masks import center_nodes, mask_from_spec
+from rankcollapse.masks import MaskSpec, center_nodes, parse_mask_spec
 from rankcollapse.metrics import measure_layers
 from rankcollapse.nets import ToyNet, random_tokens, toy_config
 from rankcollapse.plot import wu_bound_figure
@@ -66,7 +66,10 @@ class Config(toy_sizes(n_layers=32, d_model=16, n_tokens=8, n_samples=8)):
 
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
-    masks: list[str] = Field(["complete", "causal", "window:1", "causal_window:1"], min_length=1)
+    masks: list[MaskSpec] = Field(
+        [parse_mask_spec(s) for s in ("complete", "causal", "window:1", "causal_window:1")],
+        min_length=1,
+    )
     """Mask specs (rankcollapse.masks), e.g. complete, causal, window:1, causal_window:1."""
     norms: list[Literal["none", "unit"]] = Field(["none", "unit"])
     """none (Thm 1) and/or unit (Wu's LayerNorm, post; Cor 1)."""
@@ -95,7 +98,7 @@ def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
     with torch.no_grad():
         trace = net(x, return_attention=True)
     frame = measure_layers(trace.states, metrics=["mu", "mu_rel"], source_dtype=net.dtype)
-    eps = layer_eps(trace.attention, mask_from_spec(unit["mask"], config.n_tokens))
+    eps = layer_eps(trace.attention, unit["mask"].build(config.n_tokens))
     eps_rows = pd.DataFrame({"layer": np.arange(1, len(eps) + 1), "sample": -1, "metric": "eps",
                              "value": eps, "at_floor": False})  # fmt: skip
     frame = pd.concat([frame, eps_rows], ignore_index=True)
@@ -113,8 +116,9 @@ def curve_table(config: Config, results: pd.DataFrame) -> pd.DataFrame:
     """
     rows = []
     results = results.astype({"at_floor": bool})
+    specs = {str(spec): spec for spec in config.masks}
     for (mask, norm, seed), part in results.groupby(["mask", "norm", "seed"], sort=False):
-        r = mask_radius(mask, config.n_tokens)
+        r = mask_radius(specs[mask], config.n_tokens)
         mu, eps = part[part["metric"] == "mu"], part[part["metric"] == "eps"].sort_values("layer")
         rate = collapse_rate(mu)
         log_mu = np.log(mu["value"].clip(lower=1e-300)).groupby(mu["layer"]).mean().to_numpy()
@@ -128,7 +132,7 @@ def curve_table(config: Config, results: pd.DataFrame) -> pd.DataFrame:
             row["bound_slope"] = log_b[n - 1] / max(n - 1, 1)
             row["excess"] = bound_excess(log_mu[:n], log_b, int(r))
         else:
-            n_centers = len(center_nodes(mask_from_spec(mask, config.n_tokens)))
+            n_centers = len(center_nodes(specs[mask].build(config.n_tokens)))
             row["bound_slope"] = rate_unit_norm(row["eps_min"], int(r), n_centers)
         rows.append(row)
     return pd.DataFrame(rows)
@@ -198,7 +202,11 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
         tables={"slopes per mask (means over seeds)": means},
         figures={
             "mu against layer with the bound": wu_bound_figure(
-                results, **config.model_dump(include={"masks", "norms", "seeds", "n_tokens"})
+                results,
+                masks=config.masks,
+                norms=config.norms,
+                seeds=config.seeds,
+                n_tokens=config.n_tokens,
             )
         },
         claims=claims(config, results),

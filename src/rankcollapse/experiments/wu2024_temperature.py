@@ -30,7 +30,7 @@ import pandas as pd
 import torch
 from pydantic import Field, model_validator
 
-from rankcollapse.devices import resolve_device, resolve_dtype
+from rankcollapse.experiments._curves import CurvesConfig, ToySizes
 from rankcollapse.experiments._registry import (
     Claim,
     Experiment,
@@ -40,17 +40,10 @@ from rankcollapse.experiments._registry import (
     for_every,
     register,
 )
+from rankcollapse.hf import ModelSource, head_dim, load_cached, real_curves
 from rankcollapse.metrics import dtype_floor
 from rankcollapse.plot import line_plot, mask_panels
-from rankcollapse.theory.curves import (
-    CurvesConfig,
-    ToySizes,
-    early_drop,
-    head_dim,
-    load_real,
-    real_curves,
-    toy_curves,
-)
+from rankcollapse.theory.curves import early_drop, toy_curves
 
 NAME = "wu2024-temperature"
 Model = Literal["toy", "bert-base", "minilm", "smollm2"]
@@ -96,7 +89,7 @@ def units(config: Config) -> list[Unit]:
 
 
 def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
-    model, mask, device = unit["model"], unit["mask"], resolve_device(config.device)
+    model, mask, device = unit["model"], unit["mask"], config.device
     frames = []
     for d_qk in config.d_qk:
         common = {"seed": config.seed, "metrics": ["mu_rel"]}
@@ -104,8 +97,8 @@ def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
             frame = toy_curves(["san"], mask, **config.toy.model_dump(), temperature=d_qk,
                                device=device, **common)  # fmt: skip
         else:
-            loaded = load_real(model, INIT[model], seed=config.seed, dtype=config.dtype,
-                               double=model in config.float64_models, device=device)  # fmt: skip
+            source = ModelSource(model, INIT[model], config.seed, device, config.model_dtype(model))
+            loaded = load_cached(source)
             frame = real_curves(
                 loaded, ["san"], mask, modes=config.modes, n_samples=config.n_samples,
                 n_tokens=config.n_tokens, temperature=math.sqrt(d_qk / head_dim(loaded)), **common,
@@ -125,7 +118,7 @@ def drops_table(config: Config, results: pd.DataFrame) -> pd.DataFrame:
     for (model, mode, mask, d_qk), curve in results.groupby(["model", "mode", "mask", "d_qk"]):
         rel = curve[curve["metric"] == "mu_rel"]
         double = model == "toy" or model in config.float64_models
-        floor = dtype_floor(torch.float64 if double else resolve_dtype(config.dtype))
+        floor = dtype_floor(torch.float64 if double else config.dtype)
         diverged = (curve["metric"] == "diverged").any() or rel.empty
         drop = math.nan if diverged else early_drop(rel, config.early_layers, floor)
         rows.append({"model": model, "mode": mode, "mask": mask, "d_qk": d_qk, "early_drop": drop})

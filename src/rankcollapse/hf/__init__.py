@@ -1,6 +1,6 @@
 """Real Hugging Face models through declarative adapters, hooks and a custom attention function.
 
-- `load_model(name, *, init, seed, dtype, device, config_overrides, tokenizer)` -> `LoadedModel`
+- `load_model(name, *, init, seed, dtype, device, n_layers, config_overrides, tokenizer)` -> `LoadedModel`
   (model in eval mode, tokenizer or None, `Architecture` adapter, provenance `info`); `MODELS`
   is the model registry (family, sizes, causal, decomposable); `wrap_model` / `as_loaded` take a
   model already in memory (base model or one with a head), without a copy.
@@ -12,14 +12,20 @@
 - `run_batch(loaded, input_ids, token_mask, *, on_layer, variant, mask, temperature, train_mode,
   attention)`: one forward pass streaming every layer's states (and attention) to a callback;
   `applied(...)` is the same setup as a context manager for your own hooks.
-- `probe(...)` -> tidy DataFrame of per-layer metrics; `model_inputs` (text windows, padded
-  paragraphs, random ids from the tokenizer or the config's vocabulary, random pixels, a folder
-  of images), `load_windows` / `load_paragraphs` / `sample_corpus` / `load_images` for inputs.
+- `probe(...)` -> tidy DataFrame of per-layer metrics, composed of three typed parts:
+  `ModelSource` (which model, how it loads), `ProbeInputs` (text windows, padded paragraphs,
+  random ids from the tokenizer or the config's vocabulary, random pixels, a folder of images)
+  and `ProbeRequest` (`resolve_probe`: variants, mask, temperature, metrics by kind), run by
+  `run_probe(loaded, inputs, request)`; `load_windows` / `load_paragraphs` / `sample_corpus` /
+  `load_images` for inputs.
+- `real_curves(loaded, variants, mask, ...)`: Wu et al.'s mu curves of a real model per variant
+  and mode (`load_cached(source)` keeps the last model loaded).
 """
 
 from rankcollapse.hf.architectures import ARCHITECTURES, Architecture, architecture_for
 from rankcollapse.hf.attention import AttentionSettings, attention_settings, custom_attention
 from rankcollapse.hf.capture import LayerCapture, applied, run_batch
+from rankcollapse.hf.curves import head_dim, load_cached, real_curves
 from rankcollapse.hf.images import load_images
 from rankcollapse.hf.models import (
     MODELS,
@@ -30,7 +36,14 @@ from rankcollapse.hf.models import (
     model_entry,
     wrap_model,
 )
-from rankcollapse.hf.probe import ProbeRequest, model_inputs, probe, resolve_probe
+from rankcollapse.hf.probe import (
+    ModelSource,
+    ProbeInputs,
+    ProbeRequest,
+    probe,
+    resolve_probe,
+    run_probe,
+)
 from rankcollapse.hf.qk_rank import qk_ranks
 from rankcollapse.hf.text import load_paragraphs, load_windows, sample_corpus
 from rankcollapse.hf.tiny import tiny_model
@@ -56,7 +69,9 @@ __all__ = [
     "AttentionSettings",
     "LayerCapture",
     "LoadedModel",
+    "ModelSource",
     "ModelSpec",
+    "ProbeInputs",
     "ProbeRequest",
     "Variant",
     "applied",
@@ -66,16 +81,19 @@ __all__ = [
     "custom_attention",
     "describe",
     "get_variant",
+    "head_dim",
+    "load_cached",
     "load_images",
     "load_model",
     "load_paragraphs",
     "load_windows",
     "model_entry",
-    "model_inputs",
     "probe",
     "qk_ranks",
+    "real_curves",
     "resolve_probe",
     "run_batch",
+    "run_probe",
     "sample_corpus",
     "tiny_model",
     "variant_applied",

@@ -48,7 +48,8 @@ class LayerCapture:
 def check_attention_settings(
     loaded: LoadedModel, mask: Tensor | None, n_tokens: int, temperature: float
 ) -> None:
-    """Fail before any work when a mask or temperature cannot be applied to this model."""
+    """Fail before any work when a mask or temperature cannot be applied to this model: the
+    one validation of a probe's attention mask and temperature (`run_batch` trusts it)."""
     if temperature <= 0:
         raise ConfigError(f"temperature must be > 0, got {temperature}; 1.0 keeps the model's own.")
     if (mask is not None or temperature != 1.0) and not loaded.arch.attention_interface:
@@ -59,7 +60,7 @@ def check_attention_settings(
             f"{', '.join(with_interface)}."
         )
     if mask is not None:
-        check_mask(mask, n_tokens)  # the one validation of masks
+        check_mask(mask, n_tokens)
 
 
 def n_patch_tokens(config) -> int:
@@ -161,6 +162,7 @@ def run_batch(
     temperature: float = 1.0,
     train_mode: bool = False,
     attention: bool = False,
+    check: bool = True,
 ) -> None:
     """One forward pass; `on_layer` is called with every layer's state as soon as it exists.
 
@@ -177,6 +179,8 @@ def run_batch(
         temperature: softmax temperature (logits / T on top of the model's scaling).
         train_mode: run with dropout on (the model is put back in its previous mode afterwards).
         attention: also capture each block's attention probabilities.
+        check: check the mask and temperature here (`check_attention_settings`); False when
+            the caller checked them once for all its batches, as `run_probe` does.
     """
     arch, model = loaded.arch, loaded.model
     device = loaded.device
@@ -184,8 +188,8 @@ def run_batch(
     if token_mask is None:
         shape = (input_ids.shape[0], n_patch_tokens(model.config)) if pixels else input_ids.shape
         token_mask = torch.ones(shape, dtype=torch.bool)
-    n_tokens = token_mask.shape[-1]
-    check_attention_settings(loaded, mask, n_tokens, temperature)
+    if check:
+        check_attention_settings(loaded, mask, token_mask.shape[-1], temperature)
     input_ids, token_mask = input_ids.to(device), token_mask.to(device)
     if mask is not None:
         mask = mask.to(device)

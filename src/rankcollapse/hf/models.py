@@ -585,6 +585,7 @@ def load_model(
     seed: int = 0,
     dtype: torch.dtype = torch.float32,
     device: str | torch.device = "cpu",
+    n_layers: int | None = None,
     config_overrides: Mapping[str, Any] | None = None,
     tokenizer: str | Path | None = None,
 ) -> LoadedModel:
@@ -597,6 +598,8 @@ def load_model(
         dtype: parameter dtype (float32 default; bfloat16/float16 to save memory; float64
             lowers the dtype floor of every metric).
         device: "cpu", "cuda", "mps" or "auto" (an accelerator when one is visible).
+        n_layers: the depth of a random init (None: the model's own); every family's config
+            reads it as `num_hidden_layers`.
         config_overrides: config fields to change for a random init, e.g.
             {"num_hidden_layers": 4}; not allowed with pretrained weights.
         tokenizer: a local tokenizer directory replacing the model's own (or supplying one
@@ -608,6 +611,8 @@ def load_model(
     """
     _check_name(name, init)
     device = resolve_device(device)
+    if n_layers is not None:
+        config_overrides = {**(config_overrides or {}), "num_hidden_layers": n_layers}
     if config_overrides and init == "pretrained":
         raise ConfigError(
             f"config_overrides {dict(config_overrides)} need init='random': pretrained weights "

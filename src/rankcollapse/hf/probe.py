@@ -1,8 +1,19 @@
 """Probe a real model: per-layer metrics of its residual stream, for several variants, as a
 tidy DataFrame. The Python twin of `rankcollapse probe`.
 
-Metrics stream: each layer's states are measured as soon as the block has run (float64, with
-the dtype-floor flag of the model's dtype) and dropped unless `keep_states=True`.
+A probe is three small typed parts, each built once where the values enter (the command line,
+a config, a Python call), then composed by `run_probe`:
+
+- `ModelSource`: which model and how it loads (name, directory or model in memory; init,
+  seed, device, dtype, depth of a random init) -> `LoadedModel`;
+- `ProbeInputs`: what goes in (text windows, padded paragraphs, random token ids, images;
+  sizes and seed) -> token ids and the token mask;
+- `ProbeRequest`: what is measured (variants, attention mask, temperature, mode, metrics
+  split by kind), from names by `resolve_probe`.
+
+`probe(model, **options)` builds the three from plain values and runs them. Metrics stream:
+each layer's states are measured as soon as the block has run (float64, with the dtype-floor
+flag of the model's dtype) and dropped unless `keep_states=True`.
 """
 
 from __future__ import annotations
@@ -16,7 +27,7 @@ import pandas as pd
 import torch
 from torch import Tensor, nn
 
-from rankcollapse.devices import metrics_device, resolve_dtype
+from rankcollapse.devices import CPU, metrics_device, resolve_device, resolve_dtype
 from rankcollapse.errors import ConfigError, InputError
 from rankcollapse.hf.capture import (
     LayerCapture,
@@ -24,14 +35,14 @@ from rankcollapse.hf.capture import (
     run_batch,
 )
 from rankcollapse.hf.images import pixel_inputs
-from rankcollapse.hf.models import Init, LoadedModel, as_loaded
+from rankcollapse.hf.models import Init, LoadedModel, as_loaded, load_model
 from rankcollapse.hf.text import (
     load_paragraphs,
     load_windows,
     random_token_ids,
 )
 from rankcollapse.hf.variants import Variant, check_variant, get_variant
-from rankcollapse.masks import MaskSpec, causal, parse_mask_spec
+from rankcollapse.masks import MaskSpec, as_mask_spec, causal
 from rankcollapse.metrics import (
     DEFAULT_METRICS,
     get_metric,
@@ -44,20 +55,150 @@ ID_COLUMNS = ["model", "init", "variant", "mask", "temperature", "mode", "layer"
 
 
 @dataclass(frozen=True)
+class ModelSource:
+    """Which model a probe measures and how it loads: a name of `MODELS`, a local model
+    directory, a `LoadedModel`, or a Hugging Face model in memory (then `tokenizer` is its
+    tokenizer and the loading options are ignored). Hashable when `model` is a name, so a
+    loader can cache by it."""
+
+    model: str | Path | LoadedModel | nn.Module
+    init: Init = "pretrained"
+    seed: int = 0
+    device: torch.device = CPU
+    dtype: torch.dtype = torch.float32
+    n_layers: int | None = None
+    """Depth of a random init (None: the model's own)."""
+    tokenizer: Any = None
+    """A tokenizer directory replacing a named model's own, or the tokenizer of a model in
+    memory."""
+
+    def load(self) -> LoadedModel:
+        if isinstance(self.model, (LoadedModel, nn.Module)):
+            return as_loaded(self.model, tokenizer=self.tokenizer)
+        return load_model(
+            self.model,
+            init=self.init,
+            seed=self.seed,
+            device=self.device,
+            dtype=self.dtype,
+            n_layers=self.n_layers,
+            tokenizer=self.tokenizer if isinstance(self.tokenizer, (str, Path)) else None,
+        )
+
+
+@dataclass(frozen=True)
+class ProbeInputs:
+    """What a probe feeds the model: text windows of exactly `n_tokens` real tokens (from
+    `text`: None = the sample corpus, a Path to a file, or the text itself), one padded
+    paragraph per sample (`padded`), random token ids (`random_tokens`), or images (`images`:
+    a folder, for vision models; random pixels without one). `seed` picks windows and
+    random tokens."""
+
+    text: str | Path | None = None
+    random_tokens: bool = False
+    padded: bool = False
+    images: str | Path | None = None
+    n_samples: int = 32
+    n_tokens: int = 128
+    seed: int = 0
+
+    def build(self, loaded: LoadedModel) -> tuple[Tensor, Tensor]:
+        """(input ids or pixels, boolean token mask (b, n)) for this model: text windows,
+        padded paragraphs, random token ids (from the tokenizer, or the config's vocabulary
+        when there is none), random pixels, or up to `n_samples` images of a folder."""
+        config = loaded.model.config
+        if loaded.arch.inputs == "pixels":
+            return pixel_inputs(
+                loaded,
+                text=self.text,
+                padded=self.padded,
+                images=self.images,
+                n_samples=self.n_samples,
+                seed=self.seed,
+            )
+        if self.images is not None:
+            raise InputError(
+                f"model '{loaded.name}' ({loaded.arch.name}) takes text, not images; drop "
+                "--images (Python: images=), or pass a vision model (vit)."
+            )
+        if self.random_tokens:
+            vocabulary = loaded.vocabulary  # no tokenizer is loaded for random ids
+            return random_token_ids(
+                vocabulary.size,
+                vocabulary.special,
+                n_samples=self.n_samples,
+                n_tokens=self.n_tokens,
+                seed=self.seed,
+            )
+        if not loaded.has_tokenizer:
+            raise InputError(
+                f"model '{loaded.name}' has no tokenizer (its directory holds no tokenizer "
+                "files), so text cannot be tokenized. Pass --random-tokens (random ids from "
+                f"the config's vocabulary of {config.vocab_size}) or a tokenizer directory "
+                "with --tokenizer DIR (Python: tokenizer=...)."
+            )
+        if self.padded:
+            ids, mask = load_paragraphs(
+                loaded.tokenizer, text=self.text, n_samples=self.n_samples, max_tokens=self.n_tokens
+            )
+        else:
+            ids, mask = load_windows(
+                loaded.tokenizer,
+                text=self.text,
+                n_samples=self.n_samples,
+                n_tokens=self.n_tokens,
+                seed=self.seed,
+            )
+        if int(ids.max()) >= config.vocab_size:
+            raise InputError(
+                f"the tokenizer of '{loaded.name}' gives ids up to {int(ids.max())} but the "
+                f"model's embedding has {config.vocab_size}; pass the model's own tokenizer "
+                "(--tokenizer DIR) or --random-tokens."
+            )
+        return ids, mask
+
+
+@dataclass(frozen=True)
 class ProbeRequest:
-    """What a probe measures, resolved once from names, before any model loads."""
+    """What a probe measures, resolved once from names (`resolve_probe`), before any model
+    loads."""
 
     variants: tuple[Variant, ...]
     mask: MaskSpec | Tensor | None
     """A parsed mask spec, a boolean (n, n) tensor, or None: the model's own pattern."""
-    metrics: tuple[str, ...]
-    """Metric names of `rankcollapse.metrics.METRICS` (states metrics, then attention ones)."""
+    state_metrics: tuple[str, ...]
+    """Metric names of `rankcollapse.metrics.METRICS` measured on the states."""
+    attention_metrics: tuple[str, ...] = ()
+    """Metric names measured on the attention probabilities (averaged over heads)."""
+    temperature: float = 1.0
+    """Softmax temperature (logits / T) on top of the model's own scaling."""
+    train_mode: bool = False
+    """Dropout on."""
+    batch_size: int | None = None
+    """Samples per forward pass (None: all)."""
+    keep_states: bool = False
+    """Also keep every layer's states in `frame.attrs["states"]`."""
+
+    @property
+    def metrics(self) -> tuple[str, ...]:
+        """Every metric name: the states metrics, then the attention ones."""
+        return (*self.state_metrics, *self.attention_metrics)
+
+    def check_fits(self, inputs: ProbeInputs) -> None:
+        """A mask spec whose parameters do not fit the token count fails here, before loading."""
+        if isinstance(self.mask, MaskSpec) and not inputs.padded:
+            self.mask.build(inputs.n_tokens)
 
 
 def resolve_probe(
     variants: str | Sequence[str | Variant] = ("transformer",),
     mask: str | MaskSpec | Tensor | None = None,
     metrics: str | Sequence[str] | None = None,
+    *,
+    temperature: float = 1.0,
+    train_mode: bool = False,
+    batch_size: int | None = None,
+    keep_states: bool = False,
 ) -> ProbeRequest:
     """Resolve a probe's names once: variants ("san,transformer", a list of names or `Variant`
     objects), a mask spec ("window:1"; None or "model": the model's own pattern) and metric
@@ -74,15 +215,29 @@ def resolve_probe(
     resolved = tuple(get_variant(v) if isinstance(v, str) else v for v in variants)
     if isinstance(metrics, str):
         metrics = [name.strip() for name in metrics.split(",") if name.strip()]
-    state_metrics, attention_metrics = _split_metrics(metrics)
+    names = list(DEFAULT_METRICS) if metrics is None else list(metrics)
+    kinds = {name: get_metric(name).kind for name in names}
+    state_metrics = tuple(n for n in names if kinds[n] == "states")
+    attention_metrics = tuple(n for n in names if kinds[n] == "attention")
     if not resolved or not (state_metrics or attention_metrics):
         raise ConfigError(
             f"probe needs at least one variant and one metric, got variants={list(variants)}, "
             f"metrics={metrics}; see `rankcollapse variants` and `rankcollapse metrics`."
         )
+    if batch_size is not None and batch_size < 1:
+        raise ConfigError(f"batch_size must be >= 1, got {batch_size}.")
     if isinstance(mask, str):
-        mask = None if mask == "model" else parse_mask_spec(mask)
-    return ProbeRequest(resolved, mask, (*state_metrics, *attention_metrics))
+        mask = None if mask == "model" else as_mask_spec(mask)
+    return ProbeRequest(
+        resolved,
+        mask,
+        state_metrics,
+        attention_metrics,
+        temperature=temperature,
+        train_mode=train_mode,
+        batch_size=batch_size,
+        keep_states=keep_states,
+    )
 
 
 def resolve_mask(mask: MaskSpec | Tensor | None, n_tokens: int) -> tuple[Tensor | None, str]:
@@ -90,14 +245,8 @@ def resolve_mask(mask: MaskSpec | Tensor | None, n_tokens: int) -> tuple[Tensor 
     if mask is None:
         return None, "model"
     if isinstance(mask, MaskSpec):
-        return mask(n_tokens), str(mask)
+        return mask.build(n_tokens), str(mask)
     return mask, "custom"
-
-
-def _split_metrics(metrics: Sequence[str] | None) -> tuple[list[str], list[str]]:
-    names = list(DEFAULT_METRICS) if metrics is None else list(metrics)
-    kinds = {name: get_metric(name).kind for name in names}
-    return [n for n in names if kinds[n] == "states"], [n for n in names if kinds[n] == "attention"]
 
 
 def _check_context(loaded: LoadedModel, n_tokens: int) -> None:
@@ -107,63 +256,6 @@ def _check_context(loaded: LoadedModel, n_tokens: int) -> None:
             f"{n_tokens} tokens exceed the context of '{loaded.name}' ({limit} positions); "
             f"pass --n-tokens {limit} or fewer."
         )
-
-
-def model_inputs(
-    loaded: LoadedModel,
-    *,
-    text: str | Path | None = None,
-    random_tokens: bool = False,
-    padded: bool = False,
-    images: str | Path | None = None,
-    n_samples: int = 32,
-    n_tokens: int = 128,
-    seed: int = 0,
-) -> tuple[Tensor, Tensor]:
-    """The probe's inputs and token mask: text windows, padded paragraphs, random token ids
-    (from the tokenizer, or the config's vocabulary when there is none), random pixels, or up
-    to `n_samples` images of a folder (vision models)."""
-    config = loaded.model.config
-    if loaded.arch.inputs == "pixels":
-        return pixel_inputs(
-            loaded, text=text, padded=padded, images=images, n_samples=n_samples, seed=seed
-        )
-    if images is not None:
-        raise InputError(
-            f"model '{loaded.name}' ({loaded.arch.name}) takes text, not images; drop --images "
-            "(Python: images=), or pass a vision model (vit)."
-        )
-    if random_tokens:
-        vocabulary = loaded.vocabulary  # no tokenizer is loaded for random ids
-        return random_token_ids(
-            vocabulary.size, vocabulary.special, n_samples=n_samples, n_tokens=n_tokens, seed=seed
-        )
-    if not loaded.has_tokenizer:
-        raise InputError(
-            f"model '{loaded.name}' has no tokenizer (its directory holds no tokenizer "
-            "files), so text cannot be tokenized. Pass --random-tokens (random ids from the "
-            f"config's vocabulary of {config.vocab_size}) or a tokenizer directory with "
-            "--tokenizer DIR (Python: tokenizer=...)."
-        )
-    if padded:
-        ids, mask = load_paragraphs(
-            loaded.tokenizer, text=text, n_samples=n_samples, max_tokens=n_tokens
-        )
-    else:
-        ids, mask = load_windows(
-            loaded.tokenizer,
-            text=text,
-            n_samples=n_samples,
-            n_tokens=n_tokens,
-            seed=seed,
-        )
-    if int(ids.max()) >= config.vocab_size:
-        raise InputError(
-            f"the tokenizer of '{loaded.name}' gives ids up to {int(ids.max())} but the model's "
-            f"embedding has {config.vocab_size}; pass the model's own tokenizer (--tokenizer DIR) "
-            "or --random-tokens."
-        )
-    return ids, mask
 
 
 def probe(
@@ -237,111 +329,127 @@ def probe(
         value (float64), at_floor, quantized.
     """
     # Every name and option is resolved once, before the model loads.
-    request = resolve_probe(variants, mask, metrics)
-    variant_objs, mask = request.variants, request.mask
-    state_metrics, attention_metrics = _split_metrics(request.metrics)
-    if batch_size is not None and batch_size < 1:
-        raise ConfigError(f"batch_size must be >= 1, got {batch_size}.")
-    if isinstance(mask, MaskSpec) and not padded:
-        mask(n_tokens)  # parameters that do not fit n_tokens fail here, not after loading
-    loaded = as_loaded(
-        model, tokenizer=tokenizer, init=init, seed=seed, device=device, dtype=resolve_dtype(dtype)
+    request = resolve_probe(
+        variants,
+        mask,
+        metrics,
+        temperature=temperature,
+        train_mode=train_mode,
+        batch_size=batch_size,
+        keep_states=keep_states,
     )
-    for variant in variant_objs:
+    inputs = ProbeInputs(text, random_tokens, padded, images, n_samples, n_tokens, seed)
+    request.check_fits(inputs)
+    source = ModelSource(
+        model, init, seed, resolve_device(device), resolve_dtype(dtype), tokenizer=tokenizer
+    )
+    return run_probe(source.load(), inputs, request)
+
+
+def run_probe(loaded: LoadedModel, inputs: ProbeInputs, request: ProbeRequest) -> pd.DataFrame:
+    """The probe of a loaded model: `request` measured on `inputs`, one row per (variant,
+    layer, sample, metric); the columns of `probe`."""
+    for variant in request.variants:
         check_variant(variant, loaded.arch)
     if loaded.arch.inputs == "tokens":
-        _check_context(loaded, n_tokens)
-    input_ids, token_mask = model_inputs(
-        loaded,
-        text=text,
-        random_tokens=random_tokens,
-        padded=padded,
-        images=images,
-        n_samples=n_samples,
-        n_tokens=n_tokens,
-        seed=seed,
-    )
+        _check_context(loaded, inputs.n_tokens)
+    input_ids, token_mask = inputs.build(loaded)
     n_samples = len(input_ids)  # a folder may hold fewer images than n_samples
     n_context = token_mask.shape[1]
-    attn_mask, mask_label = resolve_mask(mask, n_context)
-    check_attention_settings(loaded, attn_mask, n_context, temperature)
-    where = metrics_device(loaded.device)
-    step = batch_size or n_samples
+    attn_mask, mask_label = resolve_mask(request.mask, n_context)
+    check_attention_settings(loaded, attn_mask, n_context, request.temperature)
     allowed = attn_mask
     if allowed is None and loaded.arch.causal:
         allowed = causal(n_context)
-
     ids = {
         "model": loaded.name,
         "init": loaded.init,
         "mask": mask_label,
-        "temperature": temperature,
-        "mode": "train" if train_mode else "eval",
+        "temperature": request.temperature,
+        "mode": "train" if request.train_mode else "eval",
     }
+    step = request.batch_size or n_samples
     frames: list[pd.DataFrame] = []
     kept: dict[str, list[list[Tensor]]] = {}
-    for variant in variant_objs:
+    for variant in request.variants:
         kept[variant.name] = []
         for start in range(0, n_samples, step):
-            batch_ids = input_ids[start : start + step]
-            batch_mask = token_mask[start : start + step]
-
-            def on_layer(
-                c: LayerCapture, start=start, batch_mask=batch_mask, variant=variant
-            ) -> None:
-                layer_ids = {
-                    **ids,
-                    "variant": variant.name,
-                    "layer": c.layer,
-                    "layer_kind": "embedding" if c.layer == 0 else "block",
-                }
-                if state_metrics:
-                    values = measure_states(
-                        c.states.to(where),
-                        batch_mask.to(where),
-                        metrics=state_metrics,
-                        source_dtype=c.states.dtype,
-                    )
-                    frames.append(_offset(metrics_frame(values, **layer_ids), start))
-                if attention_metrics and c.attention is not None:
-                    frames.append(
-                        _offset(
-                            _attention_frame(
-                                c.attention.to(where),
-                                batch_mask.to(where),
-                                None if allowed is None else allowed.to(where),
-                                attention_metrics,
-                                layer_ids,
-                            ),
-                            start,
-                        )
-                    )
-                if keep_states:
-                    per_layer = kept[variant.name]
-                    if len(per_layer) <= c.layer:
-                        per_layer.append([])
-                    per_layer[c.layer].append(c.states.detach().to("cpu", copy=True))
-
+            measure = _LayerMeasure(
+                request,
+                {**ids, "variant": variant.name},
+                token_mask[start : start + step],
+                allowed,
+                metrics_device(loaded.device),
+                start,
+                frames,
+                kept[variant.name],
+            )
             run_batch(
                 loaded,
-                batch_ids,
-                batch_mask,
-                on_layer=on_layer,
+                input_ids[start : start + step],
+                token_mask[start : start + step],
+                on_layer=measure,
                 variant=variant,
                 mask=attn_mask,
-                temperature=temperature,
-                train_mode=train_mode,
-                attention=bool(attention_metrics),
+                temperature=request.temperature,
+                train_mode=request.train_mode,
+                attention=bool(request.attention_metrics),
+                check=False,  # checked once above, for every batch and variant
             )
     frame = pd.concat(frames, ignore_index=True)
     frame["quantized"] = loaded.info.get("quantized", "no")
     first = [c for c in ID_COLUMNS if c in frame.columns]
     frame = frame[first + [c for c in frame.columns if c not in first]]
-    if keep_states:
+    if request.keep_states:
         frame.attrs["states"] = {
             name: [torch.cat(chunks) for chunks in layers] for name, layers in kept.items()
         }
     return frame
+
+
+@dataclass
+class _LayerMeasure:
+    """The `on_layer` callback of one batch: measures each layer as it arrives, appending its
+    rows (samples offset by `start`) to `frames` and, with `keep_states`, its states to `kept`."""
+
+    request: ProbeRequest
+    ids: dict[str, Any]
+    token_mask: Tensor
+    allowed: Tensor | None
+    where: torch.device
+    start: int
+    frames: list[pd.DataFrame]
+    kept: list[list[Tensor]]
+
+    def __call__(self, c: LayerCapture) -> None:
+        layer_ids = {
+            **self.ids,
+            "layer": c.layer,
+            "layer_kind": "embedding" if c.layer == 0 else "block",
+        }
+        token_mask = self.token_mask.to(self.where)
+        if self.request.state_metrics:
+            values = measure_states(
+                c.states.to(self.where),
+                token_mask,
+                metrics=list(self.request.state_metrics),
+                source_dtype=c.states.dtype,
+            )
+            self.frames.append(_offset(metrics_frame(values, **layer_ids), self.start))
+        if self.request.attention_metrics and c.attention is not None:
+            allowed = None if self.allowed is None else self.allowed.to(self.where)
+            frame = _attention_frame(
+                c.attention.to(self.where),
+                token_mask,
+                allowed,
+                list(self.request.attention_metrics),
+                layer_ids,
+            )
+            self.frames.append(_offset(frame, self.start))
+        if self.request.keep_states:
+            if len(self.kept) <= c.layer:
+                self.kept.append([])
+            self.kept[c.layer].append(c.states.detach().to("cpu", copy=True))
 
 
 def _offset(frame: pd.DataFrame, start: int) -> pd.DataFrame:

@@ -1,15 +1,18 @@
 """Mask specs: short strings such as "window:1" that name a mask family and its parameters.
 
-Configs and the CLI carry masks as specs; `parse_mask_spec(spec)` checks one and returns a
-`MaskSpec` (call it with n for the (n, n) mask; `str()` prints its canonical spec, which
-parses back to an equal `MaskSpec`); `mask_from_spec(spec, n)` builds the mask at once.
+A spec string is parsed once, where it enters (`parse_mask_spec`, or a pydantic field typed
+`MaskSpec`), into a `MaskSpec`: the canonical spec string itself, which also holds the family
+and parameters, so configs, units and results keep strings while code below takes the type
+(`spec.build(n)` is the (n, n) mask). `mask_from_spec(spec, n)` builds from a string at once.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, Self
 
+from pydantic_core import core_schema
 from torch import Tensor
 
 from rankcollapse.errors import ConfigError, unknown_name
@@ -81,42 +84,62 @@ def _parse_value(name: str, text: str) -> int | float:
     return check_int(name, value, low=low, what=what)
 
 
-@dataclass(frozen=True)
-class MaskSpec:
+class MaskSpec(str):
     """A checked mask spec: the family and its parameter values, in spec order.
 
-    Calling it with n builds the (n, n) mask; `str(spec)` (or `spec.to_spec()`) is the
-    canonical spec string, e.g. "sinks:1:2" or "random:0.1:7".
+    It is its canonical spec string (a `str`, e.g. "sinks:1:2" or "random:0.1:7"), so it
+    is written, hashed, compared and grouped as that string, in configs, units and results,
+    while code below the boundary builds from it: `spec.build(n)` is the (n, n) mask, no parse.
 
     Example:
         >>> spec = parse_mask_spec("window:01")
-        >>> spec, str(spec), spec(3).sum().item()
-        (MaskSpec(family='window', params=(1,)), 'window:1', 7)
+        >>> spec, str(spec), spec == "window:1", spec.build(3).sum().item()
+        (MaskSpec(family='window', params=(1,)), 'window:1', True, 7)
     """
 
     family: str
-    params: tuple[int | float, ...] = ()
+    params: tuple[int | float, ...]
 
-    def __call__(self, n: int) -> Tensor:
+    def __new__(cls, family: str, params: tuple[int | float, ...] = ()) -> Self:
+        params = tuple(params)
+        spec = super().__new__(cls, ":".join([family, *(repr(value) for value in params)]))
+        spec.family, spec.params = family, params
+        return spec
+
+    def __getnewargs__(self) -> tuple[str, tuple[int | float, ...]]:
+        return self.family, self.params
+
+    def __repr__(self) -> str:
+        return f"MaskSpec(family={self.family!r}, params={self.params!r})"
+
+    def build(self, n: int) -> Tensor:
+        """The boolean (n, n) mask of this spec (a method, not a call: pandas calls callables)."""
         return _FAMILIES[self.family].build(n, *self.params)
 
     def to_spec(self) -> str:
         """The canonical spec string: family, then each parameter after a colon."""
-        return ":".join([self.family, *(repr(value) for value in self.params)])
+        return str(self)
 
-    def __str__(self) -> str:
-        return self.to_spec()
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> core_schema.CoreSchema:
+        """A pydantic field typed `MaskSpec` takes a spec string (parsed here, once) or a
+        `MaskSpec`, and is dumped as its canonical string (configs, YAML, hashes)."""
+        return core_schema.no_info_plain_validator_function(
+            as_mask_spec,
+            json_schema_input_schema=core_schema.str_schema(),
+            serialization=core_schema.plain_serializer_function_ser_schema(str),
+        )
 
 
 def parse_mask_spec(spec: str) -> MaskSpec:
-    """Check a mask spec and return the `MaskSpec` it names (call it with n for the mask).
+    """Check a mask spec and return the `MaskSpec` it names (`.build(n)` gives the mask).
 
     Raises:
         UnknownNameError: for an unknown family (the message lists the known ones).
         ConfigError: for a wrong number of parameters or a bad value.
 
     Example:
-        >>> parse_mask_spec("causal_window:1")(3).int()
+        >>> parse_mask_spec("causal_window:1").build(3).int()
         tensor([[1, 0, 0],
                 [1, 1, 0],
                 [0, 1, 1]], dtype=torch.int32)
@@ -141,6 +164,11 @@ def parse_mask_spec(spec: str) -> MaskSpec:
     return MaskSpec(name, tuple(values))
 
 
+def as_mask_spec(spec: str | MaskSpec) -> MaskSpec:
+    """A `MaskSpec` as it is, a spec string parsed (`parse_mask_spec`)."""
+    return spec if isinstance(spec, MaskSpec) else parse_mask_spec(spec)
+
+
 def mask_from_spec(spec: str, n: int) -> Tensor:
     """The (n, n) mask named by a spec such as "complete", "window:1" or "random:0.1:0".
 
@@ -152,4 +180,4 @@ def mask_from_spec(spec: str, n: int) -> Tensor:
                 [1, 1, 1],
                 [0, 1, 1]], dtype=torch.int32)
     """
-    return parse_mask_spec(spec)(n)
+    return parse_mask_spec(spec).build(n)

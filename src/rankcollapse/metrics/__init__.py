@@ -15,7 +15,13 @@ from rankcollapse.metrics.cosine import abs_cos_mean, cos_mean
 from rankcollapse.metrics.layers import measure_layers
 from rankcollapse.metrics.registry import DEFAULT_METRICS, METRICS, MetricInfo, get_metric
 from rankcollapse.metrics.residual import mu, mu_rel, rank1_rel, res_comp, res_comp_rel
-from rankcollapse.metrics.spectral import effective_rank, min_sv, numerical_rank, stable_rank
+from rankcollapse.metrics.spectral import (
+    effective_rank,
+    min_sv,
+    min_sv_rel,
+    numerical_rank,
+    stable_rank,
+)
 from rankcollapse.metrics.suite import MetricValue, measure_attention, measure_states, metrics_frame
 from rankcollapse.metrics.summary import summarize_samples
 
@@ -39,6 +45,7 @@ __all__ = [
     "measure_states",
     "metrics_frame",
     "min_sv",
+    "min_sv_rel",
     "mu",
     "mu_rel",
     "numerical_rank",

@@ -110,6 +110,7 @@ _ENTRIES = [
         vanishes=True,
         relative=spectral._min_sv_rel,
     ),
+    _info(spectral.min_sv_rel, spectral._min_sv_rel, "states", vanishes=True),
     _info(attention.attn_entropy, attention._attn_entropy, "attention"),
     _info(attention.attn_min_edge, attention._attn_min_edge, "attention"),
     _info(attention.attn_dist_uniform, attention._attn_dist_uniform, "attention", vanishes=True),

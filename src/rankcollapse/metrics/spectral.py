@@ -127,8 +127,29 @@ def _min_sv(t: Tokens) -> Tensor:
     return t.scale * _smallest(t)
 
 
+def min_sv_rel(x: Tensor, mask: Tensor | None = None) -> Tensor:
+    """Smallest singular value relative to the largest: how close the state is to losing rank.
+
+    Formula: sigma_min(X) / sigma_max(X), over the min(n_real, d) singular values.
+    Reference: Wu et al. 2024, minimum singular value (relative to the spectrum's scale).
+
+    Args:
+        x: hidden states, shape (..., n, d), any float dtype.
+        mask: True for real tokens, shape (..., n). Pads never enter.
+
+    Returns:
+        float64 tensor of shape (...), in [0, 1]; 0 for a rank-deficient state (and for
+        all-zero states).
+
+    Example:
+        >>> min_sv_rel(torch.tensor([[3.0, 0.0], [0.0, 0.5]]))
+        tensor(0.1667, dtype=torch.float64)
+    """
+    return evaluate(_min_sv_rel, x, mask)
+
+
 def _min_sv_rel(t: Tokens) -> Tensor:
-    """sigma_min / sigma_max: the relative size behind min_sv's floor flag."""
+    """sigma_min / sigma_max: the metric, and the relative size behind min_sv's floor flag."""
     return safe_div(_smallest(t), t.singular_values[..., 0])
 
 
@@ -136,4 +157,4 @@ def _smallest(t: Tokens) -> Tensor:
     return t.singular_values.gather(-1, (t.n_sv - 1).unsqueeze(-1)).squeeze(-1)
 
 
-__all__ = ["effective_rank", "min_sv", "numerical_rank", "stable_rank"]
+__all__ = ["effective_rank", "min_sv", "min_sv_rel", "numerical_rank", "stable_rank"]

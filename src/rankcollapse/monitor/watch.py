@@ -27,7 +27,7 @@ from torch import Tensor, nn
 
 from rankcollapse.devices import metrics_device
 from rankcollapse.errors import ConfigError, InputError
-from rankcollapse.hf import LayerCapture, LoadedModel, as_loaded, model_inputs, run_batch
+from rankcollapse.hf import LayerCapture, LoadedModel, ProbeInputs, as_loaded, run_batch
 from rankcollapse.hf.capture import blocks_captured, modes_kept
 from rankcollapse.hf.variants import Variant, check_variant, get_variant
 from rankcollapse.metrics import get_metric, measure_states, metrics_frame
@@ -184,8 +184,14 @@ def _hf_measure(model, names, variants, inputs, token_mask, tokenizer, text, ran
             f"pass n_tokens={limit} or fewer (or shorter inputs)."
         )
     if inputs is None:
-        inputs, token_mask = model_inputs(loaded, text=text, random_tokens=random_tokens,
-                                          n_samples=n_samples, n_tokens=n_tokens, seed=seed)  # fmt: skip
+        held_out = ProbeInputs(
+            text=text,
+            random_tokens=random_tokens,
+            n_samples=n_samples,
+            n_tokens=n_tokens,
+            seed=seed,
+        )
+        inputs, token_mask = held_out.build(loaded)
     elif token_mask is None:
         token_mask = torch.ones(inputs.shape[:2], dtype=torch.bool)
     if token_mask.shape != inputs.shape[:2] or token_mask.dtype != torch.bool:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from rankcollapse.errors import invalid_config
-from rankcollapse.masks import parse_mask_spec
+from rankcollapse.masks import MaskSpec
 
 
 class NetConfig(BaseModel):
@@ -51,8 +51,8 @@ class NetConfig(BaseModel):
     """layernorm (centre, scale, gain); rmsnorm (scale, gain); unit (each token / its norm)."""
     norm_eps: float = Field(1e-5, gt=0)
     """Epsilon inside the square root of layernorm and rmsnorm (unit uses none)."""
-    mask: str = "complete"
-    """Attention mask spec, e.g. complete, causal, window:1 (see rankcollapse.masks)."""
+    mask: MaskSpec = MaskSpec("complete")
+    """Attention mask: a spec such as complete, causal, window:1 (see rankcollapse.masks)."""
     temperature: float | None = Field(None, gt=0, allow_inf_nan=False)
     """The d_QK of the softmax scale 1/sqrt(d_QK); None = the head's d_qk."""
     attention: Literal["softmax", "hardmax", "uniform"] = "softmax"
@@ -77,12 +77,6 @@ class NetConfig(BaseModel):
             super().__init__(**values)
         except ValidationError as err:
             raise invalid_config("NetConfig", err, NetConfig.model_fields) from None
-
-    @field_validator("mask")
-    @classmethod
-    def _mask_spec_parses(cls, spec: str) -> str:
-        parse_mask_spec(spec)
-        return spec
 
     @model_validator(mode="after")
     def _head_sizes_fit(self) -> NetConfig:

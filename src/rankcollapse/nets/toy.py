@@ -18,7 +18,7 @@ import torch
 from torch import Tensor, nn
 
 from rankcollapse.errors import InputError
-from rankcollapse.masks import mask_from_spec, to_bias
+from rankcollapse.masks import bias_of
 from rankcollapse.nets.config import NetConfig
 from rankcollapse.nets.layers import MLP, Block, MLPBlock, SelfAttention, Skip, make_norm
 
@@ -114,7 +114,7 @@ class ToyNet(nn.Module):
 
     def mask_bias(self, n_tokens: int, device: torch.device | None = None) -> Tensor:
         """The additive mask (0 allowed, -inf elsewhere) for `n_tokens` tokens: (n, n)."""
-        return to_bias(mask_from_spec(self.config.mask, n_tokens), dtype=self.dtype).to(device)
+        return bias_of(self.config.mask.build(n_tokens), self.dtype).to(device)
 
     def forward(self, x: Tensor, *, return_attention: bool = False) -> Trace:
         """Run every layer on `x` (b, n, d_model), cast to the network's dtype.

@@ -24,10 +24,14 @@ def construction_figures(
             full, x="temperature", hue="d", logy=True, title=title, **common
         ),
         "low_rank_vs_heads": band_plot(
-            mixtures, x="n_heads", hue="heads", logy=False,
-            title="Random low-rank heads, fitted, N=2: error vs H", **common,
+            mixtures,
+            x="n_heads",
+            hue="heads",
+            logy=False,
+            title="Random low-rank heads, fitted, N=2: error vs H",
+            **common,
         ),
-    }  # fmt: skip
+    }
 
 
 def depth_figures(

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from rankcollapse.masks import MaskSpec
 from rankcollapse.theory import block_log_bound, collapse_rate, mask_radius
 
 
@@ -33,16 +34,24 @@ def dong_bound_figure(
     for ax, variant in zip(axes, variants):
         rows = results[(results["variant"] == variant) & (results["metric"] == "log10_r")]
         rows = rows[~rows["at_floor"].astype(bool)]
-        half_c = 0.5 * np.log10(c.reindex(pd.MultiIndex.from_frame(
-            rows[["variant", "seed", "sample"]])).to_numpy())  # fmt: skip
+        half_c = 0.5 * np.log10(
+            c.reindex(pd.MultiIndex.from_frame(rows[["variant", "seed", "sample"]])).to_numpy()
+        )
         rows = rows.assign(s=rows["value"] + half_c)
         for i, level in enumerate(levels):
             stats = rows[rows["level"] == level].groupby("layer")["s"].agg(["median", "min", "max"])
             color = f"C{i}"
-            ax.plot(stats.index, 10 ** stats["median"], "o-", ms=3, color=color,
-                    label=f"measured, level {level:g}")  # fmt: skip
-            ax.fill_between(stats.index, 10 ** stats["min"], 10 ** stats["max"], color=color,
-                            alpha=0.2, lw=0)  # fmt: skip
+            ax.plot(
+                stats.index,
+                10 ** stats["median"],
+                "o-",
+                ms=3,
+                color=color,
+                label=f"measured, level {level:g}",
+            )
+            ax.fill_between(
+                stats.index, 10 ** stats["min"], 10 ** stats["max"], color=color, alpha=0.2, lw=0
+            )
             ax.plot(layers, level ** (3.0**layers), "--", color=color, label=f"bound, {level:g}")
         ax.set_yscale("log")
         ax.set_ylim(1e-20, 3)
@@ -55,15 +64,16 @@ def dong_bound_figure(
     fig.suptitle(
         f"Measured residual vs the unrolled bound (sqrt(c) r_0)^(3^l), gamma = {gamma:g}; "
         "the finding checks the per-layer and chained bounds, which lie below these lines; "
-        "values at the float64 floor are not drawn", fontsize=9,
-    )  # fmt: skip
+        "values at the float64 floor are not drawn",
+        fontsize=9,
+    )
     return fig
 
 
 def wu_bound_figure(
     results: pd.DataFrame,
     *,
-    masks: Sequence[str],
+    masks: Sequence[MaskSpec],
     norms: Sequence[str],
     seeds: Sequence[int],
     n_tokens: int,
@@ -91,8 +101,13 @@ def wu_bound_figure(
             if norm == "none" and math.isfinite(r) and len(eps):
                 log_b = block_log_bound(eps, int(r))
                 log_c = np.max(log_mu.to_numpy()[: int(r) + 1] - log_b[: int(r) + 1])
-                ax.plot(np.arange(len(log_b)), np.exp(log_c + log_b), style, color="C1",
-                        label=f"bound, seed {seed}")  # fmt: skip
+                ax.plot(
+                    np.arange(len(log_b)),
+                    np.exp(log_c + log_b),
+                    style,
+                    color="C1",
+                    label=f"bound, seed {seed}",
+                )
         ax.set_yscale("log")
         ax.set_ylim(1e-17, None)
         ax.set_title(f"{mask}, norm {norm}", fontsize=9)

@@ -81,11 +81,15 @@ def circle_distances(
         variant=distance["variant"].map(labels),
     )
     figure = line_plot(
-        relative, x="step", hue="run", panel="variant", logy=True,
+        relative,
+        x="step",
+        hue="run",
+        panel="variant",
+        logy=True,
         title=f"Dotted: the fit did not beat predicting the input (not learned). Dashed line: "
         f"merged below {merged}; dash-dot line: apart above {apart}",
         ylabel="distance / starting distance",
-    )  # fmt: skip
+    )
     learned = table.set_index(["variant", "seed"])["learned"]
     for ax, variant in zip(figure.axes, [v for v in variants if v in learned.index]):
         ax.set_title(labels[variant], fontsize=10)

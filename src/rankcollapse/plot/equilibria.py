@@ -26,8 +26,14 @@ def counterexample_basin(wide: pd.DataFrame) -> Figure:
         for i, (token1, part) in enumerate(
             wide[wide["w"] == w].groupby("token1_angle", sort=False)
         ):
-            ax.plot(part["start_angle"], part["final_angle"], markers[i % 7], ms=2, color=f"C{i}",
-                    label=f"token 1 at {token1:g} deg")  # fmt: skip
+            ax.plot(
+                part["start_angle"],
+                part["final_angle"],
+                markers[i % 7],
+                ms=2,
+                color=f"C{i}",
+                label=f"token 1 at {token1:g} deg",
+            )
         ax.set(title=f"w = {w:g}", xlabel="start angle of token 2 (deg)", xlim=(0, 360))
         ax.set_xticks(range(0, 361, 90))
     axes[0].set_ylabel("final angle of token 2 (deg)")
@@ -56,8 +62,9 @@ def counterexample_trajectories(traj: pd.DataFrame) -> Figure:
             # round) and draw it densely between the stored layers, never as a chord. Token 2's
             # paths sit on staggered radii inside the circle so that they do not hide each other.
             theta = np.unwrap(path.sort_values("layer")["value"].to_numpy())
-            theta = np.interp(np.linspace(0, len(theta) - 1, 20 * len(theta)),
-                              np.arange(len(theta)), theta)  # fmt: skip
+            theta = np.interp(
+                np.linspace(0, len(theta) - 1, 20 * len(theta)), np.arange(len(theta)), theta
+            )
             radius = 1.0 if token == 1 else 0.95 - 0.5 * starts.index(start) / len(starts)
             color = "black" if token == 1 else "C0"
             x, y = radius * np.cos(theta), radius * np.sin(theta)

@@ -62,15 +62,20 @@ def length_figures(results: pd.DataFrame) -> dict[str, Figure]:
             ylabel="share",
         ),
         "norm of each length's component": band_plot(
-            lengths[lengths["metric"] == "norm_ratio"], floor_column=None, ylabel="norm ratio",
-            title="||C_k|| / ||X^L|| per path length", **per_length,
+            lengths[lengths["metric"] == "norm_ratio"],
+            floor_column=None,
+            ylabel="norm ratio",
+            title="||C_k|| / ||X^L|| per path length",
+            **per_length,
         ),
         "collapse of each length's component": band_plot(
-            lengths[lengths["metric"] == "res_comp_rel"], ylabel="relative residual",
-            title="res_comp_rel of C_k", **per_length,
+            lengths[lengths["metric"] == "res_comp_rel"],
+            ylabel="relative residual",
+            title="res_comp_rel of C_k",
+            **per_length,
         ),
         "attention products vs rank 1": products_figure(products.assign(model=products["label"])),
-    }  # fmt: skip
+    }
 
 
 def path_accuracy_figure(
@@ -90,8 +95,16 @@ def path_accuracy_figure(
     """
     data = paths.assign(**{"paths kept": paths["n_paths"].map(lambda n: f"{n} paths")})
     sizes = ordered_values(data["paths kept"])
-    figure = band_plot(data[data["length"] >= 1], x="length", hue="paths kept", panel="task",
-                       logy=False, title=title, ylabel="accuracy", floor_column=None)  # fmt: skip
+    figure = band_plot(
+        data[data["length"] >= 1],
+        x="length",
+        hue="paths kept",
+        panel="task",
+        logy=False,
+        title=title,
+        ylabel="accuracy",
+        floor_column=None,
+    )
     styles = [("o", "-"), ("s", "--"), ("^", ":"), ("D", "-.")]
     for ax, task in zip(figure.axes, ordered_values(data["task"])):
         ax.set_title(task, fontsize=10)
@@ -100,15 +113,31 @@ def path_accuracy_figure(
                 marker, style = styles[sizes.index(line.get_label()) % len(styles)]
                 line.set(marker=marker, linestyle=style)
         ref = reference.loc[task]
-        own = [ax.plot([0], [data.loc[(data["task"] == task) & (data["length"] == 0), "value"]
-                              .mean()], "o", mfc="none", mec="k", ms=6,
-                       label="k = 0 (the embedding alone)")[0]]  # fmt: skip
+        own = [
+            ax.plot(
+                [0],
+                [data.loc[(data["task"] == task) & (data["length"] == 0), "value"].mean()],
+                "o",
+                mfc="none",
+                mec="k",
+                ms=6,
+                label="k = 0 (the embedding alone)",
+            )[0]
+        ]
         for column, (label, color, style) in REFERENCE_LINES.items():
             if column in ref and np.isfinite(ref[column]):
                 own.append(ax.axhline(ref[column], color=color, ls=style, lw=1, label=label))
         floor = floors[task]
-        own.append(ax.axhspan(floor, floor + margin, color="0.8", alpha=0.5, lw=0,
-                              label="margin a best length must clear"))  # fmt: skip
+        own.append(
+            ax.axhspan(
+                floor,
+                floor + margin,
+                color="0.8",
+                alpha=0.5,
+                lw=0,
+                label="margin a best length must clear",
+            )
+        )
         ax.set_xlabel("path length k")
         ax.set_xlim(-0.5, data["length"].max() + 0.5)  # k = 0 in view: the claims compare with it
         ax.xaxis.get_major_locator().set_params(integer=True)

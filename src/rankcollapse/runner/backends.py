@@ -106,13 +106,11 @@ def call_unit(run_unit: Callable, config: BaseModel, unit: dict) -> tuple[Any, f
 
 
 def _device(config: BaseModel) -> str:
-    """The device a unit ran on: its config's `device` field (auto resolved), else the CPU."""
-    device = str(getattr(config, "device", "cpu"))
-    if device == "auto":
-        import torch
+    """The device a unit ran on: its config's `device` field (a `Device` field is parsed with
+    the config; a plain name, "auto" included, by the same `parse_device`), else the CPU."""
+    from rankcollapse.devices import parse_device
 
-        device = "cuda" if torch.cuda.is_available() else "cpu"
-    return device
+    return str(parse_device(getattr(config, "device", "cpu")))
 
 
 @dataclass(frozen=True)

@@ -118,20 +118,26 @@ class RunResult:
         return all(claim.passed for claim in self.claims)
 
 
-def parse_overrides(pairs: Sequence[str]) -> dict[str, Any]:
-    """`key=value` strings (values read as YAML scalars or lists) to a dotted-key dict.
+def parse_overrides(pairs: Sequence[str], keys: Sequence[str] = ()) -> dict[str, Any]:
+    """`key=value` strings (values read as YAML scalars or lists) to a dotted-key dict; `keys`
+    (the experiment's config keys, when one is named) are what an error suggests. The keys
+    themselves are checked with the config.
 
     Example:
-        >>> parse_overrides(["depth=4", "variants=[san, skip]", "net.norm=post", "scale=1e-3"])
-        {'depth': 4, 'variants': ['san', 'skip'], 'net.norm': 'post', 'scale': 0.001}
+        >>> parse_overrides(["n_layers=4", "variants=[san, san+skip]", "toy.n_tokens=8",
+        ...                  "init_std=1e-3"])
+        {'n_layers': 4, 'variants': ['san', 'san+skip'], 'toy.n_tokens': 8, 'init_std': 0.001}
     """
     overrides: dict[str, Any] = {}
     for pair in pairs:
         key, sep, text = pair.partition("=")
         if not sep or not key.strip():
-            raise ConfigError(
-                f"--set expects key=value, got {pair!r}; e.g. --set depth=4 or --set seeds=[0,1]."
+            example = (
+                f"e.g. --set {keys[0]}=VALUE; keys: {', '.join(keys)}"
+                if keys
+                else "e.g. --set n_layers=4 or --set seeds=[0,1]"
             )
+            raise ConfigError(f"--set expects key=value, got {pair!r}; {example}.")
         overrides[key.strip()] = _yaml_value(key.strip(), text)
     return overrides
 
@@ -315,8 +321,10 @@ def execute_all(
             if run.done == len(run.plan.units):
                 run.finish()
 
-        units = [Task(run.plan.experiment.run_unit, run.plan.config, run.plan.units[i])
-                 for run, i in tasks]  # fmt: skip
+        units = [
+            Task(run.plan.experiment.run_unit, run.plan.config, run.plan.units[i])
+            for run, i in tasks
+        ]
         try:
             if units:  # nothing to start for runs whose every unit is stored
                 run_units(backend, units, finished, jobs, address)

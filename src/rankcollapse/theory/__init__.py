@@ -1,7 +1,8 @@
 """Bounds and constructions from the three papers.
 
-`rankcollapse.theory.curves` (mu curves of toy and real networks under a mask, Wu et al. 2024)
-is imported on its own: it loads `rankcollapse.hf` and with it transformers.
+`rankcollapse.theory.curves` (mu curves of the toy network under a mask, and what the Wu
+experiments read from curves; Wu et al. 2024) is imported on its own; a real model's curves are
+measured by `rankcollapse.hf.real_curves`.
 """
 
 from rankcollapse.theory.amsel import (

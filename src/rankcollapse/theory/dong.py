@@ -274,8 +274,12 @@ def bound_margins(frame: pd.DataFrame) -> pd.DataFrame:
     keep &= wide.index.get_level_values("layer").to_numpy() > 0
     keep &= informative.reindex(wide.index.droplevel("layer")).to_numpy() == 1.0
     wide = wide[keep]
-    return pd.DataFrame({"one_step": wide["log10_one_step"] - wide["log10_r"],
-                         "unrolled": wide["log10_unrolled"] - wide["log10_r"]}).reset_index()  # fmt: skip
+    return pd.DataFrame(
+        {
+            "one_step": wide["log10_one_step"] - wide["log10_r"],
+            "unrolled": wide["log10_unrolled"] - wide["log10_r"],
+        }
+    ).reset_index()
 
 
 def informative_inputs(z: Tensor, c: float, levels: list[float]) -> Tensor:

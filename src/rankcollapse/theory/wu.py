@@ -27,7 +27,7 @@ import torch
 from torch import Tensor
 
 from rankcollapse.errors import InputError
-from rankcollapse.masks import center_nodes, is_quasi_strongly_connected, mask_from_spec, radius
+from rankcollapse.masks import MaskSpec, center_nodes, is_quasi_strongly_connected, radius
 
 
 @dataclass(frozen=True)
@@ -53,17 +53,18 @@ def mask_graph(m: Tensor) -> MaskGraph:
     return MaskGraph(radius(m), center_nodes(m))
 
 
-def mask_radius(spec: str, n_tokens: int) -> float:
-    """Radius of a mask spec's graph at `n_tokens` tokens; inf when it has no center node
-    (then Thm 1 does not apply).
+def mask_radius(spec: MaskSpec, n_tokens: int) -> float:
+    """Radius of a mask's graph at `n_tokens` tokens; inf when it has no center node (then
+    Thm 1 does not apply).
 
     Example:
-        >>> mask_radius("window:1", 16), mask_radius("causal_window:1", 16)
+        >>> from rankcollapse.masks import parse_mask_spec as spec
+        >>> mask_radius(spec("window:1"), 16), mask_radius(spec("causal_window:1"), 16)
         (8.0, 15.0)
-        >>> mask_radius("dilated:1:2", 16)
+        >>> mask_radius(spec("dilated:1:2"), 16)
         inf
     """
-    m = mask_from_spec(spec, n_tokens)
+    m = spec.build(n_tokens)
     return float(radius(m)) if is_quasi_strongly_connected(m) else math.inf
 
 

@@ -19,7 +19,7 @@ import pandas as pd
 import torch
 from pydantic import BaseModel, ConfigDict, Field
 
-from rankcollapse.devices import DeviceName, resolve_device
+from rankcollapse.devices import Device, resolve_device
 from rankcollapse.errors import ConfigError
 from rankcollapse.nets.rank_encoder import RankEncoder
 from rankcollapse.tasks.neighbours import NeighbourTask, linear_baseline, relative_mse
@@ -45,7 +45,7 @@ class TrainingConfig(BaseModel):
     """Curve points (of 50 steps) without 1% improvement before a run stops."""
     eval_samples: int = Field(2048, ge=64, le=1_000_000)
     """Held-out samples of the final error."""
-    device: DeviceName = "cpu"
+    device: Device = torch.device("cpu")
     """Where to train: cpu, cuda, mps, or auto (an accelerator when one is visible)."""
 
     def train_settings(self) -> TrainSettings:

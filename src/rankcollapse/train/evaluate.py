@@ -195,8 +195,11 @@ def path_accuracy_tables(results: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFr
         .rename(columns={"accuracy": "full model"})
     )
     wide = paths.pivot_table(
-        index=["task", "length"], columns="n_paths", values="value", aggfunc=["mean", "std"],
+        index=["task", "length"],
+        columns="n_paths",
+        values="value",
+        aggfunc=["mean", "std"],
         observed=True,
-    )  # fmt: skip
+    )
     wide.columns = [f"accuracy {stat}, {n} paths" for stat, n in wide.columns]
     return paths, reference, wide

@@ -1,0 +1,90 @@
+"""mu curves of real models under a mask, per Wu et al. variant and mode (Wu et al. 2024, Sec. 4).
+
+Wu et al. plot mu(X^l) = ||X^l - 1 gamma^T||_F against layer l for pure SAN, SAN+skip, SAN+LN,
+SAN+skip+LN and the full transformer under several masks. `real_curves` gives those curves of a
+real model as tidy rows (model, init, variant, mask, mode, layer, sample, metric, value,
+at_floor), through the probe's parts (`ProbeInputs`, `ProbeRequest`, `run_probe`) with the
+`wu:*` variants and the mask replacing the model's own attention pattern, in eval and/or train
+mode (dropout on). A curve whose states overflow (NaN/Inf) is one row with metric `diverged`.
+The toy network's curves are `rankcollapse.theory.toy_curves`.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+import torch
+
+from rankcollapse.errors import NonFiniteError
+from rankcollapse.hf.models import LoadedModel
+from rankcollapse.hf.probe import ModelSource, ProbeInputs, resolve_probe, run_probe
+from rankcollapse.masks import MaskSpec
+
+CURVE_METRICS = ("mu", "mu_rel")
+
+
+@functools.lru_cache(maxsize=1)
+def load_cached(source: ModelSource) -> LoadedModel:
+    """`source.load()`, the last one kept per process: units of one model run one after
+    another, and a fresh random init of a deep BERT costs more than probing it on a few
+    windows."""
+    return source.load()
+
+
+def head_dim(loaded: LoadedModel) -> int:
+    """Per-head query-key width of a loaded model (its own softmax uses 1/sqrt(head_dim))."""
+    config = loaded.model.config
+    return getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
+
+
+def real_curves(
+    loaded: LoadedModel,
+    variants: Sequence[str],
+    mask: MaskSpec,
+    *,
+    modes: Sequence[str],
+    n_samples: int,
+    n_tokens: int,
+    seed: int,
+    temperature: float = 1.0,
+    metrics: Sequence[str] = CURVE_METRICS,
+) -> pd.DataFrame:
+    """Per-layer metrics of a real model for each of Wu et al.'s variants (named without the
+    `wu:` prefix, as in the results) and mode, on the device the model was loaded on.
+
+    `temperature` divides the logits on top of the model's own scaling. Train mode draws its
+    dropout masks from `seed`. A curve whose hidden states overflow is kept as one row with
+    metric `diverged` (value 1, layer NaN), so a claim over every curve sees it missing.
+    """
+    inputs = ProbeInputs(n_samples=n_samples, n_tokens=n_tokens, seed=seed)
+    frames = []
+    for mode, variant in itertools.product(modes, variants):
+        request = resolve_probe(
+            [f"wu:{variant}"], mask, metrics, temperature=temperature, train_mode=mode == "train"
+        )
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)  # the dropout masks of train mode
+            try:
+                frame = run_probe(loaded, inputs, request).assign(variant=variant)
+            except NonFiniteError:
+                # Without its norms a model can overflow even float64's range: the curve is
+                # lost, and the row says so.
+                frame = pd.DataFrame(
+                    [
+                        {
+                            "variant": variant,
+                            "layer": np.nan,
+                            "sample": np.nan,
+                            "metric": "diverged",
+                            "value": 1.0,
+                            "at_floor": False,
+                        }
+                    ]
+                )
+        frames.append(frame.assign(mask=str(mask), mode=mode))
+    frame = pd.concat(frames, ignore_index=True)
+    return frame.assign(model=loaded.name, init=loaded.init)

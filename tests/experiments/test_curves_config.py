@@ -1,0 +1,38 @@
+"""The config the Wu curve experiments share: masks, device and dtype parsed once into types,
+written back as the strings they were given as."""
+
+import pytest
+import torch
+from pydantic import ValidationError
+
+from rankcollapse.experiments._curves import CurvesConfig
+from rankcollapse.masks import MaskSpec
+
+
+def test_a_bad_mask_spec_fails_the_config():
+    with pytest.raises(ValidationError, match="windw.*Did you mean 'window'"):
+        CurvesConfig(masks=["windw:1"])
+
+
+def test_masks_device_and_dtype_become_types_and_dump_back_as_strings():
+    config = CurvesConfig(masks=["window:01", "causal"], device="cpu", dtype="bfloat16")
+    assert config.masks == [MaskSpec("window", (1,)), MaskSpec("causal")]
+    assert config.device == torch.device("cpu") and config.dtype == torch.bfloat16
+    dumped = config.model_dump(mode="json")
+    assert dumped["masks"] == ["window:1", "causal"]
+    assert (dumped["device"], dumped["dtype"]) == ("cpu", "bfloat16")
+    assert CurvesConfig.model_validate(dumped) == config
+
+
+def test_real_models_run_in_the_config_dtype_unless_listed_in_float64_models():
+    config = CurvesConfig(dtype="bfloat16", float64_models=["smollm2"])
+    assert config.model_dtype("minilm") == torch.bfloat16
+    assert config.model_dtype("smollm2") == torch.float64
+    assert CurvesConfig().dtype == torch.float32
+    with pytest.raises(ValidationError, match="dtype 'float64' is unknown"):
+        CurvesConfig(dtype="float64")
+
+
+def test_a_unit_names_its_mask_by_the_string_and_gets_the_parsed_spec():
+    config = CurvesConfig(masks=["sinks:1:2"])
+    assert config.mask("sinks:1:2") is config.masks[0]

@@ -1,0 +1,54 @@
+"""hf.curves: Wu's curves of real models, through the probe's parts; an overflowed curve is a
+`diverged` row, told apart by its exception type."""
+
+import pytest
+import torch
+
+from rankcollapse.errors import InputError
+from rankcollapse.hf import ModelSource, load_cached, real_curves
+from rankcollapse.masks import parse_mask_spec
+
+TINY = ModelSource("bert-base", "random", seed=0, n_layers=1)
+
+
+def test_a_model_source_loads_in_its_dtype_and_the_last_one_is_kept():
+    loaded = load_cached(TINY)
+    assert loaded.model.dtype == torch.float32 and loaded.n_layers == 1
+    assert load_cached(ModelSource("bert-base", "random", seed=0, n_layers=1)) is loaded
+    double = ModelSource("bert-base", "random", seed=0, dtype=torch.float64, n_layers=1)
+    assert load_cached(double).model.dtype == torch.float64
+
+
+def test_real_curves_give_short_variant_names_the_mask_string_and_each_mode():
+    loaded = load_cached(TINY)
+    frame = real_curves(
+        loaded, ["san", "san+skip"], parse_mask_spec("window:1"), modes=["eval", "train"],
+        n_samples=2, n_tokens=8, seed=0,
+    )  # fmt: skip
+    assert set(frame["variant"]) == {"san", "san+skip"}
+    assert set(frame["mask"]) == {"window:1"} and set(frame["mode"]) == {"eval", "train"}
+    assert sorted(frame["layer"].unique()) == [0, 1]
+
+
+def test_an_overflowing_curve_is_one_diverged_row_and_other_errors_propagate(monkeypatch):
+    import importlib
+
+    probe_module = importlib.import_module("rankcollapse.hf.probe")
+    validation = importlib.import_module("rankcollapse._validation")
+    loaded = load_cached(TINY)
+    mask = parse_mask_spec("complete")
+    options = {"modes": ["eval"], "n_samples": 2, "n_tokens": 8, "seed": 0}
+
+    def overflowed(x, *args, **kwargs):
+        validation.check_tokens(torch.full_like(x, float("inf")))
+
+    monkeypatch.setattr(probe_module, "measure_states", overflowed)
+    frame = real_curves(loaded, ["san"], mask, **options)
+    assert frame[["variant", "metric", "value"]].values.tolist() == [["san", "diverged", 1.0]]
+
+    def other(*args, **kwargs):
+        raise InputError("mentions NaN but is not an overflow")
+
+    monkeypatch.setattr(probe_module, "measure_states", other)
+    with pytest.raises(InputError, match="not an overflow"):
+        real_curves(loaded, ["san"], mask, **options)
