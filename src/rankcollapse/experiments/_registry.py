@@ -147,8 +147,9 @@ def finding(
         False
     """
     value, passed = _verdict(measured, relation, threshold)
-    return Claim(id, "finding", text, quantity, relation, threshold, value, passed, note,
-                 source, paper)  # fmt: skip
+    return Claim(
+        id, "finding", text, quantity, relation, threshold, value, passed, note, source, paper
+    )
 
 
 def check(
@@ -222,8 +223,19 @@ def for_every(
         reasons = ", ".join(f"{k} ({v})" for k, v in excluded.items())
         parts.append(f"excluded by config ({len(excluded)}): {reasons}")
     passed = bool(values) and not absent and not violations
-    return Claim(id, "finding", text, quantity, relation, threshold, measured, passed,
-                 "; ".join(parts), source, paper)  # fmt: skip
+    return Claim(
+        id,
+        "finding",
+        text,
+        quantity,
+        relation,
+        threshold,
+        measured,
+        passed,
+        "; ".join(parts),
+        source,
+        paper,
+    )
 
 
 def seeds_agree(values: Mapping[Any, float], relation: Relation, threshold: float) -> str:

@@ -205,8 +205,15 @@ def _seed_points(figure, final: pd.DataFrame, d_values: list[int]) -> None:
     for ax, d in zip(panels, d_values, strict=False):
         colours = {line.get_label(): line.get_color() for line in ax.get_lines()}
         for label, rows in final[final.d_model == d].groupby("rank"):
-            ax.plot(rows.n_heads, rows.value, "o", ms=4, mfc="none", alpha=0.6,
-                    color=colours.get(label, "grey"))  # fmt: skip
+            ax.plot(
+                rows.n_heads,
+                rows.value,
+                "o",
+                ms=4,
+                mfc="none",
+                alpha=0.6,
+                color=colours.get(label, "grey"),
+            )
 
 
 def summarize(config: Config, results: pd.DataFrame) -> Summary:

@@ -120,13 +120,23 @@ def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
 
     variant, seed, device = unit["variant"], unit["seed"], resolve_device(config.device)
     data = circle_data(config.n_points, radius=config.radius)
-    net = {"variant": variant, "d_model": config.d_model, "n_heads": config.n_heads,
-           "seed": stream_seed(seed, "weights")}  # fmt: skip
-    schedule = TrainConfig(steps=config.steps, batch_size=config.batch_size, lr=config.lr,
-                           seed=stream_seed(seed, "data"), loss="mse")  # fmt: skip
+    net = {
+        "variant": variant,
+        "d_model": config.d_model,
+        "n_heads": config.n_heads,
+        "seed": stream_seed(seed, "weights"),
+    }
+    schedule = TrainConfig(
+        steps=config.steps,
+        batch_size=config.batch_size,
+        lr=config.lr,
+        seed=stream_seed(seed, "data"),
+        loss="mse",
+    )
     store = DirectoryStore(config.checkpoint_dir) if config.checkpoint_dir else None
-    model = train_model(CircleNet(**net), net, data.inputs, data.targets, schedule, store=store,
-                        device=device).model  # fmt: skip
+    model = train_model(
+        CircleNet(**net), net, data.inputs, data.targets, schedule, store=store, device=device
+    ).model
     inputs = data.inputs.to(device)
     trajectory = rollout(model, inputs[:1], config.n_steps, radius=config.radius)[:, 0]
     with torch.no_grad():
@@ -177,8 +187,19 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
             f"input) and {OUTCOMES[outcome]}"
         )
         paper = "pure attention: the trajectories merge; with skip or MLP they stay apart"
-        out.append(finding(name, text, quantity, share, ">=", MAJORITY,
-                           note=_run_note(part.droplevel(0)), source=SOURCE, paper=paper))  # fmt: skip
+        out.append(
+            finding(
+                name,
+                text,
+                quantity,
+                share,
+                ">=",
+                MAJORITY,
+                note=_run_note(part.droplevel(0)),
+                source=SOURCE,
+                paper=paper,
+            )
+        )
     return out
 
 
@@ -209,8 +230,12 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
             "learned anything; runs that did not are drawn dotted and count for no finding."
         ),
     ]
-    drawn = {"variants": config.variants, "labels": LABELS, "radius": config.radius,
-             "n_steps": config.n_steps}  # fmt: skip
+    drawn = {
+        "variants": config.variants,
+        "labels": LABELS,
+        "radius": config.radius,
+        "n_steps": config.n_steps,
+    }
     return Summary(
         tables={"runs: fit, final distance and outcome": table},
         figures={

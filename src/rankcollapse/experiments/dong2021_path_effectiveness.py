@@ -166,32 +166,72 @@ def task_claims(task: str, setup: TaskSetup, rows: pd.DataFrame) -> list[Claim]:
 
     def say(name, text, quantity, key, relation, threshold, paper, note="") -> Claim:
         agree = seeds_agree({s: v[key] for s, v in per_seed.items()}, relation, threshold)
-        return finding(f"{task}:{name}", text, quantity, m[key], relation, threshold,
-                       note=f"{note}; {agree}" if note else agree, source=SOURCE, paper=paper)  # fmt: skip
+        return finding(
+            f"{task}:{name}",
+            text,
+            quantity,
+            m[key],
+            relation,
+            threshold,
+            note=f"{note}; {agree}" if note else agree,
+            source=SOURCE,
+            paper=paper,
+        )
 
     full, small, large = PAPER_FULL_ACCURACY[task], m["n_small"], m["n_large"]
     return [
-        say("full-learned", f"The full SAN learns {task}; path accuracies mean little otherwise.",
-            "full-model accuracy on the evaluation data", "full", ">=", full,
+        say(
+            "full-learned",
+            f"The full SAN learns {task}; path accuracies mean little otherwise.",
+            "full-model accuracy on the evaluation data",
+            "full",
+            ">=",
+            full,
             f"full model about {full:.2f}",
-            f"{setup.steps} Adam steps on {setup.n_train} sequences{m['ceiling_note']}"),
-        say("best-short", "The most effective paths are short (length 1 or 2) and carry accuracy "
-            "that needs attention.", "longest of the best path lengths k >= 1 (best over "
+            f"{setup.steps} Adam steps on {setup.n_train} sequences{m['ceiling_note']}",
+        ),
+        say(
+            "best-short",
+            "The most effective paths are short (length 1 or 2) and carry accuracy "
+            "that needs attention.",
+            "longest of the best path lengths k >= 1 (best over "
             f"n_paths); NaN (no best length) unless it beats the trivial baselines and k = 0 by "
             f"{MARGIN}",
-            "best_length", "<=", SHORT, "short paths (k = 1-2) carry most of the accuracy",
-            m["best_note"]),
-        say("long-near-baseline", "Long paths fall to about the trivial baseline.",
+            "best_length",
+            "<=",
+            SHORT,
+            "short paths (k = 1-2) carry most of the accuracy",
+            m["best_note"],
+        ),
+        say(
+            "long-near-baseline",
+            "Long paths fall to about the trivial baseline.",
             f"accuracy at k = L = {setup.n_layers} (best over n_paths) minus the best baseline",
-            "long_gap", "<=", NEAR_BASELINE, "long paths reach about the trivial accuracy",
-            m["trivial_note"]),
-        say("more-paths-help", f"More paths help at short lengths ({large} paths against {small}).",
+            "long_gap",
+            "<=",
+            NEAR_BASELINE,
+            "long paths reach about the trivial accuracy",
+            m["trivial_note"],
+        ),
+        say(
+            "more-paths-help",
+            f"More paths help at short lengths ({large} paths against {small}).",
             f"min over k = 1..{SHORT} of mean accuracy ({large} paths) - ({small} paths)",
-            "gain", ">=", -PATHS_NOISE, "20 paths do better than 5"),
-        say("full-beats-paths", "The full model beats every subset of paths.",
+            "gain",
+            ">=",
+            -PATHS_NOISE,
+            "20 paths do better than 5",
+        ),
+        say(
+            "full-beats-paths",
+            "The full model beats every subset of paths.",
             "full-model accuracy minus the best mean path accuracy (any k, any n_paths)",
-            "full_margin", ">", 0.0, "the full model is the most accurate"),
-    ]  # fmt: skip
+            "full_margin",
+            ">",
+            0.0,
+            "the full model is the most accurate",
+        ),
+    ]
 
 
 def summarize(config: Config, results: pd.DataFrame) -> Summary:

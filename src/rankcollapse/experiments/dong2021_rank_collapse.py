@@ -125,8 +125,14 @@ def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
     if unit["init"] == "random" and config.n_layers is not None:
         options["config_overrides"] = {"num_hidden_layers": config.n_layers}
     loaded = load_model(unit["model"], init=unit["init"], seed=config.seed, **options)
-    frame = probe(loaded, variants=arm.variants or config.variants, n_samples=config.n_samples,
-                  n_tokens=config.n_tokens, metrics=METRICS, seed=config.seed)  # fmt: skip
+    frame = probe(
+        loaded,
+        variants=arm.variants or config.variants,
+        n_samples=config.n_samples,
+        n_tokens=config.n_tokens,
+        metrics=METRICS,
+        seed=config.seed,
+    )
     return frame.drop(columns=["mask", "temperature", "mode"]).assign(device=str(device))
 
 
@@ -166,26 +172,40 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
         models = [a.model for a in config.arms if a.init == init]
         models = [m for m in models if not (encoders and m in DECODERS)]
         if models:
-            found.append(for_every(
-                id_, text, f"mean {METRIC} at layer {layer} per {init} model and variant "
-                f"({', '.join(variants)})", _members(table, init, variants, layer),
-                relation, level, expected=[f"{m}/{v}" for m in models for v in variants],
-                source="Fig. 1", paper=paper,
-            ))  # fmt: skip
+            found.append(
+                for_every(
+                    id_,
+                    text,
+                    f"mean {METRIC} at layer {layer} per {init} model and variant "
+                    f"({', '.join(variants)})",
+                    _members(table, init, variants, layer),
+                    relation,
+                    level,
+                    expected=[f"{m}/{v}" for m in models for v in variants],
+                    source="Fig. 1",
+                    paper=paper,
+                )
+            )
     models = [a.model for a in config.arms if a.init == "pretrained" and a.model not in DECODERS]
     if models:
         san = table[(table["init"] == "pretrained") & (table["variant"] == "san")]
         first = first_layer_below(san[san["model"].isin(models)], NEAR_ZERO)
-        found.insert(2, for_every(
-            "pretrained-san-collapses",
-            f"In pretrained encoders, san falls to about 0 within a handful of layers: within "
-            f"the first {config.handful:g} of the model's depth.",
-            f"first layer where san's mean {METRIC} < {NEAR_ZERO}, as a fraction of the depth",
-            {m: layer / depth for m, (layer, depth) in first.items()}, "<=", config.handful,
-            expected=models, source="Fig. 1",
-            note="; ".join(f"{m}: layer {v:g} of {d}" for m, (v, d) in first.items()),
-            paper="pretrained SAN reaches ~0 within a handful of layers",
-        ))  # fmt: skip
+        found.insert(
+            2,
+            for_every(
+                "pretrained-san-collapses",
+                f"In pretrained encoders, san falls to about 0 within a handful of layers: within "
+                f"the first {config.handful:g} of the model's depth.",
+                f"first layer where san's mean {METRIC} < {NEAR_ZERO}, as a fraction of the depth",
+                {m: layer / depth for m, (layer, depth) in first.items()},
+                "<=",
+                config.handful,
+                expected=models,
+                source="Fig. 1",
+                note="; ".join(f"{m}: layer {v:g} of {d}" for m, (v, d) in first.items()),
+                paper="pretrained SAN reaches ~0 within a handful of layers",
+            ),
+        )
     return found
 
 
@@ -207,11 +227,15 @@ def notes(config: Config, results: pd.DataFrame, table: pd.DataFrame) -> list[st
     ran = f"Arms run: {arms}; {config.n_samples} windows of {config.n_tokens} tokens each"
     said = [f"{ran}; device {devices}.", NOTE]
     if decoders:
-        said.append(f"Causal decoders at init (not in the paper), mean {METRIC} at layer 2: "
-                    + "; ".join(f"{k}: {v:.3g}" for k, v in decoders.items()))  # fmt: skip
+        said.append(
+            f"Causal decoders at init (not in the paper), mean {METRIC} at layer 2: "
+            + "; ".join(f"{k}: {v:.3g}" for k, v in decoders.items())
+        )
     if late:
-        said.append("Pretrained causal decoders (not in the paper), first layer where san is about "
-                    "0: " + "; ".join(f"{m}: {v:g} of {d}" for m, (v, d) in late.items()))  # fmt: skip
+        said.append(
+            "Pretrained causal decoders (not in the paper), first layer where san is about "
+            "0: " + "; ".join(f"{m}: {v:g} of {d}" for m, (v, d) in late.items())
+        )
     if quantized:
         said.append("Quantized weights: " + "; ".join(quantized) + ".")
     return said
@@ -221,11 +245,15 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
     table = layer_means(results)
     data = results[results["metric"] == METRIC]  # arms and variants in the order they ran
     figure = band_plot(
-        data.assign(model=data["model"] + " (" + data["init"] + ")"), x="layer", hue="variant",
-        panel="model", logy=False, ylabel="relative residual",
+        data.assign(model=data["model"] + " (" + data["init"] + ")"),
+        x="layer",
+        hue="variant",
+        panel="model",
+        logy=False,
+        ylabel="relative residual",
         title=f"Relative residual {METRIC} per layer over {config.n_samples} windows of "
         f"{config.n_tokens} tokens",
-    )  # fmt: skip
+    )
     wide = table.pivot_table(index=["model", "init", "layer"], columns="variant", values="mean")
     above = layers_above(results, METRIC, 1.0, by=("model", "init", "variant"))
     return Summary(

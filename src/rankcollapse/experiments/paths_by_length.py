@@ -116,8 +116,10 @@ def units(config: Config) -> list[Unit]:
     ]
     from rankcollapse.hf import model_entry
 
-    reals = [{"model": name, "init": init, "seed": config.seeds[0]}
-             for name, init in map(model_entry, config.models)]  # fmt: skip
+    reals = [
+        {"model": name, "init": init, "seed": config.seeds[0]}
+        for name, init in map(model_entry, config.models)
+    ]
     return toys + reals
 
 
@@ -188,20 +190,30 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
     ):
         if len(subset):
             worst = subset.groupby("label")["value"].max()
-            found.append(check(
-                claim_id, f"Components plus bias equal the output of {scope}.",
-                "max relative error of sum of components + bias vs the real output",
-                float(worst.max()), "<", level,
-                note="; ".join(f"{k}: {v:.2g}" for k, v in worst.items()),
-            ))  # fmt: skip
+            found.append(
+                check(
+                    claim_id,
+                    f"Components plus bias equal the output of {scope}.",
+                    "max relative error of sum of components + bias vs the real output",
+                    float(worst.max()),
+                    "<",
+                    level,
+                    note="; ".join(f"{k}: {v:.2g}" for k, v in worst.items()),
+                )
+            )
     share = results[results["metric"] == "share"]
     if "san" in config.toy_variants:
         san = share[(share["model"] == "toy-san") & (share["length"] == config.n_layers)]
-        found.append(check(
-            "pure-san-single-length", "A pure SAN's output is all at length L.",
-            "max |share of length L - 1| (toy-san)", float((san["value"] - 1).abs().max()),
-            "<", 1e-12,
-        ))  # fmt: skip
+        found.append(
+            check(
+                "pure-san-single-length",
+                "A pure SAN's output is all at length L.",
+                "max |share of length L - 1| (toy-san)",
+                float((san["value"] - 1).abs().max()),
+                "<",
+                1e-12,
+            )
+        )
     expected = list(dict.fromkeys(f"{u['model']} ({u['init']})" for u in units(config)))
     found.append(
         for_every(

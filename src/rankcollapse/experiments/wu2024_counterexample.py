@@ -94,21 +94,34 @@ def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
             ids = {"part": "end", "token1_angle": token1, "norm": label, "start_angle": angles}
             frames.append(long_frame(ends, **ids))
             values = measure_states(states[layers], metrics=["mu_rel"], source_dtype=torch.float64)
-            frames.append(pd.DataFrame({
-                **ids, "part": "curve", "layer": np.repeat(layers.numpy(), config.n_angles),
-                "start_angle": np.tile(angles.numpy(), len(layers)), "metric": "mu_rel",
-                "value": values["mu_rel"].value.flatten().numpy(),
-                "at_floor": values["mu_rel"].at_floor.flatten().numpy(),
-            }))  # fmt: skip
+            frames.append(
+                pd.DataFrame(
+                    {
+                        **ids,
+                        "part": "curve",
+                        "layer": np.repeat(layers.numpy(), config.n_angles),
+                        "start_angle": np.tile(angles.numpy(), len(layers)),
+                        "metric": "mu_rel",
+                        "value": values["mu_rel"].value.flatten().numpy(),
+                        "at_floor": values["mu_rel"].at_floor.flatten().numpy(),
+                    }
+                )
+            )
             if norm:
                 kept = states[layers][:, drawn]  # (len(layers), n_drawn, 2, 2)
                 for token in (1, 2):
                     angle = torch.atan2(kept[:, :, token - 1, 1], kept[:, :, token - 1, 0])
-                    frames.append(long_frame(
-                        {"angle": angle.flatten()}, part="trajectory", token1_angle=token1,
-                        norm=label, token=token, layer=layers.repeat_interleave(len(drawn)),
-                        start_angle=angles[drawn].repeat(len(layers)),
-                    ))  # fmt: skip
+                    frames.append(
+                        long_frame(
+                            {"angle": angle.flatten()},
+                            part="trajectory",
+                            token1_angle=token1,
+                            norm=label,
+                            token=token,
+                            layer=layers.repeat_interleave(len(drawn)),
+                            start_angle=angles[drawn].repeat(len(layers)),
+                        )
+                    )
     return pd.concat(frames, ignore_index=True).assign(w=w)
 
 
@@ -133,8 +146,18 @@ def basin_table(results: pd.DataFrame) -> pd.DataFrame:
                 "contiguous": inside.size == spanned,
             }
         )
-    return pd.DataFrame(rows, columns=["w", "basin_first", "arc_start", "basin_last", "arc_end",
-                                       "resolution", "contiguous"])  # fmt: skip
+    return pd.DataFrame(
+        rows,
+        columns=[
+            "w",
+            "basin_first",
+            "arc_start",
+            "basin_last",
+            "arc_end",
+            "resolution",
+            "contiguous",
+        ],
+    )
 
 
 def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
@@ -159,7 +182,11 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
             "With token 1 at (0, 1), token 2 reaches B exactly from one contiguous arc "
             "arccos(-1/w) -> 270 degrees.",
             "largest gap between measured basin endpoints and the arc, in ring steps",
-            steps, "<=", 1.0, expected=expected, source=SOURCE,
+            steps,
+            "<=",
+            1.0,
+            expected=expected,
+            source=SOURCE,
             note=", ".join(f"{k}: {v:.2g} steps" for k, v in steps.items()),
             paper="basin of B: the open arc from arccos(-1/w) to 270 degrees",
         ),
@@ -167,41 +194,59 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
             "no-ln-collapses",
             "Without LN the same weights collapse: every start ends with identical tokens.",
             "largest mu_rel at the last layer without LN, over starts and token 1 angles",
-            {f"w={w:g}": v for w, v in no_ln.items()}, "<", 1e-10, expected=expected,
+            {f"w={w:g}": v for w, v in no_ln.items()},
+            "<",
+            1e-10,
+            expected=expected,
             note=", ".join(f"w={w:g}: {v:.2g}" for w, v in no_ln.items()),
-            source=SOURCE, paper="without LN the same weights collapse",
+            source=SOURCE,
+            paper="without LN the same weights collapse",
         ),
-    ]  # fmt: skip
+    ]
 
 
 def summarize(config: Config, results: pd.DataFrame) -> Summary:
     ends = results[results["part"] == "end"]
-    wide = ends.pivot_table(index=["w", "token1_angle", "norm", "start_angle"], columns="metric",
-                            values="value").reset_index()  # fmt: skip
-    outcomes = wide.groupby(["w", "token1_angle", "norm"]).agg(
-        reaches_b=("reaches_b", "mean"), collapsed=("collapsed", "mean")).reset_index()  # fmt: skip
+    wide = ends.pivot_table(
+        index=["w", "token1_angle", "norm", "start_angle"], columns="metric", values="value"
+    ).reset_index()
+    outcomes = (
+        wide.groupby(["w", "token1_angle", "norm"])
+        .agg(reaches_b=("reaches_b", "mean"), collapsed=("collapsed", "mean"))
+        .reset_index()
+    )
     mu = results[(results["part"] == "curve") & (results["token1_angle"] == 90.0)]
     at_b = wide[(wide["norm"] == "LN") & (wide["token1_angle"] == 90.0)].set_index(
-        ["w", "start_angle"])["reaches_b"]  # fmt: skip
+        ["w", "start_angle"]
+    )["reaches_b"]
     in_basin = at_b.reindex(pd.MultiIndex.from_frame(mu[["w", "start_angle"]])).to_numpy() > 0
-    outcome = np.where(mu["norm"] == "no LN", "no LN",
-                       np.where(in_basin, "LN, start in basin", "LN, other starts"))  # fmt: skip
+    outcome = np.where(
+        mu["norm"] == "no LN", "no LN", np.where(in_basin, "LN, start in basin", "LN, other starts")
+    )
     figures = {
         "basin": counterexample_basin(wide[wide["norm"] == "LN"]),
         "mu_rel": band_plot(
-            mu.assign(layer=mu["layer"].astype(int).clip(lower=1),
-                      at_floor=mu["at_floor"].astype(bool), outcome=outcome),
-            hue="outcome", panel="w", logx=True, ylabel="mu_rel",
+            mu.assign(
+                layer=mu["layer"].astype(int).clip(lower=1),
+                at_floor=mu["at_floor"].astype(bool),
+                outcome=outcome,
+            ),
+            hue="outcome",
+            panel="w",
+            logx=True,
+            ylabel="mu_rel",
             title="Token 1 at (0, 1): mu_rel over the ring of starts (layer 0 drawn at 1)",
         ),
         "trajectories": counterexample_trajectories(results[results["part"] == "trajectory"]),
-    }  # fmt: skip
+    }
     return Summary(
-        tables={"basin of B (token 1 at 90 degrees)": basin_table(results),
-                "share of starts reaching B or collapsing": outcomes},
+        tables={
+            "basin of B (token 1 at 90 degrees)": basin_table(results),
+            "share of starts reaching B or collapsing": outcomes,
+        },
         figures=figures,
         claims=claims(config, results),
-    )  # fmt: skip
+    )
 
 
 register(

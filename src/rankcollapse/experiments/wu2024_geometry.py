@@ -105,9 +105,12 @@ def units(config: Config) -> list[Unit]:
 def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
     device = resolve_device(config.device)
     loaded = load_model(
-        unit["model"], init=unit["init"], seed=config.seed, device=device,
+        unit["model"],
+        init=unit["init"],
+        seed=config.seed,
+        device=device,
         dtype=resolve_dtype(config.dtype),
-    )  # fmt: skip
+    )
     frame = probe(
         loaded,
         variants=["transformer"],
@@ -126,24 +129,49 @@ def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
         floor = dtype_floor(x.dtype)  # the rounding floor of the dtype the model ran in
         rows.append(
             pd.DataFrame(
-                {**ids, "layer": layer, "sample": np.arange(len(s)), "metric": "min_sv_rel",
-                 "value": rel[:, -1], "index": np.nan, "at_floor": rel[:, -1] <= floor}
+                {
+                    **ids,
+                    "layer": layer,
+                    "sample": np.arange(len(s)),
+                    "metric": "min_sv_rel",
+                    "value": rel[:, -1],
+                    "index": np.nan,
+                    "at_floor": rel[:, -1] <= floor,
+                }
             )
-        )  # fmt: skip
+        )
         for sample in range(min(config.n_spectra, len(s))):
             rows.append(
                 pd.DataFrame(
-                    {**ids, "layer": layer, "sample": sample, "metric": "sv",
-                     "value": rel[sample], "index": np.arange(rel.shape[1]),
-                     "at_floor": rel[sample] <= floor}
+                    {
+                        **ids,
+                        "layer": layer,
+                        "sample": sample,
+                        "metric": "sv",
+                        "value": rel[sample],
+                        "index": np.arange(rel.shape[1]),
+                        "at_floor": rel[sample] <= floor,
+                    }
                 )
-            )  # fmt: skip
+            )
     out = pd.concat(rows, ignore_index=True)
     out["full_rank"] = min(config.n_tokens, int(states[0].shape[-1]))
     out["at_floor"] = out["at_floor"].fillna(False).astype(bool)
     out["device"] = str(device)
-    return out[["model", "init", "layer", "sample", "index", "metric", "value", "at_floor",
-                "full_rank", "device"]]  # fmt: skip
+    return out[
+        [
+            "model",
+            "init",
+            "layer",
+            "sample",
+            "index",
+            "metric",
+            "value",
+            "at_floor",
+            "full_rank",
+            "device",
+        ]
+    ]
 
 
 def per_model(results: pd.DataFrame) -> pd.DataFrame:
@@ -154,14 +182,18 @@ def per_model(results: pd.DataFrame) -> pd.DataFrame:
         ranks = part[part["metric"] == "numerical_rank"]
         min_sv = part[part["metric"] == "min_sv_rel"].groupby("layer")["value"].median()
         cos = part[part["metric"] == "abs_cos_mean"].groupby("layer")["value"].mean()
-        rows.append({
-            "model": model, "init": init, "blocks": part["layer"].nunique(),
-            "full_rank_share": (ranks["value"] >= ranks["full_rank"]).mean(),
-            "min_median_sv_rel": min_sv.min(),
-            "cos_first_block": cos.iloc[0] if len(cos) else np.nan,
-            "cos_last_layer": cos.iloc[-1] if len(cos) else np.nan,
-            "spearman_cos_layer": _spearman(cos.index.to_numpy(float), cos.to_numpy()),
-        })  # fmt: skip
+        rows.append(
+            {
+                "model": model,
+                "init": init,
+                "blocks": part["layer"].nunique(),
+                "full_rank_share": (ranks["value"] >= ranks["full_rank"]).mean(),
+                "min_median_sv_rel": min_sv.min(),
+                "cos_first_block": cos.iloc[0] if len(cos) else np.nan,
+                "cos_last_layer": cos.iloc[-1] if len(cos) else np.nan,
+                "spearman_cos_layer": _spearman(cos.index.to_numpy(float), cos.to_numpy()),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -171,20 +203,38 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
         if r.init != "pretrained":
             continue
         found += [
-            finding(f"full-rank@{r.model}", "The hidden states keep full rank at every layer "
-                    "(block outputs).", "share of (layer, sample) states with numerical rank "
-                    "min(n_tokens, d_model)", r.full_rank_share, ">=", 1.0, source=SOURCE,
-                    paper="rank stays full"),
-            finding(f"min-sv-away@{r.model}", "The minimum singular value stays well away from 0 "
-                    "at every layer (block outputs).", "smallest (over layers) median "
-                    "sigma_min / sigma_max", r.min_median_sv_rel, ">", MIN_SV_REL,
-                    source=SOURCE, paper="minimum singular value well away from 0"),
-            finding(f"cos-grows@{r.model}", "The mean |cosine| between tokens grows with depth "
-                    "(anisotropy).", "Spearman correlation of layer and mean |cos|",
-                    r.spearman_cos_layer, ">", 0.0, source=SOURCE,
-                    note=f"first block: {r.cos_first_block:.3f}, last layer: "
-                    f"{r.cos_last_layer:.3f}", paper="mean |cosine| rises with depth"),
-        ]  # fmt: skip
+            finding(
+                f"full-rank@{r.model}",
+                "The hidden states keep full rank at every layer (block outputs).",
+                "share of (layer, sample) states with numerical rank min(n_tokens, d_model)",
+                r.full_rank_share,
+                ">=",
+                1.0,
+                source=SOURCE,
+                paper="rank stays full",
+            ),
+            finding(
+                f"min-sv-away@{r.model}",
+                "The minimum singular value stays well away from 0 at every layer (block outputs).",
+                "smallest (over layers) median sigma_min / sigma_max",
+                r.min_median_sv_rel,
+                ">",
+                MIN_SV_REL,
+                source=SOURCE,
+                paper="minimum singular value well away from 0",
+            ),
+            finding(
+                f"cos-grows@{r.model}",
+                "The mean |cosine| between tokens grows with depth (anisotropy).",
+                "Spearman correlation of layer and mean |cos|",
+                r.spearman_cos_layer,
+                ">",
+                0.0,
+                source=SOURCE,
+                note=f"first block: {r.cos_first_block:.3f}, last layer: {r.cos_last_layer:.3f}",
+                paper="mean |cosine| rises with depth",
+            ),
+        ]
     return found
 
 
@@ -199,21 +249,30 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
         .reset_index()
     )
     labelled = per_layer.assign(model=per_layer["model"] + " (" + per_layer["init"] + ")")
-    for metric, ylabel in (("abs_cos_mean", "mean |cosine| between tokens"),
-                           ("min_sv_rel", "sigma_min / sigma_max"),
-                           ("stable_rank", "stable rank")):  # fmt: skip
+    for metric, ylabel in (
+        ("abs_cos_mean", "mean |cosine| between tokens"),
+        ("min_sv_rel", "sigma_min / sigma_max"),
+        ("stable_rank", "stable rank"),
+    ):
         summary.figures[metric] = band_plot(
-            labelled[labelled["metric"] == metric], x="layer", hue="model",
-            logy=metric == "min_sv_rel", title=f"{ylabel} against layer (mean over samples)",
-            ylabel=ylabel, band=None, floor_column="at_floor" if metric == "min_sv_rel" else None,
-        )  # fmt: skip
+            labelled[labelled["metric"] == metric],
+            x="layer",
+            hue="model",
+            logy=metric == "min_sv_rel",
+            title=f"{ylabel} against layer (mean over samples)",
+            ylabel=ylabel,
+            band=None,
+            floor_column="at_floor" if metric == "min_sv_rel" else None,
+        )
     ranks = labelled[labelled["metric"] == "numerical_rank"]
     # every model sits at full rank: one panel each, or the lines hide one another
     summary.figures["numerical_rank"] = line_plot(
-        ranks.assign(value=ranks["value"] / ranks["full_rank"]), x="layer", panel="model",
+        ranks.assign(value=ranks["value"] / ranks["full_rank"]),
+        x="layer",
+        panel="model",
         title="numerical rank / min(n_tokens, d_model) against layer (mean over samples)",
         ylabel="rank / full rank",
-    )  # fmt: skip
+    )
     layer0 = per_layer[(per_layer["layer"] == 0) & (per_layer["metric"] == "numerical_rank")]
     deficient = layer0[layer0["value"] < layer0["full_rank"]]
     for model, part in deficient.groupby("model"):

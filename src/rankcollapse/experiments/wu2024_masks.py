@@ -146,20 +146,34 @@ def modes_of(config: Config, model: str) -> list[str]:
 def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
     slopes = curve_slopes(results.astype({"at_floor": bool}), BY)
     san = slopes[slopes["variant"] == "san"]
-    members = {f"{r.model}/{r.mode}/{r.mask}": None if r.diverged else r.slope_mu
-               for r in san.itertuples()}  # fmt: skip
+    members = {
+        f"{r.model}/{r.mode}/{r.mask}": None if r.diverged else r.slope_mu for r in san.itertuples()
+    }
     arms = [(model, mode) for model in config.models for mode in modes_of(config, model)]
-    radii = {(m, k): mask_radius(k, tokens_of(config, m))
-             for m in config.models for k in config.masks}  # fmt: skip
+    radii = {
+        (m, k): mask_radius(k, tokens_of(config, m)) for m in config.models for k in config.masks
+    }
     expected = [f"{m}/{mode}/{k}" for m, mode in arms for k in config.masks]
-    excluded = {f"{m}/{mode}/{k}": "no center node"
-                for m, mode in arms for k in config.masks if radii[m, k] == math.inf}  # fmt: skip
-    found = [for_every(
-        "san-collapses-every-mask",
-        "Pure SAN collapses exponentially under every quasi-strongly connected mask.",
-        "largest collapse slope of mu per layer (model/mode/mask); < 0 is collapse",
-        members, "<", 0.0, expected=expected, excluded=excluded, source=SOURCE, paper=PAPER,
-    )]  # fmt: skip
+    excluded = {
+        f"{m}/{mode}/{k}": "no center node"
+        for m, mode in arms
+        for k in config.masks
+        if radii[m, k] == math.inf
+    }
+    found = [
+        for_every(
+            "san-collapses-every-mask",
+            "Pure SAN collapses exponentially under every quasi-strongly connected mask.",
+            "largest collapse slope of mu per layer (model/mode/mask); < 0 is collapse",
+            members,
+            "<",
+            0.0,
+            expected=expected,
+            excluded=excluded,
+            source=SOURCE,
+            paper=PAPER,
+        )
+    ]
     for model, mode in arms:
         radius = {k: radii[model, k] for k in config.masks if radii[model, k] < math.inf}
         slope = {k: members.get(f"{model}/{mode}/{k}") for k in radius}
@@ -173,22 +187,33 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
                 reason
                 or f"slowest radius-1: {slow} {near[slow]:.3g}; fastest: {fast} {far[fast]:.3g}"
             )
-            found.append(finding(
-                f"local-masks-slower@{model}/{mode}",
-                "More local masks collapse more slowly: every radius > 1 mask is slower than "
-                "every radius-1 mask (pure SAN).",
-                "slowest radius-1 slope / fastest radius > 1 slope (both must be < 0)",
-                ratio, ">", 1.0, note=reason, source=SOURCE,
-                paper="local masks slow collapse (the radius in Thm 1's rate)",
-            ))  # fmt: skip
-        found.append(finding(
-            f"rate-follows-radius@{model}/{mode}",
-            "The order of the collapse slopes follows the mask radius (larger, slower).",
-            "fraction of mask pairs of different radius ordered by radius",
-            radius_concordance(list(radius.values()), list(slope.values())), ">=", 1.0,
-            note="fastest first: " + " > ".join(sorted(slope, key=slope.get)),
-            source="Thm 1 (rate against radius)", paper="the bound's rate flattens with radius",
-        ))  # fmt: skip
+            found.append(
+                finding(
+                    f"local-masks-slower@{model}/{mode}",
+                    "More local masks collapse more slowly: every radius > 1 mask is slower than "
+                    "every radius-1 mask (pure SAN).",
+                    "slowest radius-1 slope / fastest radius > 1 slope (both must be < 0)",
+                    ratio,
+                    ">",
+                    1.0,
+                    note=reason,
+                    source=SOURCE,
+                    paper="local masks slow collapse (the radius in Thm 1's rate)",
+                )
+            )
+        found.append(
+            finding(
+                f"rate-follows-radius@{model}/{mode}",
+                "The order of the collapse slopes follows the mask radius (larger, slower).",
+                "fraction of mask pairs of different radius ordered by radius",
+                radius_concordance(list(radius.values()), list(slope.values())),
+                ">=",
+                1.0,
+                note="fastest first: " + " > ".join(sorted(slope, key=slope.get)),
+                source="Thm 1 (rate against radius)",
+                paper="the bound's rate flattens with radius",
+            )
+        )
     return found
 
 
@@ -220,9 +245,11 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
     for (model, mode), rows in curves.groupby(["model", "mode"], sort=False):
         for metric in ("mu", "mu_rel") if mode == "eval" else ("mu",):
             figures[f"{model}_{mode}_{metric}"] = mask_panels(
-                rows[rows["metric"] == metric], hue="variant", ylabel=metric,
+                rows[rows["metric"] == metric],
+                hue="variant",
+                ylabel=metric,
                 title=f"{model} ({mode} mode): {metric} against layer",
-            )  # fmt: skip
+            )
     return Summary(tables=tables, figures=figures, claims=claims(config, results), notes=notes)
 
 

@@ -81,8 +81,12 @@ PRESETS = {
 
 
 def units(config: Config) -> list[Unit]:
-    return [{"mask": m, "norm": n, "seed": s}
-            for m in config.masks for n in config.norms for s in config.seeds]  # fmt: skip
+    return [
+        {"mask": m, "norm": n, "seed": s}
+        for m in config.masks
+        for n in config.norms
+        for s in config.seeds
+    ]
 
 
 def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
@@ -90,14 +94,22 @@ def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
     net = ToyNet(
         toy_config(VARIANT[unit["norm"]], **sizes, value_init="orthogonal", seed=unit["seed"])
     )
-    x = random_tokens(config.n_samples, config.n_tokens, config.d_model,
-                      seed=stream_seed(unit["seed"], "data"))  # fmt: skip
+    x = random_tokens(
+        config.n_samples, config.n_tokens, config.d_model, seed=stream_seed(unit["seed"], "data")
+    )
     with torch.no_grad():
         trace = net(x, return_attention=True)
     frame = measure_layers(trace.states, metrics=["mu", "mu_rel"], source_dtype=net.dtype)
     eps = layer_eps(trace.attention, mask_from_spec(unit["mask"], config.n_tokens))
-    eps_rows = pd.DataFrame({"layer": np.arange(1, len(eps) + 1), "sample": -1, "metric": "eps",
-                             "value": eps, "at_floor": False})  # fmt: skip
+    eps_rows = pd.DataFrame(
+        {
+            "layer": np.arange(1, len(eps) + 1),
+            "sample": -1,
+            "metric": "eps",
+            "value": eps,
+            "at_floor": False,
+        }
+    )
     frame = pd.concat([frame, eps_rows], ignore_index=True)
     return frame.assign(**unit)[
         ["mask", "norm", "seed", "layer", "sample", "metric", "value", "at_floor"]
@@ -118,8 +130,16 @@ def curve_table(config: Config, results: pd.DataFrame) -> pd.DataFrame:
         mu, eps = part[part["metric"] == "mu"], part[part["metric"] == "eps"].sort_values("layer")
         rate = collapse_rate(mu)
         log_mu = np.log(mu["value"].clip(lower=1e-300)).groupby(mu["layer"]).mean().to_numpy()
-        row = {"mask": mask, "norm": norm, "seed": seed, "radius": r, "eps_min": eps["value"].min(),
-               "slope": rate.slope, "fit_layers": rate.n_fit, "excess": math.nan}  # fmt: skip
+        row = {
+            "mask": mask,
+            "norm": norm,
+            "seed": seed,
+            "radius": r,
+            "eps_min": eps["value"].min(),
+            "slope": rate.slope,
+            "fit_layers": rate.n_fit,
+            "excess": math.nan,
+        }
         if math.isinf(r) or eps.empty:
             row["bound_slope"] = math.nan
         elif norm == "none":
@@ -142,8 +162,12 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
         return found
     members = {f"{r.mask}/seed {r.seed}": r.excess for r in plain.itertuples()}
     expected = [f"{m}/seed {s}" for m in config.masks for s in config.seeds]
-    excluded = {f"{m}/seed {s}": "no center node" for m in config.masks
-                for s in config.seeds if math.isinf(mask_radius(m, config.n_tokens))}  # fmt: skip
+    excluded = {
+        f"{m}/seed {s}": "no center node"
+        for m in config.masks
+        for s in config.seeds
+        if math.isinf(mask_radius(m, config.n_tokens))
+    }
     looseness = "; ".join(
         f"{r.mask}: bound {r.bound_slope:.2g}/layer vs measured {r.slope:.2g}/layer"
         for r in plain.groupby("mask", sort=False)[["bound_slope", "slope"]]
@@ -151,14 +175,22 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
         .reset_index()
         .itertuples()
     )
-    found.append(for_every(
-        "bound-is-upper",
-        "Thm 1's bound, with eps measured per block of r layers and C fitted on the first r "
-        "layers, stays above mu at every later layer (no norm).",
-        "largest log(mu_t / (C B_t)) over layers after the first r, per mask and seed",
-        members, "<=", 0.0, expected=expected, excluded=excluded, note=looseness,
-        source=SOURCE, paper="mu(X^t) <= C (1 - eps^r)^(t/r)",
-    ))  # fmt: skip
+    found.append(
+        for_every(
+            "bound-is-upper",
+            "Thm 1's bound, with eps measured per block of r layers and C fitted on the first r "
+            "layers, stays above mu at every later layer (no norm).",
+            "largest log(mu_t / (C B_t)) over layers after the first r, per mask and seed",
+            members,
+            "<=",
+            0.0,
+            expected=expected,
+            excluded=excluded,
+            note=looseness,
+            source=SOURCE,
+            paper="mu(X^t) <= C (1 - eps^r)^(t/r)",
+        )
+    )
     slopes = plain.pivot_table(index="seed", columns="mask", values="slope")
     if {"complete", "causal_window:1"} <= set(config.masks):
         ratios = {
@@ -168,23 +200,35 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
         values = {seed: ratio for seed, (ratio, _) in ratios.items()}
         reasons = [f"seed {s}: {why}" for s, (_, why) in ratios.items() if why]
         finite = {seed: v for seed, v in values.items() if math.isfinite(v)}
-        found.append(finding(
-            "local-masks-slower",
-            "The complete mask collapses faster than the most local mask (causal window 1).",
-            "smallest over seeds of slope(complete) / slope(causal_window:1)",
-            min(values.values()) if len(values) == len(config.seeds) else math.nan,
-            ">", 1.0, note="; ".join(reasons + ([seeds_agree(finite, ">", 1.0)] if finite else [])),
-            source="Thm 1 (rate against radius)", paper="local masks slow collapse",
-        ))  # fmt: skip
+        found.append(
+            finding(
+                "local-masks-slower",
+                "The complete mask collapses faster than the most local mask (causal window 1).",
+                "smallest over seeds of slope(complete) / slope(causal_window:1)",
+                min(values.values()) if len(values) == len(config.seeds) else math.nan,
+                ">",
+                1.0,
+                note="; ".join(reasons + ([seeds_agree(finite, ">", 1.0)] if finite else [])),
+                source="Thm 1 (rate against radius)",
+                paper="local masks slow collapse",
+            )
+        )
     return found
 
 
 def summarize(config: Config, results: pd.DataFrame) -> Summary:
     table = curve_table(config, results)
-    means = table.groupby(["mask", "norm"], sort=False).agg(
-        radius=("radius", "first"), eps_min=("eps_min", "min"), slope=("slope", "mean"),
-        bound_slope=("bound_slope", "mean"), largest_excess=("excess", "max"),
-    ).reset_index()  # fmt: skip
+    means = (
+        table.groupby(["mask", "norm"], sort=False)
+        .agg(
+            radius=("radius", "first"),
+            eps_min=("eps_min", "min"),
+            slope=("slope", "mean"),
+            bound_slope=("bound_slope", "mean"),
+            largest_excess=("excess", "max"),
+        )
+        .reset_index()
+    )
     notes = [
         (
             "Slopes are natural-log slopes per layer (negative: collapse): measured from the "
