@@ -104,7 +104,7 @@ def test_every_figure_has_a_200_dpi_png_and_an_svg_copy_linked_from_the_report(r
 
 def test_report_reads_summary_first_then_contents_figures_findings_tables(run):
     html = run.report_path.read_text()
-    order = ["findings passed", "In the results, variant: san, skip.", "<nav>",
+    order = ["findings pass", "In the results, variant: san, skip.", "<nav>",
              'id="figures"', 'id="findings"', 'id="tables"', 'id="config"']  # fmt: skip
     positions = [html.index(text) for text in order]
     assert positions == sorted(positions)
@@ -125,7 +125,7 @@ def test_report_shows_config_tables_notes_and_what_was_run(run):
     assert "depth: 3" in html and "mean residual" in html and "values are synthetic" in html
     assert "residual &lt;&amp;&gt;" not in html  # titles live inside the PNGs, not the HTML
     assert "Synthetic decay for report tests." in html
-    assert "1 of 2 findings passed" in html
+    assert "1 of 2 findings pass, 1 fail, 0 not tested" in html
 
 
 def test_rebuilding_the_report_gives_identical_files_without_running_units(run):
@@ -150,7 +150,7 @@ def test_report_command_rebuilds_an_identical_report(run, monkeypatch, capsys):
     run.report_path.write_text("stale")
     assert cli.main(["report", str(run.out_dir)]) == 0
     assert run.report_path.read_bytes() == before
-    assert "1 of 2 findings passed" in capsys.readouterr().out
+    assert "1 of 2 findings pass, 1 fail, 0 not tested" in capsys.readouterr().out
 
 
 def test_report_of_a_folder_without_a_run_says_what_is_missing(tmp_path):
@@ -180,7 +180,7 @@ def test_findings_and_checks_are_reported_apart_and_only_findings_counted():
     page = render_html(experiment=SYNTH, config_text="", manifest={},
                        summary=Summary(claims=claims), pngs={})  # fmt: skip
     text = re.sub(r"<[^>]+>", "", page)
-    assert "1 of 1 findings passed; 0 of 1 checks hold (failed: c1)" in text
+    assert "1 of 1 findings pass, 0 fail, 0 not tested; 0 of 1 checks hold (failed: c1)" in text
     assert page.index('id="findings"') < page.index('id="checks"') < page.index("an identity")
 
 

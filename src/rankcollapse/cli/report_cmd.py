@@ -30,14 +30,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from rankcollapse.cli._console import console
+    from rankcollapse.experiments import count_verdicts, verdict_text
     from rankcollapse.report import build_report, write_index
 
     if args.index:
         console.print(f"index: {write_index(args.dir)}", highlight=False, soft_wrap=True)
         return 0
     report = build_report(args.dir)
-    findings = [c for c in report.summary.claims if getattr(c, "kind", "finding") != "check"]
-    n_passed = sum(claim.passed for claim in findings)
-    console.print(f"{n_passed} of {len(findings)} findings passed.")
+    verdicts = [claim.verdict for claim in report.summary.findings]
+    console.print(verdict_text(count_verdicts(verdicts)) + ".")
     console.print(f"report: {report.path}", highlight=False, soft_wrap=True)
     return 0

@@ -10,7 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from rankcollapse.errors import InputError
+from rankcollapse.experiments import count_verdicts
 from rankcollapse.files import write_atomic
+from rankcollapse.report.build import stored_verdict
 from rankcollapse.report.html import STYLE
 
 
@@ -24,14 +26,16 @@ def run_rows(root: Path) -> list[dict[str, Any]]:
         manifest = json.loads(manifest_path.read_text())
         claims_path = folder / "claims.json"
         claims = json.loads(claims_path.read_text()) if claims_path.is_file() else []
-        findings = [c for c in claims if c.get("kind", "finding") != "check"]
+        findings = [c for c in claims if c.get("kind", "finding") == "finding"]
+        counts = count_verdicts([stored_verdict(c) for c in findings])
         rows.append(
             {
                 "experiment": manifest.get("experiment", folder.name),
                 "preset": manifest.get("preset"),
                 "finished": manifest.get("finished") or manifest.get("started"),
                 "n_findings": len(findings),
-                "n_passed": sum(bool(c.get("passed")) for c in findings),
+                "n_passed": counts["PASS"],
+                "n_untested": counts["NOT TESTED"],
                 "link": (folder / "report.html").relative_to(root).as_posix(),
             }
         )
@@ -49,7 +53,8 @@ def render_index(rows: list[dict[str, Any]], title: str) -> str:
         body.append(
             f"<tr><td>{escape(str(r['experiment']))}</td><td>{escape(str(r['preset']))}</td>"
             f"<td>{escape(str(r['finished']))}</td>"
-            f'<td class="{verdict}">{r["n_passed"]} of {r["n_findings"]}</td>'
+            f'<td class="{verdict}">{r["n_passed"]} of {r["n_findings"]}'
+            f"{_untested(r)}</td>"
             f'<td><a href="{escape(r["link"])}">{escape(r["link"])}</a></td></tr>'
         )
     return "\n".join(
@@ -65,6 +70,10 @@ def render_index(rows: list[dict[str, Any]], title: str) -> str:
             "",
         ]
     )
+
+
+def _untested(row: dict[str, Any]) -> str:
+    return f" ({row['n_untested']} not tested)" if row.get("n_untested") else ""
 
 
 def write_index(root: str | Path) -> Path:
