@@ -181,18 +181,37 @@ def finding(
     note: str = "",
     source: str = "",
     paper: str = "",
+    untested: str = "",
+    beyond: bool = False,
 ) -> Claim:
     """A paper's statement tested on measurements (it can fail; NaN fails).
 
+    `untested` (a reason) makes it NOT TESTED whatever the value; `beyond=True` marks the
+    project's own conjecture or extension (kind "beyond"), listed apart from the paper's.
+
     Example:
-        >>> finding("c1", "residual shrinks", "ratio", 0.2, "<", 0.5).passed
-        True
-        >>> finding("c1", "residual shrinks", "ratio", float("nan"), "<", 0.5).passed
-        False
+        >>> finding("c1", "residual shrinks", "ratio", 0.2, "<", 0.5).verdict
+        'PASS'
+        >>> finding("c1", "residual shrinks", "ratio", float("nan"), "<", 0.5).verdict
+        'FAIL'
+        >>> finding("c1", "residual shrinks", "ratio", 0.2, "<", 0.5,
+        ...         untested=NOT_LEARNED + ": the net sits at its baseline").verdict
+        'NOT TESTED'
     """
     value, passed = _verdict(measured, relation, threshold)
     return Claim(
-        id, "finding", text, quantity, relation, threshold, value, passed, note, source, paper
+        id,
+        "beyond" if beyond else "finding",
+        text,
+        quantity,
+        relation,
+        threshold,
+        value,
+        passed and not untested,
+        note,
+        source,
+        paper,
+        untested,
     )
 
 
