@@ -26,8 +26,10 @@ Findings:
 - bound-holds: at every layer 1..L where a sequence is above the float64 floor, the per-layer
   bound c_l r_{l-1}^3 and the unrolled bound are >= the measured r_l (smallest margin >= 0
   decades); layers 1..min_tested_layer must each be tested, or the finding fails.
-- skip-escapes-bound: with the attention skip, r_L stays above the pure-SAN unrolled bound of the
-  same weights (Cor 3.1: no doubly exponential bound exists with skips).
+- skip-keeps-residual: with the attention skip, r_L keeps at least a tenth of r_0 on every
+  sequence (Sec. 3.1: skip connections stop the output from degenerating). The pure-SAN bound of
+  the same weights lies tens of decades below r_L, so "above the bound" could not fail; the
+  residual against its own start can.
 """
 
 from __future__ import annotations
@@ -181,24 +183,39 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
             paper="r_L <= c^{(3^L - 1)/2} r_0^{3^L}, c = 4 gamma beta / sqrt(d_qk)",
         )
     )
-    skip = results[(results["variant"] == "san+skip") & (results["layer"] == config.n_layers)]
+    skip = results[
+        (results["variant"] == "san+skip")
+        & results["layer"].isin([0, config.n_layers])
+        & (results["metric"] == "log10_r")
+    ]
     if "san+skip" in config.variants:
-        wide = skip.pivot_table(index=["seed", "sample"], columns="metric", values="value")
-        above = (wide["log10_r"] - wide["log10_unrolled"]) if len(wide) else pd.Series([np.nan])
+        wide = skip.pivot_table(index=["seed", "sample", "level"], columns="layer", values="value")
+        kept = (
+            wide[config.n_layers] - wide[0]
+            if {0, config.n_layers} <= set(wide.columns)
+            else pd.Series([np.nan])
+        )
+        bound = results[
+            (results["variant"] == "san+skip")
+            & (results["layer"] == config.n_layers)
+            & (results["metric"] == "log10_unrolled")
+        ]["value"]
         found.append(
             finding(
-                "skip-escapes-bound",
-                "With the attention skip, the residual stays above the pure-SAN bound of the same "
-                "weights: no doubly exponential collapse.",
-                f"smallest log10(r_L / unrolled bound) over san+skip sequences at layer L = "
-                f"{config.n_layers} (decades)",
-                float(above.min()),
-                ">",
-                0.0,
-                note=f"median {float(above.median()):.3g} decades over {len(wide)} sequences",
-                source="Cor 3.1",
-                paper="with skips, parameterisations exist where r_L >= r_0 "
-                "at any depth: no bound of the pure-SAN form holds",
+                "skip-keeps-residual",
+                f"With the attention skip, the residual keeps at least a tenth of its start over "
+                f"{config.n_layers} layers on every sequence.",
+                f"smallest log10(r_L / r_0) over san+skip sequences, L = {config.n_layers} "
+                "(decades)",
+                float(kept.min()),
+                ">=",
+                -1.0,
+                note=f"median {float(kept.median()):.3g} decades over {len(kept)} sequences; the "
+                f"pure-SAN unrolled bound of the same weights at layer L: median "
+                f"{float(bound.median()):.3g} decades",
+                source="Sec. 3.1, Cor 3.1",
+                paper="skip connections play a key role in mitigating rank collapse: with them, "
+                "parameterisations exist where r_L >= r_0 at any depth (Cor 3.1)",
             )
         )
     return found
