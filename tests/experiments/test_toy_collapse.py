@@ -99,7 +99,7 @@ def test_doubly_exponential_claim_passes_for_cubic_decay_and_fails_for_geometric
     geometric = 0.5**layers * 0.9  # constant factor 0.5
     for values, passes in ((cubic, True), (geometric, False)):
         table = pd.DataFrame({"layer": layers, "geo_mean": values, "any_at_floor": False})
-        claim = doubly_exponential_claim(table, table.assign(seed=0))
+        claim = doubly_exponential_claim("san", table, table.assign(seed=0))
         assert claim.passed is passes, claim
 
 
@@ -108,7 +108,7 @@ def test_doubly_exponential_claim_ignores_layers_at_the_floor():
     table = pd.DataFrame(
         {"layer": range(6), "geo_mean": values, "any_at_floor": [False] * 3 + [True] * 3}
     )
-    claim = doubly_exponential_claim(table, table.assign(seed=0))
+    claim = doubly_exponential_claim("san", table, table.assign(seed=0))
     assert claim.measured == pytest.approx(0.5) and claim.passed
     assert "layers 0...2" in claim.note and "1 of 1 seeds agree" in claim.note
 
