@@ -33,7 +33,6 @@ def table(falls=(0.5, 0.01, 1e-4), full_low=1e-4, rank1_h8=(0.4, 0.6)) -> pd.Dat
 
 
 CASES = {
-    "full-rank-falls": Case(table(), table(falls=(0.5, 0.01, 0.02)), OVERRIDES),
     "full-rank-beats-low-rank": Case(table(), table(full_low=0.5), OVERRIDES),
     "low-rank-worsens-with-d": Case(table(), table(rank1_h8=(0.4, 0.3)), OVERRIDES),
 }
