@@ -15,8 +15,10 @@ the drop of the mean log mu_rel over the first `early_layers` layers, with value
 dtype floor clipped to the floor (`early_drop`).
 
 Findings, per model and mode:
-- smaller-dqk-slows@model/mode: under every mask the early drop at the smallest d_QK is below
-  the drop at the largest (gap drop(max d_QK) - drop(min d_QK) > 0 for every mask).
+- smaller-dqk-slows@model/mode: under every mask the early drop at the smallest d_QK is clearly
+  below the drop at the largest: the relative gap (drop(max d_QK) - drop(min d_QK)) /
+  drop(max d_QK) exceeds 0.1 for every mask (a gap of a few thousandths is noise, not a
+  slow-down).
 - complete-most@model/mode: that gap is largest under the complete mask.
 """
 
@@ -57,7 +59,8 @@ Model = Literal["toy", "bert-base", "minilm", "smollm2"]
 INIT = {"bert-base": "random", "minilm": "pretrained", "smollm2": "pretrained"}
 COLUMNS = ["model", "init", "variant", "mask", "d_qk", "mode", "layer", "sample", "metric"]
 COLUMNS += ["value", "at_floor", "device"]
-SOURCE = "temperature experiment (d_QK per mask)"
+SOURCE = "experiments, temperature (d_QK per mask)"
+CLEAR_GAP = 0.1  # a slow-down: the drop at the smallest d_QK at least 10% below the largest
 
 
 class Config(CurvesConfig):
@@ -154,20 +157,23 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
             part = drops[(drops["model"] == model) & (drops["mode"] == mode)]
             by = part.pivot_table(index="mask", columns="d_qk", values="early_drop", dropna=False)
             gap = (by.get(large) - by.get(small)) if {small, large} <= set(by) else pd.Series()
+            relative = gap / by.get(large) if len(gap) else gap
             found.append(
                 for_every(
                     f"smaller-dqk-slows@{model}/{mode}",
-                    f"Smaller d_QK (sharper attention) slows the early collapse of pure SAN under "
-                    f"every mask ({label(small)} against {label(large)}, first "
+                    f"Smaller d_QK (sharper attention) clearly slows the early collapse of pure "
+                    f"SAN under every mask ({label(small)} against {label(large)}, first "
                     f"{config.early_layers} layers).",
-                    "smallest gap over masks: drop(max d_QK) - drop(min d_QK) of log mu_rel",
-                    gap.to_dict(),
+                    "smallest relative gap over masks: (drop(max d_QK) - drop(min d_QK)) / "
+                    "drop(max d_QK) of log mu_rel",
+                    relative.to_dict(),
                     ">",
-                    0.0,
+                    CLEAR_GAP,
                     expected=config.masks,
                     source=SOURCE,
-                    note=", ".join(f"{m}: {g:.3g}" for m, g in gap.items()),
-                    paper="smaller d_QK slows early collapse",
+                    note="gaps: " + ", ".join(f"{m}: {g:.3g}" for m, g in gap.items()),
+                    paper="a smaller d_QK (a sharper, lower-temperature softmax) slows the early "
+                    "rank collapse",
                 )
             )
             if "complete" in config.masks:
@@ -181,7 +187,7 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
                         "true",
                         source=SOURCE,
                         note=f"largest gap: {top} ({gap.max():.3g})",
-                        paper="most for the complete mask",
+                        paper="the slow-down is most pronounced for the complete mask",
                     )
                 )
     return found
