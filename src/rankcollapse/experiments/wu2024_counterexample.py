@@ -15,6 +15,10 @@ Findings:
 - basin-arc: with token 1 at (0, 1) token 2 reaches B exactly from one contiguous arc whose
   endpoints match arccos(-1/w) and 270 degrees within the ring's resolution, for every w.
 - no-ln-collapses: without LN every start ends with identical tokens (mu_rel < 1e-10).
+- ln-plays-a-role: Wu et al.'s refutation of Dong et al.'s "LayerNorm plays no role": with the
+  same weights, the share of starts (token 1 at (0, 1)) that end at B, a rank-2 equilibrium,
+  with LN minus the share that stay apart (mu_rel >= 1e-10) without LN exceeds 0.25 for every w
+  (the arc is 150 to 180 degrees of the ring: 42-50% of the starts).
 """
 
 from __future__ import annotations
@@ -176,6 +180,12 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
     last = curves[curves["layer"] == curves.groupby("w")["layer"].transform("max")]
     no_ln = last.groupby("w")["value"].max()
     expected = [f"w={w:g}" for w in config.w]
+    ends = results[(results["part"] == "end") & (results["token1_angle"] == 90.0)]
+    with_ln = ends[(ends["norm"] == "LN") & (ends["metric"] == "reaches_b")]
+    at_90 = last[last["token1_angle"] == 90.0]
+    apart = (at_90["value"] >= 1e-10).groupby(at_90["w"]).mean()
+    reach = with_ln.groupby("w")["value"].mean()
+    role = {f"w={w:g}": float(reach[w] - apart.get(w, 0.0)) for w in reach.index}
     return [
         for_every(
             "basin-arc",
@@ -201,6 +211,21 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
             note=", ".join(f"w={w:g}: {v:.2g}" for w, v in no_ln.items()),
             source=SOURCE,
             paper="without LN the same weights collapse",
+        ),
+        for_every(
+            "ln-plays-a-role",
+            "LayerNorm changes the outcome of the same weights: with LN a share of the starts "
+            "ends at B (rank 2), without LN none stays apart.",
+            "share of starts reaching B with LN minus share staying apart without LN "
+            "(token 1 at 90 degrees), per w",
+            role,
+            ">",
+            0.25,
+            expected=expected,
+            note=", ".join(f"{k}: {v:.2g}" for k, v in role.items()),
+            source="Sec. on LayerNorm, 2-D example; abstract",
+            paper='"Our result refutes the previous hypothesis that LayerNorm plays no role in '
+            'the rank collapse of self-attention" (abstract)',
         ),
     ]
 
