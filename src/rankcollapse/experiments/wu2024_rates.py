@@ -15,7 +15,16 @@ later layer from the attention actually seen. Measured slope: `rankcollapse.theo
 
 Findings:
 - bound-is-upper: for every mask and seed (no norm), mu stays below C B_t at every layer after
-  the first r, up to the dtype floor (largest log excess <= 0).
+  the first r, up to the dtype floor (largest log excess <= 0). Tested only where it can fail
+  by its rate: a mask whose bound predicts less than one decade of contraction over the fitted
+  layers (a large radius makes eps^r tiny, and the bound then only says that mu does not rise
+  above its early values) is excluded by name; with every mask excluded the finding is NOT
+  TESTED (preset too small: more layers would decide it).
+- cor1-rate-with-ln: Cor 1, with Wu's LayerNorm and orthogonal W_V, for every strongly connected
+  mask (N <= d, full-rank Gaussian inputs: the corollary's first case) and seed: mu collapses at
+  least as fast as the corollary's rate, measured slope <= log(1 - N eps^{2r}) / (2r) with eps
+  the unit's smallest allowed weight. Masks that are only quasi-strongly connected are excluded
+  by name: their case needs all initial cosines >= 0, which Gaussian inputs do not have.
 - local-masks-slower: the complete mask collapses faster than the causal window of width 1
   (speed ratio of the two slopes > 1 for every seed; only defined when both are < 0).
 """
@@ -31,6 +40,7 @@ import torch
 from pydantic import ConfigDict, Field
 
 from rankcollapse.experiments._registry import (
+    TOO_SMALL,
     Claim,
     Experiment,
     Summary,
@@ -59,6 +69,7 @@ from rankcollapse.theory import (
 NAME = "wu2024-rates"
 VARIANT = {"none": "wu:san", "unit": "wu:san+ln"}
 SOURCE = "Thm 1"
+INFORMATIVE = math.log(10)  # a bound that predicts less contraction than a decade cannot fail
 
 
 class Config(toy_sizes(n_layers=32, d_model=16, n_tokens=8, n_samples=8)):
@@ -158,6 +169,8 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
     table = curve_table(config, results)
     plain = table[table["norm"] == "none"]
     found = []
+    if "unit" in config.norms:
+        found.append(_cor1_claim(config, table[table["norm"] == "unit"]))
     if "none" not in config.norms:
         return found
     members = {f"{r.mask}/seed {r.seed}": r.excess for r in plain.itertuples()}
@@ -168,6 +181,15 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
         for s in config.seeds
         if math.isinf(mask_radius(m, config.n_tokens))
     }
+    for r in plain.itertuples():
+        predicted = -r.bound_slope * max(r.fit_layers - 1, 1)
+        if f"{r.mask}/seed {r.seed}" not in excluded and predicted < INFORMATIVE:
+            excluded[f"{r.mask}/seed {r.seed}"] = (
+                f"the bound predicts {predicted / INFORMATIVE:.2g} decades: uninformative"
+            )
+    untested = ""
+    if all(name in excluded for name in expected):
+        untested = f"{TOO_SMALL}: no mask's bound predicts a decade of contraction in this run"
     looseness = "; ".join(
         f"{r.mask}: bound {r.bound_slope:.2g}/layer vs measured {r.slope:.2g}/layer"
         for r in plain.groupby("mask", sort=False)[["bound_slope", "slope"]]
@@ -188,7 +210,9 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
             excluded=excluded,
             note=looseness,
             source=SOURCE,
-            paper="mu(X^t) <= C (1 - eps^r)^(t/r)",
+            paper="for a quasi-strongly connected mask of radius r with attention weights >= "
+            "eps: mu(X^t) <= C (1 - eps^r)^(t/r) (Thm 1)",
+            untested=untested,
         )
     )
     slopes = plain.pivot_table(index="seed", columns="mask", values="slope")
@@ -210,10 +234,47 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
                 1.0,
                 note="; ".join(reasons + ([seeds_agree(finite, ">", 1.0)] if finite else [])),
                 source="Thm 1 (rate against radius)",
-                paper="local masks slow collapse",
+                paper='"sparse or local masked attention can provably slow down the collapse '
+                'rate" (abstract)',
             )
         )
     return found
+
+
+def _cor1_claim(config: Config, unit_norm: pd.DataFrame) -> Claim:
+    """Cor 1 on the strongly connected masks: measured slope <= the corollary's rate."""
+    expected = [f"{m}/seed {s}" for m in config.masks for s in config.seeds]
+    excluded = {}
+    for mask in config.masks:
+        n_centers = len(center_nodes(mask_from_spec(mask, config.n_tokens)))
+        if n_centers < config.n_tokens:
+            reason = "quasi-strongly connected only: Gaussian inputs break cos >= 0"
+            excluded |= {f"{mask}/seed {s}": reason for s in config.seeds}
+    if config.n_tokens > config.d_model:
+        excluded = {name: f"N = {config.n_tokens} > d = {config.d_model}" for name in expected}
+    members = {f"{r.mask}/seed {r.seed}": r.slope - r.bound_slope for r in unit_norm.itertuples()}
+    return for_every(
+        "cor1-rate-with-ln",
+        "With LayerNorm and orthogonal value weights, pure SAN collapses at least as fast as "
+        "Cor 1's rate under every strongly connected mask.",
+        "largest measured slope of mu minus Cor 1's slope log(1 - N eps^{2r}) / (2r), per mask "
+        "and seed (<= 0: at least as fast)",
+        members,
+        "<=",
+        0.0,
+        expected=expected,
+        excluded=excluded,
+        note="; ".join(
+            f"{r.mask}/seed {r.seed}: {r.slope:.3g} vs {r.bound_slope:.3g}/layer"
+            for r in unit_norm.itertuples()
+        ),
+        source="Thm 2, Cor 1",
+        paper="with LayerNorm and orthogonal W_V, a strongly connected mask, N <= d and a "
+        "full-rank input: mu(X^t) <= C (1 - N eps^{2r})^{t/(2r)}, exponential collapse (Cor 1)",
+        untested=""
+        if any(name not in excluded for name in expected)
+        else f"{TOO_SMALL}: no mask meets Cor 1's first case",
+    )
 
 
 def summarize(config: Config, results: pd.DataFrame) -> Summary:
