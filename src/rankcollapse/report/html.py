@@ -105,8 +105,10 @@ def render_html(
     parts += ["</ol></nav>"]
     if names:
         parts.append('<h2 id="figures">Figures</h2>')
-        parts.append(f'<p>The main figure, <a href="#figure-{_anchor(names[0])}">'
-                     f"{escape(names[0])}</a>, is shown above.</p>")  # fmt: skip
+        parts.append(
+            f'<p>The main figure, <a href="#figure-{_anchor(names[0])}">'
+            f"{escape(names[0])}</a>, is shown above.</p>"
+        )
         for name in names[1:]:
             parts.append(_figure(name, pngs[name], sizes.get(name), svgs.get(name)))
     parts += ['<h2 id="findings">Findings</h2>']
@@ -275,8 +277,9 @@ def tidy_table(table: pd.DataFrame) -> pd.DataFrame:
     """
     if not isinstance(table.index, pd.RangeIndex) or table.index.name is not None:
         table = table.reset_index()
-    leftover = [c for c in table.columns if str(c) in ("index", "level_0") or
-                str(c).startswith("Unnamed:")]  # fmt: skip
+    leftover = [
+        c for c in table.columns if str(c) in ("index", "level_0") or str(c).startswith("Unnamed:")
+    ]
     table = table.drop(columns=leftover)
     if isinstance(table.columns, pd.MultiIndex):
         table.columns = [" ".join(str(p) for p in c if str(p)) for c in table.columns]
