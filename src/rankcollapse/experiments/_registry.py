@@ -141,7 +141,7 @@ def count_verdicts(verdicts: Sequence[str]) -> dict[str, int]:
 
 
 def verdict_text(counts: Mapping[str, int], noun: str = "findings") -> str:
-    """ "3 of 5 findings pass, 1 fails, 1 not tested" from `count_verdicts`.
+    """The counts of `count_verdicts` in words: how many pass, fail and are not tested.
 
     Example:
         >>> verdict_text({"PASS": 3, "FAIL": 1, "NOT TESTED": 1})
