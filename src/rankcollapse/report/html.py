@@ -45,6 +45,7 @@ td.not-tested { background: #eeeeee; color: #555; font-weight: bold; }
 .summary { padding: .6em 1em; background: #eef3fa; border-radius: 4px; }
 .summary p { margin: .3em 0; }
 .verdict-pass { color: #165c16; font-weight: bold; } .verdict-fail { color: #8a1111; font-weight: bold; }
+.verdict-untested { color: #555; font-weight: bold; }
 nav ol { columns: 2; font-size: .9em; }
 figure { margin: 1.2em 0; } figure img { max-width: 100%; height: auto; }
 figcaption { font-size: .85em; color: #555; }
@@ -159,7 +160,7 @@ def render_html(
 
 def _verdict_line(findings: list[Claim], beyond: list[Claim], checks: list[Claim]) -> str:
     counts = count_verdicts([c.verdict for c in findings])
-    style = "pass" if counts["PASS"] == len(findings) else "fail"
+    style = "fail" if counts["FAIL"] else ("untested" if counts["NOT TESTED"] else "pass")
     line = (
         f'<span class="verdict-{style}">{verdict_text(counts)}</span>'
         if findings
