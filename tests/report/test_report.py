@@ -198,3 +198,18 @@ def test_index_lists_every_run_with_findings_passed_and_a_relative_link(run, mon
 def test_index_of_a_folder_without_runs_says_how_to_make_one(tmp_path):
     with pytest.raises(InputError, match="holds no finished run.*rankcollapse run"):
         write_index(tmp_path)
+
+
+def test_not_tested_and_beyond_the_papers_are_shown_and_counted_apart():
+    claims = [
+        finding("f1", "a", "q", 0.5, "<", 1.0),
+        finding("f2", "b", "q", 0.5, "<", 1.0, untested="not learned: the arm sits at its baseline"),
+        finding("b1", "c", "q", 2.0, "<", 1.0, beyond=True),
+    ]
+    page = render_html(experiment=SYNTH, config_text="", manifest={},
+                       summary=Summary(claims=claims), pngs={})  # fmt: skip
+    assert "1 of 2 findings pass, 0 fail, 1 not tested" in page
+    assert "beyond the papers: 0 of 1 pass, 1 fail, 0 not tested" in page
+    assert '<td class="not-tested">NOT TESTED</td><td>not learned: the arm sits' in page
+    assert page.index('id="findings"') < page.index('id="beyond"')
+    assert "(not tested: f2)" in page and "(failed: b1)" in page
