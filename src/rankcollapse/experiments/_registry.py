@@ -295,8 +295,10 @@ def for_every(
         reasons = ", ".join(f"{k} ({v})" for k, v in excluded.items())
         parts.append(f"excluded by config ({len(excluded)}): {reasons}")
     failed = broken or violations
-    if not untested and (missing or not values) and not failed:
-        untested = f"{MISSING}: {', '.join(missing) or 'every member'}"
+    if not untested and missing and not failed:
+        untested = f"{MISSING}: {', '.join(missing)}"
+    elif not untested and not values and not failed:
+        untested = f"{TOO_SMALL}: every member is excluded by the config"
     return Claim(
         id,
         "beyond" if beyond else "finding",
