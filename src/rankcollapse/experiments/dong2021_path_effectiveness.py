@@ -91,16 +91,28 @@ class Config(BaseModel):
     """Folder of trained SANs keyed by their full config (None: always train)."""
 
 
-# fmt: off
 PRESETS = {
     # A few minutes on a 2-core CPU: fewer, shorter training runs than the paper (widths as in
     # the paper except convex hull, 48 instead of 84).
     "quick": {
         "sorting": {"n_train": 10000, "n_eval": 150, "n_tokens": 8, "steps": 1500, "lr": 3e-3},
-        "convex_hull": {"n_train": 4000, "n_eval": 150, "n_tokens": 10, "n_heads": 3,
-                        "steps": 900, "lr": 2e-3},
-        "memorization": {"n_train": 100, "n_eval": 100, "n_tokens": 24, "d_model": 64,
-                         "steps": 900, "batch_size": 32, "lr": 2e-3},
+        "convex_hull": {
+            "n_train": 4000,
+            "n_eval": 150,
+            "n_tokens": 10,
+            "n_heads": 3,
+            "steps": 900,
+            "lr": 2e-3,
+        },
+        "memorization": {
+            "n_train": 100,
+            "n_eval": 100,
+            "n_tokens": 24,
+            "d_model": 64,
+            "steps": 900,
+            "batch_size": 32,
+            "lr": 2e-3,
+        },
         "n_repeats": 3,
     },
     # The paper's sizes (Sec. 5 and the authors' scripts): sorting L6 H2 width 48 on 10000
@@ -110,17 +122,35 @@ PRESETS = {
     # holds about 7500 tokens, so 200 windows of 32 tokens stand in for the paper's 500 RTE
     # sentences of up to 128 tokens.
     "paper": {
-        "sorting": {"n_train": 10000, "n_eval": 500, "n_tokens": 8, "steps": 30000,
-                    "batch_size": 32},
-        "convex_hull": {"n_train": 10000, "n_eval": 500, "n_tokens": 10, "n_heads": 3,
-                        "d_model": 84, "steps": 30000, "batch_size": 32},
-        "memorization": {"n_train": 200, "n_eval": 200, "n_tokens": 32, "d_model": 250,
-                         "steps": 5000, "batch_size": 8, "lr": 3e-4},
+        "sorting": {
+            "n_train": 10000,
+            "n_eval": 500,
+            "n_tokens": 8,
+            "steps": 30000,
+            "batch_size": 32,
+        },
+        "convex_hull": {
+            "n_train": 10000,
+            "n_eval": 500,
+            "n_tokens": 10,
+            "n_heads": 3,
+            "d_model": 84,
+            "steps": 30000,
+            "batch_size": 32,
+        },
+        "memorization": {
+            "n_train": 200,
+            "n_eval": 200,
+            "n_tokens": 32,
+            "d_model": 250,
+            "steps": 5000,
+            "batch_size": 8,
+            "lr": 3e-4,
+        },
         "n_repeats": 5,
         "seeds": [0, 1, 2],
     },
 }
-# fmt: on
 
 
 def units(config: Config) -> list[Unit]:
