@@ -213,3 +213,24 @@ def test_not_tested_and_beyond_the_papers_are_shown_and_counted_apart():
     assert '<td class="not-tested">NOT TESTED</td><td>not learned: the arm sits' in page
     assert page.index('id="findings"') < page.index('id="beyond"')
     assert "(not tested: f2)" in page and "(failed: b1)" in page
+
+
+def test_index_counts_not_tested_findings_apart(tmp_path):
+    import json
+
+    from rankcollapse.report.index import render_index, run_rows
+
+    folder = tmp_path / "synth" / "abc"
+    folder.mkdir(parents=True)
+    (folder / "report.html").write_text("")
+    (folder / "manifest.json").write_text('{"experiment": "synth", "preset": "quick"}')
+    claims = [
+        {"kind": "finding", "passed": True, "verdict": "PASS"},
+        {"kind": "finding", "passed": False, "verdict": "NOT TESTED", "untested": "not learned"},
+        {"kind": "finding", "passed": False},  # written before verdicts: a FAIL
+        {"kind": "check", "passed": True},
+    ]
+    (folder / "claims.json").write_text(json.dumps(claims))
+    rows = run_rows(tmp_path)
+    assert (rows[0]["n_findings"], rows[0]["n_passed"], rows[0]["n_untested"]) == (3, 1, 1)
+    assert '<td class="fail">1 of 3 (1 not tested)</td>' in render_index(rows, "runs")
