@@ -71,9 +71,18 @@ def test_findings_over_seeds_pool_the_seeds_and_count_those_that_agree():
 
 
 def test_more_paths_help_compares_20_with_5_paths_at_short_lengths():
-    claim = _claims(table(more=-0.015))["more-paths-help"]
-    assert claim.measured == pytest.approx(-0.015) and claim.passed  # within sampling noise
-    assert not _claims(table(more=-0.03))["more-paths-help"].passed
+    claim = _claims(table(more=0.015))["more-paths-help"]
+    assert claim.measured == pytest.approx(0.015) and claim.passed
+    assert _claims(table(more=-0.015))["more-paths-help"].verdict == "FAIL"
+
+
+def test_path_findings_are_not_tested_when_no_path_beats_the_baselines():
+    claims = _claims(table([0.3, 0.38, 0.36, 0.33, 0.3, 0.25, 0.16], full=1.0))
+    assert claims["full-learned"].verdict == "PASS"
+    untested = {k: c.untested for k, c in claims.items() if c.verdict == "NOT TESTED"}
+    assert set(untested) == {"best-short", "long-near-baseline", "more-paths-help",
+                             "full-beats-paths"}  # fmt: skip
+    assert all(u.startswith("not learned: no path length k >= 1") for u in untested.values())
 
 
 def test_a_unit_reports_the_full_model_baselines_paths_and_training(run_quick):

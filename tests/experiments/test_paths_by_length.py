@@ -48,7 +48,7 @@ def test_toy_units_are_exact_and_pure_san_lives_at_length_l():
     assert (
         claims["pure-san-single-length"].passed and claims["pure-san-single-length"].kind == "check"
     )
-    assert claims["long-products-near-rank-one"].kind == "finding"
+    assert claims["long-products-near-rank-one"].kind == "check"
     assert set(results["model"]) == {
         "toy-san",
         "toy-san+skip",
@@ -93,13 +93,13 @@ def test_rank1_ratio_is_the_median_at_length_l_over_length_1():
     assert ratios["toy-san (random)"] == pytest.approx(1e-3 / 0.4)
 
 
-def test_a_model_without_products_fails_the_finding():
+def test_a_model_without_products_fails_the_check():
     sys.path.insert(0, str(Path(__file__).parent / "cases"))
     from paths_by_length import OVERRIDES, table
 
     config = EXP.make_config("quick", {**OVERRIDES, "models": ["minilm:pretrained", "smollm2"]})
     claim = {c.id: c for c in claims(config, table())}["long-products-near-rank-one"]
-    assert not claim.passed and "smollm2 (pretrained): missing" in claim.note
+    assert not claim.passed and "smollm2 (pretrained): nan" in claim.note
 
 
 def test_products_figure_wraps_into_rows_of_three():

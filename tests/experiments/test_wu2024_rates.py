@@ -52,5 +52,9 @@ def test_rows_hold_eps_of_every_layer_and_the_graph_facts(tiny):
 def test_measured_collapse_stays_under_the_bound_on_a_tiny_run(tiny):
     config, results = tiny
     found = {c.id: c for c in summarize(config, results).claims}
-    assert found["bound-is-upper"].passed, found["bound-is-upper"].note
+    # 12 layers: no mask's bound predicts a decade before the floor, so the run cannot decide
+    bound = found["bound-is-upper"]
+    assert bound.verdict == "NOT TESTED" and bound.untested.startswith("preset too small")
+    # Cor 1's rate log(1 - N eps^{2r}) / (2r) is ~1e-4 per layer here: it cannot fail either
+    assert found["cor1-rate-with-ln"].verdict == "NOT TESTED", found["cor1-rate-with-ln"].note
     assert found["local-masks-slower"].passed, found["local-masks-slower"].note

@@ -37,10 +37,11 @@ def test_early_drop_is_the_mean_log_decrease_clipped_at_the_floor():
     assert early_drop(floored, 1, 1e-15) == pytest.approx(15 * np.log(10))
 
 
-def test_the_gap_is_the_smallest_drop_difference_over_masks():
+def test_the_gap_is_the_smallest_relative_drop_difference_over_masks():
     config = EXP.make_config("quick", OVERRIDES)
     found = {c.id: c for c in claims(config, table(complete=(-0.1, -3.0), causal=(-0.1, -0.5)))}
-    assert found["smaller-dqk-slows@toy/eval"].measured == pytest.approx(4 * 0.4)
+    # causal: drops 2.0 (d_QK 64) and 0.4 (1/64): (2.0 - 0.4) / 2.0
+    assert found["smaller-dqk-slows@toy/eval"].measured == pytest.approx(0.8)
     assert found["complete-most@toy/eval"].passed
 
 

@@ -104,7 +104,7 @@ def test_every_figure_has_a_200_dpi_png_and_an_svg_copy_linked_from_the_report(r
 
 def test_report_reads_summary_first_then_contents_figures_findings_tables(run):
     html = run.report_path.read_text()
-    order = ["findings passed", "In the results, variant: san, skip.", "<nav>",
+    order = ["findings pass", "In the results, variant: san, skip.", "<nav>",
              'id="figures"', 'id="findings"', 'id="tables"', 'id="config"']  # fmt: skip
     positions = [html.index(text) for text in order]
     assert positions == sorted(positions)
@@ -125,7 +125,7 @@ def test_report_shows_config_tables_notes_and_what_was_run(run):
     assert "depth: 3" in html and "mean residual" in html and "values are synthetic" in html
     assert "residual &lt;&amp;&gt;" not in html  # titles live inside the PNGs, not the HTML
     assert "Synthetic decay for report tests." in html
-    assert "1 of 2 findings passed" in html
+    assert "1 of 2 findings pass, 1 fail, 0 not tested" in html
 
 
 def test_rebuilding_the_report_gives_identical_files_without_running_units(run):
@@ -150,7 +150,7 @@ def test_report_command_rebuilds_an_identical_report(run, monkeypatch, capsys):
     run.report_path.write_text("stale")
     assert cli.main(["report", str(run.out_dir)]) == 0
     assert run.report_path.read_bytes() == before
-    assert "1 of 2 findings passed" in capsys.readouterr().out
+    assert "1 of 2 findings pass, 1 fail, 0 not tested" in capsys.readouterr().out
 
 
 def test_report_of_a_folder_without_a_run_says_what_is_missing(tmp_path):
@@ -180,7 +180,7 @@ def test_findings_and_checks_are_reported_apart_and_only_findings_counted():
     page = render_html(experiment=SYNTH, config_text="", manifest={},
                        summary=Summary(claims=claims), pngs={})  # fmt: skip
     text = re.sub(r"<[^>]+>", "", page)
-    assert "1 of 1 findings passed; 0 of 1 checks hold (failed: c1)" in text
+    assert "1 of 1 findings pass, 0 fail, 0 not tested; 0 of 1 checks hold (failed: c1)" in text
     assert page.index('id="findings"') < page.index('id="checks"') < page.index("an identity")
 
 
@@ -198,3 +198,41 @@ def test_index_lists_every_run_with_findings_passed_and_a_relative_link(run, mon
 def test_index_of_a_folder_without_runs_says_how_to_make_one(tmp_path):
     with pytest.raises(InputError, match="holds no finished run.*rankcollapse run"):
         write_index(tmp_path)
+
+
+def test_not_tested_and_beyond_the_papers_are_shown_and_counted_apart():
+    claims = [
+        finding("f1", "a", "q", 0.5, "<", 1.0),
+        finding(
+            "f2", "b", "q", 0.5, "<", 1.0, untested="not learned: the arm sits at its baseline"
+        ),
+        finding("b1", "c", "q", 2.0, "<", 1.0, beyond=True),
+    ]
+    page = render_html(experiment=SYNTH, config_text="", manifest={},
+                       summary=Summary(claims=claims), pngs={})  # fmt: skip
+    assert "1 of 2 findings pass, 0 fail, 1 not tested" in page
+    assert "beyond the papers: 0 of 1 pass, 1 fail, 0 not tested" in page
+    assert '<td class="not-tested">NOT TESTED</td><td>not learned: the arm sits' in page
+    assert page.index('id="findings"') < page.index('id="beyond"')
+    assert "(not tested: f2)" in page and "(failed: b1)" in page
+
+
+def test_index_counts_not_tested_findings_apart(tmp_path):
+    import json
+
+    from rankcollapse.report.index import render_index, run_rows
+
+    folder = tmp_path / "synth" / "abc"
+    folder.mkdir(parents=True)
+    (folder / "report.html").write_text("")
+    (folder / "manifest.json").write_text('{"experiment": "synth", "preset": "quick"}')
+    claims = [
+        {"kind": "finding", "passed": True, "verdict": "PASS"},
+        {"kind": "finding", "passed": False, "verdict": "NOT TESTED", "untested": "not learned"},
+        {"kind": "finding", "passed": False},  # written before verdicts: a FAIL
+        {"kind": "check", "passed": True},
+    ]
+    (folder / "claims.json").write_text(json.dumps(claims))
+    rows = run_rows(tmp_path)
+    assert (rows[0]["n_findings"], rows[0]["n_passed"], rows[0]["n_untested"]) == (3, 1, 1)
+    assert '<td class="fail">1 of 3 (1 not tested)</td>' in render_index(rows, "runs")

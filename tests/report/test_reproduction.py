@@ -64,5 +64,26 @@ def test_cli_writes_markdown_and_html(tmp_path: Path) -> None:
         "| toy-collapse | f1 | f1 in the paper (Fig. 1) | 0.25 (expected < 1) | quick | PASS |"
         in markdown
     )
-    assert "1 of 1 findings pass" in markdown
+    assert "Paper findings: 1 pass, 0 fail, 0 not tested" in markdown
     assert "<table" in (tmp_path / "reproduction.html").read_text()
+
+
+def test_not_tested_and_beyond_are_counted_apart_and_old_claims_still_read(tmp_path: Path) -> None:
+    untested = _claim("f2", "finding", False, 0.9) | {
+        "verdict": "NOT TESTED",
+        "untested": "not learned: the rank-1 arm sits at its baseline",
+    }
+    beyond = _claim("b1", "beyond", True, 0.5) | {"verdict": "PASS", "untested": ""}
+    old = _claim("f1", "finding", False, 3.0)  # written before verdicts: `passed` only
+    _store(tmp_path, "toy-collapse", "quick", "a", [old, untested, beyond])
+    table = reproduction_table(tmp_path)
+    rows = table[table["experiment"] == "toy-collapse"].set_index("finding")
+    assert rows.loc["f1", "result"] == "FAIL" and rows.loc["f2", "result"] == "NOT TESTED"
+    assert rows.loc["f2", "why"].startswith("not learned")
+    assert rows.loc["b1", "kind"] == "beyond"
+    assert main(["reproduce", "--results", str(tmp_path)]) == 0
+    markdown = (tmp_path / "reproduction.md").read_text()
+    assert "Paper findings: 0 pass, 1 fail, 1 not tested. Beyond the papers: 1 pass" in markdown
+    paper_part, beyond_part = markdown.split("## Beyond the papers")
+    assert "| b1 |" in beyond_part.split("## The runs")[0] and "| b1 |" not in paper_part
+    assert "NOT TESTED: not learned: the rank-1 arm sits at its baseline" in paper_part

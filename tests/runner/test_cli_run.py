@@ -27,7 +27,7 @@ def test_run_prints_the_claims_table_and_the_report_path(tmp_path, capsys):
     argv = ["run", "tiny", "--set", "items=1", f"log_dir={tmp_path}", "--out", str(out_dir)]
     assert cli.main(argv) == 0
     out = capsys.readouterr().out
-    assert "PASS" in out and "FAIL" in out and "1 of 2 findings passed" in out
+    assert "PASS" in out and "FAIL" in out and "1 of 2 findings pass, 1 fail, 0 not tested" in out
     assert f"report: {out_dir / 'report.html'}" in out
     assert (out_dir / "report.html").is_file()
 

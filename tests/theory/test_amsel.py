@@ -17,6 +17,7 @@ from rankcollapse.theory.amsel import (
     qk_parameters,
     random_low_rank_heads,
     random_rank_one_error_two_points,
+    rank_one_vote,
 )
 
 F64 = torch.float64
@@ -104,3 +105,21 @@ def test_bad_constructions_get_a_clear_error():
         random_low_rank_heads(4, 5, 2, seed=0)
     with pytest.raises(ConfigError, match="n_heads=0"):
         random_low_rank_heads(4, 1, 0, seed=0)
+
+
+def test_rank_one_heads_voting_in_two_layers_approach_the_nearest_neighbour():
+    task = NeighbourTask(4, 2, points="orthogonal")
+    batch = task.sample(4000, torch.Generator().manual_seed(3), torch.float64)
+    errors = {}
+    for h in (1, 256):
+        heads = random_low_rank_heads(4, 1, h, seed=0)
+        errors[h] = float(relative_mse(rank_one_vote(heads, batch.queries, batch.x), batch.target))
+    # one head is right with probability 1 - angle(y, x1 - x2) / pi: about 1/2 + a little, so
+    # its error (2 per wrong pick) is near 1; the majority of 256 is wrong far less often
+    assert 0.6 < errors[1] < 1.0 and errors[256] < errors[1] / 3
+    picked = rank_one_vote(heads, batch.queries, batch.x)
+    assert (
+        ((picked - batch.x[:, :1]).abs().sum(-1).min(-1).values == 0)
+        .logical_or((picked - batch.x[:, 1:]).abs().sum(-1).min(-1).values == 0)
+        .all()
+    )  # the output is always one of the two points

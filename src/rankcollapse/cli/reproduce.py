@@ -14,7 +14,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="one table of every paper finding beside our measurement, from stored runs",
         description="Read the newest complete run of every experiment under --results and write "
         "reproduction.md and reproduction.html: one row per finding with the paper's statement "
-        "and where it appears, our measured value, the preset and PASS / FAIL / not run.",
+        "and where it appears, our measured value, the preset and PASS / FAIL / NOT TESTED (with "
+        "its reason) / not run; the project's own conjectures are listed apart.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     parser.add_argument(
@@ -36,19 +37,23 @@ def run(args: argparse.Namespace) -> int:
     from rankcollapse.cli._console import console, notify
     from rankcollapse.errors import InputError
     from rankcollapse.files import claim_output
-    from rankcollapse.report import write_reproduction
+    from rankcollapse.report.reproduction import verdict_counts, write_reproduction
 
     out = args.results  # beside the runs it reads, by default
     if args.out is not None and args.out.resolve() != args.results.resolve():
         if not args.results.is_dir():
-            raise InputError(f"results folder {str(args.results)!r} does not exist; pass the "
-                             "folder `rankcollapse run` wrote to (default: results/).")  # fmt: skip
+            raise InputError(
+                f"results folder {str(args.results)!r} does not exist; pass the folder "
+                "`rankcollapse run` wrote to (default: results/)."
+            )
         out = claim_output(args.out, "reproduce")
     table, markdown, html = write_reproduction(args.results, out, args.preset, notify)
-    counts = table["result"].value_counts()
+    paper, beyond = verdict_counts(table), verdict_counts(table, "beyond")
     console.print(
-        f"{counts.get('PASS', 0)} findings pass, {counts.get('FAIL', 0)} fail, "
-        f"{counts.get('not run', 0)} experiments not run."
+        f"Paper findings: {paper['PASS']} pass, {paper['FAIL']} fail, "
+        f"{paper['NOT TESTED']} not tested; beyond the papers: {beyond['PASS']} pass, "
+        f"{beyond['FAIL']} fail, {beyond['NOT TESTED']} not tested; "
+        f"{int((table['result'] == 'not run').sum())} experiments not run."
     )
     console.print(Text(f"wrote {markdown} and {html}"))
     return 0

@@ -228,20 +228,31 @@ def print_claims(result) -> None:
     from rich.text import Text
 
     from rankcollapse.cli._console import console
+    from rankcollapse.experiments import count_verdicts, verdict_text
     from rankcollapse.report import format_value
 
     table = Table(title=f"{result.name}: findings and checks", title_justify="left")
     for column in ("kind", "id", "claim", "measured", "expected", "result"):
         table.add_column(column, overflow="fold")
-    findings, checks = result.summary.findings, result.summary.checks
-    for claim in findings + checks:
-        verdict = "[green]PASS[/]" if claim.passed else "[red]FAIL[/]"
+    summary = result.summary
+    colours = {"PASS": "green", "FAIL": "red", "NOT TESTED": "yellow"}
+    for claim in summary.findings + summary.beyond + summary.checks:
+        verdict = f"[{colours[claim.verdict]}]{claim.verdict}[/]"
+        if claim.untested:
+            verdict += f" ({escape(claim.untested)})"
         cells = (claim.kind, claim.id, claim.text, format_value(claim.measured), claim.expected)
         table.add_row(*map(escape, cells), verdict)
     console.print(table)
+    checks = summary.checks
     held = f"; {sum(c.passed for c in checks)} of {len(checks)} checks hold" if checks else ""
+    beyond = summary.beyond
+    beyond_text = (
+        "; beyond the papers: " + verdict_text(count_verdicts([c.verdict for c in beyond]), "")
+        if beyond
+        else ""
+    )
     console.print(
-        f"{sum(c.passed for c in findings)} of {len(findings)} findings passed{held}; "
-        f"{result.n_computed} units run, {result.n_cached} reused."
+        verdict_text(count_verdicts([c.verdict for c in summary.findings]))
+        + f"{beyond_text}{held}; {result.n_computed} units run, {result.n_cached} reused."
     )
     console.print(Text(f"report: {result.report_path}"))

@@ -8,12 +8,17 @@ real models another one loads). Add a new experiment by adding its line to `MODU
 
 from rankcollapse.experiments._registry import (
     DEFAULT_PRESET,
+    MISSING,
+    NOT_LEARNED,
     PRESETS,
+    TOO_SMALL,
+    VERDICTS,
     Claim,
     Experiment,
     Summary,
     Unit,
     check,
+    count_verdicts,
     declare,
     experiment_names,
     finding,
@@ -23,6 +28,7 @@ from rankcollapse.experiments._registry import (
     nest_dotted,
     register,
     seeds_agree,
+    verdict_text,
 )
 
 MODULES = {  # experiment name -> its module in this package
@@ -50,13 +56,18 @@ for _name, _module in MODULES.items():
 
 __all__ = [
     "DEFAULT_PRESET",
+    "MISSING",
     "MODULES",
+    "NOT_LEARNED",
     "PRESETS",
+    "TOO_SMALL",
+    "VERDICTS",
     "Claim",
     "Experiment",
     "Summary",
     "Unit",
     "check",
+    "count_verdicts",
     "declare",
     "experiment_names",
     "finding",
@@ -66,4 +77,5 @@ __all__ = [
     "nest_dotted",
     "register",
     "seeds_agree",
+    "verdict_text",
 ]

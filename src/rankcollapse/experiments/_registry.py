@@ -40,7 +40,14 @@ Unit = dict[str, Any]
 Relation = Literal["<", "<=", ">", ">=", "true"]
 
 
-Kind = Literal["finding", "check"]
+Kind = Literal["finding", "beyond", "check"]
+Verdict = Literal["PASS", "FAIL", "NOT TESTED"]
+VERDICTS: tuple[Verdict, ...] = ("PASS", "FAIL", "NOT TESTED")
+
+# Why a finding is NOT TESTED: the causes, each a prefix of the reason a claim carries.
+NOT_LEARNED = "not learned"  # an arm the finding compares did not beat its trivial baseline
+MISSING = "member missing"  # a member the finding needs has no row in the results
+TOO_SMALL = "preset too small"  # the run's sizes cannot decide the statement
 
 # The sizes of a toy run, in the one vocabulary: (lower bound, upper bound, docstring).
 SIZES = {
@@ -79,18 +86,22 @@ def toy_sizes(**defaults: int) -> type[BaseModel]:
 
 @dataclass(frozen=True)
 class Claim:
-    """A statement tested on this run's measurements, pass or fail.
+    """A statement tested on this run's measurements: PASS, FAIL or NOT TESTED.
 
-    Two kinds, reported apart (docs/methods.md, sec. 7):
+    Three kinds, reported apart (docs/methods.md, sec. 7):
     - a *finding* is a statement of a paper tested on measurements; it can fail, and a test
       shows a hand-made results table on which it passes and one on which it fails;
+    - a *beyond* finding is the project's own conjecture or extension (not a paper's
+      statement), tested the same way and listed apart from the paper's findings;
     - a *check* is an identity, exactness or construction that holds by design (an exact
       decomposition, a closed form); it guards the code, it is not evidence for a paper.
 
     `measured` is the number (or small dict of numbers) computed from the results; `passed`
-    compares it with `threshold` by `relation` ("true": `measured` is a bool). `source` says
-    where the paper states it (figure, table, theorem) and `paper` the paper's own statement
-    or number, for the reproduction table.
+    compares it with `threshold` by `relation` ("true": `measured` is a bool). A finding whose
+    evidence cannot decide it (an arm that did not learn, a member missing, a preset too small)
+    carries its reason in `untested`: its verdict is NOT TESTED and it never passes. `source`
+    says where the paper states it (section, theorem, figure) and `paper` the paper's own
+    statement, quoted or closely paraphrased, for the reproduction table.
     """
 
     id: str
@@ -104,10 +115,43 @@ class Claim:
     note: str = ""
     source: str = ""
     paper: str = ""
+    untested: str = ""
+    """Why the evidence cannot decide the finding (NOT_LEARNED, MISSING or TOO_SMALL first);
+    empty when it is decided."""
 
     @property
     def expected(self) -> str:
         return "true" if self.relation == "true" else f"{self.relation} {self.threshold:g}"
+
+    @property
+    def verdict(self) -> Verdict:
+        if self.untested:
+            return "NOT TESTED"
+        return "PASS" if self.passed else "FAIL"
+
+
+def count_verdicts(verdicts: Sequence[str]) -> dict[str, int]:
+    """How many of each verdict, in VERDICTS order (zeros kept).
+
+    Example:
+        >>> count_verdicts(["PASS", "NOT TESTED", "PASS"])
+        {'PASS': 2, 'FAIL': 0, 'NOT TESTED': 1}
+    """
+    return {verdict: sum(v == verdict for v in verdicts) for verdict in VERDICTS}
+
+
+def verdict_text(counts: Mapping[str, int], noun: str = "findings") -> str:
+    """The counts of `count_verdicts` in words: how many pass, fail and are not tested.
+
+    Example:
+        >>> verdict_text({"PASS": 3, "FAIL": 1, "NOT TESTED": 1})
+        '3 of 5 findings pass, 1 fail, 1 not tested'
+    """
+    total = f"{sum(counts.values())} {noun}".strip()
+    return (
+        f"{counts.get('PASS', 0)} of {total} pass, {counts.get('FAIL', 0)} fail, "
+        f"{counts.get('NOT TESTED', 0)} not tested"
+    )
 
 
 def _verdict(measured: Any, relation: Relation, threshold: float | None) -> tuple[Any, bool]:
@@ -137,18 +181,38 @@ def finding(
     note: str = "",
     source: str = "",
     paper: str = "",
+    untested: str = "",
+    beyond: bool = False,
 ) -> Claim:
     """A paper's statement tested on measurements (it can fail; NaN fails).
 
+    `untested` (a reason) makes it NOT TESTED whatever the value; `beyond=True` marks the
+    project's own conjecture or extension (kind "beyond"), listed apart from the paper's.
+
     Example:
-        >>> finding("c1", "residual shrinks", "ratio", 0.2, "<", 0.5).passed
-        True
-        >>> finding("c1", "residual shrinks", "ratio", float("nan"), "<", 0.5).passed
-        False
+        >>> finding("c1", "residual shrinks", "ratio", 0.2, "<", 0.5).verdict
+        'PASS'
+        >>> finding("c1", "residual shrinks", "ratio", float("nan"), "<", 0.5).verdict
+        'FAIL'
+        >>> finding("c1", "residual shrinks", "ratio", 0.2, "<", 0.5,
+        ...         untested=NOT_LEARNED + ": the net sits at its baseline").verdict
+        'NOT TESTED'
     """
     value, passed = _verdict(measured, relation, threshold)
-    return Claim(id, "finding", text, quantity, relation, threshold, value, passed, note,
-                 source, paper)  # fmt: skip
+    return Claim(
+        id,
+        "beyond" if beyond else "finding",
+        text,
+        quantity,
+        relation,
+        threshold,
+        value,
+        passed and not untested,
+        note,
+        source,
+        paper,
+        untested,
+    )
 
 
 def check(
@@ -184,46 +248,71 @@ def for_every(
     note: str = "",
     source: str = "",
     paper: str = "",
+    untested: str = "",
+    beyond: bool = False,
 ) -> Claim:
     """A finding that must hold for every member (every mask, model, seed, ...).
 
     `members` maps a member's name to its measured value. Every name in `expected` that is
     not in `excluded` (name -> reason, from the config) must be present and finite and satisfy
-    `relation threshold`; a missing, NaN or diverged (None) member fails the finding and is
-    named in the note. `measured` is the worst member's value (NaN when one is missing).
+    `relation threshold`. A NaN or diverged (None) member, or one that violates it, fails the
+    finding; a member with no row at all leaves it NOT TESTED (MISSING) unless another member
+    already fails it. Each is named in the note; `measured` is the worst member's value (NaN
+    when one has none).
 
     Example:
         >>> c = for_every("all", "every mask collapses", "rate", {"a": -1.0, "b": float("nan")},
         ...               "<", 0.0, expected=["a", "b", "c"])
-        >>> c.passed, c.note
-        (False, 'b: NaN or diverged; c: missing')
+        >>> c.verdict, c.note
+        ('FAIL', 'b: NaN or diverged; c: missing')
+        >>> for_every("all", "t", "rate", {"a": -1.0}, "<", 0.0, expected=["a", "c"]).untested
+        'member missing: c'
         >>> for_every("all", "t", "rate", {"a": -1.0, "b": -2.0}, "<", 0.0,
-        ...           expected=["a", "b", "c"], excluded={"c": "no centre node"}).passed
-        True
+        ...           expected=["a", "b", "c"], excluded={"c": "no centre node"}).verdict
+        'PASS'
     """
     excluded = dict(excluded or {})
-    absent: list[str] = []  # missing, NaN or diverged: no value to compare
+    missing: list[str] = []  # no row at all
+    broken: list[str] = []  # NaN or diverged: measured, and no usable value
     violations: list[str] = []
     values: dict[str, float] = {}
     for name in (n for n in expected if n not in excluded):
         value = members.get(name)
         if name not in members:
-            absent.append(f"{name}: missing")
+            missing.append(name)
         elif value is None or math.isnan(float(value)):
-            absent.append(f"{name}: NaN or diverged")
+            broken.append(f"{name}: NaN or diverged")
         else:
             values[name] = float(value)
             if not _verdict(value, relation, threshold)[1]:
                 violations.append(f"{name}: {float(value):.3g}")
     worst_of = max if relation in ("<", "<=") else min
-    measured = worst_of(values.values()) if values and not absent else math.nan
+    complete = values and not (missing or broken)
+    measured = worst_of(values.values()) if complete else math.nan
+    absent = broken + [f"{name}: missing" for name in missing]
     parts = [p for p in ("; ".join(absent + violations), note) if p]
     if excluded:
         reasons = ", ".join(f"{k} ({v})" for k, v in excluded.items())
         parts.append(f"excluded by config ({len(excluded)}): {reasons}")
-    passed = bool(values) and not absent and not violations
-    return Claim(id, "finding", text, quantity, relation, threshold, measured, passed,
-                 "; ".join(parts), source, paper)  # fmt: skip
+    failed = broken or violations
+    if not untested and missing and not failed:
+        untested = f"{MISSING}: {', '.join(missing)}"
+    elif not untested and not values and not failed:
+        untested = f"{TOO_SMALL}: every member is excluded by the config"
+    return Claim(
+        id,
+        "beyond" if beyond else "finding",
+        text,
+        quantity,
+        relation,
+        threshold,
+        measured,
+        bool(complete) and not failed and not untested,
+        "; ".join(parts),
+        source,
+        paper,
+        untested,
+    )
 
 
 def seeds_agree(values: Mapping[Any, float], relation: Relation, threshold: float) -> str:
@@ -257,7 +346,13 @@ class Summary:
 
     @property
     def findings(self) -> list[Claim]:
+        """The papers' statements tested (not the project's own, not the checks)."""
         return [c for c in self.claims if c.kind == "finding"]
+
+    @property
+    def beyond(self) -> list[Claim]:
+        """The project's own conjectures and extensions, tested like findings, listed apart."""
+        return [c for c in self.claims if c.kind == "beyond"]
 
     @property
     def checks(self) -> list[Claim]:

@@ -12,17 +12,22 @@ predictor at lr 0.01; the paper preset lowers lr to 0.001), scored by held-out r
 (the zero predictor scores 1).
 
 Depth benefits need long training (the paper trains 100k steps), so both findings are decided
-on measured convergence: a run has converged when its training loss moved by less than
-`plateau_tol` (relative) over the last `plateau_tail` of its curve (`train.tail_change`). A
-finding that uses a run that has not converged fails, and its note names those runs.
+only on arms that trained: a run has *converged* when its training loss moved by less than
+`plateau_tol` (relative) over the last `plateau_tail` of its curve (`train.tail_change`), and
+has *learned* when its held-out error is below (1 - `learn_margin`) times the error of the best
+predictor that selects nothing (a y_i + b mean_j x_j, fitted on other samples: the trivial
+baseline). A plateau at the baseline is not learning. A finding whose arms did not converge, or
+whose reference arm did not learn, is NOT TESTED, and its reason names those runs.
 
 Findings (errors are means over seeds; the note gives each seed's value, how many agree, and
 the error of the best predictor that selects nothing, a y_i + b mean_j x_j, on the same samples):
 - depth-helps-short-more (Thm 5): going from the fewest to the most layers, rank-1 heads'
   error falls more for the shortest context than for the longest: ratio(short) / ratio(long)
-  with ratio = error(most layers) / error(fewest); expected < 1.
+  with ratio = error(most layers) / error(fewest); expected < 1. Needs the deepest rank-1 arm
+  at the short context to have learned (Thm 5 says it can).
 - full-rank-needed-long (Conjecture 6): at the longest context, one full-rank head at one layer
   beats rank-1 heads at every depth: error(full rank) / least rank-1 error over depths; < 1.
+  Needs the full-rank arm to have learned (rank-1 arms at the baseline are then the evidence).
 """
 
 from __future__ import annotations
@@ -31,6 +36,8 @@ import pandas as pd
 from pydantic import Field
 
 from rankcollapse.experiments._registry import (
+    NOT_LEARNED,
+    TOO_SMALL,
     Claim,
     Experiment,
     Summary,
@@ -59,6 +66,8 @@ class Config(EncoderConfig):
     """Last part of a run's loss curve over which convergence is judged."""
     plateau_tol: float = Field(0.05, gt=0)
     """A run has converged when its loss moved by less than this (relative) over that tail."""
+    learn_margin: float = Field(0.1, ge=0, lt=1)
+    """A run has learned when its error is below (1 - this) x the no-selection baseline's."""
 
 
 PRESETS = {
@@ -104,30 +113,45 @@ def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
 
 
 def runs(config: Config, results: pd.DataFrame) -> pd.DataFrame:
-    """One row per run: held-out error, relative loss change over the curve's tail, converged."""
+    """One row per run: held-out error, its no-selection baseline, relative loss change over
+    the curve's tail, converged (a plateau) and learned (below the baseline by the margin)."""
     final = results[results.metric == "eval_rel_mse"].set_index(KEYS).value.rename("error")
+    linear = results[results.metric == "linear_rel_mse"].set_index(KEYS).value.rename("baseline")
     curves = results[results.metric == "train_rel_mse"].sort_values("step").groupby(KEYS).value
     tail = curves.agg(lambda v: tail_change(v.tolist(), tail=config.plateau_tail))
-    table = pd.concat([final, tail.rename("tail_change")], axis=1).reset_index()
+    table = pd.concat([final, linear, tail.rename("tail_change")], axis=1).reset_index()
     table["converged"] = table.tail_change.abs() < config.plateau_tol  # NaN: too short to tell
+    table["learned"] = table.error < (1 - config.learn_margin) * table.baseline  # NaN: False
     return table
 
 
-def _gated(config: Config, used: pd.DataFrame, value: float, note: str) -> tuple[float, str]:
-    """`value`, or NaN with the runs named when one of `used` has not converged."""
-    stalled = used[~used.converged]
-    if stalled.empty:
-        return value, note
+def _names(config: Config, runs: pd.DataFrame) -> str:
     kind = lambda r: "rank 1" if r.n_heads == config.d_model else "full rank"
-    names = "; ".join(
-        f"N={r.n_points}, {r.n_layers} layer(s), {kind(r)}, seed {r.seed}: {r.tail_change:+.1%}"
-        for r in stalled.itertuples()
+    return "; ".join(
+        f"N={r.n_points}, {r.n_layers} layer(s), {kind(r)}, seed {r.seed}: error {r.error:.3g} "
+        f"(baseline {r.baseline:.3g}), tail {r.tail_change:+.1%}"
+        for r in runs.itertuples()
     )
-    return float("nan"), (
-        f"not converged ({len(stalled)} of {len(used)} runs; the loss still moved by more than "
-        f"{config.plateau_tol:.0%} over the last {config.plateau_tail:.0%} of the curve): "
-        f"{names}; value as measured {value:.3g}; {note}"
-    )
+
+
+def _untested(config: Config, used: pd.DataFrame, must_learn: pd.DataFrame) -> str:
+    """Why `used` cannot decide a finding: a run of `must_learn` that did not beat its baseline
+    (NOT_LEARNED), or a run of `used` whose loss still moved (TOO_SMALL); "" when decided."""
+    unlearned = must_learn[~must_learn.learned]
+    if not unlearned.empty:
+        return (
+            f"{NOT_LEARNED}: {len(unlearned)} of {len(must_learn)} reference runs are not below "
+            f"{1 - config.learn_margin:.0%} of the no-selection baseline: "
+            + _names(config, unlearned)
+        )
+    stalled = used[~used.converged]
+    if not stalled.empty:
+        return (
+            f"{TOO_SMALL}: {len(stalled)} of {len(used)} runs still moved by more than "
+            f"{config.plateau_tol:.0%} over the last {config.plateau_tail:.0%} of their curve: "
+            + _names(config, stalled)
+        )
+    return ""
 
 
 def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
@@ -155,7 +179,7 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
             + baseline
         )
         used = rank1[rank1.n_points.isin([short, long]) & rank1.n_layers.isin([shallow, deep])]
-        value, note = _gated(config, used, value, note)
+        reference = rank1[(rank1.n_points == short) & (rank1.n_layers == deep)]
         out.append(
             finding(
                 "depth-helps-short-more",
@@ -166,9 +190,11 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
                 "<",
                 1.0,
                 note=note,
-                source="Thm 5",
-                paper="depth lets polynomially many rank-1 heads represent nearest neighbour "
-                "for short contexts",
+                source="Sec. 6, Thm 5",
+                paper='"for short context lengths, adding depth allows the target to be '
+                'approximated by low-rank attention" (abstract): poly(d) rank-1 heads in two '
+                "layers",
+                untested=_untested(config, used, reference),
             )
         )
     at_long = table[table.n_points == long]
@@ -181,7 +207,7 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
     per_seed = (full / rank1_long.min(axis=1, skipna=False)).to_dict()
     value = float(full.mean() / rank1_long.mean(skipna=False).min(skipna=False))
     note = seeds_agree(per_seed, "<", 1.0) + f"; rank-1 depths {config.n_layers}" + baseline
-    value, note = _gated(config, at_long[at_long.n_heads.isin([1, config.d_model])], value, note)
+    used = at_long[at_long.n_heads.isin([1, config.d_model])]
     out.append(
         finding(
             "full-rank-needed-long",
@@ -191,8 +217,10 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
             "<",
             1.0,
             note=note,
-            source="Conjecture 6",
-            paper="for long contexts, full rank is conjectured necessary whatever the depth",
+            source="Sec. 6, Conjecture 6",
+            paper='"For long contexts, we conjecture that full-rank attention is necessary" '
+            "(abstract)",
+            untested=_untested(config, used, at_long[at_long.n_heads == 1]),
         )
     )
     return out
@@ -213,7 +241,13 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
     table = runs(config, results)
     errors = (
         table.groupby(["n_points", "n_heads", "n_layers"])
-        .agg(mean=("error", "mean"), std=("error", "std"), converged=("converged", "sum"))
+        .agg(
+            mean=("error", "mean"),
+            std=("error", "std"),
+            baseline=("baseline", "mean"),
+            converged=("converged", "sum"),
+            learned=("learned", "sum"),
+        )
         .reset_index()
     )
     return Summary(

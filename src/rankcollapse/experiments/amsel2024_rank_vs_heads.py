@@ -33,6 +33,7 @@ import pandas as pd
 from pydantic import Field
 
 from rankcollapse.experiments._registry import (
+    NOT_LEARNED,
     Claim,
     Experiment,
     Summary,
@@ -45,6 +46,7 @@ from rankcollapse.plot import line_plot
 from rankcollapse.train import TrainingConfig, training_rows
 
 NAME = "amsel2024-rank-vs-heads"
+LEARNED = 0.5  # a full-rank head has learned when its error is half the zero predictor's
 Rank = int | Literal["d/4", "d/2", "d"]
 
 
@@ -151,6 +153,15 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
         notes["align"].append(f"d={d}: {seeds_agree(dict(zip(group.seed, group.value)), '>', 0.9)}")
     sign = "-I" if config.target == "farthest" else "+I"
     setting = f"best seed per configuration; N={config.n_points}, {config.steps} steps at most"
+    full = final[(final.d_qk == final.d_model) & (final.n_heads == 1)]
+    best_full = full.groupby("d_model").value.min()
+    unlearned = best_full[~(best_full < LEARNED)]
+    untested = (
+        f"{NOT_LEARNED}: the full-rank head's best error is not below {LEARNED} (the zero "
+        "predictor scores 1): " + ", ".join(f"d={d}: {v:.3g}" for d, v in unlearned.items())
+        if len(unlearned)
+        else ""
+    )
     out = [
         for_every(
             "full-rank-wins",
@@ -163,6 +174,7 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
             note=f"{setting}; per seed: " + "; ".join(notes["split"]),
             source="Sec. 7",
             paper="one layer succeeds if and only if it is full rank",
+            untested=untested,
         )
     ]
     if max(config.head_budgets) > 1:
@@ -179,6 +191,7 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
                 note=f"{setting}; per seed: " + "; ".join(notes["more"]),
                 source="Sec. 7",
                 paper="every r < d stays far from 0, even with many times the parameters",
+                untested=untested,
             )
         )
     out.append(
@@ -193,6 +206,7 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
             note="per seed: " + "; ".join(notes["align"]),
             source="Sec. 7",
             paper=f"a trained full-rank head's W_K^T W_Q lines up with {sign}, large norm",
+            untested=untested,
         )
     )
     return out
@@ -204,8 +218,15 @@ def _seed_points(figure, final: pd.DataFrame, d_values: list[int]) -> None:
     for ax, d in zip(panels, d_values, strict=False):
         colours = {line.get_label(): line.get_color() for line in ax.get_lines()}
         for label, rows in final[final.d_model == d].groupby("rank"):
-            ax.plot(rows.n_heads, rows.value, "o", ms=4, mfc="none", alpha=0.6,
-                    color=colours.get(label, "grey"))  # fmt: skip
+            ax.plot(
+                rows.n_heads,
+                rows.value,
+                "o",
+                ms=4,
+                mfc="none",
+                alpha=0.6,
+                color=colours.get(label, "grey"),
+            )
 
 
 def summarize(config: Config, results: pd.DataFrame) -> Summary:

@@ -15,6 +15,10 @@ Findings:
 - basin-arc: with token 1 at (0, 1) token 2 reaches B exactly from one contiguous arc whose
   endpoints match arccos(-1/w) and 270 degrees within the ring's resolution, for every w.
 - no-ln-collapses: without LN every start ends with identical tokens (mu_rel < 1e-10).
+- ln-plays-a-role: Wu et al.'s refutation of Dong et al.'s "LayerNorm plays no role": with the
+  same weights, the share of starts (token 1 at (0, 1)) that end at B, a rank-2 equilibrium,
+  with LN minus the share that stay apart (mu_rel >= 1e-10) without LN exceeds 0.25 for every w
+  (the arc is 150 to 180 degrees of the ring: 42-50% of the starts).
 """
 
 from __future__ import annotations
@@ -94,21 +98,34 @@ def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
             ids = {"part": "end", "token1_angle": token1, "norm": label, "start_angle": angles}
             frames.append(long_frame(ends, **ids))
             values = measure_states(states[layers], metrics=["mu_rel"], source_dtype=torch.float64)
-            frames.append(pd.DataFrame({
-                **ids, "part": "curve", "layer": np.repeat(layers.cpu().numpy(), config.n_angles),
-                "start_angle": np.tile(angles.cpu().numpy(), len(layers)), "metric": "mu_rel",
-                "value": values["mu_rel"].value.flatten().cpu().numpy(),
-                "at_floor": values["mu_rel"].at_floor.flatten().cpu().numpy(),
-            }))  # fmt: skip
+            frames.append(
+                pd.DataFrame(
+                    {
+                        **ids,
+                        "part": "curve",
+                        "layer": np.repeat(layers.cpu().numpy(), config.n_angles),
+                        "start_angle": np.tile(angles.cpu().numpy(), len(layers)),
+                        "metric": "mu_rel",
+                        "value": values["mu_rel"].value.flatten().cpu().numpy(),
+                        "at_floor": values["mu_rel"].at_floor.flatten().cpu().numpy(),
+                    }
+                )
+            )
             if norm:
                 kept = states[layers][:, drawn]  # (len(layers), n_drawn, 2, 2)
                 for token in (1, 2):
                     angle = torch.atan2(kept[:, :, token - 1, 1], kept[:, :, token - 1, 0])
-                    frames.append(long_frame(
-                        {"angle": angle.flatten()}, part="trajectory", token1_angle=token1,
-                        norm=label, token=token, layer=layers.repeat_interleave(len(drawn)),
-                        start_angle=angles[drawn].repeat(len(layers)),
-                    ))  # fmt: skip
+                    frames.append(
+                        long_frame(
+                            {"angle": angle.flatten()},
+                            part="trajectory",
+                            token1_angle=token1,
+                            norm=label,
+                            token=token,
+                            layer=layers.repeat_interleave(len(drawn)),
+                            start_angle=angles[drawn].repeat(len(layers)),
+                        )
+                    )
     return pd.concat(frames, ignore_index=True).assign(w=w)
 
 
@@ -133,8 +150,18 @@ def basin_table(results: pd.DataFrame) -> pd.DataFrame:
                 "contiguous": inside.size == spanned,
             }
         )
-    return pd.DataFrame(rows, columns=["w", "basin_first", "arc_start", "basin_last", "arc_end",
-                                       "resolution", "contiguous"])  # fmt: skip
+    return pd.DataFrame(
+        rows,
+        columns=[
+            "w",
+            "basin_first",
+            "arc_start",
+            "basin_last",
+            "arc_end",
+            "resolution",
+            "contiguous",
+        ],
+    )
 
 
 def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
@@ -153,13 +180,23 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
     last = curves[curves["layer"] == curves.groupby("w")["layer"].transform("max")]
     no_ln = last.groupby("w")["value"].max()
     expected = [f"w={w:g}" for w in config.w]
+    ends = results[(results["part"] == "end") & (results["token1_angle"] == 90.0)]
+    with_ln = ends[(ends["norm"] == "LN") & (ends["metric"] == "reaches_b")]
+    at_90 = last[last["token1_angle"] == 90.0]
+    apart = (at_90["value"] >= 1e-10).groupby(at_90["w"]).mean()
+    reach = with_ln.groupby("w")["value"].mean()
+    role = {f"w={w:g}": float(reach[w] - apart.get(w, 0.0)) for w in reach.index}
     return [
         for_every(
             "basin-arc",
             "With token 1 at (0, 1), token 2 reaches B exactly from one contiguous arc "
             "arccos(-1/w) -> 270 degrees.",
             "largest gap between measured basin endpoints and the arc, in ring steps",
-            steps, "<=", 1.0, expected=expected, source=SOURCE,
+            steps,
+            "<=",
+            1.0,
+            expected=expected,
+            source=SOURCE,
             note=", ".join(f"{k}: {v:.2g} steps" for k, v in steps.items()),
             paper="basin of B: the open arc from arccos(-1/w) to 270 degrees",
         ),
@@ -167,41 +204,74 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
             "no-ln-collapses",
             "Without LN the same weights collapse: every start ends with identical tokens.",
             "largest mu_rel at the last layer without LN, over starts and token 1 angles",
-            {f"w={w:g}": v for w, v in no_ln.items()}, "<", 1e-10, expected=expected,
+            {f"w={w:g}": v for w, v in no_ln.items()},
+            "<",
+            1e-10,
+            expected=expected,
             note=", ".join(f"w={w:g}: {v:.2g}" for w, v in no_ln.items()),
-            source=SOURCE, paper="without LN the same weights collapse",
+            source=SOURCE,
+            paper="without LN the same weights collapse",
         ),
-    ]  # fmt: skip
+        for_every(
+            "ln-plays-a-role",
+            "LayerNorm changes the outcome of the same weights: with LN a share of the starts "
+            "ends at B (rank 2), without LN none stays apart.",
+            "share of starts reaching B with LN minus share staying apart without LN "
+            "(token 1 at 90 degrees), per w",
+            role,
+            ">",
+            0.25,
+            expected=expected,
+            note=", ".join(f"{k}: {v:.2g}" for k, v in role.items()),
+            source="Sec. on LayerNorm, 2-D example; abstract",
+            paper='"Our result refutes the previous hypothesis that LayerNorm plays no role in '
+            'the rank collapse of self-attention" (abstract)',
+        ),
+    ]
 
 
 def summarize(config: Config, results: pd.DataFrame) -> Summary:
     ends = results[results["part"] == "end"]
-    wide = ends.pivot_table(index=["w", "token1_angle", "norm", "start_angle"], columns="metric",
-                            values="value").reset_index()  # fmt: skip
-    outcomes = wide.groupby(["w", "token1_angle", "norm"]).agg(
-        reaches_b=("reaches_b", "mean"), collapsed=("collapsed", "mean")).reset_index()  # fmt: skip
+    wide = ends.pivot_table(
+        index=["w", "token1_angle", "norm", "start_angle"], columns="metric", values="value"
+    ).reset_index()
+    outcomes = (
+        wide.groupby(["w", "token1_angle", "norm"])
+        .agg(reaches_b=("reaches_b", "mean"), collapsed=("collapsed", "mean"))
+        .reset_index()
+    )
     mu = results[(results["part"] == "curve") & (results["token1_angle"] == 90.0)]
     at_b = wide[(wide["norm"] == "LN") & (wide["token1_angle"] == 90.0)].set_index(
-        ["w", "start_angle"])["reaches_b"]  # fmt: skip
+        ["w", "start_angle"]
+    )["reaches_b"]
     in_basin = at_b.reindex(pd.MultiIndex.from_frame(mu[["w", "start_angle"]])).to_numpy() > 0
-    outcome = np.where(mu["norm"] == "no LN", "no LN",
-                       np.where(in_basin, "LN, start in basin", "LN, other starts"))  # fmt: skip
+    outcome = np.where(
+        mu["norm"] == "no LN", "no LN", np.where(in_basin, "LN, start in basin", "LN, other starts")
+    )
     figures = {
         "basin": counterexample_basin(wide[wide["norm"] == "LN"]),
         "mu_rel": band_plot(
-            mu.assign(layer=mu["layer"].astype(int).clip(lower=1),
-                      at_floor=mu["at_floor"].astype(bool), outcome=outcome),
-            hue="outcome", panel="w", logx=True, ylabel="mu_rel",
+            mu.assign(
+                layer=mu["layer"].astype(int).clip(lower=1),
+                at_floor=mu["at_floor"].astype(bool),
+                outcome=outcome,
+            ),
+            hue="outcome",
+            panel="w",
+            logx=True,
+            ylabel="mu_rel",
             title="Token 1 at (0, 1): mu_rel over the ring of starts (layer 0 drawn at 1)",
         ),
         "trajectories": counterexample_trajectories(results[results["part"] == "trajectory"]),
-    }  # fmt: skip
+    }
     return Summary(
-        tables={"basin of B (token 1 at 90 degrees)": basin_table(results),
-                "share of starts reaching B or collapsing": outcomes},
+        tables={
+            "basin of B (token 1 at 90 degrees)": basin_table(results),
+            "share of starts reaching B or collapsing": outcomes,
+        },
         figures=figures,
         claims=claims(config, results),
-    )  # fmt: skip
+    )
 
 
 register(

@@ -23,11 +23,19 @@ not a transformer state, and in a model without absolute position embeddings (Sm
 acts inside attention) a window with a repeated token has two identical embedding rows, so
 layer 0 can be rank-deficient for a reason that has nothing to do with attention; its numbers
 stay in the tables and figures.
-- full-rank@model: every layer of every sample has numerical rank min(n_tokens, d_model).
-- min-sv-away@model: the median sigma_min / sigma_max stays above 1e-4 at every layer (100x
-  the float32 floor).
+
+Degenerate windows: a window whose first tokens repeat (e.g. two newlines, [198, 198]) has
+identical leading rows in a causal model without absolute positions at *every* layer (each
+leading state attends only to identical states), so it is rank-deficient by construction of the
+input, not by attention. Each sample records `repeated_leading_rows` (how many of its leading
+embedding rows equal row 0, besides row 0); samples with any are left out of the findings, and
+each finding's note says how many.
+- full-rank@model: every layer of every (non-degenerate) sample has numerical rank
+  min(n_tokens, d_model).
+- min-sv-away@model: the smallest sigma_min / sigma_max over layers and (non-degenerate)
+  samples stays above 1e-4 (100x the float32 floor): every sample, not the median.
 - cos-grows@model: mean |cosine| rises with depth: Spearman correlation of layer and the
-  mean |cos| > 0.
+  mean |cos| >= 0.5 (a clear trend, not any positive correlation).
 The random-init models get the same measurements in the summary table, for contrast (the paper
 states nothing about them, so they are not findings).
 """
@@ -54,9 +62,10 @@ from rankcollapse.metrics import dtype_floor
 from rankcollapse.plot import band_plot, line_plot, singular_spectra
 
 NAME = "wu2024-geometry"
-SOURCE = "geometry of pretrained models"
+SOURCE = "experiments on pretrained models (anisotropy, Thm 3)"
 METRICS = ["numerical_rank", "min_sv", "min_sv_rel", "stable_rank", "abs_cos_mean", "mu_rel"]
 MIN_SV_REL = 1e-4
+RISES = 0.5  # Spearman correlation of layer and mean |cos| that counts as rising with depth
 
 
 class Config(BaseModel):
@@ -103,9 +112,12 @@ def units(config: Config) -> list[Unit]:
 def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
     device = config.device
     loaded = load_model(
-        unit["model"], init=unit["init"], seed=config.seed, device=device,
+        unit["model"],
+        init=unit["init"],
+        seed=config.seed,
+        device=device,
         dtype=config.dtype,
-    )  # fmt: skip
+    )
     frame = probe(
         loaded,
         variants=["transformer"],
@@ -118,6 +130,7 @@ def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
     states = frame.attrs.pop("states")["transformer"]  # per layer (n_samples, n, d)
     ids = {"model": unit["model"], "init": unit["init"]}
     rows = [frame.assign(**ids, index=np.nan)]
+    rows.append(_repeated_leading_rows(states[0], ids))
     for layer, x in enumerate(states):
         s = torch.linalg.svdvals(x.double())  # (n_samples, min(n, d))
         rel = (s / s[:, :1]).cpu().numpy()
@@ -125,35 +138,88 @@ def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
         for sample in range(min(config.n_spectra, len(s))):
             rows.append(
                 pd.DataFrame(
-                    {**ids, "layer": layer, "sample": sample, "metric": "sv",
-                     "value": rel[sample], "index": np.arange(rel.shape[1]),
-                     "at_floor": rel[sample] <= floor}
+                    {
+                        **ids,
+                        "layer": layer,
+                        "sample": sample,
+                        "metric": "sv",
+                        "value": rel[sample],
+                        "index": np.arange(rel.shape[1]),
+                        "at_floor": rel[sample] <= floor,
+                    }
                 )
-            )  # fmt: skip
+            )
     out = pd.concat(rows, ignore_index=True)
     out["full_rank"] = min(config.n_tokens, int(states[0].shape[-1]))
     out["at_floor"] = out["at_floor"].fillna(False).astype(bool)
     out["device"] = str(device)
-    return out[["model", "init", "layer", "sample", "index", "metric", "value", "at_floor",
-                "full_rank", "device"]]  # fmt: skip
+    return out[
+        [
+            "model",
+            "init",
+            "layer",
+            "sample",
+            "index",
+            "metric",
+            "value",
+            "at_floor",
+            "full_rank",
+            "device",
+        ]
+    ]
+
+
+def _repeated_leading_rows(x: torch.Tensor, ids: dict) -> pd.DataFrame:
+    """Per sample: how many rows after row 0 repeat row 0 without a break (embedding output)."""
+    same = (x[:, 1:] == x[:, :1]).all(dim=-1)  # (n_samples, n - 1)
+    run = torch.cumprod(same.int(), dim=1).sum(dim=1).cpu().numpy()
+    return pd.DataFrame(
+        {
+            **ids,
+            "layer": 0,
+            "sample": np.arange(len(run)),
+            "metric": "repeated_leading_rows",
+            "value": run.astype(float),
+            "index": np.nan,
+            "at_floor": False,
+        }
+    )
+
+
+def degenerate_samples(results: pd.DataFrame) -> pd.DataFrame:
+    """(model, init, sample) of the windows whose leading tokens repeat."""
+    part = results[(results["metric"] == "repeated_leading_rows") & (results["value"] > 0)]
+    return part[["model", "init", "sample"]].drop_duplicates()
 
 
 def per_model(results: pd.DataFrame) -> pd.DataFrame:
-    """One row per (model, init) over the block outputs (layers >= 1): the claims' numbers."""
-    blocks = results[results["layer"] >= 1]
+    """One row per (model, init) over the block outputs (layers >= 1) of the non-degenerate
+    windows: the claims' numbers."""
+    keys = ["model", "init", "sample"]
+    left_out = degenerate_samples(results).assign(degenerate=True)
+    blocks = results[results["layer"] >= 1].merge(left_out, on=keys, how="left")
+    degenerate = blocks["degenerate"].fillna(False).astype(bool)
     rows = []
-    for (model, init), part in blocks.groupby(["model", "init"], sort=False):
+    for (model, init), part in blocks[~degenerate].groupby(["model", "init"], sort=False):
         ranks = part[part["metric"] == "numerical_rank"]
-        min_sv = part[part["metric"] == "min_sv_rel"].groupby("layer")["value"].median()
+        min_sv = part[part["metric"] == "min_sv_rel"]["value"]
         cos = part[part["metric"] == "abs_cos_mean"].groupby("layer")["value"].mean()
-        rows.append({
-            "model": model, "init": init, "blocks": part["layer"].nunique(),
-            "full_rank_share": (ranks["value"] >= ranks["full_rank"]).mean(),
-            "min_median_sv_rel": min_sv.min(),
-            "cos_first_block": cos.iloc[0] if len(cos) else np.nan,
-            "cos_last_layer": cos.iloc[-1] if len(cos) else np.nan,
-            "spearman_cos_layer": _spearman(cos.index.to_numpy(float), cos.to_numpy()),
-        })  # fmt: skip
+        dropped = left_out[(left_out["model"] == model) & (left_out["init"] == init)]
+        rows.append(
+            {
+                "model": model,
+                "init": init,
+                "blocks": part["layer"].nunique(),
+                "samples": part["sample"].nunique(),
+                "degenerate_samples": len(dropped),
+                "full_rank_share": (ranks["value"] >= ranks["full_rank"]).mean(),
+                "min_sv_rel": min_sv.min(),
+                "median_sv_rel": min_sv.median(),
+                "cos_first_block": cos.iloc[0] if len(cos) else np.nan,
+                "cos_last_layer": cos.iloc[-1] if len(cos) else np.nan,
+                "spearman_cos_layer": _spearman(cos.index.to_numpy(float), cos.to_numpy()),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -162,21 +228,50 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
     for r in per_model(results).itertuples():
         if r.init != "pretrained":
             continue
+        left_out = (
+            f"{r.degenerate_samples} of {r.samples + r.degenerate_samples} windows left out: "
+            "their leading tokens repeat, so their leading states are identical in a causal "
+            "model at every layer (the input's doing, not attention's)"
+            if r.degenerate_samples
+            else f"all {r.samples} windows used"
+        )
         found += [
-            finding(f"full-rank@{r.model}", "The hidden states keep full rank at every layer "
-                    "(block outputs).", "share of (layer, sample) states with numerical rank "
-                    "min(n_tokens, d_model)", r.full_rank_share, ">=", 1.0, source=SOURCE,
-                    paper="rank stays full"),
-            finding(f"min-sv-away@{r.model}", "The minimum singular value stays well away from 0 "
-                    "at every layer (block outputs).", "smallest (over layers) median "
-                    "sigma_min / sigma_max", r.min_median_sv_rel, ">", MIN_SV_REL,
-                    source=SOURCE, paper="minimum singular value well away from 0"),
-            finding(f"cos-grows@{r.model}", "The mean |cosine| between tokens grows with depth "
-                    "(anisotropy).", "Spearman correlation of layer and mean |cos|",
-                    r.spearman_cos_layer, ">", 0.0, source=SOURCE,
-                    note=f"first block: {r.cos_first_block:.3f}, last layer: "
-                    f"{r.cos_last_layer:.3f}", paper="mean |cosine| rises with depth"),
-        ]  # fmt: skip
+            finding(
+                f"full-rank@{r.model}",
+                "The hidden states keep full rank at every layer (block outputs).",
+                "share of (layer, sample) states with numerical rank min(n_tokens, d_model)",
+                r.full_rank_share,
+                ">=",
+                1.0,
+                source=SOURCE,
+                note=left_out,
+                paper="the token representations of pretrained models stay full rank",
+            ),
+            finding(
+                f"min-sv-away@{r.model}",
+                "The minimum singular value stays well away from 0 at every layer (block outputs).",
+                "smallest sigma_min / sigma_max over layers and windows",
+                r.min_sv_rel,
+                ">",
+                MIN_SV_REL,
+                source=SOURCE,
+                note=f"median over layers and windows {r.median_sv_rel:.3g}; {left_out}",
+                paper="the minimum singular value stays well away from 0",
+            ),
+            finding(
+                f"cos-grows@{r.model}",
+                "The mean |cosine| between tokens grows with depth (anisotropy).",
+                "Spearman correlation of layer and mean |cos|",
+                r.spearman_cos_layer,
+                ">=",
+                RISES,
+                source=SOURCE,
+                note=f"first block: {r.cos_first_block:.3f}, last layer: {r.cos_last_layer:.3f}; "
+                + left_out,
+                paper="the representations are anisotropic: the mean |cosine| between tokens "
+                "grows with depth, like the anisotropic equilibria of Thm 3",
+            ),
+        ]
     return found
 
 
@@ -191,21 +286,30 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
         .reset_index()
     )
     labelled = per_layer.assign(model=per_layer["model"] + " (" + per_layer["init"] + ")")
-    for metric, ylabel in (("abs_cos_mean", "mean |cosine| between tokens"),
-                           ("min_sv_rel", "sigma_min / sigma_max"),
-                           ("stable_rank", "stable rank")):  # fmt: skip
+    for metric, ylabel in (
+        ("abs_cos_mean", "mean |cosine| between tokens"),
+        ("min_sv_rel", "sigma_min / sigma_max"),
+        ("stable_rank", "stable rank"),
+    ):
         summary.figures[metric] = band_plot(
-            labelled[labelled["metric"] == metric], x="layer", hue="model",
-            logy=metric == "min_sv_rel", title=f"{ylabel} against layer (mean over samples)",
-            ylabel=ylabel, band=None, floor_column="at_floor" if metric == "min_sv_rel" else None,
-        )  # fmt: skip
+            labelled[labelled["metric"] == metric],
+            x="layer",
+            hue="model",
+            logy=metric == "min_sv_rel",
+            title=f"{ylabel} against layer (mean over samples)",
+            ylabel=ylabel,
+            band=None,
+            floor_column="at_floor" if metric == "min_sv_rel" else None,
+        )
     ranks = labelled[labelled["metric"] == "numerical_rank"]
     # every model sits at full rank: one panel each, or the lines hide one another
     summary.figures["numerical_rank"] = line_plot(
-        ranks.assign(value=ranks["value"] / ranks["full_rank"]), x="layer", panel="model",
+        ranks.assign(value=ranks["value"] / ranks["full_rank"]),
+        x="layer",
+        panel="model",
         title="numerical rank / min(n_tokens, d_model) against layer (mean over samples)",
         ylabel="rank / full rank",
-    )  # fmt: skip
+    )
     layer0 = per_layer[(per_layer["layer"] == 0) & (per_layer["metric"] == "numerical_rank")]
     deficient = layer0[layer0["value"] < layer0["full_rank"]]
     for model, part in deficient.groupby("model"):

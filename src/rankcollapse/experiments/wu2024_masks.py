@@ -15,12 +15,21 @@ without its norms its states reach ~1e37), in eval and train mode (dropout on).
 Collapse rate of a curve: `rankcollapse.theory.collapse_rate`, the slope per layer of the log
 geometric mean over samples before the first layer at the dtype floor (< 0: collapse).
 
-Findings:
-- san-collapses-every-mask: pure SAN's mu has a negative slope for every model, mode and mask
-  with a center node (a diverged or missing curve fails it).
-- local-masks-slower@model/mode: the slowest radius-1 mask collapses faster than the fastest
-  mask of radius > 1 (speed ratio > 1; only defined when both slopes are negative).
-- rate-follows-radius@model/mode: the order of the slopes follows the radius (concordance 1).
+Thm 1's assumptions, and how the findings keep to them: the attention rows are stochastic
+(train mode puts dropout on the attention probabilities, which breaks that: train-mode curves
+are measured and drawn, and excluded by name from the findings) and the value maps are bounded
+(pretrained value maps amplify, SmolLM2's by about e^3 per layer, so the absolute mu can grow
+while the tokens align: the findings take the slope of mu_rel = mu / ||X||_F, which the value
+maps' scale does not enter).
+
+Findings (pure SAN, eval mode):
+- san-collapses-every-mask: mu_rel has a negative slope for every model and mask with a
+  center node (a diverged or missing curve fails it; a missing one leaves it NOT TESTED).
+- local-masks-slower@model: the slowest radius-1 mask collapses faster than the fastest mask of
+  radius > 1 (speed ratio of mu_rel slopes > 1; only defined when both are negative).
+Beyond the paper (Thm 1 is an upper bound and orders only the bounds, not the measured rates):
+- rate-follows-radius@model: most mask pairs of different radius (share > 0.5) have slopes
+  ordered by radius.
 SAN+LN at random init is a measurement (mu_rel at the last layer per mask), not a finding.
 """
 
@@ -59,7 +68,12 @@ REAL = {
 COLUMNS = ["model", "init", "variant", "mask", "mode", "layer", "sample", "metric", "value"]
 COLUMNS += ["at_floor", "device"]
 BY = ["model", "mode", "variant", "mask"]
-SOURCE, PAPER = "Thm 1; masks x components figure", "pure SAN collapses exponentially"
+SOURCE = "Thm 1, Fig. 2"
+PAPER = (
+    '"pure masked attention still suffers from exponential collapse to a rank one subspace" '
+    "(abstract), for every quasi-strongly connected mask (Thm 1)"
+)
+CONCORDANT = 0.5  # share of radius-ordered mask pairs above which the slopes "follow" radius
 
 
 class Config(CurvesConfig):
@@ -134,21 +148,38 @@ def modes_of(config: Config, model: str) -> list[str]:
 def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
     slopes = curve_slopes(results.astype({"at_floor": bool}), BY)
     san = slopes[slopes["variant"] == "san"]
-    members = {f"{r.model}/{r.mode}/{r.mask}": None if r.diverged else r.slope_mu
-               for r in san.itertuples()}  # fmt: skip
+    members = {
+        f"{r.model}/{r.mode}/{r.mask}": None if r.diverged else r.slope_mu_rel
+        for r in san.itertuples()
+    }
     arms = [(model, mode) for model in config.models for mode in modes_of(config, model)]
-    radii = {(m, k): mask_radius(k, tokens_of(config, m))
-             for m in config.models for k in config.masks}  # fmt: skip
+    radii = {
+        (m, k): mask_radius(k, tokens_of(config, m)) for m in config.models for k in config.masks
+    }
     expected = [f"{m}/{mode}/{k}" for m, mode in arms for k in config.masks]
-    excluded = {f"{m}/{mode}/{k}": "no center node"
-                for m, mode in arms for k in config.masks if radii[m, k] == math.inf}  # fmt: skip
-    found = [for_every(
-        "san-collapses-every-mask",
-        "Pure SAN collapses exponentially under every quasi-strongly connected mask.",
-        "largest collapse slope of mu per layer (model/mode/mask); < 0 is collapse",
-        members, "<", 0.0, expected=expected, excluded=excluded, source=SOURCE, paper=PAPER,
-    )]  # fmt: skip
+    excluded = {
+        f"{m}/{mode}/{k}": "no center node" if radii[m, k] == math.inf else "dropout (train)"
+        for m, mode in arms
+        for k in config.masks
+        if radii[m, k] == math.inf or mode == "train"
+    }
+    found = [
+        for_every(
+            "san-collapses-every-mask",
+            "Pure SAN collapses exponentially under every quasi-strongly connected mask.",
+            "largest collapse slope of mu_rel per layer (model/mode/mask); < 0 is collapse",
+            members,
+            "<",
+            0.0,
+            expected=expected,
+            excluded=excluded,
+            source=SOURCE,
+            paper=PAPER,
+        )
+    ]
     for model, mode in arms:
+        if mode == "train":  # dropout on the attention: rows not stochastic, Thm 1 does not apply
+            continue
         radius = {k: radii[model, k] for k in config.masks if radii[model, k] < math.inf}
         slope = {k: members.get(f"{model}/{mode}/{k}") for k in radius}
         slope = {k: math.nan if v is None else v for k, v in slope.items()}
@@ -161,22 +192,37 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
                 reason
                 or f"slowest radius-1: {slow} {near[slow]:.3g}; fastest: {fast} {far[fast]:.3g}"
             )
-            found.append(finding(
-                f"local-masks-slower@{model}/{mode}",
-                "More local masks collapse more slowly: every radius > 1 mask is slower than "
-                "every radius-1 mask (pure SAN).",
-                "slowest radius-1 slope / fastest radius > 1 slope (both must be < 0)",
-                ratio, ">", 1.0, note=reason, source=SOURCE,
-                paper="local masks slow collapse (the radius in Thm 1's rate)",
-            ))  # fmt: skip
-        found.append(finding(
-            f"rate-follows-radius@{model}/{mode}",
-            "The order of the collapse slopes follows the mask radius (larger, slower).",
-            "fraction of mask pairs of different radius ordered by radius",
-            radius_concordance(list(radius.values()), list(slope.values())), ">=", 1.0,
-            note="fastest first: " + " > ".join(sorted(slope, key=slope.get)),
-            source="Thm 1 (rate against radius)", paper="the bound's rate flattens with radius",
-        ))  # fmt: skip
+            found.append(
+                finding(
+                    f"local-masks-slower@{model}/{mode}",
+                    "More local masks collapse more slowly: every radius > 1 mask is slower than "
+                    "every radius-1 mask (pure SAN).",
+                    "slowest radius-1 slope / fastest radius > 1 slope of mu_rel (both < 0)",
+                    ratio,
+                    ">",
+                    1.0,
+                    note=reason,
+                    source=SOURCE,
+                    paper='"sparse or local masked attention can provably slow down the collapse '
+                    'rate" (abstract); Fig. 2: the masks collapse at different rates',
+                )
+            )
+        found.append(
+            finding(
+                f"rate-follows-radius@{model}/{mode}",
+                "Most mask pairs of different radius have collapse slopes ordered by the radius "
+                "(larger radius, slower).",
+                "fraction of mask pairs of different radius whose mu_rel slopes follow the radius",
+                radius_concordance(list(radius.values()), list(slope.values())),
+                ">",
+                CONCORDANT,
+                note="fastest first: " + " > ".join(sorted(slope, key=slope.get)),
+                source="Thm 1 (the bound's rate against radius)",
+                paper="Thm 1 bounds the rate by (1 - eps^r)^(1/r), slower for larger r; it "
+                "orders the bounds, not the measured rates",
+                beyond=True,
+            )
+        )
     return found
 
 
@@ -208,9 +254,11 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
     for (model, mode), rows in curves.groupby(["model", "mode"], sort=False):
         for metric in ("mu", "mu_rel") if mode == "eval" else ("mu",):
             figures[f"{model}_{mode}_{metric}"] = mask_panels(
-                rows[rows["metric"] == metric], hue="variant", ylabel=metric,
+                rows[rows["metric"] == metric],
+                hue="variant",
+                ylabel=metric,
                 title=f"{model} ({mode} mode): {metric} against layer",
-            )  # fmt: skip
+            )
     return Summary(tables=tables, figures=figures, claims=claims(config, results), notes=notes)
 
 

@@ -2,7 +2,7 @@
 `DIR/results.csv` through the experiment's `summarize` and writes one self-contained
 `report.html`, without recomputing any unit; `write_index(results/)` lists every stored run."""
 
-from rankcollapse.report.build import Report, build_report, claim_record
+from rankcollapse.report.build import Report, build_report, claim_record, stored_verdict
 from rankcollapse.report.html import format_value, render_html, tidy_table
 from rankcollapse.report.index import write_index
 from rankcollapse.report.reproduction import reproduction_table, write_reproduction
@@ -34,6 +34,7 @@ __all__ = [
     "render_html",
     "reproduction_table",
     "results_sha256",
+    "stored_verdict",
     "tidy_table",
     "write_index",
     "write_reproduction",

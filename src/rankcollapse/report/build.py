@@ -129,10 +129,23 @@ def claim_record(claim: Claim) -> dict[str, Any]:
         "expected": claim.expected,
         "measured": _plain(claim.measured),
         "passed": bool(claim.passed),
+        "verdict": claim.verdict,
+        "untested": claim.untested,
         "note": claim.note,
         "source": claim.source,
         "paper": claim.paper,
     }
+
+
+def stored_verdict(record: dict[str, Any]) -> str:
+    """PASS, FAIL or NOT TESTED of a claim read from `claims.json`; a file written before
+    verdicts existed has only `passed`, read as PASS or FAIL.
+
+    Example:
+        >>> stored_verdict({"passed": False}), stored_verdict({"passed": False, "verdict": "NOT TESTED"})
+        ('FAIL', 'NOT TESTED')
+    """
+    return record.get("verdict") or ("PASS" if record.get("passed") else "FAIL")
 
 
 def _plain(value: Any) -> Any:

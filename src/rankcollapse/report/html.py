@@ -1,5 +1,5 @@
 """One self-contained HTML page per run, read top to bottom: a summary (what ran, which
-findings passed, the main figure), a table of contents, the figures, the findings and
+findings pass, fail or are not tested, the main figure), a table of contents, the figures, the findings and
 checks, notes, the tables (collapsed, each downloadable as CSV), then what was run, the
 config and the manifest.
 
@@ -21,7 +21,7 @@ from typing import Any
 
 import pandas as pd
 
-from rankcollapse.experiments import Claim, Experiment, Summary
+from rankcollapse.experiments import Claim, Experiment, Summary, count_verdicts, verdict_text
 
 FIGURE_PX_PER_INCH = 120  # CSS px per inch of figure: a 7-in figure is drawn 840 px wide
 TABLE_ROWS_OPEN = 12  # longer tables start collapsed
@@ -41,9 +41,11 @@ th { background: #f0f0f0; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 td.pass { background: #d9f2d9; color: #165c16; font-weight: bold; }
 td.fail { background: #f8d7d7; color: #8a1111; font-weight: bold; }
+td.not-tested { background: #eeeeee; color: #555; font-weight: bold; }
 .summary { padding: .6em 1em; background: #eef3fa; border-radius: 4px; }
 .summary p { margin: .3em 0; }
 .verdict-pass { color: #165c16; font-weight: bold; } .verdict-fail { color: #8a1111; font-weight: bold; }
+.verdict-untested { color: #555; font-weight: bold; }
 nav ol { columns: 2; font-size: .9em; }
 figure { margin: 1.2em 0; } figure img { max-width: 100%; height: auto; }
 figcaption { font-size: .85em; color: #555; }
@@ -74,11 +76,12 @@ def render_html(
         results: the run's tidy results, to list the models and arms that actually ran.
     """
     sizes, svgs, csvs = sizes or {}, svgs or {}, csvs or {}
-    findings, checks = _by_kind(summary.claims)
+    findings, beyond, checks = summary.findings, summary.beyond, summary.checks
     doc = inspect.getdoc(inspect.getmodule(experiment.run_unit)) or experiment.description
     names = list(pngs)
     sections = [("figures", "Figures")] if names else []
-    sections += [("findings", "Findings")] + ([("checks", "Checks")] if checks else [])
+    sections += [("findings", "Findings")] + ([("beyond", "Beyond the papers")] if beyond else [])
+    sections += [("checks", "Checks")] if checks else []
     sections += [("notes", "Notes")] if summary.notes else []
     sections += [("tables", "Tables")] if summary.tables else []
     sections += [("what-ran", "What was run"), ("config", "Config"), ("manifest", "Manifest")]
@@ -91,7 +94,7 @@ def render_html(
         f"<h1>{escape(experiment.name)}</h1>",
         f"<p>{escape(experiment.description)}</p>",
         '<div class="summary">',
-        f"<p>{_verdict_line(findings, checks)}</p>",
+        f"<p>{_verdict_line(findings, beyond, checks)}</p>",
         f"<p>{escape(_ran_line(manifest))}</p>",
         *[f"<p>{line}</p>" for line in _arm_lines(results)],
         "</div>",
@@ -103,14 +106,25 @@ def render_html(
     parts += ["</ol></nav>"]
     if names:
         parts.append('<h2 id="figures">Figures</h2>')
-        parts.append(f'<p>The main figure, <a href="#figure-{_anchor(names[0])}">'
-                     f"{escape(names[0])}</a>, is shown above.</p>")  # fmt: skip
+        parts.append(
+            f'<p>The main figure, <a href="#figure-{_anchor(names[0])}">'
+            f"{escape(names[0])}</a>, is shown above.</p>"
+        )
         for name in names[1:]:
             parts.append(_figure(name, pngs[name], sizes.get(name), svgs.get(name)))
     parts += ['<h2 id="findings">Findings</h2>']
     parts.append(
         _claims_table(findings) if findings else "<p>This experiment states no findings.</p>"
     )
+    if beyond:
+        parts += [
+            '<h2 id="beyond">Beyond the papers</h2>',
+            (
+                "<p>The project's own conjectures and extensions, tested like findings but not "
+                "statements of a paper.</p>"
+            ),
+            _claims_table(beyond),
+        ]
     if checks:
         parts += [
             '<h2 id="checks">Checks</h2>',
@@ -144,28 +158,27 @@ def render_html(
     return "\n".join(parts)
 
 
-def _by_kind(claims: list[Claim]) -> tuple[list[Claim], list[Claim]]:
-    kinds = [getattr(claim, "kind", "finding") for claim in claims]
-    return (
-        [c for c, k in zip(claims, kinds) if k != "check"],
-        [c for c, k in zip(claims, kinds) if k == "check"],
-    )
-
-
-def _verdict_line(findings: list[Claim], checks: list[Claim]) -> str:
-    n_passed = sum(c.passed for c in findings)
-    style = "pass" if n_passed == len(findings) else "fail"
+def _verdict_line(findings: list[Claim], beyond: list[Claim], checks: list[Claim]) -> str:
+    counts = count_verdicts([c.verdict for c in findings])
+    style = "fail" if counts["FAIL"] else ("untested" if counts["NOT TESTED"] else "pass")
     line = (
-        f'<span class="verdict-{style}">{n_passed} of {len(findings)} findings passed</span>'
+        f'<span class="verdict-{style}">{verdict_text(counts)}</span>'
         if findings
         else "No findings stated"
     )
+    if beyond:
+        line += "; beyond the papers: " + verdict_text(
+            count_verdicts([c.verdict for c in beyond]), ""
+        )
     if checks:
         n_held = sum(c.passed for c in checks)
         line += f"; {n_held} of {len(checks)} checks hold"
-    failed = [c.id for c in findings + checks if not c.passed]
+    failed = [c.id for c in findings + beyond + checks if c.verdict == "FAIL"]
+    untested = [c.id for c in findings + beyond if c.verdict == "NOT TESTED"]
     if failed:
         line += f" (failed: {escape(', '.join(failed))})"
+    if untested:
+        line += f" (not tested: {escape(', '.join(untested))})"
     return line + "."
 
 
@@ -215,18 +228,21 @@ def _anchor(name: str) -> str:
 
 
 def _claims_table(claims: list[Claim]) -> str:
-    header = ("id", "statement", "quantity", "expected", "measured", "result", "note")
+    header = ("id", "statement", "quantity", "expected", "measured", "result", "why / note")
     rows = ['<div class="scroll"><table class="claims"><tr>']
     rows[0] += "".join(f"<th>{h}</th>" for h in header) + "</tr>"
     for claim in claims:
-        verdict = "pass" if claim.passed else "fail"
-        source = getattr(claim, "source", "")
-        text = claim.text + (f" ({source})" if source and source not in claim.text else "")
+        verdict = claim.verdict
+        text = claim.text + (f" ({claim.source})" if claim.source not in claim.text else "")
+        if claim.paper:
+            text += f". Paper: {claim.paper}"
         cells = (claim.id, text, claim.quantity, claim.expected, format_value(claim.measured))
+        why = "; ".join(p for p in (claim.untested, claim.note) if p)
         rows.append(
             "<tr>"
             + "".join(f"<td>{escape(str(cell))}</td>" for cell in cells)
-            + f'<td class="{verdict}">{verdict.upper()}</td><td>{escape(claim.note)}</td></tr>'
+            + f'<td class="{verdict.lower().replace(" ", "-")}">{verdict}</td>'
+            + f"<td>{escape(why)}</td></tr>"
         )
     rows.append("</table></div>")
     return "\n".join(rows)
@@ -262,8 +278,9 @@ def tidy_table(table: pd.DataFrame) -> pd.DataFrame:
     """
     if not isinstance(table.index, pd.RangeIndex) or table.index.name is not None:
         table = table.reset_index()
-    leftover = [c for c in table.columns if str(c) in ("index", "level_0") or
-                str(c).startswith("Unnamed:")]  # fmt: skip
+    leftover = [
+        c for c in table.columns if str(c) in ("index", "level_0") or str(c).startswith("Unnamed:")
+    ]
     table = table.drop(columns=leftover)
     if isinstance(table.columns, pd.MultiIndex):
         table.columns = [" ".join(str(p) for p in c if str(p)) for c in table.columns]

@@ -11,7 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from rankcollapse.errors import InputError
+from rankcollapse.experiments import count_verdicts
 from rankcollapse.files import read_marker, write_atomic
+from rankcollapse.report.build import stored_verdict
 from rankcollapse.report.html import STYLE
 from rankcollapse.report.stored import DamagedFileError, folder_kind, read_claims, read_manifest
 
@@ -33,14 +35,16 @@ def run_rows(root: Path, notify: Notify | None = None) -> list[dict[str, Any]]:
             if notify:
                 notify(f"skipped {folder}: {err}")
             continue
-        findings = [c for c in claims if c.get("kind", "finding") != "check"]
+        findings = [c for c in claims if c.get("kind", "finding") == "finding"]
+        counts = count_verdicts([stored_verdict(c) for c in findings])
         rows.append(
             {
                 "experiment": manifest.get("experiment", folder.name),
                 "preset": manifest.get("preset"),
                 "finished": manifest.get("finished") or manifest.get("started"),
                 "n_findings": len(findings),
-                "n_passed": sum(bool(c.get("passed")) for c in findings),
+                "n_passed": counts["PASS"],
+                "n_untested": counts["NOT TESTED"],
                 "link": (folder / "report.html").relative_to(root).as_posix(),
             }
         )
@@ -84,7 +88,8 @@ def render_index(
         body.append(
             f"<tr><td>{escape(str(r['experiment']))}</td><td>{escape(str(r['preset']))}</td>"
             f"<td>{escape(str(r['finished']))}</td>"
-            f'<td class="{verdict}">{r["n_passed"]} of {r["n_findings"]}</td>'
+            f'<td class="{verdict}">{r["n_passed"]} of {r["n_findings"]}'
+            f"{_untested(r)}</td>"
             f'<td><a href="{escape(r["link"])}">{escape(r["link"])}</a></td></tr>'
         )
     return "\n".join(
@@ -107,8 +112,11 @@ def render_index(
 def _outputs_table(rows: list[dict[str, Any]]) -> list[str]:
     if not rows:
         return []
-    lines = ["<h2>Other outputs</h2>", '<table class="outputs">',
-             "<tr><th>command</th><th>what</th><th>written (UTC)</th><th>file</th></tr>"]  # fmt: skip
+    lines = [
+        "<h2>Other outputs</h2>",
+        '<table class="outputs">',
+        "<tr><th>command</th><th>what</th><th>written (UTC)</th><th>file</th></tr>",
+    ]
     for r in sorted(rows, key=lambda r: (r["kind"], r["finished"])):
         lines.append(
             f"<tr><td>{escape(r['kind'])}</td><td>{escape(r['label'])}</td>"
@@ -116,6 +124,10 @@ def _outputs_table(rows: list[dict[str, Any]]) -> list[str]:
             f'<td><a href="{escape(r["link"])}">{escape(r["link"])}</a></td></tr>'
         )
     return [*lines, "</table>"]
+
+
+def _untested(row: dict[str, Any]) -> str:
+    return f" ({row['n_untested']} not tested)" if row.get("n_untested") else ""
 
 
 def write_index(root: str | Path, notify: Notify | None = None) -> Path:

@@ -2,9 +2,11 @@
 
 One row per finding of every registered experiment, read from the `claims.json` of the newest
 complete run of that experiment under a results folder: the paper's statement or number and
-where it appears (figure, table, theorem), our measured value, the preset it came from, and
-PASS, FAIL or "not run". Checks (identities that hold by design) are counted per experiment,
-never listed as findings. Nothing is recomputed.
+where it appears (section, theorem, figure), our measured value, the preset it came from, and
+PASS, FAIL, NOT TESTED (with its reason) or "not run". The project's own conjectures (kind
+"beyond") are listed apart from the papers' findings; checks (identities that hold by design)
+are counted per experiment, never listed as findings. Nothing is recomputed; a `claims.json`
+written before verdicts existed reads as PASS or FAIL.
 """
 
 from __future__ import annotations
@@ -20,8 +22,9 @@ from typing import Any
 import pandas as pd
 
 from rankcollapse.errors import InputError
-from rankcollapse.experiments import experiment_names
+from rankcollapse.experiments import VERDICTS, experiment_names
 from rankcollapse.files import write_atomic
+from rankcollapse.report.build import stored_verdict
 from rankcollapse.report.html import STYLE, format_value
 from rankcollapse.report.stored import DamagedFileError, read_claims, read_manifest
 
@@ -29,9 +32,19 @@ Notify = Callable[[str], None]  # a line for the user: a damaged run folder skip
 
 PRESET_ORDER = ("paper", "quick")  # with no preset asked for: the paper run where there is one
 COLUMNS = [
-    "experiment", "finding", "source", "paper", "measured", "expected", "preset",
-    "result", "seconds", "checks",
-]  # fmt: skip
+    "experiment",
+    "kind",
+    "finding",
+    "source",
+    "paper",
+    "measured",
+    "expected",
+    "preset",
+    "result",
+    "why",
+    "seconds",
+    "checks",
+]
 
 
 @dataclass(frozen=True)
@@ -118,20 +131,31 @@ def reproduction_table(
         checks = [c for c in claims if c.get("kind") == "check"]
         checks_text = f"{sum(c['passed'] for c in checks)}/{len(checks)}"
         if len(checks) == len(claims):  # an experiment of checks only still shows its run
-            rows.append({"experiment": name, "finding": "", "preset": run.preset,
-                         "result": "checks only", "seconds": run.seconds,
-                         "checks": checks_text})  # fmt: skip
-        for claim in (c for c in claims if c.get("kind", "finding") == "finding"):
             rows.append(
                 {
                     "experiment": name,
+                    "finding": "",
+                    "preset": run.preset,
+                    "result": "checks only",
+                    "seconds": run.seconds,
+                    "checks": checks_text,
+                }
+            )
+        for claim in (c for c in claims if c.get("kind", "finding") != "check"):
+            verdict = stored_verdict(claim)
+            rows.append(
+                {
+                    "experiment": name,
+                    "kind": claim.get("kind", "finding"),
                     "finding": claim["id"],
                     "source": claim.get("source", ""),
                     "paper": claim.get("paper", "") or claim["text"],
                     "measured": format_value(claim["measured"]),
                     "expected": claim["expected"],
                     "preset": run.preset,
-                    "result": "PASS" if claim["passed"] else "FAIL",
+                    "result": verdict,
+                    "why": claim.get("untested")
+                    or (claim.get("note", "") if verdict == "FAIL" else ""),
                     "seconds": run.seconds,
                     "checks": checks_text,
                 }
@@ -142,50 +166,79 @@ def reproduction_table(
     return table
 
 
+def verdict_counts(table: pd.DataFrame, kind: str = "finding") -> dict[str, int]:
+    """PASS, FAIL and NOT TESTED counted apart, over the rows of one kind."""
+    results = table.loc[table["kind"] == kind, "result"].value_counts()
+    return {verdict: int(results.get(verdict, 0)) for verdict in VERDICTS}
+
+
 def _counts(table: pd.DataFrame) -> str:
-    results = table["result"].value_counts()
-    n_run = int(results.get("PASS", 0) + results.get("FAIL", 0))
-    not_run = int(results.get("not run", 0))
+    paper, beyond = verdict_counts(table), verdict_counts(table, "beyond")
+    not_run = int((table["result"] == "not run").sum())
     return (
-        f"{int(results.get('PASS', 0))} of {n_run} findings pass; "
+        f"Paper findings: {paper['PASS']} pass, {paper['FAIL']} fail, "
+        f"{paper['NOT TESTED']} not tested. Beyond the papers: {beyond['PASS']} pass, "
+        f"{beyond['FAIL']} fail, {beyond['NOT TESTED']} not tested. "
         f"{not_run} of {len(experiment_names())} experiments not run."
     )
 
 
-def reproduction_markdown(table: pd.DataFrame) -> str:
-    """The table as Markdown, with a one-line count above it."""
+def _markdown_rows(table: pd.DataFrame) -> list[str]:
     header = ["experiment", "finding", "paper says (where)", "we measure", "preset", "result"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for row in table.itertuples():
+        where = f" ({row.source})" if row.source else ""
+        measured = f"{row.measured} (expected {row.expected})" if row.expected else ""
+        result = f"{row.result}: {row.why}" if row.why else row.result
+        cells = [row.experiment, row.finding, f"{row.paper}{where}", measured, row.preset, result]
+        lines.append("| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |")
+    return lines
+
+
+def reproduction_markdown(table: pd.DataFrame) -> str:
+    """The table as Markdown, with a one-line count above it; the project's own conjectures
+    ("beyond the papers") in a second table."""
+    paper = table[table["kind"] != "beyond"]
+    beyond = table[table["kind"] == "beyond"]
     lines = [
         "# Reproduction table",
         "",
         "Every finding of every experiment: the paper's statement, our measurement on the stored",
-        "run, its preset and whether the finding holds. Built by `rankcollapse reproduce` from",
-        "the runs' `claims.json`; checks (identities that hold by design) are counted in their",
-        "reports, not listed here.",
+        "run, its preset and its verdict: PASS, FAIL (with the note that says why) or NOT TESTED",
+        "(with its cause: an arm that did not beat its trivial baseline, a member missing, or a",
+        "preset too small to decide). Built by `rankcollapse reproduce` from the runs'",
+        "`claims.json`; checks (identities that hold by design) are counted in their reports, not",
+        "listed here.",
         "",
         _counts(table),
         "",
-        "| " + " | ".join(header) + " |",
-        "|" + "---|" * len(header),
+        *_markdown_rows(paper),
     ]
-    for row in table.itertuples():
-        where = f" ({row.source})" if row.source else ""
-        measured = f"{row.measured} (expected {row.expected})" if row.expected else ""
-        cells = [row.experiment, row.finding, f"{row.paper}{where}", measured, row.preset,
-                 row.result]  # fmt: skip
-        lines.append("| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |")
+    if not beyond.empty:
+        lines += [
+            "",
+            "## Beyond the papers",
+            "",
+            "The project's own conjectures and extensions, tested like findings; no paper states",
+            "them.",
+            "",
+            *_markdown_rows(beyond),
+        ]
     lines += [
         "",
         "## The runs",
         "",
-        "| experiment | preset | wall seconds (manifest) | findings passed | checks hold |",
+        "| experiment | preset | wall seconds (manifest) | pass / fail / not tested | checks hold |",
         "|---|---|---|---|---|",
     ]
     for name, rows in table[table["result"] != "not run"].groupby("experiment", sort=False):
         first = rows.iloc[0]
-        passed = f"{(rows['result'] == 'PASS').sum()}/{len(rows[rows['finding'] != ''])}"
-        lines.append(f"| {name} | {first['preset']} | {first['seconds']:g} | {passed} | "
-                     f"{first['checks'] or '-'} |")  # fmt: skip
+        counts = verdict_counts(rows[rows["finding"] != ""].assign(kind="finding"))
+        verdicts = " / ".join(str(n) for n in counts.values())
+        lines.append(
+            f"| {name} | {first['preset']} | {first['seconds']:g} | {verdicts} | "
+            f"{first['checks'] or '-'} |"
+        )
     return "\n".join(lines) + "\n"
 
 

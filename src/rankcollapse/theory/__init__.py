@@ -13,6 +13,7 @@ from rankcollapse.theory.amsel import (
     qk_parameters,
     random_low_rank_heads,
     random_rank_one_error_two_points,
+    rank_one_vote,
 )
 from rankcollapse.theory.dong import (
     DongConstants,
@@ -113,6 +114,7 @@ __all__ = [
     "radius_concordance",
     "random_low_rank_heads",
     "random_rank_one_error_two_points",
+    "rank_one_vote",
     "rate_no_norm",
     "rate_unit_norm",
     "ring_inputs",

@@ -89,6 +89,35 @@ def random_low_rank_heads(
     return Construction(name, layer, {"d_qk": d_qk, "n_heads": n_heads, "seed": seed})
 
 
+def rank_one_vote(construction: Construction, queries: Tensor, x: Tensor) -> Tensor:
+    """Two layers of the rank-1 hardmax heads of `construction`: they vote, the next layer
+    returns the point most of them chose (the depth idea of Amsel et al. 2024, Sec. 6, Thm 5).
+
+    Formula: head h picks j_h = argmax_j (u_h . y)(u_h . x_j) (its rank-1 score); the output is
+    x_{j*} with j* = argmax_j #{h : j_h = j} (ties: the first). For N = 2, head h agrees with
+    the nearest neighbour with probability 1 - angle(y, x_1 - x_2) / pi > 1/2 over random u_h,
+    so the majority of H heads is right except for an exponentially small (in H) share.
+
+    Args:
+        construction: rank-1 heads (`random_low_rank_heads(d, 1, H, ...)`).
+        queries: (b, q, d); x: (b, n, d).
+
+    Example:
+        >>> heads = random_low_rank_heads(3, 1, 5, seed=0)
+        >>> x = torch.eye(3, dtype=torch.float64)[None, :2]  # two points
+        >>> rank_one_vote(heads, x[:, :1], x).tolist()  # the query is the first point
+        [[[1.0, 0.0, 0.0]]]
+    """
+    u = construction.layer.w_q.detach()[:, 0].to(x.dtype)  # (H, d): each head's direction
+    scores = (
+        torch.einsum("bqd,hd->bqh", queries, u)[..., None]
+        * torch.einsum("bnd,hd->bhn", x, u)[:, None]
+    )  # (b, q, H, n)
+    picks = torch.nn.functional.one_hot(scores.argmax(-1), x.shape[1])  # (b, q, H, n)
+    winner = picks.sum(-2).argmax(-1)  # (b, q)
+    return torch.gather(x, 1, winner[..., None].expand(*winner.shape, x.shape[-1]))
+
+
 def fit_output_maps(
     construction: Construction,
     x: Tensor,

@@ -31,11 +31,13 @@ def variant(name: str, finals: list[float], **options) -> pd.DataFrame:
 
 DIVERGED = run("san+skip", 2, 50.0, diverged=True)
 CASES = {
-    # failing: the same merges, but no fit beat predicting the input (an untrained layer)
+    # failing: two of three learned runs end 0.9 and 0.95 apart (they stayed on the arcs);
+    # untested: the same merges, but no fit beat predicting the input (an untrained layer)
     "pure-merges": Case(
         variant("san", [1e-6, 0.01, 0.9]),
-        variant("san", [1e-6, 0.01, 0.9], mse=5 * STAY),
+        variant("san", [1e-6, 0.95, 0.9]),
         {"variants": ["san"]},
+        untested=variant("san", [1e-6, 0.01, 0.9], mse=5 * STAY),
     ),
     # failing: two of three runs diverged
     "skip-keeps-apart": Case(
@@ -51,10 +53,10 @@ CASES = {
         ),
         {"variants": ["san+skip"]},
     ),
-    # failing: two of three runs merged
+    # failing: two of three runs drifted 8x and 12x apart (bounded, but off the arcs)
     "mlp-keeps-apart": Case(
         variant("san+mlp", [1.0, 0.8, 0.01]),
-        variant("san+mlp", [1.0, 0.01, 0.001]),
+        variant("san+mlp", [1.0, 8.0, 12.0]),
         {"variants": ["san+mlp"]},
     ),
 }

@@ -18,10 +18,9 @@ def table(minilm=(0.5, 0.1, 0.01)) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=columns)
 
 
-CASES = {
-    "long-products-near-rank-one": Case(
-        passing=table(),
-        failing=table(minilm=(0.1, 0.2, 0.3)),  # longer products further from rank 1
-        overrides=OVERRIDES,
-    ),
-}
+CASES: dict[str, Case] = {}
+CHECKS_ONLY = (
+    "products of positive row-stochastic matrices contract towards rank 1 by construction "
+    "(Dong et al. 2021, Sec. 2.2), and the decompositions are exact by construction"
+)
+TABLE = table()  # where the experiment states no finding (instead of running its quick preset)

@@ -50,6 +50,12 @@ CASES = {
         failing=ends([135.0, 225.0]),  # not one contiguous arc
         overrides=OVERRIDES,
     ),
+    # failing: LN brings only 2 of 8 starts to B
+    "ln-plays-a-role": Case(
+        passing=ends([135.0, 180.0, 225.0]),
+        failing=ends([180.0, 225.0]),
+        overrides=OVERRIDES,
+    ),
     "no-ln-collapses": Case(
         passing=ends([135.0, 180.0, 225.0]),
         failing=ends([135.0, 180.0, 225.0], no_ln_mu_rel=1e-3),

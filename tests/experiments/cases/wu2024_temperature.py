@@ -31,7 +31,8 @@ def table(complete: tuple[float, float], causal: tuple[float, float]) -> pd.Data
 CASES = {
     "smaller-dqk-slows@toy/eval": Case(
         passing=table(complete=(-0.1, -3.0), causal=(-0.1, -0.5)),
-        failing=table(complete=(-0.1, -3.0), causal=(-0.5, -0.1)),  # sharper is faster here
+        # the audit's toy: under causal the sharper attention drops 0.0035 less of ~0.5: noise
+        failing=table(complete=(-0.1, -3.0), causal=(-0.12413, -0.125)),
         overrides=OVERRIDES,
     ),
     "complete-most@toy/eval": Case(
