@@ -83,7 +83,7 @@ def resolve_dtype(dtype: str | torch.dtype, *, float64: bool = False) -> torch.d
     if isinstance(dtype, torch.dtype):
         return dtype
     known = {"float64": torch.float64, **DTYPES} if float64 else DTYPES
-    if dtype not in known:
+    if not isinstance(dtype, str) or dtype not in known:
         raise ConfigError(f"dtype {dtype!r} is unknown; use one of {', '.join(known)}.")
     return known[dtype]
 
