@@ -138,6 +138,9 @@ def test_index_and_reproduce_skip_a_damaged_run_and_list_the_others(damage, root
     assert f"{damaged.relative_to(root).as_posix()}/report.html" not in index
     assert main(["reproduce", "--results", str(root)]) == 0
     printed = capsys.readouterr()
-    assert f"note: skipped {damaged}" in printed.err and "1 findings pass, 1 fail" in printed.out
+    assert (
+        f"note: skipped {damaged}" in printed.err
+        and "Paper findings: 1 pass, 1 fail" in printed.out
+    )
     html = (root / "reproduction.html").read_text()
     assert f'<a href="{whole.relative_to(root).as_posix()}/report.html">tiny</a>' in html

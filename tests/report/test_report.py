@@ -226,12 +226,14 @@ def test_index_counts_not_tested_findings_apart(tmp_path):
     folder.mkdir(parents=True)
     (folder / "report.html").write_text("")
     (folder / "manifest.json").write_text('{"experiment": "synth", "preset": "quick"}')
+    record = {"text": "a statement", "expected": "< 1", "measured": 0.5}
     claims = [
-        {"kind": "finding", "passed": True, "verdict": "PASS"},
-        {"kind": "finding", "passed": False, "verdict": "NOT TESTED", "untested": "not learned"},
-        {"kind": "finding", "passed": False},  # written before verdicts: a FAIL
-        {"kind": "check", "passed": True},
-    ]
+        {**record, "id": "a", "kind": "finding", "passed": True, "verdict": "PASS"},
+        {**record, "id": "b", "kind": "finding", "passed": False, "verdict": "NOT TESTED",
+         "untested": "not learned"},
+        {**record, "id": "c", "kind": "finding", "passed": False},  # before verdicts: a FAIL
+        {**record, "id": "d", "kind": "check", "passed": True},
+    ]  # fmt: skip
     (folder / "claims.json").write_text(json.dumps(claims))
     rows = run_rows(tmp_path)
     assert (rows[0]["n_findings"], rows[0]["n_passed"], rows[0]["n_untested"]) == (3, 1, 1)

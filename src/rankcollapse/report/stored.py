@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pandas as pd
 import yaml
@@ -63,6 +63,7 @@ class ClaimRecord(BaseModel):
     expected: str
     measured: Any
     passed: bool
+    verdict: Literal["PASS", "FAIL", "NOT TESTED"] | None = None  # None: written before verdicts
 
 
 def _text(path: Path, limit: int) -> str:
