@@ -10,18 +10,21 @@ Example:
 
 from __future__ import annotations
 
-from typing import Literal
-
-import torch
+from typing import TYPE_CHECKING, Literal
 
 from rankcollapse.errors import ConfigError
 
+if TYPE_CHECKING:  # torch loads on first use: the command line reads the names at start-up
+    import torch
+
 DeviceName = Literal["auto", "cpu", "cuda", "mps"]
 DEVICES = ("auto", "cpu", "cuda", "mps")
-DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+DTYPES = ("float32", "bfloat16", "float16")  # parameter dtypes, by torch's own names
 
 
 def _available(kind: str) -> bool:
+    import torch
+
     if kind == "cuda":
         return torch.cuda.is_available()
     if kind == "mps":
@@ -35,6 +38,8 @@ def resolve_device(device: str | torch.device = "auto") -> torch.device:
     Raises:
         ConfigError: for an unknown name or an accelerator that is not visible.
     """
+    import torch
+
     if isinstance(device, torch.device):
         return device
     kind = device.split(":")[0]
@@ -56,13 +61,17 @@ def resolve_dtype(dtype: str | torch.dtype) -> torch.dtype:
         >>> resolve_dtype("bfloat16")
         torch.bfloat16
     """
+    import torch
+
     if isinstance(dtype, torch.dtype):
         return dtype
     if dtype not in DTYPES:
         raise ConfigError(f"dtype {dtype!r} is unknown; use one of {', '.join(DTYPES)}.")
-    return DTYPES[dtype]
+    return getattr(torch, dtype)
 
 
 def metrics_device(device: torch.device) -> torch.device:
     """Where float64 metrics run: the device itself, except MPS (no float64) -> the CPU."""
+    import torch
+
     return torch.device("cpu") if device.type == "mps" else device

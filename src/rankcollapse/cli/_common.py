@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from rankcollapse.cli._console import console
+
+if TYPE_CHECKING:  # pandas loads with the command that uses it, not with every --help
+    import pandas as pd
 
 
 def print_layer_means(df: pd.DataFrame, title: str) -> None:
@@ -33,6 +34,8 @@ def print_layer_means(df: pd.DataFrame, title: str) -> None:
 
 def _cell(mean: float, all_at_floor: object) -> str:
     """A table cell: '-' where a metric has no value at this layer (e.g. attention at layer 0)."""
+    import pandas as pd
+
     if pd.isna(mean):
         return "-"
     return "<floor" if all_at_floor is True or all_at_floor == 1 else f"{mean:.3g}"

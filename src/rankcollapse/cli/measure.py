@@ -21,7 +21,6 @@ DIMS = ("layers", "sequences", "tokens", "features")
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "measure",
-        help="measure collapse in saved activations (.npy, .pt, .safetensors)",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -65,18 +65,20 @@ def fresh_folder(out: Path | None, default: Path) -> tuple[Path, str]:
 
 
 def models_epilog() -> str:
-    """The model registry and the families, for --help (read from `rankcollapse.hf`)."""
-    from rankcollapse.hf import ARCHITECTURES, MODELS
+    """The model registry and the families, for --help (from the generated catalogue: no
+    model code is imported)."""
+    from rankcollapse.cli.catalog import read_catalog
 
+    catalog = read_catalog()
     lines = ["named models (--init pretrained needs shipped weights; the rest are random-init):"]
-    for spec in MODELS.values():
-        kind = "pretrained" if spec.pretrained else "random"
+    for name, spec in catalog["models"].items():
+        kind = "pretrained" if spec["pretrained"] else "random"
         lines.append(
-            f"  {spec.name:<16} {spec.family:<10} {spec.n_layers:>2} layers, {spec.n_heads:>2} "
-            f"heads, {spec.d_model:>4} wide, {kind}: {spec.description}"
+            f"  {name:<16} {spec['family']:<10} {spec['n_layers']:>2} layers, "
+            f"{spec['n_heads']:>2} heads, {spec['d_model']:>4} wide, {kind}: {spec['description']}"
         )
     lines.append(
-        "model directories of these families: " + ", ".join(sorted(ARCHITECTURES)) + " (see "
+        "model directories of these families: " + ", ".join(catalog["families"]) + " (see "
         "`rankcollapse variants`)"
     )
     return "\n".join(lines)
@@ -85,7 +87,6 @@ def models_epilog() -> str:
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "probe",
-        help="per-layer collapse metrics of real (pretrained or random-init) models",
         description=__doc__,
         epilog=models_epilog,
         formatter_class=HelpFormatter,

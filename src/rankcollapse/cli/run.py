@@ -21,7 +21,6 @@ from rankcollapse.presets import DEFAULT_PRESET, PRESETS
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "run",
-        help="run an experiment (or 'all') and write its results and report",
         description="Run a registered experiment (see `rankcollapse list`), or 'all' of them. "
         "Config = preset, then --config FILE.yaml, then each --set key=value (YAML values, "
         "dotted keys for nested fields). Finished units are kept: rerunning resumes.",

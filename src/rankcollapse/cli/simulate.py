@@ -46,7 +46,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
     parser = subparsers.add_parser(
         "simulate",
-        help="run a toy attention network and measure its collapse per layer",
         description="Run a toy attention network (default: a pure single-head self-attention "
         "network, which collapses) on Gaussian tokens and print each metric per layer.",
     )
