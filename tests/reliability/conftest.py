@@ -30,7 +30,6 @@ def _cli(argv: list[str], log: str, cwd: str | None, setup) -> None:
         setup()
     _registry._REGISTRY.clear()
     _registry._REGISTRY["tiny"] = TINY
-    cli.COMMAND_MODULES[:] = ["run"]
     code = cli.main(argv)
     sys.stdout.flush()
     os._exit(code)

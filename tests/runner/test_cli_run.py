@@ -12,13 +12,12 @@ from rankcollapse.experiments import _registry
 @pytest.fixture(autouse=True)
 def only_tiny(monkeypatch):
     monkeypatch.setattr(_registry, "_REGISTRY", {"tiny": TINY})
-    monkeypatch.setattr(cli, "COMMAND_MODULES", ["run", "list_cmd", "report_cmd"])
 
 
-def test_list_shows_name_description_and_presets(capsys):
+def test_list_shows_name_description_and_presets_from_the_catalogue(capsys):
     assert cli.main(["list"]) == 0
     out = capsys.readouterr().out
-    assert "tiny" in out and "A throwaway experiment for runner tests." in out
+    assert "toy-collapse" in out and "Toy SAN at init: pure attention collapses" in out
     assert "quick, paper" in out
 
 
