@@ -6,6 +6,8 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rich.markup import escape
+
 from rankcollapse.cli._console import console
 
 if TYPE_CHECKING:  # pandas loads with the command that uses it, not with every --help
@@ -42,21 +44,38 @@ def _cell(mean: float, all_at_floor: object) -> str:
 
 
 def write_collapse_outputs(
-    df: pd.DataFrame, out: Path, *, hue: str | None, title: str, floor: object = None
+    df: pd.DataFrame,
+    out: Path,
+    *,
+    hue: str | None,
+    title: str,
+    floor: object = None,
+    figures: bool = True,
 ) -> None:
-    """results.csv (long format) and collapse.png + collapse.svg (`rankcollapse.plot.layers`:
-    one panel per metric, log axes only for quantities that shrink to zero), written atomically.
+    """results.csv (long format), then, unless `figures` is False, collapse.png + collapse.svg
+    (`rankcollapse.plot.layers`: one panel per metric, log axes only for quantities that
+    shrink to zero), each written atomically. The numbers are on disk before any drawing.
 
     `floor` is the dtype whose floor the at_floor column flags (e.g. torch.float32).
     """
     from rankcollapse.files import write_atomic
-    from rankcollapse.plot import layers
 
     out.mkdir(parents=True, exist_ok=True)
     write_atomic(out / "results.csv", df.to_csv(index=False).encode())
-    save_figure(layers(df, by=hue, floor=floor, title=title), out / "collapse")
-    console.print(
-        f"wrote [bold]{out / 'results.csv'}[/] and [bold]{out / 'collapse.png'}[/] (+ .svg)"
+    console.print(f"wrote [bold]{escape(str(out / 'results.csv'))}[/]")
+    if figures:
+        from rankcollapse.plot import layers
+
+        save_figure(layers(df, by=hue, floor=floor, title=title), out / "collapse")
+        console.print(f"wrote [bold]{escape(str(out / 'collapse.png'))}[/] (+ .svg)")
+
+
+def add_figures_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--no-figures",
+        dest="figures",
+        action="store_false",
+        help="write the table and results.csv only, no collapse.png/.svg (for scripted use)",
     )
 
 

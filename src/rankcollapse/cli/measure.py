@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from rankcollapse.cli._common import add_metrics_option, parse_metrics
+from rankcollapse.cli._common import add_figures_option, add_metrics_option, parse_metrics
 
 SUFFIXES = (".npy", ".pt", ".safetensors")
 STATE_KEYS = ("states", "hidden_states")
@@ -35,6 +35,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="output folder (default: results/measure/<file stem>)",
     )
     add_metrics_option(parser)
+    add_figures_option(parser)
     parser.set_defaults(func=run)
 
 
@@ -134,5 +135,5 @@ def run(args: argparse.Namespace) -> int:
     )
     print_layer_means(df, title)
     out = args.out or Path("results/measure") / args.file.stem
-    write_collapse_outputs(df, out, hue=None, title=title)
+    write_collapse_outputs(df, out, hue=None, title=title, figures=args.figures)
     return 0

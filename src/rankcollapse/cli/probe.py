@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import pandas as pd
 
-from rankcollapse.cli._common import add_metrics_option, add_sequence_options
+from rankcollapse.cli._common import add_figures_option, add_metrics_option, add_sequence_options
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -142,6 +142,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     add_sequence_options(parser, n_tokens=128, n_samples=32)
     add_metrics_option(parser)
+    add_figures_option(parser)
     parser.add_argument(
         "--seed", type=int, default=0, help="seed of random init, windows and random tokens"
     )
@@ -212,7 +213,7 @@ def run(args: argparse.Namespace) -> int:
     out, message = fresh_folder(args.out, default)
     console.print(message)
     hue = "arm" if several else "variant"
-    write_collapse_outputs(df, out, hue=hue, title=title, floor=dtype)
+    write_collapse_outputs(df, out, hue=hue, title=title, floor=dtype, figures=args.figures)
     return 0
 
 

@@ -18,7 +18,12 @@ import types
 import typing
 from pathlib import Path
 
-from rankcollapse.cli._common import add_metrics_option, add_renamed_option, parse_metrics
+from rankcollapse.cli._common import (
+    add_figures_option,
+    add_metrics_option,
+    add_renamed_option,
+    parse_metrics,
+)
 
 
 def _option_kwargs(annotation: object, default: object) -> dict:
@@ -90,6 +95,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="output folder (default: results/simulate/<config hash>/, one per config)",
     )
     add_metrics_option(parser)
+    add_figures_option(parser)
     parser.set_defaults(func=run)
 
 
@@ -128,7 +134,7 @@ def run(args: argparse.Namespace) -> int:
     out = args.out or Path("results/simulate") / _config_hash(config, args, metrics)
     if (out / "results.csv").exists():
         console.print(f"overwriting the earlier results in {out}", highlight=False)
-    write_collapse_outputs(df, out, hue=None, title=title, floor=net.dtype)
+    write_collapse_outputs(df, out, hue=None, title=title, floor=net.dtype, figures=args.figures)
     return 0
 
 

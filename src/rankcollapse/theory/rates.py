@@ -11,7 +11,6 @@ import numpy as np
 import pandas as pd
 
 
-
 class CollapseRate(NamedTuple):
     slope: float
     """Natural-log slope per layer (negative: the quantity shrinks); NaN if < 2 layers fit."""
