@@ -93,7 +93,8 @@ def test_run_help_shows_every_flag_with_its_default(capsys, monkeypatch):
     text = " ".join(capsys.readouterr().out.split())
     for flag in ("--backend {process,ray}", "--address", "--dry-run", "--sample-units", "--jobs"):
         assert flag in text
-    assert "(default: process)" in text and "(default: 2)" in text and "(default: 1)" in text
+    assert "(default: process)" in text and "(default: 2)" in text
+    assert "(default: one per core; one on a GPU)" in text
 
 
 def test_address_without_ray_backend_is_rejected(tmp_path, capsys, monkeypatch):

@@ -51,7 +51,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="output folder (default: results/NAME/<config hash>/; with 'all': the results root)",
     )
     parser.add_argument(
-        "--jobs", type=int, default=1, help="workers: processes, or Ray CPUs (default: 1)"
+        "--jobs",
+        type=int,
+        default=None,
+        help="units at once: processes, or Ray CPUs; a CPU unit gets cores // jobs torch "
+        "threads, and units on a GPU share it (default: one per core; one on a GPU)",
     )
     parser.add_argument(
         "--backend",
@@ -87,9 +91,9 @@ def run(args: argparse.Namespace) -> int:
     from rankcollapse.errors import ConfigError
     from rankcollapse.experiments import experiment_names
     from rankcollapse.files import check_writable
-    from rankcollapse.runner import execute_all, parse_overrides, plan
+    from rankcollapse.runner import default_jobs, execute_all, parse_overrides, plan
 
-    if args.jobs < 1:
+    if args.jobs is not None and args.jobs < 1:
         raise ConfigError(f"--jobs is {args.jobs}; it must be at least 1 (workers).")
     if args.address and args.backend != "ray":
         raise ConfigError("--address joins a Ray cluster; add --backend ray.")
@@ -104,6 +108,8 @@ def run(args: argparse.Namespace) -> int:
     # work start.
     for p in plans:
         check_writable(p.out_dir)
+    if args.jobs is None:
+        args.jobs = default_jobs(p.config for p in plans)
 
     def notify(message: str) -> None:
         err_console.print(f"[yellow]note:[/] {message}", highlight=False, soft_wrap=True)

@@ -8,8 +8,8 @@ results and build the report.
 
 Every config is validated, every unit list built and the output folder checked for writing
 before any unit runs. Units are independent; they run in this process, in spawned worker
-processes or as Ray tasks (`backends.py`), always with one torch thread, and rows are assembled
-in unit order, so the results do not depend on `jobs` or the backend. `run all` hands the units
+processes or as Ray tasks (`backends.py`), a CPU unit with cores // jobs torch threads, and
+rows are assembled in unit order, so the results do not depend on `jobs` or the backend. `run all` hands the units
 of every experiment to one set of workers, longest expected first. The driver alone writes,
 under a lock on DIR/.lock: a second run of the same config waits, then reuses the units.
 """
@@ -61,6 +61,7 @@ from rankcollapse.runner.backends import (
     process_pool,
     ray_session,
     run_units,
+    unit_threads,
 )
 from rankcollapse.runner.costs import longest_first, unit_seconds
 
@@ -538,7 +539,7 @@ def _manifest(
         "platform": platform.platform(),
         "command": " ".join(sys.argv),
         "packages": packages,
-        "torch_threads": 1,  # per unit, whatever `jobs` is (see backends.call_unit)
+        "torch_threads": unit_threads(jobs),  # per CPU unit: cores // jobs (backends.call_unit)
         "jobs": jobs,
         "seeds": _seeds(plan.config.model_dump(mode="json"), plan.units),
         "n_units": len(plan.units),
