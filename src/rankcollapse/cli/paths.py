@@ -188,7 +188,7 @@ def _frozen(args: argparse.Namespace):
 
         ids, token_mask = model_inputs(
             loaded,
-            random_tokens=loaded.tokenizer is None,
+            random_tokens=not loaded.has_tokenizer,
             n_samples=args.samples,
             n_tokens=args.tokens,
             seed=args.seed,

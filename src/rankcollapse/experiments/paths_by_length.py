@@ -144,7 +144,7 @@ def _real(config: Config, unit: Unit):
     loaded = load_model(unit["model"], init=unit["init"], seed=unit["seed"], dtype=torch.float64)
     inputs, token_mask = model_inputs(  # text windows; random ids without a tokenizer; pixels
         loaded,
-        random_tokens=loaded.tokenizer is None,
+        random_tokens=not loaded.has_tokenizer,
         n_samples=config.n_samples,
         n_tokens=config.n_tokens,
         seed=unit["seed"],

@@ -95,10 +95,10 @@ def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
             frames.append(long_frame(ends, **ids))
             values = measure_states(states[layers], metrics=["mu_rel"], source_dtype=torch.float64)
             frames.append(pd.DataFrame({
-                **ids, "part": "curve", "layer": np.repeat(layers.numpy(), config.n_angles),
-                "start_angle": np.tile(angles.numpy(), len(layers)), "metric": "mu_rel",
-                "value": values["mu_rel"].value.flatten().numpy(),
-                "at_floor": values["mu_rel"].at_floor.flatten().numpy(),
+                **ids, "part": "curve", "layer": np.repeat(layers.cpu().numpy(), config.n_angles),
+                "start_angle": np.tile(angles.cpu().numpy(), len(layers)), "metric": "mu_rel",
+                "value": values["mu_rel"].value.flatten().cpu().numpy(),
+                "at_floor": values["mu_rel"].at_floor.flatten().cpu().numpy(),
             }))  # fmt: skip
             if norm:
                 kept = states[layers][:, drawn]  # (len(layers), n_drawn, 2, 2)

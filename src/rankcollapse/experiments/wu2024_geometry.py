@@ -122,7 +122,7 @@ def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
     rows = [frame.assign(**ids, index=np.nan)]
     for layer, x in enumerate(states):
         s = torch.linalg.svdvals(x.double())  # (n_samples, min(n, d))
-        rel = (s / s[:, :1]).numpy()
+        rel = (s / s[:, :1]).cpu().numpy()
         floor = dtype_floor(x.dtype)  # the rounding floor of the dtype the model ran in
         rows.append(
             pd.DataFrame(

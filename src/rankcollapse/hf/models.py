@@ -68,6 +68,7 @@ class ModelSpec:
     d_model: int
     pretrained: bool  # True: weights ship offline; False: random-init preset only
     config: Callable[[int], Any] | None = None  # vocab_size -> a transformers config (presets)
+    init_on_device: bool = False  # too big for a CPU copy: initialised on its device
 
     @property
     def arch(self) -> Architecture:
@@ -82,21 +83,78 @@ class ModelSpec:
         return self.arch.decomposable
 
 
+@dataclass(frozen=True)
+class Vocabulary:
+    """The token ids a text model takes: range(size), of which `special` are never drawn as
+    random tokens."""
+
+    size: int
+    special: frozenset[int]
+
+    @classmethod
+    def of(cls, tokenizer: Any) -> Vocabulary:
+        return cls(len(tokenizer), frozenset(tokenizer.all_special_ids))
+
+
+# MiniLM's WordPiece vocabulary, which the random-init text presets borrow; known without
+# loading the tokenizer (tests/hf/test_model_registry.py checks it against the tokenizer).
+MINILM_VOCABULARY = Vocabulary(30522, frozenset({0, 100, 101, 102, 103}))
+
+
+@dataclass(frozen=True)
+class DeferredTokenizer:
+    """A tokenizer loaded on first use, whose vocabulary is known before (random tokens need
+    only that)."""
+
+    vocabulary: Vocabulary
+    load: Callable[[], Any]
+
+
 @dataclass
 class LoadedModel:
     """A base model (no task head) with its tokenizer, adapter and provenance.
 
     `model` is in eval mode. Pretrained models are cached per process and shared: hooks and
     attention settings are always removed again, but never edit weights in place (deep-copy first).
-    `tokenizer` is None for a directory saved without tokenizer files (random tokens only).
+    `tokenizer` is None for a directory saved without tokenizer files (random tokens only); a
+    random-init preset's borrowed tokenizer is loaded only when text is asked for.
     """
 
     name: str
     init: str
     model: nn.Module
-    tokenizer: Any
+    tokenizer_source: Any  # a tokenizer, None, or a DeferredTokenizer
     arch: Architecture
     info: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def tokenizer(self) -> Any:
+        if isinstance(self.tokenizer_source, DeferredTokenizer):
+            self.tokenizer_source = self.tokenizer_source.load()
+        return self.tokenizer_source
+
+    @tokenizer.setter
+    def tokenizer(self, tokenizer: Any) -> None:
+        self.tokenizer_source = tokenizer
+
+    @property
+    def has_tokenizer(self) -> bool:
+        return self.tokenizer_source is not None
+
+    @property
+    def vocabulary(self) -> Vocabulary:
+        """The ids random tokens are drawn from: the tokenizer's (never loading a deferred one),
+        else the config's vocabulary without its bos, eos and pad ids."""
+        source = self.tokenizer_source
+        if isinstance(source, DeferredTokenizer):
+            return source.vocabulary
+        if source is not None:
+            return Vocabulary.of(source)
+        config = self.model.config
+        special = {
+            getattr(config, key, None) for key in ("bos_token_id", "eos_token_id", "pad_token_id")
+        }
+        return Vocabulary(config.vocab_size, frozenset(i for i in special if isinstance(i, int)))
 
     @property
     def n_layers(self) -> int:
@@ -194,6 +252,24 @@ def _llama_small(vocab_size: int) -> Any:
         intermediate_size=1536,
         max_position_embeddings=2048,
         tie_word_embeddings=True,
+    )
+
+
+def _llama3_8b(vocab_size: int) -> Any:
+    from transformers import LlamaConfig
+
+    # Llama-3-8B's shape, with its own vocabulary of 128256 (the borrowed tokenizer's ids and
+    # random tokens stay below 30522).
+    return LlamaConfig(
+        vocab_size=128256,
+        hidden_size=4096,
+        intermediate_size=14336,
+        num_hidden_layers=32,
+        num_attention_heads=32,
+        num_key_value_heads=8,
+        max_position_embeddings=8192,
+        rope_theta=500000.0,
+        rms_norm_eps=1e-5,
     )
 
 
@@ -324,6 +400,17 @@ MODELS: dict[str, ModelSpec] = {
             _qwen2_05b,
         ),
         ModelSpec(
+            "llama3-8b",
+            "Llama at init, Llama-3-8B's shape (8 key-value heads), initialised on its device",
+            "llama",
+            32,
+            32,
+            4096,
+            False,
+            _llama3_8b,
+            init_on_device=True,
+        ),
+        ModelSpec(
             "pythia-160m",
             "GPT-NeoX at init, Pythia-160M's shape, parallel residual",
             "gpt_neox",
@@ -405,6 +492,32 @@ def _model_class(config: Any) -> Any:
     return transformers.AutoModel
 
 
+def fresh_model(
+    config: Any,
+    *,
+    seed: int = 0,
+    dtype: torch.dtype = torch.float32,
+    device: torch.device | None = None,
+) -> nn.Module:
+    """A base model of `config` with the library's default init, seeded, in train mode.
+
+    Built on the CPU by default, so a seed gives the same weights whatever device the model
+    then runs on. With `device`, the parameters are allocated and initialised on that device
+    (no CPU copy: what a model larger than the host's memory needs); the weights then come
+    from that device's generator and differ from a CPU init of the same seed.
+    """
+    model_class = _model_class(config)
+    where = device or torch.device("cpu")
+    rng_devices = [] if where.type == "cpu" else [where.index or 0]
+    with torch.random.fork_rng(devices=rng_devices, device_type=where.type), where:
+        torch.manual_seed(seed)
+        if model_class.__name__.startswith("Auto"):
+            return model_class.from_config(config, dtype=dtype)
+        # the adapter's own class (T5's encoder): the constructor AutoModel.from_config calls
+        # (transformers 5.17's T5EncoderModel has no public from_config)
+        return model_class._from_config(config, dtype=dtype)
+
+
 def _known(config: Any) -> bool:
     return any(config.model_type in a.model_types for a in ARCHITECTURES.values())
 
@@ -458,8 +571,8 @@ def _random_config(name: str) -> tuple[Any, Any, dict[str, Any]]:
         spec = MODELS[name]
         if spec.arch.inputs == "pixels":
             return spec.config(0), None, {"source": "library config preset"}
-        tokenizer = _minilm_tokenizer()
-        config = spec.config(len(tokenizer))
+        tokenizer = DeferredTokenizer(MINILM_VOCABULARY, _minilm_tokenizer)
+        config = spec.config(MINILM_VOCABULARY.size)
         return config, tokenizer, {"source": "library config preset", "tokenizer": "minilm"}
     model, tokenizer, info = _load_pretrained(name)
     return copy.deepcopy(model.config), tokenizer, {"source": info["source"], "quantized": "no"}
@@ -517,10 +630,11 @@ def load_model(
             if not hasattr(config, key):
                 raise ConfigError(f"{type(config).__name__} has no field '{key}'.")
             setattr(config, key, value)
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(seed)
-            model = _model_class(config).from_config(config, dtype=dtype)
-        model.to(device).eval()  # from_config starts in train mode (dropout on)
+        on_device = name in MODELS and MODELS[name].init_on_device and device.type != "cpu"
+        model = fresh_model(config, seed=seed, dtype=dtype, device=device if on_device else None)
+        model.to(device).eval()  # a fresh model starts in train mode (dropout on)
+        if on_device:
+            info = {**info, "initialised_on": str(device)}
         info = {**info, "init": f"random (library default, seed {seed})"}
     if own_tokenizer is not None:
         tok, info = own_tokenizer, {**info, "tokenizer": str(tokenizer)}

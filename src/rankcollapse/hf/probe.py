@@ -133,20 +133,17 @@ def model_inputs(
             f"model '{loaded.name}' ({loaded.arch.name}) takes text, not images; drop --images "
             "(Python: images=), or pass a vision model (vit)."
         )
-    if loaded.tokenizer is None:
-        if not random_tokens:
-            raise InputError(
-                f"model '{loaded.name}' has no tokenizer (its directory holds no tokenizer "
-                "files), so text cannot be tokenized. Pass --random-tokens (random ids from the "
-                f"config's vocabulary of {config.vocab_size}) or a tokenizer directory with "
-                "--tokenizer DIR (Python: tokenizer=...)."
-            )
-        special = {
-            getattr(config, key, None) for key in ("bos_token_id", "eos_token_id", "pad_token_id")
-        }
-        special = {i for i in special if isinstance(i, int)}
+    if random_tokens:
+        vocabulary = loaded.vocabulary  # no tokenizer is loaded for random ids
         return random_token_ids(
-            config.vocab_size, special, n_samples=n_samples, n_tokens=n_tokens, seed=seed
+            vocabulary.size, vocabulary.special, n_samples=n_samples, n_tokens=n_tokens, seed=seed
+        )
+    if not loaded.has_tokenizer:
+        raise InputError(
+            f"model '{loaded.name}' has no tokenizer (its directory holds no tokenizer "
+            "files), so text cannot be tokenized. Pass --random-tokens (random ids from the "
+            f"config's vocabulary of {config.vocab_size}) or a tokenizer directory with "
+            "--tokenizer DIR (Python: tokenizer=...)."
         )
     if padded:
         ids, mask = load_paragraphs(
@@ -158,7 +155,6 @@ def model_inputs(
             text=text,
             n_samples=n_samples,
             n_tokens=n_tokens,
-            random_tokens=random_tokens,
             seed=seed,
         )
     if int(ids.max()) >= config.vocab_size:
@@ -372,8 +368,8 @@ def _attention_frame(
     values = measure_attention(probs, mask, edges=edges, metrics=names)
     rows = []
     for name, mv in values.items():
-        value = mv.value.mean(dim=1)  # (b,)
-        at_floor = mv.at_floor.any(dim=1)
+        value = mv.value.mean(dim=1).cpu()  # (b,), on the host: one copy per metric
+        at_floor = mv.at_floor.any(dim=1).cpu()
         for sample in range(probs.shape[0]):
             rows.append(
                 {

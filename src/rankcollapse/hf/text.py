@@ -82,6 +82,7 @@ def random_token_ids(
         >>> ids.shape, bool((ids > 0).all() and (ids < 5).all()), bool(mask.all())
         (torch.Size([2, 3]), True, True)
     """
+    _check_counts(n_samples, n_tokens)
     vocab = torch.tensor([i for i in range(vocab_size) if i not in special], dtype=torch.long)
     if len(vocab) == 0:
         raise InputError(

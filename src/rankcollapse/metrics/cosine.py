@@ -11,10 +11,11 @@ from rankcollapse.metrics._tokens import Tokens, evaluate
 def cos_mean(x: Tensor, mask: Tensor | None = None) -> Tensor:
     """Mean cosine similarity over distinct pairs of real tokens.
 
-    Formula: mean over i != j of x_i . x_j / (||x_i|| ||x_j||), real tokens only.
+    Formula: mean over i != j of x_i . x_j / (||x_i|| ||x_j||), real tokens only,
+        = (|sum_i u_i|^2 - n') / (n (n - 1)), u_i = x_i / ||x_i||, n' nonzero tokens.
     Reference: Wu et al. 2024, pairwise cosine.
 
-    A zero token has cosine 0 with every other token.
+    A zero token has cosine 0 with every other token. Costs O(n d): no n x n matrix.
 
     Args:
         x: hidden states, shape (..., n, d), any float dtype.
@@ -31,7 +32,9 @@ def cos_mean(x: Tensor, mask: Tensor | None = None) -> Tensor:
 
 
 def _cos_mean(t: Tokens) -> Tensor:
-    return _pair_mean(t, t.cosines)
+    # sum over i != j of cos_ij = |sum_i u_i|^2 - (number of nonzero u_i): no n x n matrix
+    n_pairs = t.n_real * (t.n_real - 1)  # >= 2: check_tokens guarantees 2 real tokens
+    return (t.unit_sum_sq - t.n_nonzero) / n_pairs
 
 
 def abs_cos_mean(x: Tensor, mask: Tensor | None = None) -> Tensor:

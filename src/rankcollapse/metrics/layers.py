@@ -17,13 +17,15 @@ def measure_layers(
     *,
     metrics: Sequence[str] | None = None,
     source_dtype: torch.dtype | None = None,
+    device: torch.device | None = None,
     **ids: object,
 ) -> pd.DataFrame:
     """State metrics of every layer: tidy rows (ids..., layer, sample, metric, value, at_floor).
 
     `states[l]` is the state after layer l (l = 0: the input), shape (..., n, d); the floor
-    flags use `source_dtype` (None = each state's own dtype). This is the one loop every toy
-    experiment and command measures with.
+    flags use `source_dtype` (None = each state's own dtype). With `device`, each layer is
+    moved there in turn and measured there (a file larger than the device's memory works
+    layer by layer). This is the one loop every toy experiment and command measures with.
 
     Example:
         >>> frame = measure_layers([torch.eye(3), torch.ones(3, 3)], metrics=["mu_rel"], seed=0)
@@ -31,9 +33,16 @@ def measure_layers(
         [[0, 0, False], [0, 1, True]]
     """
     names = list(metrics) if metrics is not None else None
+    if device is not None and mask is not None:
+        mask = mask.to(device)
     frames = [
         metrics_frame(
-            measure_states(x, mask, metrics=names, source_dtype=source_dtype or x.dtype),
+            measure_states(
+                x if device is None else x.to(device),
+                mask,
+                metrics=names,
+                source_dtype=source_dtype or x.dtype,
+            ),
             **ids,
             layer=layer,
         )

@@ -98,7 +98,7 @@ _ENTRIES = [
     _info(residual.rank1_rel, residual._rank1_rel, "states", vanishes=True),
     _info(residual.mu, residual._mu, "states", relative=residual._mu_rel, **_CENTRED),
     _info(residual.mu_rel, residual._mu_rel, "states", **_CENTRED),
-    _info(cosine.cos_mean, cosine._cos_mean, "states"),
+    _info(cosine.cos_mean, cosine._cos_mean, "states", reads="norms"),
     _info(cosine.abs_cos_mean, cosine._abs_cos_mean, "states"),
     _info(spectral.stable_rank, spectral._stable_rank, "states"),
     _info(spectral.effective_rank, spectral._effective_rank, "states"),

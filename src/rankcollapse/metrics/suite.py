@@ -23,7 +23,7 @@ from torch import Tensor
 
 from rankcollapse.errors import InputError
 from rankcollapse.metrics._floor import dtype_floor, underflowing
-from rankcollapse.metrics._tokens import Tokens, single_thread, split_runs
+from rankcollapse.metrics._tokens import Tokens, first_linalg_call, single_thread, split_runs
 from rankcollapse.metrics.attention import Attention
 from rankcollapse.metrics.registry import METRICS, MetricInfo, names_of_kind
 
@@ -57,11 +57,12 @@ def measure_states(
 ) -> dict[str, MetricValue]:
     """State metrics of a batch of hidden states, sharing one Gram matrix per sequence.
 
-    Torch runs on one intra-op thread (see `metrics._tokens.single_thread` for the measured
-    reason); instead the sequences are cut into as many runs as torch had threads, checked and
-    measured side by side in Python threads (torch releases the GIL in its kernels). Every
-    sequence is computed exactly as alone, whatever the split; an error is reported for the
-    whole batch.
+    On the CPU, torch runs on one intra-op thread (see `metrics._tokens.single_thread` for the
+    measured reason); instead the sequences are cut into as many runs as torch had threads,
+    checked and measured side by side in Python threads (torch releases the GIL in its
+    kernels). Every sequence is computed exactly as alone, whatever the split; an error is
+    reported for the whole batch. On an accelerator the whole batch is one batched pass on the
+    device, with no Python threads (they only pay on the CPU).
 
     Args:
         x: hidden states, shape (..., n, d), any float dtype.
@@ -82,16 +83,19 @@ def measure_states(
     if source_dtype is not None:
         dtype_floor(source_dtype)  # a clear error for a dtype that is not floating
     reads = tuple({METRICS[name].reads for name in names})  # one pass over x reads them all
+
+    def measure(run: tuple[Tensor, Tensor | None]) -> list[MetricValue]:
+        t = Tokens(*run, reads=reads)
+        return [_measure(METRICS[name], t, source_dtype or t.dtype) for name in names]
+
+    if isinstance(x, Tensor) and x.device.type != "cpu":
+        return dict(zip(names, measure((x, mask))))  # an accelerator: one batched pass
     with single_thread() as threads:
         runs = split_runs(x, mask, threads)
-
-        def measure(run: tuple[Tensor, Tensor | None]) -> list[MetricValue]:
-            t = Tokens(*run, reads=reads)
-            return [_measure(METRICS[name], t, source_dtype or t.dtype) for name in names]
-
         try:
             if len(runs) == 1:
                 return dict(zip(names, measure(runs[0])))
+            first_linalg_call(x.device)
             with ThreadPoolExecutor(len(runs)) as pool:
                 results = list(pool.map(measure, runs))
         except InputError:
@@ -158,13 +162,19 @@ def metrics_frame(values: dict[str, MetricValue], **ids: object) -> pd.DataFrame
         )
     if values:
         counts = [result.value.numel() for result in values.values()]
+        total = sum(counts)
+        # values and flags leave their device in one copy to the host
+        host = torch.cat(
+            [r.value.reshape(-1) for r in values.values()]
+            + [r.at_floor.reshape(-1).to(torch.float64) for r in values.values()]
+        ).cpu()
         # one frame from whole columns: a frame per metric and a concat cost 4 x more
         frame = pd.DataFrame(
             {
                 "sample": np.concatenate([np.arange(count) for count in counts]),
                 "metric": np.repeat(list(values), counts),
-                "value": torch.cat([r.value.reshape(-1) for r in values.values()]).numpy(),
-                "at_floor": torch.cat([r.at_floor.reshape(-1) for r in values.values()]).numpy(),
+                "value": host[:total].numpy(),  # host
+                "at_floor": host[total:].numpy() != 0,  # host
             }
         )
     else:

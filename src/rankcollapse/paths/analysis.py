@@ -26,9 +26,9 @@ def _size_rows(part: Tensor, output: Tensor, length: int) -> pd.DataFrame:
     """norm = ||C||_F; norm_ratio = ||C||_F / ||out||_F; share = <C, out> / ||out||_F^2."""
     out_sq = output.pow(2).sum((-2, -1))
     values = {
-        "norm": part.norm(dim=(-2, -1)),
-        "norm_ratio": part.norm(dim=(-2, -1)) / out_sq.sqrt(),
-        "share": (part * output).sum((-2, -1)) / out_sq,
+        "norm": part.norm(dim=(-2, -1)).cpu(),
+        "norm_ratio": (part.norm(dim=(-2, -1)) / out_sq.sqrt()).cpu(),
+        "share": ((part * output).sum((-2, -1)) / out_sq).cpu(),
     }
     return pd.DataFrame(
         [
@@ -112,7 +112,8 @@ def attention_products(attention: list[Tensor], routes: Tensor) -> Tensor:
         [[[0.25, 0.75], [0.0, 1.0]], [[0.5, 0.5], [0.0, 1.0]]]
     """
     b, _, n, _ = attention[0].shape
-    product = torch.eye(n, dtype=torch.float64).repeat(routes.shape[0], b, 1, 1)
+    eye = torch.eye(n, dtype=torch.float64, device=attention[0].device)
+    product = eye.repeat(routes.shape[0], b, 1, 1)
     for layer, probs in enumerate(attention):
         through = (routes[:, layer] != SKIP).nonzero().flatten()  # only these paths move
         chosen = probs.to(torch.float64)[:, routes[through, layer]].transpose(0, 1)
@@ -151,7 +152,7 @@ def products_frame(
     rows = []
     for length in range(1, n_layers + 1):
         routes = sample_paths(n_layers, n_heads, length, n_paths, seed=seed + length)[0]
-        distance = rank1_distance(attention_products(attention, routes))  # (paths, b)
+        distance = rank1_distance(attention_products(attention, routes)).cpu()  # (paths, b)
         for path, sample in torch.cartesian_prod(
             torch.arange(distance.shape[0]), torch.arange(distance.shape[1])
         ).tolist():

@@ -218,8 +218,8 @@ def path_matrices(net: FrozenNet, path: tuple[int, ...]) -> tuple[Tensor, Tensor
             "sublayers; give one step (a head index, or -1 for the skip) per sublayer."
         )
     b, n, d = net.x.shape
-    p_path = torch.eye(n, dtype=net.x.dtype).expand(b, n, n)
-    w_path = torch.eye(d, dtype=net.x.dtype)
+    p_path = torch.eye(n, dtype=net.x.dtype, device=net.x.device).expand(b, n, n)
+    w_path = torch.eye(d, dtype=net.x.dtype, device=net.x.device)
     for sub, step in zip(net.sublayers, path):
         if (
             not isinstance(sub.branch, FrozenAttention)

@@ -64,7 +64,7 @@ def counterexample_trajectories(traj: pd.DataFrame) -> Figure:
             ax.plot(x, y, "-", lw=0.7, color=color, alpha=0.7)
             ax.plot(x[0], y[0], "o", ms=2.5, mfc="none", color=color)  # start
             ax.plot(x[-1], y[-1], "o", ms=2.5, color=color)  # end
-        ax.plot(*counterexample_point_b(w).numpy(), "*", color="C3", ms=8)
+        ax.plot(*counterexample_point_b(w).cpu().numpy(), "*", color="C3", ms=8)
         ax.set_title(f"w = {w:g}, token 1 at {token1:g} deg", fontsize=8)
         ax.set(aspect="equal", xticks=[], yticks=[])
     for ax in axes[len(keys) :]:

@@ -178,35 +178,47 @@ class NeighbourTask:
     def sample_points(
         self, batch_size: int, generator: torch.Generator, dtype: torch.dtype = torch.float32
     ) -> Tensor:
-        """Point sets of shape (batch_size, n_points, d_model), drawn in float64 then cast."""
+        """Point sets of shape (batch_size, n_points, d_model), drawn in float64 then cast, on
+        the generator's device."""
         b, n, d = batch_size, self.n_points, self.d_model
+        draw = {"generator": generator, "dtype": torch.float64, "device": generator.device}
         if self.points == "orthogonal":
-            gaussian = torch.randn(b, d, n, generator=generator, dtype=torch.float64)
+            gaussian = torch.randn(b, d, n, **draw)
             q, r = torch.linalg.qr(gaussian)  # (b, d, n): orthonormal columns
             q = q * torch.sign(torch.diagonal(r, dim1=-2, dim2=-1)).unsqueeze(-2)  # Haar
             return q.transpose(-1, -2).to(dtype)
         if self.points == "doubled":
-            half = _unit_rows(torch.randn(b, n // 2, d, generator=generator, dtype=torch.float64))
+            half = _unit_rows(torch.randn(b, n // 2, d, **draw))
             return torch.cat([half, -half], dim=-2).to(dtype)
-        return _unit_rows(torch.randn(b, n, d, generator=generator, dtype=torch.float64)).to(dtype)
+        return _unit_rows(torch.randn(b, n, d, **draw)).to(dtype)
 
     def sample(
         self, batch_size: int, generator: torch.Generator, dtype: torch.dtype = torch.float32
     ) -> NeighbourBatch:
-        """A batch of fresh samples with their targets (computed in float64)."""
+        """A batch of fresh samples with their targets (computed in float64), on the
+        generator's device."""
         x = self.sample_points(batch_size, generator, torch.float64)
         if self.target == "farthest":
             queries, target = x, farthest_point(x)
         else:
             shape = (batch_size, self.n_queries, self.d_model)
-            queries = _unit_rows(torch.randn(shape, generator=generator, dtype=torch.float64))
+            queries = _unit_rows(
+                torch.randn(shape, generator=generator, dtype=torch.float64, device=x.device)
+            )
             target = nearest_neighbour(x, queries)
         return NeighbourBatch(x.to(dtype), queries.to(dtype), target.to(dtype))
 
     def stream(
-        self, batch_size: int, *, seed: int, dtype: torch.dtype = torch.float32
+        self,
+        batch_size: int,
+        *,
+        seed: int,
+        dtype: torch.dtype = torch.float32,
+        device: torch.device | str = "cpu",
     ) -> Iterator[NeighbourBatch]:
-        """An endless seeded stream of fresh batches: same seed, same batches."""
-        generator = torch.Generator().manual_seed(seed)
+        """An endless seeded stream of fresh batches drawn on `device` (no host work or copy
+        per batch): same seed and device, same batches. An accelerator's generator draws other
+        numbers than the CPU's, so batches differ between devices."""
+        generator = torch.Generator(device=device).manual_seed(seed)
         while True:
             yield self.sample(batch_size, generator, dtype)

@@ -109,7 +109,8 @@ def train_encoder(
     """One self-attention model `x -> model(x)` (e.g. `RankEncoder`) on the farthest-point task.
 
     The same schedule, stopping rule and scores as `train_grid`, with torch's AdamW (no weight
-    decay); data are drawn on the CPU and moved to `device`. Beside the model's held-out error
+    decay); data are drawn on `device`, and the host reads the losses once per `log_every`
+    steps. Beside the model's held-out error
     (`eval_rel_mse`), the baselines on the same held-out samples: `zero_rel_mse` (the zero
     predictor, 1) and `linear_rel_mse` (`tasks.linear_baseline`, fitted on other samples).
     Rows carry no configuration columns: the caller adds its own.
@@ -124,21 +125,22 @@ def train_encoder(
     optimiser = torch.optim.AdamW(
         model.parameters(), lr=settings.lr, betas=settings.betas, eps=settings.eps, weight_decay=0
     )
-    stream = task.stream(settings.batch_size, seed=seed)
+    stream = task.stream(settings.batch_size, seed=seed, device=where)
     best, since_best, window, rows, step = math.inf, 0, [], [], 0
     model.train()
     for step in range(settings.steps):
         batch = next(stream)
-        x, target = batch.x.to(where), batch.target.to(where)
+        x, target = batch.x, batch.target
         for group in optimiser.param_groups:
             group["lr"] = settings.lr_at(step)
         loss = (model(x) - target).square().sum(-1).mean()
         optimiser.zero_grad()
         loss.backward()
         optimiser.step()
-        window.append(loss.item() / float(target.square().sum(-1).mean()))
-        if (step + 1) % settings.log_every == 0:
-            mean = sum(window) / len(window)
+        window.append(torch.stack([loss.detach(), target.square().sum(-1).mean()]))
+        if (step + 1) % settings.log_every == 0:  # the host reads and divides once per log
+            losses = [loss / trivial for loss, trivial in torch.stack(window).tolist()]
+            mean = sum(losses) / len(losses)
             window = []
             rows.append((step + 1, "train_rel_mse", mean))
             since_best = 0 if mean < best * (1 - settings.min_improvement) else since_best + 1

@@ -143,8 +143,9 @@ def train_grid(
 ) -> GridResult:
     """Train every configuration of `points` on `task` at once (float32), one optimiser step each.
 
-    Data are drawn on the CPU (the same seeded batches on every device) and moved to `device`
-    (cpu, cuda, mps or auto), where the model trains.
+    The model trains on `device` (cpu, cuda, mps or auto), where its data are drawn too (no host
+    work per step; an accelerator draws other batches than the CPU from the same seeds), and
+    the host reads the losses once per `log_every` steps.
 
     Returns the loss curves (`train_rel_mse`, the mean over `log_every` steps) and, per
     configuration, `eval_rel_mse` (held-out samples), `best_train_rel_mse` (the minimum of the
@@ -159,7 +160,8 @@ def train_grid(
         seeds=[p.seed for p in points],
         hard=hard,
     ).to(resolve_device(device))
-    streams = [task.stream(settings.batch_size, seed=s) for s in model.streams]
+    where = model.w_q.device
+    streams = [task.stream(settings.batch_size, seed=s, device=where) for s in model.streams]
     owners = [
         (model.w_q, model.row_config),
         (model.w_k, model.row_config),
@@ -167,24 +169,23 @@ def train_grid(
     ]
     n_configs = len(points)
     optimiser = _StackedAdamW(owners, n_configs, settings)
-    where = model.w_q.device
     active = torch.ones(n_configs, dtype=torch.bool, device=where)
     best = torch.full((n_configs,), math.inf, dtype=torch.float64)
     since_best = torch.zeros(n_configs, dtype=torch.long)
-    steps_run = torch.zeros(n_configs, dtype=torch.long)
+    steps_run = torch.zeros(n_configs, dtype=torch.long, device=where)
     window, curve_rows = [], []
     for step in range(settings.steps):
-        queries, x, target = (t.to(where) for t in _batch(streams))
+        queries, x, target = _batch(streams)
         target = target[model.config_stream]  # (C, b, q, d): each configuration's stream
         error = (model(queries, x) - target).square().sum(-1)  # (C, b, q)
         per_config = error.flatten(1).mean(1)  # (C,)
         per_config.sum().backward()  # each term reaches only its own configuration's heads
         optimiser.step(settings.lr_at(step), active)
-        steps_run += active.cpu()
+        steps_run += active
         trivial = target.square().sum(-1).flatten(1).mean(1)  # the zero predictor, same samples
-        window.append((per_config.detach() / trivial).cpu().double())
+        window.append(per_config.detach() / trivial)
         if (step + 1) % settings.log_every == 0:
-            mean = torch.stack(window).mean(0)
+            mean = torch.stack(window).cpu().double().mean(0)  # the host reads once per log
             window = []
             for c, p in enumerate(points):
                 if active[c]:
@@ -198,7 +199,7 @@ def train_grid(
     curves = pd.DataFrame(curve_rows, columns=["d_qk", "n_heads", "seed", "step", "value"])
     curves = curves.astype({"d_qk": int, "n_heads": int, "seed": int, "step": int, "value": float})
     curves.insert(4, "metric", "train_rel_mse")
-    final = _final_scores(task, points, settings, model, curves, steps_run)
+    final = _final_scores(task, points, settings, model, curves, steps_run.cpu())
     return GridResult(curves, final, model if keep_model else None)
 
 

@@ -60,7 +60,8 @@ def train(
     long class labels `(b, n)`) or predictions shaped like `targets` for "mse". Mini-batches run
     through the data in a seeded random order, epoch after epoch, with no per-example loops.
     The model and the data move to `device` (the model stays there); the batch order is drawn
-    on the CPU, so it is the same on every device.
+    on the CPU, so it is the same on every device, and moves there once per epoch; the host
+    reads the losses once, at the end.
 
     Example:
         >>> model = nn.Linear(1, 2)
@@ -81,20 +82,20 @@ def train(
     batch_size = min(config.batch_size, len(inputs))
     optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
     loss_fn = _cross_entropy if config.loss == "cross_entropy" else nn.functional.mse_loss
-    order = torch.empty(0, dtype=torch.long)
+    order = torch.empty(0, dtype=torch.long, device=device)
     losses = []
     model.train()
     for _ in range(config.steps):
         if len(order) < batch_size:  # a new epoch: reshuffle
-            order = torch.randperm(len(inputs), generator=generator)
-        batch, order = order[:batch_size].to(device), order[batch_size:]
+            order = torch.randperm(len(inputs), generator=generator).to(device)
+        batch, order = order[:batch_size], order[batch_size:]
         loss = loss_fn(model(inputs[batch]), targets[batch])
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
-        losses.append(float(loss.detach()))
+        losses.append(loss.detach())
     model.eval()
-    return losses
+    return torch.stack(losses).tolist()
 
 
 def _cross_entropy(logits: Tensor, targets: Tensor) -> Tensor:

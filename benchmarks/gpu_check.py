@@ -1,0 +1,299 @@
+"""The device check: every family on an accelerator, agreement with the CPU, big shapes, training.
+
+Run on a machine with a GPU (about 5 minutes on one H100), from a checkout, with or without
+the package installed (the checkout's `src` is put on the path):
+
+    python benchmarks/gpu_check.py                 # device cuda
+    python benchmarks/gpu_check.py --skip-8b       # no Llama-3-8B shape (a GPU under 40 GB)
+    python benchmarks/gpu_check.py --device cpu --quick   # the script itself, here (no targets)
+
+Needs no weights package and no network: random-init models, random tokens. Prints one
+markdown table (what, result, target, verdict); docs/gpu.md keeps the last one measured.
+
+Rows:
+- family/<name>: the tiny random-init model of every family probed on the device with every
+  variant it supports (Dong's, Wu's, the authors'), a mask and a temperature where the family
+  takes them, in float32; `agree` is the largest relative difference of a per-layer mean from
+  the same probe on the CPU (values at the floor excluded; target 1e-4); then a bfloat16 run
+  with the share of values flagged at its floor.
+- qwen2-0.5b (32 x 512) and llama3-8b (8 x 2048, bfloat16, initialised on the device): a plain
+  forward with output_hidden_states against the probe with the O(n d) metrics (res_comp_rel,
+  mu_rel) and against the full default suite (float64 Gram eigenproblems per sequence and
+  layer); time ratio (target <= 1.15 for the O(n d) set) and peak memory ratio (target <= 1).
+- amsel2024-depth: seconds per step of every unit shape of the paper preset (difference of two
+  capped runs, so start-up and scoring cancel), the largest against the 3 ms target, and the
+  preset's estimate on this device: sum over units of steps x that unit shape's step time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import gc
+import os
+import statistics
+import sys
+import time
+import traceback
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+import torch
+
+from rankcollapse.experiments import get_experiment
+from rankcollapse.hf import ARCHITECTURES, load_model, probe, wrap_model
+from rankcollapse.hf.tiny import tiny_model
+from rankcollapse.hf.variants import AUTHORS_VARIANTS, DONG_VARIANTS, WU_VARIANTS
+from rankcollapse.nets import RankEncoder
+from rankcollapse.tasks import NeighbourTask
+from rankcollapse.train.amsel import train_encoder
+
+ROWS: list[tuple[str, str, str, str]] = []
+
+
+def row(what: str, result: str, target: str = "", ok: bool | None = None) -> None:
+    verdict = "" if ok is None else ("ok" if ok else "MISSED")
+    ROWS.append((what, result, target, verdict))
+    print(f"  {what}: {result} {target} {verdict}", flush=True)
+
+
+def sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def per_layer_means(frame):
+    real = frame[~frame.at_floor]
+    return real.groupby(["variant", "layer", "metric"]).value.mean()
+
+
+def family_variants(family: str) -> list[str]:
+    names = DONG_VARIANTS + WU_VARIANTS
+    if ARCHITECTURES[family].authors_surgery:
+        names = names + AUTHORS_VARIANTS
+    return names
+
+
+def check_families(
+    device: torch.device, families: list[str], n_samples: int, n_tokens: int
+) -> None:
+    for family in families:
+        arch = ARCHITECTURES[family]
+        settings = {
+            "n_samples": n_samples,
+            "n_tokens": n_tokens,
+            "variants": family_variants(family),
+        }
+        settings["random_tokens"] = arch.inputs == "tokens"
+        if arch.attention_interface:
+            settings.update(mask="window:1", temperature=2.0)
+        try:
+            on_cpu = probe(wrap_model(tiny_model(family)), **settings)
+            on_device = probe(wrap_model(tiny_model(family).to(device)), **settings)
+            cpu_means, device_means = per_layer_means(on_cpu), per_layer_means(on_device)
+            joined = cpu_means.to_frame("cpu").join(device_means.rename("device"), how="inner")
+            relative = (joined.device - joined.cpu).abs() / joined.cpu.abs().clip(lower=1e-300)
+            agree = float(relative.max())
+            low = probe(wrap_model(tiny_model(family, dtype=torch.bfloat16).to(device)), **settings)
+            row(
+                f"family/{family}",
+                f"ok, agree {agree:.1e} ({len(joined)} means), bfloat16 at floor "
+                f"{low.at_floor.mean():.0%}",
+                "agree <= 1e-4",
+                agree <= 1e-4,
+            )
+        except Exception as err:  # noqa: BLE001 (one family's failure is a row, not the end)
+            traceback.print_exc()
+            row(f"family/{family}", f"error: {type(err).__name__}: {str(err)[:120]}", "", False)
+
+
+def timed(device: torch.device, work, repeats: int = 3) -> tuple[float, float]:
+    """Median seconds and peak device memory (GiB; 0 on the CPU) of `work()`."""
+    times, peak = [], 0.0
+    for _ in range(repeats):
+        if device.type == "cuda":
+            torch.cuda.empty_cache()
+            torch.cuda.reset_peak_memory_stats(device)
+        sync(device)
+        start = time.perf_counter()
+        work()
+        sync(device)
+        times.append(time.perf_counter() - start)
+        if device.type == "cuda":
+            peak = max(peak, torch.cuda.max_memory_allocated(device) / 2**30)
+    return statistics.median(times), peak
+
+
+def check_shape(
+    name: str,
+    device: torch.device,
+    dtype: torch.dtype,
+    n_samples: int,
+    n_tokens: int,
+    variants: list[str],
+    overrides: dict | None = None,
+) -> None:
+    loaded = load_model(name, init="random", device=device, dtype=dtype, config_overrides=overrides)
+    vocabulary = loaded.vocabulary
+    ids = torch.randint(
+        vocabulary.size - 1, (n_samples, n_tokens), generator=torch.Generator().manual_seed(0)
+    )
+    ids = (ids + 1).to(device)  # never id 0 (a pad id in the borrowed vocabulary)
+
+    def forward() -> None:
+        with torch.no_grad():
+            out = loaded.model(input_ids=ids, output_hidden_states=True)
+            del out
+
+    probe_args = {
+        "random_tokens": True,
+        "n_samples": n_samples,
+        "n_tokens": n_tokens,
+        "device": device,
+        "dtype": dtype,
+        "batch_size": n_samples,
+    }
+    label = f"{name} {n_samples} x {n_tokens} {str(dtype)[6:]}"
+    forward()  # warm-up: kernels, allocator
+    base_time, base_peak = timed(device, forward)
+    row(f"{label} forward (hidden states)", f"{base_time:.3f} s, {base_peak:.1f} GiB")
+    for metrics, target in ((["res_comp_rel", "mu_rel"], 1.15), (None, None)):
+        kind = "O(n d) metrics" if metrics else "full default suite"
+        per_variant = len(variants)
+
+        def run(metrics=metrics) -> None:
+            probe(loaded, variants=variants, metrics=metrics, **probe_args)
+
+        seconds, peak = timed(device, run, repeats=1 if metrics is None else 3)
+        ratio = seconds / (base_time * per_variant)  # one forward per variant
+        result = f"{seconds:.3f} s for {per_variant} variants = {ratio:.2f} x forward, peak {peak:.1f} GiB ({peak / max(base_peak, 1e-9):.2f} x)"
+        ok = (
+            None
+            if target is None or device.type != "cuda"
+            else (ratio <= target and peak <= base_peak * 1.0001)
+        )
+        row(f"{label} probe, {kind}", result, f"<= {target} x, memory <= 1 x" if target else "", ok)
+
+
+def step_seconds(config, unit: dict, device: torch.device, few: int, many: int) -> float:
+    """Seconds per training step of one unit shape: two capped runs, their difference."""
+    task = NeighbourTask(config.d_model, unit["n_points"], target="farthest")
+    spent = []
+    for steps in (few, many):
+        model = RankEncoder(
+            config.d_model,
+            n_heads=unit["n_heads"],
+            n_layers=unit["n_layers"],
+            d_ff=config.d_ff,
+            seed=0,
+        )
+        settings = dataclasses.replace(
+            config.train_settings(), steps=steps, eval_samples=256, patience=10**9
+        )
+        sync(device)
+        start = time.perf_counter()
+        train_encoder(model, task, settings, seed=0, device=str(device))
+        sync(device)
+        spent.append(time.perf_counter() - start)
+    return max(spent[1] - spent[0], 1e-9) / (many - few)
+
+
+def check_training(device: torch.device, quick: bool) -> None:
+    experiment = get_experiment("amsel2024-depth")
+    config = experiment.make_config("paper", {"device": str(device)})
+    units = experiment.units(config)
+    shapes = {(u["n_points"], u["n_layers"], u["n_heads"]): u for u in units}
+    few, many = (3, 8) if quick else (20, 120)
+    if quick:  # the script itself, on a CPU: the two smallest shapes only
+        shapes = dict(sorted(shapes.items())[:2])
+    per_step = {key: step_seconds(config, unit, device, few, many) for key, unit in shapes.items()}
+    largest = max(shapes, key=lambda k: (k[0], k[1], k[2]))
+    row(
+        f"amsel2024-depth paper unit N={largest[0]}, {largest[1]} layers, {largest[2]} heads",
+        f"{per_step[largest] * 1e3:.2f} ms per step ({config.batch_size} sets, d_ff {config.d_ff})",
+        "<= 3 ms",
+        None if device.type != "cuda" else per_step[largest] <= 3e-3,
+    )
+    if quick:
+        return
+    total = sum(
+        config.steps * per_step[(u["n_points"], u["n_layers"], u["n_heads"])] for u in units
+    )
+    row(
+        "amsel2024-depth paper preset on one device, estimate",
+        f"{total / 3600:.2f} h for {len(units)} units of {config.steps} steps (at most: plateaus stop earlier)",
+        "<= 1 h",
+        total <= 3600,
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--quick", action="store_true", help="small sizes: check the script itself")
+    parser.add_argument("--skip-8b", action="store_true", help="no Llama-3-8B shape")
+    parser.add_argument(
+        "--families", default=",".join(ARCHITECTURES), help="comma-separated (default: all)"
+    )
+    args = parser.parse_args()
+    device = torch.device(args.device)
+    name = torch.cuda.get_device_name(device) if device.type == "cuda" else device.type
+    print(f"device check on {name}, torch {torch.__version__}", flush=True)
+    start = time.perf_counter()
+    sections = [
+        ("families", lambda: check_families(device, args.families.split(","), 4, 16)),
+        (
+            "qwen2-0.5b",
+            lambda: check_shape(
+                "qwen2-0.5b",
+                device,
+                torch.float32,
+                *((2, 32) if args.quick else (32, 512)),
+                ["transformer"],
+                {"num_hidden_layers": 2} if args.quick else None,
+            ),
+        ),
+        (
+            "llama3-8b",
+            lambda: check_shape(
+                "llama3-8b",
+                device,
+                torch.bfloat16,
+                *((1, 16) if args.quick else (8, 2048)),
+                ["san", "transformer"],
+                {
+                    "num_hidden_layers": 1,
+                    "hidden_size": 64,
+                    "intermediate_size": 128,
+                    "num_attention_heads": 4,
+                    "num_key_value_heads": 2,
+                }
+                if args.quick
+                else None,
+            ),
+        ),
+        ("training", lambda: check_training(device, args.quick)),
+    ]
+    for section, work in sections:
+        if section == "llama3-8b" and args.skip_8b:
+            continue
+        try:
+            work()
+            gc.collect()  # the section's model goes before the next one's comes
+            if device.type == "cuda":
+                torch.cuda.empty_cache()
+        except Exception as err:  # noqa: BLE001 (a section's failure is a row)
+            traceback.print_exc()
+            row(section, f"error: {type(err).__name__}: {str(err)[:160]}", "", False)
+    print(f"\n{name}, torch {torch.__version__}, {time.perf_counter() - start:.0f} s\n")
+    print("| what | result | target | verdict |\n|---|---|---|---|")
+    for cells in ROWS:
+        print("| " + " | ".join(cells) + " |")
+    return 0 if all(cells[3] != "MISSED" for cells in ROWS) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
