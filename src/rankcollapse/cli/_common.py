@@ -75,7 +75,8 @@ def add_figures_option(parser: argparse.ArgumentParser) -> None:
         "--no-figures",
         dest="figures",
         action="store_false",
-        help="write the table and results.csv only, no collapse.png/.svg (for scripted use)",
+        help="draw no figures (collapse.png/.svg, a report's figures/): the numbers, tables "
+        "and results.csv only, for scripted use",
     )
 
 

@@ -15,6 +15,7 @@ import argparse
 import math
 from pathlib import Path
 
+from rankcollapse.cli._common import add_figures_option
 from rankcollapse.presets import DEFAULT_PRESET, PRESETS
 
 
@@ -83,6 +84,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         metavar="N",
         help="with --dry-run: units to time per experiment (default: 2)",
     )
+    add_figures_option(parser)
     parser.set_defaults(func=run)
 
 
@@ -119,7 +121,13 @@ def run(args: argparse.Namespace) -> int:
     # One set of workers runs the units of every experiment; a bar per experiment.
     with _progress_bar(err_console) as progress:
         results = execute_all(
-            plans, args.jobs, progress, backend=args.backend, address=args.address, notify=notify
+            plans,
+            args.jobs,
+            progress,
+            backend=args.backend,
+            address=args.address,
+            notify=notify,
+            figures=args.figures,
         )
     for result in results:
         print_claims(result)
