@@ -15,19 +15,20 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Annotated, Any
-
-import torch
-from pydantic import PlainSerializer, PlainValidator, WithJsonSchema
+from typing import TYPE_CHECKING, Any
 
 from rankcollapse.errors import ConfigError
 
+if TYPE_CHECKING:  # torch and pydantic load on first use: the command line reads the names
+    import torch
+
 DEVICES = ("auto", "cpu", "cuda", "mps")
-CPU = torch.device("cpu")
-DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+DTYPES = ("float32", "bfloat16", "float16")  # parameter dtypes, by torch's own names
 
 
 def _available(kind: str) -> bool:
+    import torch
+
     if kind == "cuda":
         return torch.cuda.is_available()
     if kind == "mps":
@@ -43,6 +44,8 @@ def parse_device(device: str | torch.device = "auto") -> torch.device:
     Raises:
         ConfigError: for an unknown name.
     """
+    import torch
+
     if isinstance(device, torch.device):
         return device
     kind = device.split(":")[0] if isinstance(device, str) else None
@@ -80,12 +83,14 @@ def resolve_dtype(dtype: str | torch.dtype, *, float64: bool = False) -> torch.d
         >>> resolve_dtype("bfloat16"), resolve_dtype("float64", float64=True)
         (torch.bfloat16, torch.float64)
     """
+    import torch
+
     if isinstance(dtype, torch.dtype):
         return dtype
-    known = {"float64": torch.float64, **DTYPES} if float64 else DTYPES
+    known = ("float64", *DTYPES) if float64 else DTYPES
     if not isinstance(dtype, str) or dtype not in known:
         raise ConfigError(f"dtype {dtype!r} is unknown; use one of {', '.join(known)}.")
-    return known[dtype]
+    return getattr(torch, dtype)
 
 
 def dtype_name(dtype: torch.dtype) -> str:
@@ -93,20 +98,30 @@ def dtype_name(dtype: torch.dtype) -> str:
     return str(dtype).removeprefix("torch.")
 
 
-def _config_type(kind: type, parse: Any, name: Any, names: Iterable[str]) -> Any:
-    """A pydantic field type: given as a name (parsed once, by `parse`), held as `kind`,
-    dumped as its name (so stored configs and their hashes keep strings)."""
+def _config_type(parse: Any, name: Any, names: Iterable[str]) -> Any:
+    """A pydantic field type: given as a name (parsed once, by `parse`), held as what `parse`
+    returns, dumped as its name (so stored configs and their hashes keep strings)."""
+    from typing import Annotated
+
+    from pydantic import PlainSerializer, PlainValidator, WithJsonSchema
+
     schema = {"type": "string", "enum": list(names)}
-    return Annotated[kind, PlainValidator(parse), PlainSerializer(name), WithJsonSchema(schema)]
+    return Annotated[Any, PlainValidator(parse), PlainSerializer(name), WithJsonSchema(schema)]
 
 
-Device = _config_type(torch.device, parse_device, str, DEVICES)
-"""A config field holding a device: a name (cpu, cuda, mps, auto), held as a `torch.device`."""
-
-Dtype = _config_type(torch.dtype, resolve_dtype, dtype_name, DTYPES)
-"""A config field holding a parameter dtype: a name of `DTYPES`, held as a `torch.dtype`."""
+def __getattr__(name: str) -> Any:
+    """`Device` and `Dtype`, built on first use (pydantic loads then, not at start-up):
+    `Device` holds a device given by name (cpu, cuda, mps, auto) as a `torch.device`;
+    `Dtype` a parameter dtype of `DTYPES` as a `torch.dtype`."""
+    if name == "Device":
+        return _config_type(parse_device, str, DEVICES)
+    if name == "Dtype":
+        return _config_type(resolve_dtype, dtype_name, DTYPES)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def metrics_device(device: torch.device) -> torch.device:
     """Where float64 metrics run: the device itself, except MPS (no float64) -> the CPU."""
+    import torch
+
     return torch.device("cpu") if device.type == "mps" else device

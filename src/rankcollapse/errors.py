@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
-from pydantic import ValidationError
+if TYPE_CHECKING:  # kept out of `rankcollapse --version`
+    from pydantic import ValidationError
 
 
 class RankCollapseError(ValueError):
@@ -58,7 +60,7 @@ def invalid_config(what: str, err: ValidationError, keys: Iterable[str]) -> Conf
     """The one message for a pydantic validation error: every problem, each naming its key.
 
     Example:
-        >>> from pydantic import BaseModel, ConfigDict, Field
+        >>> from pydantic import BaseModel, ConfigDict, Field, ValidationError
         >>> class Cfg(BaseModel):
         ...     model_config = ConfigDict(extra="forbid")
         ...     n_layers: int = Field(2, ge=1)

@@ -163,3 +163,14 @@ def test_measure_huge_and_tiny_values_give_the_relative_metrics_of_scale_one(tmp
     np.testing.assert_allclose(
         scaled["value"][~relative], scale * one["value"][~relative], rtol=1e-12
     )
+
+
+def test_no_figures_writes_the_same_results_and_no_figure(tmp_path):
+    argv = ["simulate", "--n-layers", "3", "--n-tokens", "8", "--n-samples", "2"]
+    assert main([*argv, "--out", str(tmp_path / "a")]) == 0
+    assert main([*argv, "--no-figures", "--out", str(tmp_path / "b")]) == 0
+    assert sorted(p.name for p in (tmp_path / "b").iterdir()) == ["results.csv"]
+    assert (tmp_path / "a" / "collapse.svg").is_file()
+    assert (tmp_path / "a" / "results.csv").read_bytes() == (
+        tmp_path / "b" / "results.csv"
+    ).read_bytes()

@@ -30,7 +30,11 @@ def _cli(argv: list[str], log: str, cwd: str | None, setup) -> None:
         setup()
     _registry._REGISTRY.clear()
     _registry._REGISTRY["tiny"] = TINY
-    cli.COMMAND_MODULES[:] = ["run"]
+    if argv[0] == "run" and "--jobs" not in argv:  # units here: only this process knows tiny
+        argv = [*argv, "--jobs", "1"]
+    # One core, so a unit gets one torch thread (cores // jobs): OpenMP threads started in a
+    # forked child of a process that has used them hang (libgomp is not fork-safe).
+    os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
     code = cli.main(argv)
     sys.stdout.flush()
     os._exit(code)

@@ -12,13 +12,12 @@ from rankcollapse.experiments import _registry
 @pytest.fixture(autouse=True)
 def only_tiny(monkeypatch):
     monkeypatch.setattr(_registry, "_REGISTRY", {"tiny": TINY})
-    monkeypatch.setattr(cli, "COMMAND_MODULES", ["run", "list_cmd", "report_cmd"])
 
 
-def test_list_shows_name_description_and_presets(capsys):
+def test_list_shows_name_description_and_presets_from_the_catalogue(capsys):
     assert cli.main(["list"]) == 0
     out = capsys.readouterr().out
-    assert "tiny" in out and "A throwaway experiment for runner tests." in out
+    assert "toy-collapse" in out and "Toy SAN at init: pure attention collapses" in out
     assert "quick, paper" in out
 
 
@@ -52,3 +51,15 @@ def test_unknown_experiment_lists_the_known_ones_and_suggests(capsys):
     assert (
         "unknown experiment 'tinyy'. Known: tiny. Did you mean 'tiny'?" in capsys.readouterr().err
     )
+
+
+def test_run_with_no_figures_writes_results_claims_and_report_without_drawing(tmp_path, capsys):
+    out_dir = tmp_path / "run"
+    argv = ["run", "tiny", "--set", "items=1", f"log_dir={tmp_path}", "--out", str(out_dir)]
+    assert cli.main([*argv, "--no-figures"]) == 0
+    assert "1 of 2 findings passed" in capsys.readouterr().out
+    assert not (out_dir / "figures").exists()
+    assert "<img" not in (out_dir / "report.html").read_text()
+    assert {"results.csv", "claims.json", "report.html"} <= {p.name for p in out_dir.iterdir()}
+    assert cli.main(argv) == 0  # the same run again draws them
+    assert any((out_dir / "figures").glob("*.svg"))

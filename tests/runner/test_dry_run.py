@@ -74,7 +74,6 @@ def test_a_stored_dry_run_reads_stored_unit_times_and_writes_nothing(tmp_path):
 
 def test_run_dry_run_prints_units_count_and_estimates(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(_registry, "_REGISTRY", {"tiny": TINY})
-    monkeypatch.setattr(cli, "COMMAND_MODULES", ["run"])
     # spawning workers to measure their start-up takes seconds; the measurement is not tested
     monkeypatch.setattr(runner, "startup_seconds", lambda backend, jobs, address: 0.25 * (jobs - 1))
     argv = ["run", "tiny", "--preset", "paper", "--set", f"log_dir={tmp_path}", "--dry-run"]
@@ -89,18 +88,17 @@ def test_run_dry_run_prints_units_count_and_estimates(tmp_path, capsys, monkeypa
 
 
 def test_run_help_shows_every_flag_with_its_default(capsys, monkeypatch):
-    monkeypatch.setattr(cli, "COMMAND_MODULES", ["run"])
     with pytest.raises(SystemExit):
         cli.main(["run", "--help"])
     text = " ".join(capsys.readouterr().out.split())
     for flag in ("--backend {process,ray}", "--address", "--dry-run", "--sample-units", "--jobs"):
         assert flag in text
-    assert "(default: process)" in text and "(default: 2)" in text and "(default: 1)" in text
+    assert "(default: process)" in text and "(default: 2)" in text
+    assert "(default: one per core; one on a GPU)" in text
 
 
 def test_address_without_ray_backend_is_rejected(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(_registry, "_REGISTRY", {"tiny": TINY})
-    monkeypatch.setattr(cli, "COMMAND_MODULES", ["run"])
     assert cli.main(["run", "tiny", "--address", "h:6379", "--out", str(tmp_path)]) == 2
     assert "--address joins a Ray cluster; add --backend ray." in capsys.readouterr().err
 
@@ -108,7 +106,6 @@ def test_address_without_ray_backend_is_rejected(tmp_path, capsys, monkeypatch):
 def test_run_all_dry_run_sums_the_experiments(tmp_path, capsys, monkeypatch):
     other = dataclasses.replace(TINY, name="tiny-b")
     monkeypatch.setattr(_registry, "_REGISTRY", {"tiny": TINY, "tiny-b": other})
-    monkeypatch.setattr(cli, "COMMAND_MODULES", ["run"])
     monkeypatch.setattr(runner, "startup_seconds", lambda backend, jobs, address: 0.0)
     argv = ["run", "all", "--set", f"log_dir={tmp_path}", "--out", str(tmp_path / "res")]
     assert cli.main([*argv, "--dry-run", "--sample-units", "1"]) == 0

@@ -7,7 +7,8 @@ import pytest
 from tiny_experiment import TINY
 
 from rankcollapse.errors import UnitError
-from rankcollapse.runner import run_experiment
+from rankcollapse.runner import run_experiment, unit_threads
+from rankcollapse.runner.backends import call_unit, cpu_cores, default_jobs, gpu_share
 
 
 @pytest.mark.slow
@@ -27,7 +28,7 @@ def test_jobs_1_and_jobs_2_give_identical_results_and_claims(tmp_path):
     assert (tmp_path / "one" / "results.csv").read_bytes() == (
         tmp_path / "two" / "results.csv"
     ).read_bytes()
-    assert two.manifest["torch_threads"] == 1 and two.manifest["jobs"] == 2
+    assert two.manifest["torch_threads"] == unit_threads(2) and two.manifest["jobs"] == 2
 
 
 @pytest.mark.slow
@@ -56,8 +57,52 @@ def _subnormal_survives(config: object, unit: dict) -> pd.DataFrame:
 def test_a_unit_runs_with_subnormals_flushed_and_the_process_gets_its_default_back():
     """Subnormal arithmetic is slow on CPUs (a 128-layer pure-attention BERT ran 18 x slower);
     its values are flagged at the floor anyway. Every backend runs units through call_unit."""
-    from rankcollapse.runner.backends import call_unit
-
     rows, _, _ = call_unit(_subnormal_survives, None, {})
     assert rows["value"].tolist() == [0.0]
     assert _subnormal_survives(None, {})["value"].tolist() == [1.0]
+
+
+class _OnDevice:
+    """A config whose units run on `device` (no accelerator is touched: the unit is a stub)."""
+
+    def __init__(self, device: str) -> None:
+        self.device = device
+
+
+def _threads(config: object, unit: dict) -> int:
+    import torch
+
+    return torch.get_num_threads()
+
+
+def test_a_cpu_unit_gets_the_cores_divided_by_jobs_and_an_accelerator_unit_keeps_them():
+    import torch
+
+    before = torch.get_num_threads()
+    assert unit_threads(1) == cpu_cores() and unit_threads(cpu_cores() + 1) == 1
+    assert call_unit(_threads, _OnDevice("cpu"), {}, threads=unit_threads(2))[0] == max(
+        1, cpu_cores() // 2
+    )
+    # set_num_threads and flushing are CPU tricks: a unit on a GPU runs as the process is
+    assert call_unit(_threads, _OnDevice("cuda:0"), {}, threads=7)[0] == before
+    assert torch.get_num_threads() == before
+
+
+def test_default_jobs_fill_the_cores_and_a_gpu_is_shared_only_when_asked():
+    assert default_jobs([_OnDevice("cpu"), _OnDevice("cpu")]) == cpu_cores()
+    assert default_jobs([_OnDevice("cpu"), _OnDevice("cuda")]) == 1
+    assert gpu_share(_OnDevice("cuda"), 4) == 0.25
+    assert gpu_share(_OnDevice("cpu"), 4) == gpu_share(_OnDevice("mps"), 4) == 0.0
+
+
+@pytest.mark.slow
+def test_a_real_experiment_gives_the_same_bytes_with_1_and_2_jobs(tmp_path):
+    """1 job: a unit has every core's threads; 2 jobs: half each. The numbers are the same."""
+    overrides = {"n_layers": 3, "seeds": [0, 1], "variants": ["san", "transformer"]}
+    one = run_experiment("toy-collapse", overrides=overrides, out=tmp_path / "one", jobs=1)
+    two = run_experiment("toy-collapse", overrides=overrides, out=tmp_path / "two", jobs=2)
+    assert two.n_computed == 4
+    assert (tmp_path / "one" / "results.csv").read_bytes() == (
+        tmp_path / "two" / "results.csv"
+    ).read_bytes()
+    assert one.manifest["torch_threads"] == cpu_cores()

@@ -6,12 +6,14 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 from rich.text import Text
 
 from rankcollapse.cli._console import console
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def print_layer_means(df: pd.DataFrame, title: str, keys: tuple[str, ...] = ("layer",)) -> None:
@@ -71,26 +73,48 @@ def print_fitted(
 def cell(mean: float, all_at_floor: object) -> str:
     """A table cell: '-' where there is no value, '<floor' where every sample sits at the
     dtype floor, else the value to 3 significant digits (as reports show it)."""
+    import pandas as pd
+
     if pd.isna(mean):
         return "-"
     return "<floor" if all_at_floor is True or all_at_floor == 1 else f"{mean:.3g}"
 
 
 def write_collapse_outputs(
-    df: pd.DataFrame, output: Output, *, hue: str | None, title: str, floor: object = None
+    df: pd.DataFrame,
+    output: Output,
+    *,
+    hue: str | None,
+    title: str,
+    floor: object = None,
+    figures: bool = True,
 ) -> None:
-    """results.csv (long format) and collapse.png + collapse.svg (`rankcollapse.plot.layers`:
-    one panel per metric, log axes only for quantities that shrink to zero), written atomically.
+    """results.csv (long format), then, with `figures`, collapse.png + collapse.svg
+    (`rankcollapse.plot.layers`: one panel per metric, log axes only for quantities that
+    shrink to zero), each written atomically; the numbers are on disk before any drawing.
 
     `floor` is the dtype whose floor the at_floor column flags (e.g. torch.float32).
     """
     from rankcollapse.files import write_atomic
-    from rankcollapse.plot import layers
 
     out = output.claim()
     write_atomic(out / "results.csv", df.to_csv(index=False).encode())
-    save_figure(layers(df, by=hue, floor=floor, title=title), out / "collapse")
-    console.print(Text(f"wrote {out / 'results.csv'} and {out / 'collapse.png'} (+ .svg)"))
+    console.print(Text(f"wrote {out / 'results.csv'}"))
+    if figures:
+        from rankcollapse.plot import layers
+
+        save_figure(layers(df, by=hue, floor=floor, title=title), out / "collapse")
+        console.print(Text(f"wrote {out / 'collapse.png'} (+ .svg)"))
+
+
+def add_figures_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--no-figures",
+        dest="figures",
+        action="store_false",
+        help="draw no figures (collapse.png/.svg, a report's figures/): the numbers, tables "
+        "and results.csv only, for scripted use",
+    )
 
 
 @dataclass

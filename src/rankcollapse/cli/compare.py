@@ -17,7 +17,6 @@ from pathlib import Path
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "compare",
-        help="curves of several stored probe/simulate/run folders side by side",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

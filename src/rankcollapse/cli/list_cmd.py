@@ -1,4 +1,5 @@
-"""`rankcollapse list`: every registered experiment with its description and presets."""
+"""`rankcollapse list`: every registered experiment with its description and presets, read
+from the generated catalogue (no experiment module is imported)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ import argparse
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "list",
-        help="list the experiments with a one-line description and their presets",
         description="List every registered experiment (run one with `rankcollapse run NAME`).",
     )
     parser.set_defaults(func=run)
@@ -18,13 +18,12 @@ def run(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     from rankcollapse.cli._console import console
-    from rankcollapse.experiments import experiment_names, get_experiment
+    from rankcollapse.cli.catalog import read_catalog
 
     table = Table(title="experiments", title_justify="left")
     for column in ("name", "description", "presets"):
         table.add_column(column, overflow="fold")
-    for name in experiment_names():
-        exp = get_experiment(name)
-        table.add_row(name, exp.description, ", ".join(exp.presets))
+    for name, entry in read_catalog()["experiments"].items():
+        table.add_row(name, entry["description"], ", ".join(entry["presets"]))
     console.print(table)
     return 0

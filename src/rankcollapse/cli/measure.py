@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from rankcollapse.cli._common import add_metrics_option, parse_metrics
+from rankcollapse.cli._common import add_figures_option, add_metrics_option, parse_metrics
 
 SUFFIXES = (".npy", ".pt", ".safetensors")
 STATE_KEYS = ("states", "hidden_states")
@@ -23,7 +23,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
     parser = subparsers.add_parser(
         "measure",
-        help="measure collapse in saved activations (.npy, .pt, .safetensors)",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -44,6 +43,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="where the metrics run, one layer at a time (float64; mps measures on the cpu)",
     )
     add_metrics_option(parser)
+    add_figures_option(parser)
     parser.set_defaults(func=run)
 
 
@@ -149,5 +149,5 @@ def run(args: argparse.Namespace) -> int:
         f"{args.file.name}: {states.shape[0]} layers, {states.shape[1]} sequences ({states.dtype})"
     )
     print_layer_means(df, title)
-    write_collapse_outputs(df, out, hue=None, title=title)
+    write_collapse_outputs(df, out, hue=None, title=title, figures=args.figures)
     return 0

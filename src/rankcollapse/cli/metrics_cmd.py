@@ -8,7 +8,6 @@ import argparse
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "metrics",
-        help="list the metrics (name, kind, formula, reference)",
         description="List every registered metric: its name (for --metrics), whether it reads "
         "hidden states or attention, its formula and its reference. State metrics marked "
         "'default' are computed when --metrics is not given. 'floor: yes' marks the metrics "

@@ -68,7 +68,6 @@ def _add_network_options(parser: argparse.ArgumentParser) -> None:
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "paths",
-        help="path counts, exact per-length decompositions and attention products (Dong et al.)",
         description="Paths through attention networks (Dong et al. 2021, Sec. 3).",
     )
     commands = parser.add_subparsers(dest="paths_command", metavar="ACTION", required=True)

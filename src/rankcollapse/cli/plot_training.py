@@ -16,7 +16,6 @@ from pathlib import Path
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "plot-training",
-        help="heat map and curves of collapse over training, from monitor CSV logs",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -16,6 +16,7 @@ from pathlib import Path
 from rankcollapse.cli._common import (
     HelpFormatter,
     add_device_options,
+    add_figures_option,
     add_metrics_option,
     add_sequence_options,
     parse_metrics,
@@ -23,18 +24,20 @@ from rankcollapse.cli._common import (
 
 
 def models_epilog() -> str:
-    """The model registry and the families, for --help (read from `rankcollapse.hf`)."""
-    from rankcollapse.hf import ARCHITECTURES, MODELS
+    """The model registry and the families, for --help (from the generated catalogue: no
+    model code is imported)."""
+    from rankcollapse.cli.catalog import read_catalog
 
+    catalog = read_catalog()
     lines = ["named models (--init pretrained needs shipped weights; the rest are random-init):"]
-    for spec in MODELS.values():
-        kind = "pretrained" if spec.pretrained else "random"
+    for name, spec in catalog["models"].items():
+        kind = "pretrained" if spec["pretrained"] else "random"
         lines.append(
-            f"  {spec.name:<16} {spec.family:<10} {spec.n_layers:>2} layers, {spec.n_heads:>2} "
-            f"heads, {spec.d_model:>4} wide, {kind}: {spec.description}"
+            f"  {name:<16} {spec['family']:<10} {spec['n_layers']:>2} layers, "
+            f"{spec['n_heads']:>2} heads, {spec['d_model']:>4} wide, {kind}: {spec['description']}"
         )
     lines.append(
-        "model directories of these families: " + ", ".join(sorted(ARCHITECTURES)) + " (see "
+        "model directories of these families: " + ", ".join(catalog["families"]) + " (see "
         "`rankcollapse variants`)"
     )
     return "\n".join(lines)
@@ -43,7 +46,6 @@ def models_epilog() -> str:
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "probe",
-        help="per-layer collapse metrics of real (pretrained or random-init) models",
         description=__doc__,
         epilog=models_epilog,
         formatter_class=HelpFormatter,
@@ -99,6 +101,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     add_sequence_options(parser, n_tokens=128, n_samples=32)
     add_metrics_option(parser)
+    add_figures_option(parser)
     parser.add_argument(
         "--seed", type=int, default=0, help="seed of random init, windows and random tokens"
     )
@@ -181,5 +184,5 @@ def run(args: argparse.Namespace) -> int:
     )
     print_layer_means(df, title, keys=("model", "variant", "layer"))
     hue = "arm" if several else "variant"
-    write_collapse_outputs(df, out, hue=hue, title=title, floor=dtype)
+    write_collapse_outputs(df, out, hue=hue, title=title, floor=dtype, figures=args.figures)
     return 0

@@ -20,7 +20,6 @@ from rankcollapse.cli._common import HelpFormatter, add_device_options
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "qk-rank",
-        help="numerical, stable and effective rank of W_Q^T W_K per layer and head",
         description=__doc__,
         formatter_class=HelpFormatter,
     )

@@ -10,7 +10,6 @@ from pathlib import Path
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "report",
-        help="rebuild report.html, claims and figures of a finished run from its results.csv",
         description="Rebuild DIR/report.html, claims.json, figures/ and tables/ from the stored "
         "DIR/results.csv and config.yaml, without running any unit. With --index, write "
         "DIR/index.html listing every run stored under DIR instead.",

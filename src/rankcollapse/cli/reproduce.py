@@ -11,7 +11,6 @@ from rankcollapse.presets import PRESETS
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "reproduce",
-        help="one table of every paper finding beside our measurement, from stored runs",
         description="Read the newest complete run of every experiment under --results and write "
         "reproduction.md and reproduction.html: one row per finding with the paper's statement "
         "and where it appears, our measured value, the preset and PASS / FAIL / NOT TESTED (with "

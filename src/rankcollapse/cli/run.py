@@ -15,13 +15,13 @@ import argparse
 import math
 from pathlib import Path
 
+from rankcollapse.cli._common import add_figures_option
 from rankcollapse.presets import DEFAULT_PRESET, PRESETS
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "run",
-        help="run an experiment (or 'all') and write its results and report",
         description="Run a registered experiment (see `rankcollapse list`), or 'all' of them. "
         "Config = preset, then --config FILE.yaml, then each --set key=value (YAML values, "
         "dotted keys for nested fields). Finished units are kept: rerunning resumes.",
@@ -52,7 +52,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="output folder (default: results/NAME/<config hash>/; with 'all': the results root)",
     )
     parser.add_argument(
-        "--jobs", type=int, default=1, help="workers: processes, or Ray CPUs (default: 1)"
+        "--jobs",
+        type=int,
+        default=None,
+        help="units at once: processes, or Ray CPUs; a CPU unit gets cores // jobs torch "
+        "threads, and units on a GPU share it (default: one per core; one on a GPU)",
     )
     parser.add_argument(
         "--backend",
@@ -80,6 +84,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         metavar="N",
         help="with --dry-run: units to time per experiment (default: 2)",
     )
+    add_figures_option(parser)
     parser.set_defaults(func=run)
 
 
@@ -88,9 +93,9 @@ def run(args: argparse.Namespace) -> int:
     from rankcollapse.cli._console import err_console, notify
     from rankcollapse.errors import ConfigError
     from rankcollapse.experiments import experiment_names, get_experiment
-    from rankcollapse.runner import execute_all, parse_overrides, plan
+    from rankcollapse.runner import default_jobs, execute_all, parse_overrides, plan
 
-    if args.jobs < 1:
+    if args.jobs is not None and args.jobs < 1:
         raise ConfigError(f"--jobs is {args.jobs}; it must be at least 1 (workers).")
     if args.address and args.backend != "ray":
         raise ConfigError("--address joins a Ray cluster; add --backend ray.")
@@ -106,13 +111,21 @@ def run(args: argparse.Namespace) -> int:
     # now does work start.
     for p in plans:
         p.claim_folder()
+    if args.jobs is None:
+        args.jobs = default_jobs(p.config for p in plans)
 
     if args.dry_run:
         return print_dry_run(plans, args, notify)
     # One set of workers runs the units of every experiment; a bar per experiment.
     with _progress_bar(err_console) as progress:
         results = execute_all(
-            plans, args.jobs, progress, backend=args.backend, address=args.address, notify=notify
+            plans,
+            args.jobs,
+            progress,
+            backend=args.backend,
+            address=args.address,
+            notify=notify,
+            figures=args.figures,
         )
     for result in results:
         print_claims(result)

@@ -18,7 +18,12 @@ import types
 import typing
 from pathlib import Path
 
-from rankcollapse.cli._common import add_metrics_option, add_renamed_option, parse_metrics
+from rankcollapse.cli._common import (
+    add_figures_option,
+    add_metrics_option,
+    add_renamed_option,
+    parse_metrics,
+)
 
 
 def _option_kwargs(annotation: object, default: object) -> dict:
@@ -46,7 +51,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
     parser = subparsers.add_parser(
         "simulate",
-        help="run a toy attention network and measure its collapse per layer",
         description="Run a toy attention network (default: a pure single-head self-attention "
         "network, which collapses) on Gaussian tokens and print each metric per layer.",
     )
@@ -91,6 +95,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="output folder (default: results/simulate/<config hash>/, one per config)",
     )
     add_metrics_option(parser)
+    add_figures_option(parser)
     parser.set_defaults(func=run)
 
 
@@ -133,7 +138,7 @@ def run(args: argparse.Namespace) -> int:
     title = f"toy network: {config.n_layers} layers, {heads}, {skip}, "
     title += f"{'an MLP' if config.mlp else 'no MLP'}, {norm}, mask {config.mask}"
     print_layer_means(df, title)
-    write_collapse_outputs(df, out, hue=None, title=title, floor=net.dtype)
+    write_collapse_outputs(df, out, hue=None, title=title, floor=net.dtype, figures=args.figures)
     return 0
 
 

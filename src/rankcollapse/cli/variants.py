@@ -17,7 +17,6 @@ from rankcollapse.cli._common import HelpFormatter
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "variants",
-        help="list the variants (san, ..., wu:san+ln, dong-authors:san) and the model families",
         description=__doc__,
         formatter_class=HelpFormatter,
     )

@@ -1,1 +1,3 @@
-"""Data shipped with rankcollapse: the built-in sample corpus (corpus.txt)."""
+"""Data shipped with rankcollapse: the built-in sample corpus (corpus.txt) and the catalogue
+of experiments and models the command line lists without importing them (catalog.json,
+generated: see `rankcollapse.cli.catalog`)."""

@@ -1,7 +1,8 @@
 """A custom attention function for Hugging Face models: replace the mask, rescale the
 temperature, record the probabilities, without touching the library's model code.
 
-It is registered once under the name `ATTENTION_NAME` with `transformers.AttentionInterface`,
+It is registered once, on first use, under the name `ATTENTION_NAME` with
+`transformers.AttentionInterface` (not at import: that would load transformers' model code),
 and the library's eager (additive float) mask builder is registered under the same name with
 `AttentionMaskInterface`. The second registration matters: for a custom name, causal models
 (GPT-2, Llama) would otherwise pass `attention_mask=None` and rely on the module's `is_causal`
@@ -15,6 +16,7 @@ What the function does is read from `AttentionSettings`, installed for the durat
 from __future__ import annotations
 
 import contextvars
+import functools
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -119,6 +121,7 @@ def custom_attention(
     return out, probs
 
 
+@functools.cache
 def _register() -> None:
     from transformers import AttentionInterface
     from transformers.masking_utils import AttentionMaskInterface, eager_mask
@@ -127,12 +130,10 @@ def _register() -> None:
     AttentionMaskInterface.register(ATTENTION_NAME, eager_mask)
 
 
-_register()
-
-
 @contextmanager
 def attention_settings(model: nn.Module, settings: AttentionSettings) -> Iterator[None]:
     """Switch `model` to the custom attention with `settings`; restore its own afterwards."""
+    _register()
     previous = model.config._attn_implementation
     token = _SETTINGS.set(settings)
     model.set_attn_implementation(ATTENTION_NAME)

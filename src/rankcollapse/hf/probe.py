@@ -27,7 +27,7 @@ import pandas as pd
 import torch
 from torch import Tensor, nn
 
-from rankcollapse.devices import CPU, metrics_device, resolve_device, resolve_dtype
+from rankcollapse.devices import metrics_device, resolve_device, resolve_dtype
 from rankcollapse.errors import ConfigError, InputError
 from rankcollapse.hf.capture import (
     LayerCapture,
@@ -50,6 +50,8 @@ from rankcollapse.metrics import (
     measure_states,
     metrics_frame,
 )
+
+CPU = torch.device("cpu")
 
 ID_COLUMNS = ["model", "init", "variant", "mask", "temperature", "mode", "layer", "layer_kind"]
 

@@ -347,20 +347,16 @@ class Tokens:
         return residual
 
     @cached_property
-    def cosines(self) -> Tensor:
-        """Cosine of every pair of tokens, (..., n, n); 0 for pads and for zero vectors.
+    def token_products(self) -> Tensor:
+        """x_i . x_j for every pair of tokens, (..., n, n); 0 for pads.
 
-        From the shared Gram matrix when n <= d; when n > d the shared Gram is d x d, so the
-        n x n token products are formed here.
+        The shared Gram matrix when n <= d; when n > d the shared Gram is d x d, so the n x n
+        token products are formed here.
         """
         if self.gram_of_tokens:
-            products = self.gram
-        else:
-            x = self.states()
-            products = x @ x.mT  # (..., n, n)
-        norms = products.diagonal(dim1=-2, dim2=-1).sqrt()  # (..., n)
-        inverse = safe_div(torch.ones_like(norms), norms)  # 0 for pads and zero tokens
-        return products * inverse.unsqueeze(-1) * inverse.unsqueeze(-2)
+            return self.gram
+        x = self.states()
+        return x @ x.mT  # (..., n, n)
 
 
 def _norms(x: Tensor, mask: Tensor, scratch: Tensor) -> tuple[Tensor, ...]:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import torch  # noqa: F401 (the docstring examples use it)
+import torch
 from torch import Tensor
 
+from rankcollapse.metrics._norms import safe_div
 from rankcollapse.metrics._tokens import Tokens, evaluate
 
 
@@ -58,14 +59,15 @@ def abs_cos_mean(x: Tensor, mask: Tensor | None = None) -> Tensor:
 
 
 def _abs_cos_mean(t: Tokens) -> Tensor:
-    return _pair_mean(t, t.cosines.abs())
-
-
-def _pair_mean(t: Tokens, values: Tensor) -> Tensor:
-    """Mean of values (..., n, n), 0 on pad rows and columns, over distinct real pairs."""
+    # sum_ij |x_i . x_j| / (||x_i|| ||x_j||) as the bilinear form r^T |G| r, r_i = 1 / ||x_i||
+    # (0 for pads and zero tokens): no scaled n x n matrix of cosines is formed
+    products = t.token_products  # (..., n, n)
+    norms_sq = products.diagonal(dim1=-2, dim2=-1)  # (..., n)
+    inverse = safe_div(torch.ones_like(norms_sq), norms_sq.sqrt())
+    total = (inverse.unsqueeze(-2) @ products.abs() @ inverse.unsqueeze(-1))[..., 0, 0]
+    diagonal = (norms_sq * inverse.square()).sum(-1)  # the n' cosines of a token with itself
     n_pairs = t.n_real * (t.n_real - 1)  # >= 2: check_tokens guarantees 2 real tokens
-    off_diagonal = values.sum((-2, -1)) - values.diagonal(dim1=-2, dim2=-1).sum(-1)
-    return off_diagonal / n_pairs
+    return (total - diagonal) / n_pairs
 
 
 __all__ = ["abs_cos_mean", "cos_mean"]

@@ -8,42 +8,34 @@ its PNG (200 dpi) and SVG bytes. `rankcollapse.plot.style` holds the sizes, pale
 and label helpers every figure of the project uses.
 """
 
-from rankcollapse.plot import style
-from rankcollapse.plot.amsel import construction_figures, depth_figures
-from rankcollapse.plot.bounds import dong_bound_figure, wu_bound_figure
-from rankcollapse.plot.circle import circle_distances, circle_trajectories
-from rankcollapse.plot.curves import band_plot, layers, line_plot, ordered_values
-from rankcollapse.plot.equilibria import counterexample_basin, counterexample_trajectories
-from rankcollapse.plot.heatmap import heatmap
-from rankcollapse.plot.masks import mask_panels
-from rankcollapse.plot.paths import length_figures, path_accuracy_figure, products_figure
-from rankcollapse.plot.spectra import singular_spectra
-from rankcollapse.plot.style import fraction, render, words
-from rankcollapse.plot.training import training_curves, training_heatmap
+from rankcollapse.lazy import lazy_names
 
-__all__ = [
-    "band_plot",
-    "circle_distances",
-    "circle_trajectories",
-    "construction_figures",
-    "counterexample_basin",
-    "counterexample_trajectories",
-    "depth_figures",
-    "dong_bound_figure",
-    "fraction",
-    "heatmap",
-    "layers",
-    "length_figures",
-    "line_plot",
-    "mask_panels",
-    "ordered_values",
-    "path_accuracy_figure",
-    "products_figure",
-    "render",
-    "singular_spectra",
-    "style",
-    "training_curves",
-    "training_heatmap",
-    "words",
-    "wu_bound_figure",
-]
+# public name -> its submodule, imported when the name is first used
+_NAMES = {
+    "band_plot": "curves",
+    "circle_distances": "circle",
+    "circle_trajectories": "circle",
+    "construction_figures": "amsel",
+    "counterexample_basin": "equilibria",
+    "counterexample_trajectories": "equilibria",
+    "depth_figures": "amsel",
+    "dong_bound_figure": "bounds",
+    "fraction": "style",
+    "heatmap": "heatmap",
+    "layers": "curves",
+    "length_figures": "paths",
+    "line_plot": "curves",
+    "mask_panels": "masks",
+    "ordered_values": "curves",
+    "path_accuracy_figure": "paths",
+    "products_figure": "paths",
+    "render": "style",
+    "singular_spectra": "spectra",
+    "style": "style",
+    "words": "style",
+    "wu_bound_figure": "bounds",
+    "training_curves": "training",
+    "training_heatmap": "training",
+}
+__getattr__, __dir__ = lazy_names(__name__, _NAMES)
+__all__ = sorted(_NAMES)  # noqa: PLE0605 (names of the lazy table above)

@@ -253,6 +253,8 @@ def words(name: object) -> str:
 def render(fig: Figure) -> dict[str, bytes]:
     """The figure as {"png": 200-dpi PNG bytes, "svg": SVG bytes}; same figure, same bytes.
 
+    The layout (constrained layout: most of a many-panel figure's time) is computed once, by
+    the first PNG's draw, and kept: the SVG, and any later render, draw at those positions.
     No metadata that changes between runs (software version, date) enters either file.
     """
     out = {}
@@ -261,4 +263,5 @@ def render(fig: Figure) -> dict[str, bytes]:
             buffer = io.BytesIO()
             fig.savefig(buffer, format=fmt, dpi=DPI, metadata=metadata)
             out[fmt] = buffer.getvalue()
+            fig.set_layout_engine("none")  # positions stay as the first draw left them
     return out

@@ -44,10 +44,14 @@ class Report:
     summary: Summary
 
 
-def build_report(out_dir: str | Path, experiment: Experiment | None = None) -> Report:
+def build_report(
+    out_dir: str | Path, experiment: Experiment | None = None, *, figures: bool = True
+) -> Report:
     """Rebuild claims, figures, tables and `report.html` of the run stored in `out_dir`.
 
-    `experiment` defaults to the registered one named in `manifest.json`.
+    `experiment` defaults to the registered one named in `manifest.json`. With
+    `figures=False` no figure is drawn: the report holds the claims and tables, and
+    `figures/` is left as it was.
     """
     out_dir = Path(out_dir)
     if not out_dir.is_dir():
@@ -86,14 +90,16 @@ def build_report(out_dir: str | Path, experiment: Experiment | None = None) -> R
                 out_dir / "results.csv",
                 f"{exp.name} cannot summarize its rows: {type(err).__name__}: {err}",
             ) from None
-        rendered = {name: style.render(fig) for name, fig in summary.figures.items()}
-    sizes = {name: tuple(fig.get_size_inches()) for name, fig in summary.figures.items()}
+        drawn = summary.figures if figures else {}
+        rendered = {name: style.render(fig) for name, fig in drawn.items()}
+    sizes = {name: tuple(fig.get_size_inches()) for name, fig in drawn.items()}
     figure_files = {
         f"{_file_name(name)}.{fmt}": data
         for name, files in rendered.items()
         for fmt, data in files.items()
     }
-    _replace_folder(out_dir / "figures", figure_files)
+    if figures:
+        _replace_folder(out_dir / "figures", figure_files)
     tables = {name: tidy_table(t) for name, t in summary.tables.items()}
     _replace_folder(
         out_dir / "tables",

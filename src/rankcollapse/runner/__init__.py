@@ -13,7 +13,7 @@ starts. The Python API has the power of `rankcollapse run`:
     dry_run(plan("toy-collapse", preset="paper")).wall_seconds(2)  # seconds on 2 workers
 """
 
-from rankcollapse.runner.backends import BACKENDS, RAY_EXTRA
+from rankcollapse.runner.backends import BACKENDS, RAY_EXTRA, default_jobs, unit_threads
 from rankcollapse.runner.costs import makespan
 from rankcollapse.runner.estimate import (
     DryRun,
@@ -42,6 +42,7 @@ __all__ = [
     "Plan",
     "RunResult",
     "config_hash",
+    "default_jobs",
     "dry_run",
     "execute",
     "execute_all",
@@ -54,4 +55,5 @@ __all__ = [
     "session",
     "startup_seconds",
     "stored_dry_run",
+    "unit_threads",
 ]

@@ -2,20 +2,24 @@
 
 Every backend calls `finished(i, rows, seconds, where)` in the driver as task `i` finishes (so
 the driver alone writes unit files, and progress counts units as they finish) and runs every
-unit through `call_unit`: one torch thread, its time, the node and device it ran on, and a
+unit through `call_unit`: its torch threads, its time, the node and device it ran on, and a
 failure as data (type, message, traceback) rather than an exception that must cross processes.
 The tasks may come from several experiments (`run all`): one set of workers runs them all, in
 the order given.
 
     process, jobs=1   in this process, tasks in order
-    process, jobs=N   N spawned processes (fork is unsafe with torch's threads)
-    ray, jobs=N       one Ray task per unit (num_cpus=1): a local Ray instance with N CPUs,
-                      started and shut down here, or the cluster at `address`
+    process, jobs=N   N spawned processes (fork is unsafe with torch's threads); units on a GPU
+                      share it, N at a time
+    ray, jobs=N       one Ray task per unit (num_cpus=1, and num_gpus=1/N for a unit on a
+                      GPU, so N share one): a local Ray instance with N CPUs, started and shut
+                      down here, or the cluster at `address`
 
 A worker unpickles `run_unit` by reference, which imports that experiment's module alone (see
 `rankcollapse.experiments`), and keeps what it loaded (pretrained models are cached per
-process) for the next unit it gets. Workers use one thread each (torch, OpenMP, BLAS), so
-`jobs` workers use `jobs` cores and the results do not depend on `jobs`.
+process) for the next unit it gets. A CPU unit runs with `unit_threads(jobs)` = cores // jobs
+threads (torch, OpenMP, BLAS), so `jobs` workers use every core; `default_jobs` is one worker per
+core (a unit on an accelerator: one worker). Rows do not depend on `jobs` (a test compares the
+files of 1 and 2 workers byte for byte).
 
 On the first failure no new unit starts; units already running finish and are stored (process
 pool) or are cancelled (Ray), and the failure is raised as `UnitFailure`. Ctrl-C cancels every
@@ -34,7 +38,7 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, BrokenExecutor, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from functools import partial
@@ -78,30 +82,55 @@ def check_backend(backend: str, jobs: int) -> None:
         _import_ray()
 
 
-def call_unit(run_unit: Callable, config: BaseModel, unit: dict) -> tuple[Any, float, dict]:
-    """Run one unit with one torch thread and subnormal numbers flushed to zero: (rows or
-    Failed, seconds, where it ran).
+def cpu_cores() -> int:
+    """The cores this process may use (its CPU affinity where the system has one)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
 
-    One thread: results must not depend on jobs, and small units run faster too. Flushed
-    subnormals (below the smallest normal float: their entries are at the floor, flagged so by
-    the metric suite): CPU arithmetic on them is slow, so a 128-layer BERT without skips or
-    norms, whose query-key products underflow float32 from about layer 40, ran 18 x slower
-    (measured 141.8 s against 7.7 s for one curve of 4 windows). Both settings return to
-    torch's defaults afterwards (flushing off).
+
+def unit_threads(jobs: int) -> int:
+    """Torch threads of a CPU unit when `jobs` units run at once: the cores divided among them."""
+    return max(1, cpu_cores() // jobs)
+
+
+def default_jobs(configs: Iterable[BaseModel]) -> int:
+    """Workers when none are asked for: one per core for CPU units (each then has one thread,
+    which small units run fastest with); one when a unit runs on an accelerator (`--jobs N`
+    shares it among N)."""
+    if any(_device_type(config) != "cpu" for config in configs):
+        return 1
+    return cpu_cores()
+
+
+def call_unit(
+    run_unit: Callable, config: BaseModel, unit: dict, threads: int = 1
+) -> tuple[Any, float, dict]:
+    """Run one unit: (rows or Failed, seconds, where it ran). A CPU unit runs with `threads`
+    torch threads and subnormal numbers flushed to zero.
+
+    Flushed subnormals (below the smallest normal float: their entries are at the floor,
+    flagged so by the metric suite): CPU arithmetic on them is slow, so a 128-layer BERT
+    without skips or norms, whose query-key products underflow float32 from about layer 40,
+    ran 18 x slower (measured 141.8 s against 7.7 s for one curve of 4 windows). Both settings
+    return to torch's defaults afterwards (flushing off); a unit on an accelerator keeps them.
     """
     import torch
 
+    on_cpu = _device_type(config) == "cpu"
     before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    torch.set_flush_denormal(True)
+    if on_cpu:
+        torch.set_num_threads(threads)
+        torch.set_flush_denormal(True)
     start = time.perf_counter()
     try:
         rows = run_unit(config, unit)
     except Exception as err:  # noqa: BLE001 - any error of a unit is reported, with its traceback
         rows = Failed(type(err).__name__, str(err), traceback.format_exc())
     finally:
-        torch.set_num_threads(before)
-        torch.set_flush_denormal(False)
+        if on_cpu:
+            torch.set_num_threads(before)
+            torch.set_flush_denormal(False)
     return rows, time.perf_counter() - start, {"node": platform.node(), "device": _device(config)}
 
 
@@ -111,6 +140,11 @@ def _device(config: BaseModel) -> str:
     from rankcollapse.devices import parse_device
 
     return str(parse_device(getattr(config, "device", "cpu")))
+
+
+def _device_type(config: BaseModel) -> str:
+    """The kind of device a unit of `config` runs on: cpu, cuda or mps."""
+    return _device(config).split(":")[0]
 
 
 @dataclass(frozen=True)
@@ -128,10 +162,10 @@ def run_units(
     """Run `tasks` on `backend` with `jobs` workers, calling `finished` as each one ends."""
     if backend == "ray":
         with ray_session(jobs, address):
-            _run_ray(tasks, finished)
+            _run_ray(tasks, finished, jobs)
     elif jobs == 1:
         for i, t in enumerate(tasks):
-            _deliver(i, *call_unit(t.run_unit, t.config, t.unit), finished)
+            _deliver(i, *call_unit(t.run_unit, t.config, t.unit, unit_threads(1)), finished)
     else:
         _run_processes(tasks, finished, jobs)
 
@@ -170,8 +204,10 @@ def _run_processes(tasks: Sequence[Task], finished: Finished, jobs: int) -> None
                 f"({err}); use jobs=1 or move them to module level."
             ) from err
     with process_pool(jobs) as pool:
+        threads = unit_threads(jobs)
         futures = {
-            pool.submit(call_unit, t.run_unit, t.config, t.unit): i for i, t in enumerate(tasks)
+            pool.submit(call_unit, t.run_unit, t.config, t.unit, threads): i
+            for i, t in enumerate(tasks)
         }
         remaining, failure = set(futures), None
         try:
@@ -228,7 +264,7 @@ def process_pool(jobs: int) -> Iterator[ProcessPoolExecutor]:
     # spawn: a fresh interpreter per worker, safe with torch's own threads (fork is not).
     # Workers start when tasks are submitted and read the thread limits from the environment
     # as they load their libraries, so the variables are set while the pool lives.
-    with environment(dict.fromkeys(THREAD_VARIABLES, "1")):
+    with environment(dict.fromkeys(THREAD_VARIABLES, str(unit_threads(jobs)))):
         pool = ProcessPoolExecutor(
             jobs,
             mp_context=multiprocessing.get_context("spawn"),
@@ -288,7 +324,12 @@ def ray_session(jobs: int, address: str | None = None) -> Iterator[None]:
             num_cpus=jobs,
             include_dashboard=False,
             log_to_driver=False,
-            runtime_env={"env_vars": {"PYTHONPATH": path, **dict.fromkeys(THREAD_VARIABLES, "1")}},
+            runtime_env={
+                "env_vars": {
+                    "PYTHONPATH": path,
+                    **dict.fromkeys(THREAD_VARIABLES, str(unit_threads(jobs))),
+                }
+            },
             _node_ip_address="127.0.0.1",
         )
     try:
@@ -297,14 +338,26 @@ def ray_session(jobs: int, address: str | None = None) -> Iterator[None]:
         ray.shutdown()
 
 
-def _run_ray(tasks: Sequence[Task], finished: Finished) -> None:
+def gpu_share(config: BaseModel, jobs: int) -> float:
+    """The GPUs a Ray task of `config` asks for: 1/jobs on CUDA (jobs units share one GPU),
+    none elsewhere."""
+    return 1.0 / jobs if _device_type(config) == "cuda" else 0.0
+
+
+def _run_ray(tasks: Sequence[Task], finished: Finished, jobs: int) -> None:
     ray = _import_ray()
     remote = ray.remote(num_cpus=1, max_retries=0)(call_unit)
+    threads = unit_threads(jobs)
     refs: dict[int, tuple[Any, Any]] = {}  # id(config) -> (run_unit, config) in the object store
     for t in tasks:
         if id(t.config) not in refs:
             refs[id(t.config)] = (ray.put(t.run_unit), ray.put(t.config))
-    pending = {remote.remote(*refs[id(t.config)], t.unit): i for i, t in enumerate(tasks)}
+    pending = {
+        remote.options(num_gpus=gpu_share(t.config, jobs)).remote(
+            *refs[id(t.config)], t.unit, threads
+        ): i
+        for i, t in enumerate(tasks)
+    }
     try:
         while pending:
             ready, _ = ray.wait(list(pending), num_returns=1)

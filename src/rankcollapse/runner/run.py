@@ -8,8 +8,8 @@ results and build the report.
 
 Every config is validated, every unit list built and the output folder checked for writing
 before any unit runs. Units are independent; they run in this process, in spawned worker
-processes or as Ray tasks (`backends.py`), always with one torch thread, and rows are assembled
-in unit order, so the results do not depend on `jobs` or the backend. `run all` hands the units
+processes or as Ray tasks (`backends.py`), a CPU unit with cores // jobs torch threads, and
+rows are assembled in unit order, so the results do not depend on `jobs` or the backend. `run all` hands the units
 of every experiment to one set of workers, longest expected first. The driver alone writes,
 under a lock on DIR/.lock: a second run of the same config waits, then reuses the units.
 """
@@ -63,6 +63,7 @@ from rankcollapse.runner.backends import (
     process_pool,
     ray_session,
     run_units,
+    unit_threads,
 )
 from rankcollapse.runner.costs import longest_first, unit_seconds
 
@@ -289,11 +290,13 @@ def execute_all(
     backend: str = "process",
     address: str | None = None,
     notify: Notify | None = None,
+    figures: bool = True,
 ) -> list[RunResult]:
     """`execute` for several plans at once: the units of every plan go to one set of workers
     (no barrier between experiments), and each plan's results and report are written as soon
     as its last unit is stored. With jobs > 1 the units expected to take longest start first
-    (`expected_seconds`), so no long unit is left to run alone at the end.
+    (`expected_seconds`), so no long unit is left to run alone at the end. `figures=False`
+    draws none (`build_report`): the report has its claims and tables only.
 
     A unit that raises stops the start of new units; the finished ones are stored and the
     failure is raised as `UnitError` naming its experiment and unit.
@@ -306,7 +309,7 @@ def execute_all(
         for p in plans:
             waited = locks.enter_context(run_lock(p.out_dir, notify))
             p.claim_folder()  # again under the lock: another config may have claimed it first
-            runs.append(_Run.open(p, jobs, backend, address, notify, waited, progress))
+            runs.append(_Run.open(p, jobs, backend, address, notify, waited, progress, figures))
         tasks = [(run, i) for run in runs for i in run.pending]
         if jobs > 1:
             expected = {id(run): expected_seconds(run.plan, run.stored) for run in runs}
@@ -378,6 +381,7 @@ class _Run:
     progress: Progress | None
     done: int = 0
     first_start: dt.datetime | None = None  # when its first computed unit started
+    figures: bool = True  # draw the report's figures
     result: RunResult | None = None
 
     @classmethod
@@ -390,6 +394,7 @@ class _Run:
         notify: Notify | None,
         waited: float,
         progress: Progress | None,
+        figures: bool = True,
     ) -> _Run:
         """Read what the (locked) folder holds and write the config and a running manifest."""
         name, out_dir = plan.experiment.name, plan.out_dir
@@ -408,7 +413,9 @@ class _Run:
         manifest = _manifest(plan, jobs, started, n_cached, n_pending, stored.recomputed)
         manifest.update(backend=backend, address=address, waited_for_lock_seconds=round(waited, 3))
         write_atomic(out_dir / "manifest.json", _json(manifest))
-        run = cls(plan, paths, stored, manifest, backend, waited, progress, done=n_cached)
+        run = cls(
+            plan, paths, stored, manifest, backend, waited, progress, n_cached, figures=figures
+        )
         if progress:
             progress(name, run.done, len(plan.units))
         return run
@@ -466,7 +473,7 @@ class _Run:
             status="complete",
         )
         write_atomic(plan.out_dir / "manifest.json", _json(manifest))
-        report = build_report(plan.out_dir, experiment=plan.experiment)
+        report = build_report(plan.out_dir, experiment=plan.experiment, figures=self.figures)
         n_computed = manifest["n_computed"]
         self.result = RunResult(
             name=plan.experiment.name,
@@ -571,7 +578,7 @@ def _manifest(
         "platform": platform.platform(),
         "command": " ".join(sys.argv),
         "packages": packages,
-        "torch_threads": 1,  # per unit, whatever `jobs` is (see backends.call_unit)
+        "torch_threads": unit_threads(jobs),  # per CPU unit: cores // jobs (backends.call_unit)
         "jobs": jobs,
         "seeds": _seeds(plan.config.model_dump(mode="json"), plan.units),
         "n_units": len(plan.units),

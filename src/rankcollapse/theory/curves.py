@@ -18,12 +18,13 @@ import numpy as np
 import pandas as pd
 import torch
 
-from rankcollapse.devices import CPU
 from rankcollapse.masks import MaskSpec
 from rankcollapse.metrics import measure_layers
 from rankcollapse.nets import ToyNet, random_tokens, toy_config
 from rankcollapse.seeds import stream_seed
 from rankcollapse.theory.rates import collapse_rates
+
+CPU = torch.device("cpu")
 
 CURVE_METRICS = ("mu", "mu_rel")
 WuVariant = Literal["san", "san+skip", "san+ln", "san+skip+ln", "transformer"]

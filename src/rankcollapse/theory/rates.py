@@ -10,8 +10,6 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from rankcollapse.theory.wu import fitted_rate
-
 
 class CollapseRate(NamedTuple):
     slope: float
@@ -74,6 +72,8 @@ def _log_means(curves: pd.DataFrame, by: list[str]) -> pd.DataFrame:
 
 
 def _fit(log_means: np.ndarray, floor: np.ndarray) -> CollapseRate:
+    from rankcollapse.theory.wu import fitted_rate  # wu loads torch; rates needs numpy only
+
     n_fit = int(floor.argmax()) if floor.any() else len(floor)
     return CollapseRate(fitted_rate(np.exp(log_means[:n_fit])), n_fit)
 

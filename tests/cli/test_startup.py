@@ -1,0 +1,85 @@
+"""Start-up does not grow with the package: a command imports what it uses (checked through
+sys.modules in a fresh interpreter), and the catalogue `list` and `probe --help` read is the
+one the registries give."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from rankcollapse.cli import COMMANDS, build_parser
+from rankcollapse.cli.catalog import PATH, catalog_text, read_catalog
+
+HEAVY = ("transformers", "matplotlib", "torch", "pandas", "scipy")
+
+# command -> heavy packages it must not import
+MUST_NOT_IMPORT = {
+    ("--version",): HEAVY,
+    ("--help",): HEAVY,
+    ("list",): HEAVY,
+    ("probe", "--help"): HEAVY,
+    ("run", "--help"): HEAVY,
+    ("qk-rank", "--help"): HEAVY,
+    ("metrics",): ("transformers", "matplotlib"),
+    ("simulate", "--help"): ("transformers", "matplotlib"),
+}
+
+PROGRAM = """
+import json, sys
+from rankcollapse.cli import main
+try:
+    main(sys.argv[1:])
+except SystemExit:
+    pass
+print(json.dumps(sorted({name.split(".")[0] for name in sys.modules})), file=sys.stderr)
+"""
+
+
+def imported_by(argv: tuple[str, ...]) -> set[str]:
+    """Top-level packages in sys.modules after `rankcollapse ARGV` in a fresh interpreter."""
+    done = subprocess.run(
+        [sys.executable, "-c", PROGRAM, *argv], capture_output=True, text=True, check=True
+    )
+    return set(json.loads(done.stderr.strip().splitlines()[-1]))
+
+
+@pytest.mark.parametrize("argv", list(MUST_NOT_IMPORT), ids=" ".join)
+def test_a_command_imports_only_what_it_uses(argv):
+    heavy = set(MUST_NOT_IMPORT[argv]) & imported_by(argv)
+    assert heavy == set(), f"`rankcollapse {' '.join(argv)}` imports {sorted(heavy)}"
+
+
+def test_the_start_up_check_sees_an_import():
+    assert {"rankcollapse", "torch"} <= imported_by(("metrics",))
+
+
+def test_the_catalogue_is_what_the_registries_say():
+    assert PATH.read_text() == catalog_text(), (
+        "rankcollapse/data/catalog.json is out of date: run python -m rankcollapse.cli.catalog"
+    )
+
+
+def test_list_shows_every_experiment_of_the_registry(capsys):
+    from rankcollapse.cli import main
+    from rankcollapse.experiments import MODULES
+
+    assert set(read_catalog()["experiments"]) == set(MODULES)
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    assert all(name in out for name in MODULES)
+
+
+def test_top_level_help_lists_every_command_with_its_help_line(capsys):
+    with pytest.raises(SystemExit):
+        build_parser([]).parse_args(["--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert all(name in out and " ".join(summary.split()) in out
+               for name, (_, summary) in COMMANDS.items())  # fmt: skip
+
+
+def test_a_command_parses_with_only_its_own_module_built():
+    args = build_parser(["probe"]).parse_args(["probe", "minilm", "--n-tokens", "16"])
+    assert (args.command, args.model, args.tokens) == ("probe", ["minilm"], 16)
