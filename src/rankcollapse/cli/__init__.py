@@ -32,7 +32,7 @@ COMMANDS = {
         "report_cmd",
         "rebuild report.html, claims and figures of a finished run from its results.csv",
     ),
-    "probe": ("probe", "per-layer collapse metrics of real (pretrained or random-init) models"),
+    "probe": ("probe", "per-layer collapse metrics of real models, pretrained or at random init"),
     "variants": (
         "variants",
         "list the variants (san, ..., wu:san+ln, dong-authors:san) and the model families",

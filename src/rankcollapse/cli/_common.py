@@ -25,8 +25,9 @@ def print_layer_means(df: pd.DataFrame, title: str, keys: tuple[str, ...] = ("la
     """
     shown = [k for k in keys if k == keys[-1] or df[k].nunique() > 1]
     metric_names = list(dict.fromkeys(df["metric"]))
-    means = df.pivot_table(index=shown, columns="metric", values="value", aggfunc="mean",
-                           sort=False).reindex(columns=metric_names)  # fmt: skip
+    means = df.pivot_table(
+        index=shown, columns="metric", values="value", aggfunc="mean", sort=False
+    ).reindex(columns=metric_names)
     floors = df.pivot_table(index=shown, columns="metric", values="at_floor", aggfunc="all")
     floors = floors.reindex(index=means.index, columns=metric_names)
     rows = [index if isinstance(index, tuple) else (index,) for index in means.index]
@@ -61,8 +62,9 @@ def print_fitted(
         more = f" ({part} of {len(chunks)})" if len(chunks) > 1 else ""
         table = Table(title=Text(title + more))
         for i, name in enumerate(key_names):
-            table.add_column(Text(name), justify="right" if name == "layer" else "left",
-                             overflow="fold")  # fmt: skip
+            table.add_column(
+                Text(name), justify="right" if name == "layer" else "left", overflow="fold"
+            )
         for name in names:
             table.add_column(Text(name), justify="right", overflow="fold")
         for i, row in enumerate(key_rows):

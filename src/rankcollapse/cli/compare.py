@@ -27,9 +27,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="comma list of metrics to compare, or 'all' (default: res_comp_rel)",
     )
     parser.add_argument(
-        "--out", type=Path, default=None, help="output folder (default: a new folder "
-        "results/compare[-N] per call)"
-    )  # fmt: skip
+        "--out",
+        type=Path,
+        default=None,
+        help="output folder (default: a new folder results/compare[-N] per call)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -81,8 +83,11 @@ def _folder_words(dirs: list[Path]) -> dict[str, str]:
     for folder in dirs:
         marker = read_marker(folder) or {}
         try:
-            experiment = read_manifest(folder)["experiment"] if marker.get("command") in (
-                None, "run") else None  # fmt: skip
+            experiment = (
+                read_manifest(folder)["experiment"]
+                if marker.get("command") in (None, "run")
+                else None
+            )
         except DamagedFileError:
             experiment = None
         label = experiment or marker.get("label") or ""
@@ -113,8 +118,13 @@ def run(args: argparse.Namespace) -> int:
     from rankcollapse.files import write_atomic
     from rankcollapse.plot import layers, ordered_values
 
-    output = output_folder(args.out, Path("results/compare"), "compare", fresh=True,
-                           label=", ".join(map(str, args.dirs)))  # fmt: skip
+    output = output_folder(
+        args.out,
+        Path("results/compare"),
+        "compare",
+        fresh=True,
+        label=", ".join(map(str, args.dirs)),
+    )
     frame = load_runs(args.dirs)
     known = ordered_values(frame["metric"])
     if args.metrics == "all":
@@ -129,15 +139,22 @@ def run(args: argparse.Namespace) -> int:
             )
     frame = frame[frame["metric"].isin(metrics)]
     n_series = frame["series"].nunique()
-    fig = layers(frame, metric=metrics, by="series",
-                 title=f"{n_series} curves of {len(args.dirs)} folders compared")  # fmt: skip
+    fig = layers(
+        frame,
+        metric=metrics,
+        by="series",
+        title=f"{n_series} curves of {len(args.dirs)} folders compared",
+    )
     keys = ["metric", "layer"]
-    table = frame.pivot_table(index=keys, columns="series", values="value", aggfunc="mean",
-                              sort=False)  # fmt: skip
+    table = frame.pivot_table(
+        index=keys, columns="series", values="value", aggfunc="mean", sort=False
+    )
     if "at_floor" in frame:
-        floors = frame.assign(at_floor=frame["at_floor"].fillna(False).astype(bool)).pivot_table(
-            index=keys, columns="series", values="at_floor", aggfunc="all", sort=False
-        ).reindex(index=table.index, columns=table.columns)  # fmt: skip
+        floors = (
+            frame.assign(at_floor=frame["at_floor"].fillna(False).astype(bool))
+            .pivot_table(index=keys, columns="series", values="at_floor", aggfunc="all", sort=False)
+            .reindex(index=table.index, columns=table.columns)
+        )
     else:
         floors = table.notna() & False
     out = output.claim()

@@ -20,10 +20,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("files", nargs="+", type=Path, help="CSV logs written by a monitor")
-    parser.add_argument("--metric", default="res_comp_rel",
-                        help="the metric to draw (default: res_comp_rel)")  # fmt: skip
-    parser.add_argument("--out", type=Path, default=None,
-                        help="output folder (default: the first file's folder)")  # fmt: skip
+    parser.add_argument(
+        "--metric", default="res_comp_rel", help="the metric to draw (default: res_comp_rel)"
+    )
+    parser.add_argument(
+        "--out", type=Path, default=None, help="output folder (default: the first file's folder)"
+    )
     parser.set_defaults(func=run)
 
 
@@ -39,8 +41,9 @@ def run(args: argparse.Namespace) -> int:
 
     names = [path.stem for path in args.files]
     labels = names if len(set(names)) == len(names) else [str(path) for path in args.files]
-    frame = pd.concat([read_log(p).assign(run=label) for p, label in zip(args.files, labels)],
-                      ignore_index=True)  # fmt: skip
+    frame = pd.concat(
+        [read_log(p).assign(run=label) for p, label in zip(args.files, labels)], ignore_index=True
+    )
     panel = "run" if len(args.files) > 1 else ("variant" if frame.variant.nunique() > 1 else None)
     if len(args.files) > 1 and frame.variant.nunique() > 1:
         frame["run"] = frame["run"] + " / " + frame["variant"]
@@ -54,9 +57,17 @@ def run(args: argparse.Namespace) -> int:
     key = panel or "run"
     for name, rows in frame[frame.metric == args.metric].groupby(key, sort=False):
         last = rows[rows.layer == rows.layer.max()].groupby("step")["value"].mean()
-        table.add_row(escape(str(name)), str(last.index[0]), f"{last.iloc[0]:.3g}",
-                      str(last.index[-1]), f"{last.iloc[-1]:.3g}")  # fmt: skip
+        table.add_row(
+            escape(str(name)),
+            str(last.index[0]),
+            f"{last.iloc[0]:.3g}",
+            str(last.index[-1]),
+            f"{last.iloc[-1]:.3g}",
+        )
     console.print(table)
-    console.print(f"wrote {escape(str(out / 'training-heatmap.png'))} and "
-                  f"{escape(str(out / 'training-curves.png'))} (+ .svg)", highlight=False)  # fmt: skip
+    console.print(
+        f"wrote {escape(str(out / 'training-heatmap.png'))} and "
+        f"{escape(str(out / 'training-curves.png'))} (+ .svg)",
+        highlight=False,
+    )
     return 0

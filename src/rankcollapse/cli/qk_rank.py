@@ -67,9 +67,11 @@ def run(args: argparse.Namespace) -> int:
     note = "" if quantized == "no" else f", weights {quantized}"
     d_head = int(df.d_head.iloc[0])
     table = Table(
-        title=Text(f"{loaded.name} ({loaded.init}{note}): rank of W_Q,h^T W_K,h, "
-                   f"d_head={d_head} (mean over heads [min, max])")
-    )  # fmt: skip
+        title=Text(
+            f"{loaded.name} ({loaded.init}{note}): rank of W_Q,h^T W_K,h, "
+            f"d_head={d_head} (mean over heads [min, max])"
+        )
+    )
     table.add_column("layer", justify="right")
     for metric in QK_METRICS:
         table.add_column(metric, justify="right")

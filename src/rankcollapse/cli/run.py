@@ -180,10 +180,12 @@ def print_dry_run(plans: list, args: argparse.Namespace, notify) -> int:
     for r in runs:
         if r.unseen:
             console.print(
-                Text(f"{r.name}: no stored or sampled unit has {'; '.join(r.unseen)}; those "
-                     "units are estimated from units that differ there (more --sample-units "
-                     "covers more).")
-            )  # fmt: skip
+                Text(
+                    f"{r.name}: no stored or sampled unit has {'; '.join(r.unseen)}; those "
+                    "units are estimated from units that differ there (more --sample-units "
+                    "covers more)."
+                )
+            )
     return 0
 
 

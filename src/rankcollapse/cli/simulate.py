@@ -123,8 +123,9 @@ def run(args: argparse.Namespace) -> int:
     defaults = NetConfig().model_dump(mode="json")
     changed = [f"{k}={v}" for k, v in config.model_dump(mode="json").items() if v != defaults[k]]
     label = ", ".join(["toy network", *changed])
-    out = output_folder(args.out, Path("results/simulate") / key, "simulate", config=key,
-                        label=label)  # fmt: skip
+    out = output_folder(
+        args.out, Path("results/simulate") / key, "simulate", config=key, label=label
+    )
     net = ToyNet(config)
     x = random_tokens(
         args.n_samples, args.n_tokens, config.d_model, seed=config.seed, dtype=net.dtype

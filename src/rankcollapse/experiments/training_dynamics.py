@@ -109,25 +109,44 @@ def arm_net(config: Config, arm: Arm, seed: int) -> NetConfig:
         "no-skip": {"skip": "off", "mlp_skip": False},
         "hot": {"temperature": config.hot_temperature**2 * d_qk},  # scale 1/sqrt(T^2 d_qk)
     }[arm]
-    gpt2 = {"skip": "on", "norm": "pre", "mlp": True, "activation": "gelu", "mask": "causal",
-            "bias": True, "dtype": "float32"}  # fmt: skip
+    gpt2 = {
+        "skip": "on",
+        "norm": "pre",
+        "mlp": True,
+        "activation": "gelu",
+        "mask": "causal",
+        "bias": True,
+        "dtype": "float32",
+    }
     sizes = {"n_layers": config.n_layers, "n_heads": config.n_heads, "d_model": config.d_model}
     return NetConfig(**{**gpt2, **change}, **sizes, seed=stream_seed(seed, "weights"))
 
 
 def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
-    model = CausalLM(arm_net(config, unit["arm"], unit["seed"]), vocab_size=VOCAB_SIZE,
-                     n_positions=config.n_tokens)  # fmt: skip
+    model = CausalLM(
+        arm_net(config, unit["arm"], unit["seed"]),
+        vocab_size=VOCAB_SIZE,
+        n_positions=config.n_tokens,
+    )
     inputs, targets = byte_windows(config.n_tokens, part="train")
     held_out, _ = byte_windows(config.n_tokens, part="held_out", n_samples=config.n_samples)
     log = MemoryLog()
     monitor = watch(model, blocks="body.blocks", inputs=held_out, every=config.every, logs=[log])
-    schedule = TrainConfig(steps=config.steps, batch_size=config.batch_size, lr=config.lr,
-                           seed=stream_seed(unit["seed"], "data"))  # fmt: skip
+    schedule = TrainConfig(
+        steps=config.steps,
+        batch_size=config.batch_size,
+        lr=config.lr,
+        seed=stream_seed(unit["seed"], "data"),
+    )
     losses = np.asarray(train(model, inputs, targets, schedule, monitor=monitor))
     ends = range(config.every, config.steps + 1, config.every)
-    loss = pd.DataFrame({"step": list(ends), "metric": "train_loss",
-                         "value": [losses[end - config.every : end].mean() for end in ends]})  # fmt: skip
+    loss = pd.DataFrame(
+        {
+            "step": list(ends),
+            "metric": "train_loss",
+            "value": [losses[end - config.every : end].mean() for end in ends],
+        }
+    )
     frame = pd.concat([log.frame, loss], ignore_index=True)
     frame.insert(0, "seed", unit["seed"])
     frame.insert(0, "arm", unit["arm"])
@@ -156,22 +175,31 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
     found = []
     if len(config.arms) >= 3:
         # a missing or NaN arm leaves fewer points than arms: the correlation is then NaN
-        rho = (scipy.stats.spearmanr(table.initial_res, table.early_loss).statistic
-               if table[["initial_res", "early_loss"]].notna().all().all() else np.nan)  # fmt: skip
-        found.append(finding(
-            "collapsed-start-trains-slower",
-            "arms whose representations start more collapsed train more slowly",
-            f"Spearman correlation over {len(config.arms)} arms of the last layer's initial "
-            f"res_comp_rel and the mean training loss of the first {config.early_share:g} of "
-            "the steps",
-            float(rho), "<", 0.0,
-            note=f"{OUTSIDE}; per arm (initial res_comp_rel, early loss): "
-            + ", ".join(f"{arm} ({r.initial_res:.3g}, {r.early_loss:.3g})"
-                        for arm, r in table.iterrows()),
-            source="Noci et al. 2022, Abstract and Sec. 3",
-            paper="rank collapse at initialisation makes the gradients of queries and keys "
-            "vanish and hinders training",
-        ))  # fmt: skip
+        rho = (
+            scipy.stats.spearmanr(table.initial_res, table.early_loss).statistic
+            if table[["initial_res", "early_loss"]].notna().all().all()
+            else np.nan
+        )
+        found.append(
+            finding(
+                "collapsed-start-trains-slower",
+                "arms whose representations start more collapsed train more slowly",
+                f"Spearman correlation over {len(config.arms)} arms of the last layer's initial "
+                f"res_comp_rel and the mean training loss of the first {config.early_share:g} of "
+                "the steps",
+                float(rho),
+                "<",
+                0.0,
+                note=f"{OUTSIDE}; per arm (initial res_comp_rel, early loss): "
+                + ", ".join(
+                    f"{arm} ({r.initial_res:.3g}, {r.early_loss:.3g})"
+                    for arm, r in table.iterrows()
+                ),
+                source="Noci et al. 2022, Abstract and Sec. 3",
+                paper="rank collapse at initialisation makes the gradients of queries and keys "
+                "vanish and hinders training",
+            )
+        )
     skips = [arm for arm in config.arms if arm != "no-skip"]
     if "no-skip" in config.arms and skips:
         per_seed = {}
@@ -180,20 +208,24 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
             rows = states[(states.seed == seed) & (states.step == states.step.max())]
             final = rows.groupby("arm").value.mean().reindex(config.arms)
             per_seed[seed] = final["no-skip"] / final[skips].min(skipna=False)
-        found.append(finding(
-            "no-skip-stays-collapsed",
-            "without skip connections the trained network stays collapsed: its last layer "
-            "ends below every arm with skips",
-            "median over seeds of the no-skip arm's final res_comp_rel / the smallest final "
-            f"res_comp_rel of {', '.join(skips)}",
-            float(np.median(list(per_seed.values()))), "<", 1.0,
-            note=f"{seeds_agree(per_seed, '<', 1.0)}; from the initial "
-            f"{table.initial_res.get('no-skip', np.nan):.3g} to "
-            f"{table.final_res.get('no-skip', np.nan):.3g} after {config.steps} steps",
-            source="Dong et al. 2021, Thm 2.2, Cor. 3.1 and Sec. 4, Fig. 2",
-            paper="skip connections keep the output away from rank 1; without them it collapses "
-            "whatever the weights",
-        ))  # fmt: skip
+        found.append(
+            finding(
+                "no-skip-stays-collapsed",
+                "without skip connections the trained network stays collapsed: its last layer "
+                "ends below every arm with skips",
+                "median over seeds of the no-skip arm's final res_comp_rel / the smallest final "
+                f"res_comp_rel of {', '.join(skips)}",
+                float(np.median(list(per_seed.values()))),
+                "<",
+                1.0,
+                note=f"{seeds_agree(per_seed, '<', 1.0)}; from the initial "
+                f"{table.initial_res.get('no-skip', np.nan):.3g} to "
+                f"{table.final_res.get('no-skip', np.nan):.3g} after {config.steps} steps",
+                source="Dong et al. 2021, Thm 2.2, Cor. 3.1 and Sec. 4, Fig. 2",
+                paper="skip connections keep the output away from rank 1; without them it collapses "
+                "whatever the weights",
+            )
+        )
     return found
 
 
@@ -214,8 +246,12 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
             f"{config.every} steps."
         )
     ]
-    return Summary(tables={"arms": arm_table(config, results).reset_index()}, figures=figures,
-                   claims=claims(config, results), notes=notes)  # fmt: skip
+    return Summary(
+        tables={"arms": arm_table(config, results).reset_index()},
+        figures=figures,
+        claims=claims(config, results),
+        notes=notes,
+    )
 
 
 register(

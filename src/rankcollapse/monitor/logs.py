@@ -106,8 +106,10 @@ def parse_log(text: str, path: str | os.PathLike = "the log") -> pd.DataFrame:
     try:
         frame = pd.read_csv(io.StringIO(text)) if text.strip() else pd.DataFrame(columns=COLUMNS)
     except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as err:
-        raise InputError(f"{str(path)!r} is not a monitor log ({err}); pass the CSV a "
-                         "rankcollapse.monitor.CsvLog wrote.") from None  # fmt: skip
+        raise InputError(
+            f"{str(path)!r} is not a monitor log ({err}); pass the CSV a "
+            "rankcollapse.monitor.CsvLog wrote."
+        ) from None
     if list(frame.columns) != list(COLUMNS):
         raise InputError(
             f"{str(path)!r} has columns {list(frame.columns)}, not a monitor log's "
@@ -120,8 +122,9 @@ def read_log(path: str | os.PathLike) -> pd.DataFrame:
     """A monitor's CSV file as a tidy frame (a clear error for a missing or foreign file)."""
     path = Path(path)
     if not path.is_file():
-        raise InputError(f"{str(path)!r} is not a file; pass the CSV a monitor wrote "
-                         "(CsvLog(path)).")  # fmt: skip
+        raise InputError(
+            f"{str(path)!r} is not a file; pass the CSV a monitor wrote (CsvLog(path))."
+        )
     return parse_log(path.read_text(encoding="utf-8"), path)
 
 

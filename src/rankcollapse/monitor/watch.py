@@ -84,8 +84,10 @@ class Monitor:
 
     def _start(self, step: int) -> None:
         if isinstance(step, bool) or not isinstance(step, int) or step < 0:
-            raise InputError(f"monitor.step takes the number of steps done (an int >= 0), got "
-                             f"{step!r}; pass e.g. trainer.global_step.")  # fmt: skip
+            raise InputError(
+                f"monitor.step takes the number of steps done (an int >= 0), got "
+                f"{step!r}; pass e.g. trainer.global_step."
+            )
         for log in self.logs:
             log.resume(step)
         self.started = True
@@ -155,16 +157,36 @@ def watch(
         raise ConfigError("the monitor needs at least one variant, e.g. ['transformer'].")
     if blocks is None:
         measure = _hf_measure(
-            model, names, resolved, inputs, token_mask, tokenizer, text, random_tokens,
-            n_samples, n_tokens, seed,
-        )  # fmt: skip
+            model,
+            names,
+            resolved,
+            inputs,
+            token_mask,
+            tokenizer,
+            text,
+            random_tokens,
+            n_samples,
+            n_tokens,
+            seed,
+        )
     else:
         measure = _module_measure(model, names, resolved, blocks, inputs, token_mask)
     return Monitor(measure, every, list(logs))
 
 
-def _hf_measure(model, names, variants, inputs, token_mask, tokenizer, text, random_tokens,
-                n_samples, n_tokens, seed):  # fmt: skip
+def _hf_measure(
+    model,
+    names,
+    variants,
+    inputs,
+    token_mask,
+    tokenizer,
+    text,
+    random_tokens,
+    n_samples,
+    n_tokens,
+    seed,
+):
     if not isinstance(model, LoadedModel) and not hasattr(
         getattr(model, "config", None), "model_type"
     ):
@@ -253,17 +275,22 @@ def _module_measure(model, names, variants, blocks, inputs, token_mask):
 
 
 def _measure_layer(
-    frames: list[pd.DataFrame], token_mask: Tensor | None, names: list[str], *, step: int,
+    frames: list[pd.DataFrame],
+    token_mask: Tensor | None,
+    names: list[str],
+    *,
+    step: int,
     variant: str,
-) -> Callable[[LayerCapture], None]:  # fmt: skip
+) -> Callable[[LayerCapture], None]:
     """The callback that measures each captured layer into `frames` (metrics float64 on the
     states' device, MPS: the CPU; floor flags of the states' dtype)."""
 
     def on_layer(capture: LayerCapture) -> None:
         where = metrics_device(capture.states.device)
         mask = None if token_mask is None else token_mask.to(where)
-        values = measure_states(capture.states.to(where), mask, metrics=names,
-                                source_dtype=capture.states.dtype)  # fmt: skip
+        values = measure_states(
+            capture.states.to(where), mask, metrics=names, source_dtype=capture.states.dtype
+        )
         frames.append(metrics_frame(values, step=step, layer=capture.layer, variant=variant))
 
     return on_layer

@@ -35,10 +35,12 @@ class CausalLM(nn.Module):
             raise ConfigError(f"a causal language model needs mask='causal', got {net.mask!r}.")
         generator = torch.Generator().manual_seed(net.seed)
         dtype = DTYPES[net.dtype]
-        self.embedding = nn.Parameter(torch.randn(vocab_size, net.d_model, generator=generator,
-                                                  dtype=dtype))  # fmt: skip
-        self.positions = nn.Parameter(torch.randn(n_positions, net.d_model, generator=generator,
-                                                  dtype=dtype))  # fmt: skip
+        self.embedding = nn.Parameter(
+            torch.randn(vocab_size, net.d_model, generator=generator, dtype=dtype)
+        )
+        self.positions = nn.Parameter(
+            torch.randn(n_positions, net.d_model, generator=generator, dtype=dtype)
+        )
         self.body = ToyNet(net)
         self.final_norm = make_norm("layernorm", net.d_model, net.norm_eps, True, dtype)
         self.readout = nn.Linear(net.d_model, vocab_size, dtype=dtype)
@@ -49,7 +51,9 @@ class CausalLM(nn.Module):
     def forward(self, ids: Tensor) -> Tensor:
         n = ids.shape[-1]
         if n > len(self.positions):
-            raise InputError(f"sequences of {n} tokens but the model has {len(self.positions)} "
-                             "positions; build it with n_positions >= the length.")  # fmt: skip
+            raise InputError(
+                f"sequences of {n} tokens but the model has {len(self.positions)} "
+                "positions; build it with n_positions >= the length."
+            )
         x = self.embedding[ids] + self.positions[:n]
         return self.readout(self.final_norm(self.body(x).output))

@@ -43,11 +43,26 @@ from rankcollapse.plot.style import (
 Band = Literal["auto", "quantile", "std"] | None
 QUANTILES = (0.1, 0.9)
 # Metrics that shrink towards zero as tokens collapse: drawn on a log axis by `layers`.
-SHRINKING = {"res_comp_rel", "res_comp", "mu_rel", "mu", "rank1_rel", "min_sv", "min_sv_rel",
-             "attn_dist_uniform"}  # fmt: skip
+SHRINKING = {
+    "res_comp_rel",
+    "res_comp",
+    "mu_rel",
+    "mu",
+    "rank1_rel",
+    "min_sv",
+    "min_sv_rel",
+    "attn_dist_uniform",
+}
 # Metrics that never sit at a floor (means of cosines, ranks): always a linear axis.
-BOUNDED = {"cos_mean", "abs_cos_mean", "stable_rank", "effective_rank", "numerical_rank",
-           "attn_entropy", "attn_min_edge"}  # fmt: skip
+BOUNDED = {
+    "cos_mean",
+    "abs_cos_mean",
+    "stable_rank",
+    "effective_rank",
+    "numerical_rank",
+    "attn_entropy",
+    "attn_min_edge",
+}
 
 
 def ordered_values(column: pd.Series) -> list:
@@ -90,8 +105,19 @@ def _series_label(value: Any) -> str | None:
     return fractions_in(str(value))
 
 
-def _draw_panel(ax, rows: pd.DataFrame, *, x: str, y: str, hue: str | None, hues: list,
-                logy: bool, band: Band, floor_column: str | None, floor: _Floor) -> None:  # fmt: skip
+def _draw_panel(
+    ax,
+    rows: pd.DataFrame,
+    *,
+    x: str,
+    y: str,
+    hue: str | None,
+    hues: list,
+    logy: bool,
+    band: Band,
+    floor_column: str | None,
+    floor: _Floor,
+) -> None:
     """Every series of one panel: mean line (gaps at floor x), spread band, floor markers."""
     band = ("quantile" if logy else "std") if band == "auto" else band
     for i, h in enumerate(hues):
@@ -145,15 +171,31 @@ def _place_floor_points(fig: Figure, floor: _Floor, axes: list, *, logy: bool) -
         # Side by side, a few points apart, so series at the floor at one x stay visible.
         slot = rank - (per_axis[id(ax)] - 1) / 2
         shift = transforms.offset_copy(ax.transData, fig=fig, x=3.5 * slot, units="points")
-        ax.plot(xs, np.full(len(xs), at), "v", ms=4.5, mfc="none", mec=style["color"],
-                mew=1.0, linestyle="none", clip_on=False, transform=shift)  # fmt: skip
+        ax.plot(
+            xs,
+            np.full(len(xs), at),
+            "v",
+            ms=4.5,
+            mfc="none",
+            mec=style["color"],
+            mew=1.0,
+            linestyle="none",
+            clip_on=False,
+            transform=shift,
+        )
         partial_before = False
         for xv, ki, ni in zip(xs, k, n):
             # Label the first x of each run of partial floors only, so labels never pile up.
             if ki < ni and not partial_before:
-                ax.annotate(f"{ki}/{ni}", (xv, at), xytext=(3.5 * slot, 6 + 7 * rank),
-                            textcoords="offset points", ha="center", fontsize=5.5,
-                            color=style["color"])  # fmt: skip
+                ax.annotate(
+                    f"{ki}/{ni}",
+                    (xv, at),
+                    xytext=(3.5 * slot, 6 + 7 * rank),
+                    textcoords="offset points",
+                    ha="center",
+                    fontsize=5.5,
+                    color=style["color"],
+                )
             partial_before = ki < ni
     for ax in {id(p[0]): p[0] for p in floor.points}.values():  # once per axis
         low, high = ax.get_ylim()
@@ -163,8 +205,16 @@ def _place_floor_points(fig: Figure, floor: _Floor, axes: list, *, logy: bool) -
             ax.axhline(floor.value, color=FLOOR_COLOR, lw=0.6, ls=(0, (1, 2)), zorder=0)
 
 
-def _finish_axes(ax, values: pd.Series, *, x: str, logx: bool, logy: bool, ylabel: str | None,
-                 y_values: pd.Series) -> None:  # fmt: skip
+def _finish_axes(
+    ax,
+    values: pd.Series,
+    *,
+    x: str,
+    logx: bool,
+    logy: bool,
+    ylabel: str | None,
+    y_values: pd.Series,
+) -> None:
     ax.set_xlabel(words(x))
     if ylabel:
         ax.set_ylabel(fractions_in(ylabel))
@@ -198,8 +248,13 @@ def _legend(fig: Figure, axes: list, title: str | None, floor: _Floor, band: str
     if entries:
         width = fig.get_figwidth() * 72 - ENTRY_GAP
         labels = [_wrap(label, width, RC["legend.fontsize"]) for label in entries]
-        fig.legend(entries.values(), labels, loc="outside lower center",
-                   ncols=_legend_columns(fig, labels), title=title)  # fmt: skip
+        fig.legend(
+            entries.values(),
+            labels,
+            loc="outside lower center",
+            ncols=_legend_columns(fig, labels),
+            title=title,
+        )
 
 
 CHAR_WIDTH = 0.6  # em: a wide average glyph of the sans-serif font (measured 0.46-0.52)
@@ -298,15 +353,32 @@ def band_plot(
         for key, ax in zip(keys, axes):
             rows = df if key is None else df[df[panel] == key]
             panel_logy = _log_scale(rows, y, logy, floor_column)
-            _draw_panel(ax, rows, x=x, y=y, hue=hue, hues=hues, logy=panel_logy, band=band,
-                        floor_column=floor_column, floor=mark)  # fmt: skip
+            _draw_panel(
+                ax,
+                rows,
+                x=x,
+                y=y,
+                hue=hue,
+                hues=hues,
+                logy=panel_logy,
+                band=band,
+                floor_column=floor_column,
+                floor=mark,
+            )
             if key is not None:
                 ax.set_title(_panel_title(panel, key))
         for i, (key, ax) in enumerate(zip(keys, axes)):
             rows = df if key is None else df[df[panel] == key]
             left = sharey is False or i % _n_cols(fig) == 0
-            _finish_axes(ax, rows[x], x=x, logx=logx, logy=_log_scale(rows, y, logy, floor_column),
-                         ylabel=ylabel if left else None, y_values=rows[y])  # fmt: skip
+            _finish_axes(
+                ax,
+                rows[x],
+                x=x,
+                logx=logx,
+                logy=_log_scale(rows, y, logy, floor_column),
+                ylabel=ylabel if left else None,
+                y_values=rows[y],
+            )
         _place_floor_points(fig, mark, axes, logy=logy)
         if sharex:
             _outer_labels(axes, df[x], logx=logx)
@@ -355,8 +427,19 @@ def line_plot(
         >>> len(line_plot(df, x="k").axes)
         1
     """
-    return band_plot(df, x=x, y=y, hue=hue, panel=panel, logy=logy, logx=logx, title=title,
-                     ylabel=ylabel or words(y), floor_column=None, band=None)  # fmt: skip
+    return band_plot(
+        df,
+        x=x,
+        y=y,
+        hue=hue,
+        panel=panel,
+        logy=logy,
+        logx=logx,
+        title=title,
+        ylabel=ylabel or words(y),
+        floor_column=None,
+        band=None,
+    )
 
 
 ID_COLUMNS = ("run", "model", "init", "variant", "mask", "temperature", "mode", "arm")
@@ -398,9 +481,11 @@ def layers(
             f"the frame has no column(s) {missing} (columns: {list(frame.columns)}); pass the "
             "tidy frame of probe, measure, simulate or a run's results.csv."
         )
-    names = ordered_values(frame["metric"]) if metric is None else (
-        [metric] if isinstance(metric, str) else list(metric)
-    )  # fmt: skip
+    names = (
+        ordered_values(frame["metric"])
+        if metric is None
+        else ([metric] if isinstance(metric, str) else list(metric))
+    )
     unknown = [m for m in names if m not in set(frame["metric"])]
     if unknown:
         raise InputError(
@@ -426,24 +511,41 @@ def layers(
         logs = []
         for (name, h), ax in zip(panels, axes):
             rows = data[data["metric"] == name]
-            logy = name not in BOUNDED and _log_scale(rows, "value", True, "at_floor") and (
-                name in SHRINKING or _spans_decades(rows["value"])
-            )  # fmt: skip
+            logy = (
+                name not in BOUNDED
+                and _log_scale(rows, "value", True, "at_floor")
+                and (name in SHRINKING or _spans_decades(rows["value"]))
+            )
             logs.append(logy)
             if h is not None:
                 rows = rows[rows[hue] == h]
-            _draw_panel(ax, rows, x="layer", y="value", hue=None if multiples else hue,
-                        hues=[None] if multiples else hues, logy=logy, band="quantile",
-                        floor_column="at_floor", floor=mark)  # fmt: skip
+            _draw_panel(
+                ax,
+                rows,
+                x="layer",
+                y="value",
+                hue=None if multiples else hue,
+                hues=[None] if multiples else hues,
+                logy=logy,
+                band="quantile",
+                floor_column="at_floor",
+                floor=mark,
+            )
             parts = [words(name)] if len(names) > 1 else []
             parts += [_series_label(h)] if multiples else []
             if parts:  # wrapped to its panel's width
                 width = ax.get_position().width * fig.get_figwidth() * 72
                 ax.set_title(_wrap(": ".join(parts), width, RC["axes.titlesize"]))
             left = len(panels) == 1 or (len(names) == 1 and axes.index(ax) % _n_cols(fig) == 0)
-            _finish_axes(ax, rows["layer"], x="layer", logx=False, logy=logy,
-                         ylabel=words(name) if len(names) == 1 and left else None,
-                         y_values=rows["value"])  # fmt: skip
+            _finish_axes(
+                ax,
+                rows["layer"],
+                x="layer",
+                logx=False,
+                logy=logy,
+                ylabel=words(name) if len(names) == 1 and left else None,
+                y_values=rows["value"],
+            )
         for logy in (True, False):
             part = [ax for ax, lg in zip(axes, logs) if lg == logy]
             sub = _Floor(mark.value, mark.label, [p for p in mark.points if p[0] in part])

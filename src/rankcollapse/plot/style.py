@@ -91,8 +91,14 @@ def series_style(i: int) -> dict[str, Any]:
     }
 
 
-def new_figure(n_panels: int = 1, *, width: float | None = None, max_cols: int = 3,
-               sharex: bool = True, sharey: bool = True) -> tuple[Figure, list]:  # fmt: skip
+def new_figure(
+    n_panels: int = 1,
+    *,
+    width: float | None = None,
+    max_cols: int = 3,
+    sharex: bool = True,
+    sharey: bool = True,
+) -> tuple[Figure, list]:
     """A figure of `n_panels` axes in rows of at most `max_cols`, column or full width.
 
     One panel is a column wide; more panels share the full width. Unused cells are hidden.

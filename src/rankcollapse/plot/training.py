@@ -34,9 +34,12 @@ def _rows(frame: pd.DataFrame, metric: str, panel: str | None) -> pd.DataFrame:
 
 
 def training_heatmap(
-    frame: pd.DataFrame, *, metric: str = "res_comp_rel", panel: str | None = None,
+    frame: pd.DataFrame,
+    *,
+    metric: str = "res_comp_rel",
+    panel: str | None = None,
     title: str | None = None,
-) -> Figure:  # fmt: skip
+) -> Figure:
     """Layer (rows, input at the top) x step (columns) image of the mean of `metric` over the
     held-out samples; one colour scale for every panel (log for quantities that shrink to 0);
     cells where every sample is at the dtype floor are grey.
@@ -64,8 +67,9 @@ def training_heatmap(
             floors = all_floor if key is None else all_floor.xs(key, level=panel)
             image = part.unstack("step")
             shown = np.ma.masked_array(image.to_numpy(float), floors.unstack("step").to_numpy())
-            drawn = ax.imshow(shown, aspect="auto", origin="upper", norm=norm, cmap=cmap,
-                              interpolation="nearest")  # fmt: skip
+            drawn = ax.imshow(
+                shown, aspect="auto", origin="upper", norm=norm, cmap=cmap, interpolation="nearest"
+            )
             ax.grid(False)
             steps, layers = image.columns.tolist(), image.index.tolist()
             ticks = range(0, len(steps), max(1, -(-len(steps) // 6)))
@@ -84,9 +88,12 @@ def training_heatmap(
 
 
 def training_curves(
-    frame: pd.DataFrame, *, metric: str = "res_comp_rel", panel: str | None = None,
+    frame: pd.DataFrame,
+    *,
+    metric: str = "res_comp_rel",
+    panel: str | None = None,
     title: str | None = None,
-) -> Figure:  # fmt: skip
+) -> Figure:
     """One line per layer through `metric` over steps (mean over the held-out samples, band of
     their 10th-90th percentiles, floor markers); at most six layers, evenly spread from the
     input to the last, so the lines stay apart.
@@ -104,5 +111,13 @@ def training_curves(
         rows = rows[rows["layer"].isin([layers[i] for i in picks])]
     heading = words(metric) if title is None else f"{title}: {words(metric)}"
     # the formula goes in the title: as the label of every row of panels it would overlap
-    return band_plot(rows, x="step", hue="layer", panel=panel, logy=metric in SHRINKING,
-                     title=heading, ylabel=metric, band="quantile")  # fmt: skip
+    return band_plot(
+        rows,
+        x="step",
+        hue="layer",
+        panel=panel,
+        logy=metric in SHRINKING,
+        title=heading,
+        ylabel=metric,
+        band="quantile",
+    )

@@ -55,9 +55,11 @@ def build_report(
     """
     out_dir = Path(out_dir)
     if not out_dir.is_dir():
-        raise InputError(f"{str(out_dir)!r} is not a folder; pass the folder of a finished run "
-                         "(e.g. results/toy-collapse/<hash>/, the path `rankcollapse run` "
-                         "printed).")  # fmt: skip
+        raise InputError(
+            f"{str(out_dir)!r} is not a folder; pass the folder of a finished run "
+            "(e.g. results/toy-collapse/<hash>/, the path `rankcollapse run` "
+            "printed)."
+        )
     missing = [name for name in RUN_FILES if not (out_dir / name).exists()]
     if missing:
         raise InputError(
@@ -77,8 +79,11 @@ def build_report(
     results = read_results(out_dir / "results.csv", sha256=manifest.get("results_sha256"))
     for name in ("figures", "tables"):
         if (out_dir / name).exists() and not (out_dir / name).is_dir():
-            raise damaged(out_dir / name, "a file where the report's folder belongs",
-                          "remove it and run `rankcollapse report` again")  # fmt: skip
+            raise damaged(
+                out_dir / name,
+                "a file where the report's folder belongs",
+                "remove it and run `rankcollapse report` again",
+            )
     from rankcollapse.plot import style  # the one figure style (sizes, fonts, palette)
     from rankcollapse.report.html import tidy_table
 

@@ -52,8 +52,13 @@ def run_rows(root: Path, notify: Notify | None = None) -> list[dict[str, Any]]:
 
 
 # The figure each kind of output folder is seen by (its other files sit beside it).
-MAIN_FILE = {"simulate": "collapse.png", "measure": "collapse.png", "probe": "collapse.png",
-             "compare": "compare.png", "qk-rank": "qk_ranks.csv"}  # fmt: skip
+MAIN_FILE = {
+    "simulate": "collapse.png",
+    "measure": "collapse.png",
+    "probe": "collapse.png",
+    "compare": "compare.png",
+    "qk-rank": "qk_ranks.csv",
+}
 
 
 def output_rows(root: Path) -> list[dict[str, Any]]:
@@ -69,8 +74,14 @@ def output_rows(root: Path) -> list[dict[str, Any]]:
             continue
         label = (read_marker(folder) or {}).get("label") or ""
         finished = dt.datetime.fromtimestamp(main.stat().st_mtime, dt.UTC)
-        rows.append({"kind": kind, "label": str(label), "link": main.relative_to(root).as_posix(),
-                     "finished": finished.isoformat(timespec="seconds")})  # fmt: skip
+        rows.append(
+            {
+                "kind": kind,
+                "label": str(label),
+                "link": main.relative_to(root).as_posix(),
+                "finished": finished.isoformat(timespec="seconds"),
+            }
+        )
     return rows
 
 

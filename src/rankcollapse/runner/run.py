@@ -440,9 +440,13 @@ class _Run:
         error, its traceback), and the error for the user says what is kept and what to do."""
         plan, unit = self.plan, canonical_json(self.plan.units[i])
         manifest_path = plan.out_dir / "manifest.json"
-        self.manifest.update(status="failed", finished=_now(), failed_unit=plan.units[i],
-                             error=f"{failed.kind}: {failed.message}",
-                             traceback=failed.traceback)  # fmt: skip
+        self.manifest.update(
+            status="failed",
+            finished=_now(),
+            failed_unit=plan.units[i],
+            error=f"{failed.kind}: {failed.message}",
+            traceback=failed.traceback,
+        )
         write_atomic(manifest_path, _json(self.manifest))
         said = f"{plan.experiment.name} unit {unit} failed: {failed.kind}: {failed.message}"
         kept = f"{self.done} of {len(plan.units)} units are stored and kept"
@@ -515,8 +519,9 @@ def load_stored(plan: Plan, paths: list[Path]) -> Stored:
     remove_partial(plan.out_dir)  # left by a run killed while writing
     unit_dir = plan.out_dir / "units"
     if unit_dir.exists() and not unit_dir.is_dir():
-        raise OutputError(f"{unit_dir} is a file where the units folder belongs; move it away "
-                          "and run again.")  # fmt: skip
+        raise OutputError(
+            f"{unit_dir} is a file where the units folder belongs; move it away and run again."
+        )
     n = len(plan.units)
     stored = Stored([None] * n, [0.0] * n, [{} for _ in range(n)], [])
     for i, (unit, path) in enumerate(zip(plan.units, paths)):
