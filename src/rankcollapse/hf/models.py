@@ -42,6 +42,7 @@ from rankcollapse.hf.architectures import (
     infer_architecture,
     n_layers,
 )
+from rankcollapse.hf.folders import check_model_folder
 
 Init = Literal["pretrained", "random"]
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -372,6 +373,7 @@ def _check_name(name: str, init: str) -> None:
         return
     if not Path(name).is_dir():
         raise unknown_name("model", name, MODELS, extra="or a local model directory")
+    check_model_folder(name)
 
 
 def model_entry(entry: str, *, decomposable: bool = False) -> tuple[str, str]:
@@ -392,6 +394,8 @@ def model_entry(entry: str, *, decomposable: bool = False) -> tuple[str, str]:
             f"'{name}' cannot be decomposed; use one of {', '.join(allowed)} "
             "or a local model directory of a decomposable family"
         )
+    if name not in MODELS and Path(name).is_dir():
+        check_model_folder(name)
     return name, init or "pretrained"
 
 

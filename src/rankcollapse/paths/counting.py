@@ -105,16 +105,9 @@ def layers_and_heads(config: Any) -> tuple[int, int]:
         (12, 12)
     """
     if isinstance(config, str | Path):
-        path = Path(config)
-        if not (path / "config.json").is_file():
-            raise InputError(
-                f"'{config}' is not a model directory with a config.json; pass a local Hugging "
-                "Face model directory, a config object, or a named model of "
-                "rankcollapse.hf.MODELS."
-            )
-        from transformers import AutoConfig
+        from rankcollapse.hf.folders import read_model_config  # checks config.json first
 
-        config = AutoConfig.from_pretrained(path, local_files_only=True)
+        config = read_model_config(config)
     values = config if isinstance(config, Mapping) else None
 
     def first(keys: tuple[str, ...]) -> int | None:
