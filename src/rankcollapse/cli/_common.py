@@ -91,6 +91,10 @@ def parse_metrics(value: str | None) -> list[str] | None:
     from rankcollapse.metrics import get_metric
 
     names = [name.strip() for name in value.split(",") if name.strip()]
+    if not names:
+        from rankcollapse.errors import ConfigError
+
+        raise ConfigError(f"--metrics {value!r} names no metric; pass names such as mu_rel,res_comp_rel.")
     for name in names:
         get_metric(name)
     return names
