@@ -89,11 +89,13 @@ def run(args: argparse.Namespace) -> int:
     from rankcollapse.experiments import experiment_names
     from rankcollapse.files import check_writable
     from rankcollapse.runner import execute_all, parse_overrides, plan
+    from rankcollapse.runner.backends import check_address
 
     if args.jobs < 1:
         raise ConfigError(f"--jobs is {args.jobs}; it must be at least 1 (workers).")
     if args.address and args.backend != "ray":
         raise ConfigError("--address joins a Ray cluster; add --backend ray.")
+    check_address(args.address)
     overrides = parse_overrides(args.overrides)
     if args.name == "all":
         root = args.out or Path("results")
