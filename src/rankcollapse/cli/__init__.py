@@ -14,6 +14,7 @@ import sys
 os.environ.setdefault("TQDM_DISABLE", "1")
 
 from rankcollapse import __version__
+from rankcollapse.cli._common import typed_numbers
 from rankcollapse.errors import RankCollapseError
 
 # One line per subcommand module; add yours here.
@@ -42,6 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
         importlib.import_module(f"rankcollapse.cli.{name}").add_parser(subparsers)
+    typed_numbers(parser)
     return parser
 
 

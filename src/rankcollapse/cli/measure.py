@@ -95,7 +95,9 @@ def _dense(value: object, where: str):
     from rankcollapse.errors import InputError
 
     if not isinstance(value, torch.Tensor):
-        raise InputError(f"{where} holds a {type(value).__name__}; save a tensor or a dict of tensors.")
+        raise InputError(
+            f"{where} holds a {type(value).__name__}; save a tensor or a dict of tensors."
+        )
     if value.layout != torch.strided:
         raise InputError(f"{where} holds a sparse tensor ({value.layout}); save x.to_dense().")
     return value
@@ -109,7 +111,10 @@ def _load_npy(path: Path):
 
     from rankcollapse.errors import InputError
 
-    readers = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
+    readers = {
+        (1, 0): np.lib.format.read_array_header_1_0,
+        (2, 0): np.lib.format.read_array_header_2_0,
+    }
     with open(path, "rb") as f:
         try:
             shape, _fortran, dtype = readers[np.lib.format.read_magic(f)](f)

@@ -163,11 +163,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     import pandas as pd
 
-    from rankcollapse.cli._common import write_collapse_outputs
+    from rankcollapse.cli._common import check_sizes, write_collapse_outputs
     from rankcollapse.cli._console import console
     from rankcollapse.devices import resolve_device, resolve_dtype
     from rankcollapse.hf import load_model, probe, resolve_probe
 
+    check_sizes(n_samples=args.samples, n_tokens=args.tokens, batch_size=args.batch_size)
     # names are resolved once, by the API, before any model loads
     request = resolve_probe(args.variants, args.mask, args.metrics)
     variants = [variant.name for variant in request.variants]

@@ -48,6 +48,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from rankcollapse.devices import DeviceName
 from rankcollapse.experiments._registry import Claim, Experiment, Summary, Unit, finding, register
 from rankcollapse.plot import circle_distances, circle_trajectories
+from rankcollapse.seeds import Seed
 
 NAME = "dong2021-circle"
 
@@ -83,7 +84,7 @@ class Config(BaseModel):
     """Adam learning rate."""
     n_steps: int = Field(300, ge=1)
     """Recurrent applications of the trained layer (trajectory length)."""
-    seeds: list[int] = Field(default_factory=lambda: [0, 1, 2], min_length=1)
+    seeds: list[Seed] = Field(default_factory=lambda: [0, 1, 2], min_length=1)
     """Seeds of the weights and the batch order (one unit, one run, per variant and seed)."""
     device: DeviceName = "cpu"
     """Where the layer trains and runs: auto (an accelerator if visible), cpu, cuda, mps."""

@@ -42,6 +42,7 @@ from rankcollapse.experiments._registry import (
     for_every,
     register,
 )
+from rankcollapse.masks import MaskSpecText
 from rankcollapse.plot import mask_panels
 from rankcollapse.theory import mask_radius, radius_concordance, speed_ratio
 from rankcollapse.theory.curves import (
@@ -76,7 +77,7 @@ class Config(CurvesConfig):
     """The toy with Wu's dynamics, random-init BERT (12 layers and deep), pretrained models."""
     variants: list[WuVariant] = Field(list(WU_VARIANTS))
     """Wu's five variants."""
-    masks: list[str] = Field(CORE_MASKS + ["sinks:1:1", "dilated:1:2"], min_length=1)
+    masks: list[MaskSpecText] = Field(CORE_MASKS + ["sinks:1:1", "dilated:1:2"], min_length=1)
     """Mask specs of rankcollapse.masks (e.g. complete, causal, window:1, causal_window:1)."""
     modes: list[Literal["eval", "train"]] = Field(["eval", "train"])
     """Real models: eval (dropout off) and/or train mode (dropout on)."""

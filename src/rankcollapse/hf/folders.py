@@ -102,7 +102,9 @@ def _model_type(folder: Path, values: dict) -> str:
     if not isinstance(model_type, str) or model_type not in CONFIG_MAPPING:
         from rankcollapse.hf.architectures import supported_model_types
 
-        remote = " (its config asks for remote code, which never runs)" if "auto_map" in values else ""
+        remote = (
+            " (its config asks for remote code, which never runs)" if "auto_map" in values else ""
+        )
         raise _error(
             folder,
             f"has model_type {model_type!r}, which transformers does not know{remote}",
@@ -133,7 +135,9 @@ def _sizes(folder: Path, config: Any, values: dict) -> None:
             continue
         items = value if isinstance(value, list | tuple) else [value]
         if not items or not all(type(v) is int and v >= 1 for v in items):
-            raise _error(folder, f"has {key} = {value!r} in {CONFIG}; it must be a positive integer")
+            raise _error(
+                folder, f"has {key} = {value!r} in {CONFIG}; it must be a positive integer"
+            )
     if config.num_hidden_layers > MAX_LAYERS:
         raise _error(
             folder, f"has num_hidden_layers = {config.num_hidden_layers} in {CONFIG} (at most "
@@ -234,10 +238,13 @@ def _tensor_shapes(folder: Path, files: list[Path]) -> dict[str, tuple[int, ...]
     shapes: dict[str, tuple[int, ...]] = {}
     for path in files:
         if not path.is_file():
-            raise _error(folder, f"has no readable {path.name} ({'a folder' if path.exists() else 'missing'})")
+            raise _error(
+                folder,
+                f"has no readable {path.name} ({'a folder' if path.exists() else 'missing'})",
+            )
         try:
             with safe_open(path, framework="pt") as f:
-                for name in f.keys():
+                for name in f.keys():  # noqa: SIM118 - safe_open is no dict
                     shapes[name] = tuple(f.get_slice(name).get_shape())
         except Exception as err:  # noqa: BLE001 - SafetensorError, OSError, a bad dtype ...
             reason = " ".join(str(err).split())[:200] or type(err).__name__
@@ -344,4 +351,3 @@ def check_model_folder(path: str | Path) -> None:
         for p in sorted(folder.iterdir())
     )
     _checked(folder.resolve(), stamp)
-

@@ -24,11 +24,18 @@ from rankcollapse.masks.graph import (
     is_strongly_connected,
     radius,
 )
-from rankcollapse.masks.spec import MASK_FAMILIES, MaskSpec, mask_from_spec, parse_mask_spec
+from rankcollapse.masks.spec import (
+    MASK_FAMILIES,
+    MaskSpec,
+    MaskSpecText,
+    mask_from_spec,
+    parse_mask_spec,
+)
 
 __all__ = [
     "MASK_FAMILIES",
     "MaskSpec",
+    "MaskSpecText",
     "bias_of",
     "causal",
     "causal_window",

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Annotated
 
+from pydantic import AfterValidator
 from torch import Tensor
 
 from rankcollapse.errors import ConfigError, unknown_name
@@ -139,6 +141,15 @@ def parse_mask_spec(spec: str) -> MaskSpec:
         raise ConfigError(f"mask spec {spec!r}: {err} Syntax: '{family.syntax}'.") from None
 
     return MaskSpec(name, tuple(values))
+
+
+def _checked_spec(spec: str) -> str:
+    parse_mask_spec(spec)
+    return spec
+
+
+MaskSpecText = Annotated[str, AfterValidator(_checked_spec)]
+"""A config field holding a mask spec: checked with the config, kept as the text given."""
 
 
 def mask_from_spec(spec: str, n: int) -> Tensor:

@@ -131,6 +131,23 @@ def layers_and_heads(config: Any) -> tuple[int, int]:
 REFERENCE_ARCHITECTURES = ("distilbert", "bert-base", "bert-large", "gpt2", "llama-small")
 
 
+def architecture_sizes(name: str) -> tuple[int, int]:
+    """(n_layers, n_heads) of a named model of the registry or a local model directory (its
+    config.json alone), or a clear error for any other name.
+
+    Example:
+        >>> architecture_sizes("bert-base")
+        (12, 12)
+    """
+    from rankcollapse.hf import MODELS
+
+    if name in MODELS:
+        return MODELS[name].n_layers, MODELS[name].n_heads
+    if Path(name).is_dir():
+        return layers_and_heads(name)
+    raise unknown_name("architecture", name, MODELS, "or a local model directory")
+
+
 def architecture_paths(name: str, *, skip: bool = True) -> pd.DataFrame:
     """`count_paths` for a named model of the registry (`rankcollapse.hf.MODELS`, whose sizes
     it declares) or a local model directory (read from its config.json alone).
@@ -142,14 +159,7 @@ def architecture_paths(name: str, *, skip: bool = True) -> pd.DataFrame:
         >>> int(df.loc[df["share"].idxmax(), "length"]), len(df)
         (11, 13)
     """
-    from rankcollapse.hf import MODELS
-
-    if name in MODELS:
-        n_layers, n_heads = MODELS[name].n_layers, MODELS[name].n_heads
-    elif Path(name).is_dir():
-        n_layers, n_heads = layers_and_heads(name)
-    else:
-        raise unknown_name("architecture", name, MODELS, "or a local model directory")
+    n_layers, n_heads = architecture_sizes(name)
     df = count_paths(n_layers, n_heads, skip=skip)
     df.insert(0, "n_heads", n_heads)
     df.insert(0, "n_layers", n_layers)

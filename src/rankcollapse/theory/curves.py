@@ -21,15 +21,15 @@ from typing import Literal, get_args
 import numpy as np
 import pandas as pd
 import torch
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from rankcollapse.devices import DeviceName, resolve_dtype
 from rankcollapse.errors import InputError
 from rankcollapse.hf import LoadedModel, load_model, probe
-from rankcollapse.masks import parse_mask_spec
+from rankcollapse.masks import MaskSpecText
 from rankcollapse.metrics import measure_layers
 from rankcollapse.nets import ToyNet, random_tokens, toy_config
-from rankcollapse.seeds import stream_seed
+from rankcollapse.seeds import Seed, stream_seed
 from rankcollapse.theory.rates import collapse_rates
 
 CURVE_METRICS = ("mu", "mu_rel")
@@ -106,7 +106,9 @@ class CurvesConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
-    masks: list[str] = Field(["complete", "causal", "window:1", "causal_window:1"], min_length=1)
+    masks: list[MaskSpecText] = Field(
+        ["complete", "causal", "window:1", "causal_window:1"], min_length=1
+    )
     """Mask specs of rankcollapse.masks (e.g. complete, causal, window:1, causal_window:1)."""
     modes: list[Literal["eval", "train"]] = ["eval"]
     """Real models: eval (dropout off) and/or train mode (dropout on)."""
@@ -120,17 +122,10 @@ class CurvesConfig(BaseModel):
     """Text windows per real model."""
     n_tokens: int = Field(128, ge=4)
     """Tokens per window (real models)."""
-    seed: int = Field(0, ge=0)
+    seed: Seed = 0
     """Seed of weights, toy tokens (its data stream) and window choice."""
     device: DeviceName = "cpu"
     """Where the networks run (auto: an accelerator when one is visible)."""
-
-    @field_validator("masks")
-    @classmethod
-    def _masks_parse(cls, masks: list[str]) -> list[str]:
-        for spec in masks:
-            parse_mask_spec(spec)
-        return masks
 
 
 @functools.lru_cache(maxsize=1)
