@@ -27,6 +27,9 @@ _LAYER_KEYS = ("num_hidden_layers", "n_layer", "n_layers", "num_layers")
 _HEAD_KEYS = ("num_attention_heads", "n_head", "n_heads")
 
 
+MAX_DIGITS = 1000  # exact path counts up to 10^1000: printable (Python's limit is 4300 digits)
+
+
 def _check_sizes(n_layers: int, n_heads: int) -> None:
     for name, value in (("n_layers", n_layers), ("n_heads", n_heads)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -73,7 +76,18 @@ def count_paths(n_layers: int, n_heads: int, *, skip: bool = True) -> pd.DataFra
         [[0, 1, 0.0625], [1, 6, 0.375], [2, 9, 0.5625]]
     """
     _check_sizes(n_layers, n_heads)
-    counts = [n_paths(n_layers, n_heads, k, skip=skip) for k in range(n_layers + 1)]
+    digits = n_layers * math.log10(n_heads + 1)
+    if digits > MAX_DIGITS:
+        raise ConfigError(
+            f"L = {n_layers} layers of H = {n_heads} heads have (H + 1)^L, about 10^{digits:.0f} "
+            f"paths; exact counts are kept to numbers of at most {MAX_DIGITS} digits. Pass fewer "
+            "layers or heads (a share depends on L and H only through the binomial law)."
+        )
+    counts = [0] * n_layers + [n_heads**n_layers]
+    if skip:  # n_{k+1} = n_k (L - k) H / (k + 1), exact: one product per length
+        counts[0] = 1
+        for k in range(n_layers):
+            counts[k + 1] = counts[k] * (n_layers - k) * n_heads // (k + 1)
     total = sum(counts)
     return pd.DataFrame(
         {
