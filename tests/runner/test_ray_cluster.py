@@ -104,13 +104,13 @@ def test_a_cluster_started_with_ray_start_is_joined_and_gives_the_files_of_jobs_
     joined = subprocess.run(
         [*RANKCOLLAPSE, "run", "toy-collapse", *SMALL, "--backend", "ray", "--address", address,
          "--out", str(tmp_path / "ray")],
-        env=env, capture_output=True, text=True, timeout=300,
+        env=env, capture_output=True, text=True, timeout=300, check=False,
     )  # fmt: skip
     assert joined.returncode == 0, joined.stderr[-3000:]
     alone = subprocess.run(
         [*RANKCOLLAPSE, "run", "toy-collapse", *SMALL, "--jobs", "1", "--out",
          str(tmp_path / "one")],
-        env=env, capture_output=True, text=True, timeout=300,
+        env=env, capture_output=True, text=True, timeout=300, check=False,
     )  # fmt: skip
     assert alone.returncode == 0, alone.stderr[-3000:]
     for name in SAME_FILES:
@@ -136,9 +136,11 @@ def test_a_closed_port_fails_within_seconds_with_a_clear_error():
     pytest.importorskip("ray", reason='Ray is not installed (pip install -e ".[ray]")')
     (port,) = free_ports(1)
     start = time.monotonic()
-    with pytest.raises(ConfigError, match=f"no Ray cluster answers at 127.0.0.1:{port}"):
-        with ray_session(1, f"127.0.0.1:{port}"):
-            pass
+    with (
+        pytest.raises(ConfigError, match=f"no Ray cluster answers at 127.0.0.1:{port}"),
+        ray_session(1, f"127.0.0.1:{port}"),
+    ):
+        pass
     assert time.monotonic() - start < 10
 
 
@@ -155,9 +157,11 @@ def test_a_port_that_accepts_but_is_not_ray_fails_within_seconds_with_a_clear_er
     threading.Thread(target=answer_http, daemon=True).start()
     start = time.monotonic()
     try:
-        with pytest.raises(ConfigError, match="is not a Ray cluster"):
-            with ray_session(1, f"127.0.0.1:{port}"):
-                pass
+        with (
+            pytest.raises(ConfigError, match="is not a Ray cluster"),
+            ray_session(1, f"127.0.0.1:{port}"),
+        ):
+            pass
     finally:
         server.close()
     assert time.monotonic() - start < 10
