@@ -48,6 +48,7 @@ class Config(BaseModel):
         for name in names:
             architecture_sizes(name)  # raises for an unknown name or a broken model folder
         return names
+
     skip: bool = True
     """Count with skip connections (without them every path has length L)."""
 
