@@ -96,6 +96,11 @@ def run(args: argparse.Namespace) -> int:
     if args.address and args.backend != "ray":
         raise ConfigError("--address joins a Ray cluster; add --backend ray.")
     check_address(args.address)
+    if args.sample_units < 0:
+        raise ConfigError(
+            f"--sample-units is {args.sample_units}; it must be 0 or more (units timed per "
+            "experiment by --dry-run)."
+        )
     overrides = parse_overrides(args.overrides)
     if args.name == "all":
         root = args.out or Path("results")

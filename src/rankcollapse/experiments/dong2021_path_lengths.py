@@ -39,6 +39,8 @@ class Config(BaseModel):
         min_length=1,
     )
     """Reference names (distilbert, bert-base, bert-large, gpt2, llama-small) or local model dirs."""
+    skip: bool = True
+    """Count with skip connections (without them every path has length L)."""
 
     @field_validator("architectures")
     @classmethod
@@ -48,9 +50,6 @@ class Config(BaseModel):
         for name in names:
             architecture_sizes(name)  # raises for an unknown name or a broken model folder
         return names
-
-    skip: bool = True
-    """Count with skip connections (without them every path has length L)."""
 
 
 PRESETS = {"quick": {}, "paper": {}}  # counting is exact and instant at any size
