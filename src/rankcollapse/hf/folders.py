@@ -119,11 +119,15 @@ def _inferred_type(architectures: object) -> str | None:
     if not isinstance(architectures, list):
         return None
     for name in architectures:
-        if isinstance(name, str) and name.isidentifier():
+        if not (isinstance(name, str) and name.isidentifier()):
+            continue
+        try:
             config_class = getattr(getattr(transformers, name, None), "config_class", None)
-            model_type = getattr(config_class, "model_type", None)
-            if isinstance(model_type, str) and model_type:
-                return model_type
+        except Exception:  # noqa: BLE001, S112 - a class whose optional backend is missing
+            continue
+        model_type = getattr(config_class, "model_type", None)
+        if isinstance(model_type, str) and model_type:
+            return model_type
     return None
 
 
