@@ -303,8 +303,19 @@ def _check_weights(folder: Path, config: Any, shapes: dict[str, tuple[int, ...]]
     expected = model.state_dict(keep_vars=True)
     rename = _renamer(model)
     found: set[str] = set()
+    # A tensor under one of the model's own parts that the model has no place for: the config
+    # is smaller than the weights (a task head's tensors are under other names and pass).
+    parts = tuple(f"{part}." for part, _ in model.named_children())
+    buffers = {name for name, _ in model.named_buffers()}  # e.g. position ids, not persistent
     for key, shape in shapes.items():
         name, converted = rename(key)
+        bare = name.removeprefix(f"{model.base_model_prefix}.")  # saved with a task head
+        if name not in expected and bare not in buffers and bare.startswith(parts):
+            raise _error(
+                folder, f"has tensor '{key}' in its weights, which a model of its {CONFIG} has "
+                "no place for; the config does not describe these weights",
+                "pass the config.json saved with these weights",
+            )  # fmt: skip
         if name in expected:
             found.add(name)
             want = tuple(expected[name].shape)
