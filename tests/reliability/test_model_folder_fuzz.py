@@ -1,5 +1,5 @@
-"""A mutation fuzzer over a valid model folder: truncate or flip bytes of a file, delete it, put a
-folder in its place, replace a config.json value by another JSON type, delete a key. Each
+"""A mutation fuzzer over a valid model folder (config, weights, tokenizer files): truncate or flip
+bytes of a file, delete it, put a folder in its place, replace a config.json value by another JSON type, delete a key. Each
 mutated folder either loads and is probed, or fails with one clear line (a RankCollapseError,
 exit code 2 at the prompt); never another exception, never a second line."""
 
@@ -20,7 +20,7 @@ from rankcollapse.cli import main
 from rankcollapse.errors import RankCollapseError
 from rankcollapse.hf import load_model, probe, tiny_model
 
-FILES = ("config.json", "model.safetensors")
+FILES = ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json")
 JSON_VALUES = st.one_of(
     st.none(),
     st.booleans(),
@@ -33,9 +33,15 @@ JSON_VALUES = st.one_of(
 
 @pytest.fixture(scope="module")
 def valid_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from transformers import BertTokenizerFast
+
     folder = tmp_path_factory.mktemp("model") / "tiny-bert"
     tiny_model("bert").save_pretrained(folder)
-    assert sorted(p.name for p in folder.iterdir()) == sorted(FILES)
+    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *(f"w{i}" for i in range(59))]
+    tokenizer = BertTokenizerFast(vocab={word: i for i, word in enumerate(words)})
+    tokenizer.save_pretrained(folder)  # the model's 64 ids
+    assert set(FILES) <= {p.name for p in folder.iterdir()}
+    assert len(load_model(str(folder)).tokenizer) == 64
     return folder
 
 

@@ -43,6 +43,12 @@ SIZES = (
     "image_size",
     "patch_size",
 )
+TOKENIZER_JSON = (
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "vocab.json",
+)
 MAX_LAYERS = 4096  # deeper than any published model; a config beyond is damaged
 # The one base-model part no hidden state passes through: saved without it by *For... heads.
 OPTIONAL_PARTS = ("pooler.",)
@@ -341,11 +347,26 @@ def _check_weights(folder: Path, config: Any, shapes: dict[str, tuple[int, ...]]
         )  # fmt: skip
 
 
+def _check_tokenizer_files(folder: Path) -> None:
+    """The tokenizer's JSON files, where present, are JSON objects (transformers reads them
+    without checking)."""
+    for name in TOKENIZER_JSON:
+        if (folder / name).exists():
+            values = _read_json(folder, name)
+            if not isinstance(values, dict):
+                raise _error(
+                    folder, f"has a {name} holding a {type(values).__name__}, not an object",
+                    "save the tokenizer with tokenizer.save_pretrained(DIR), or remove its files "
+                    "and pass --random-tokens or --tokenizer DIR",
+                )  # fmt: skip
+
+
 @functools.lru_cache(maxsize=16)
 def _checked(folder: Path, stamp: tuple) -> None:
     config = read_model_config(folder)
     shapes = _tensor_shapes(folder, _weight_files(folder))
     _check_weights(folder, config, shapes)
+    _check_tokenizer_files(folder)
 
 
 def check_model_folder(path: str | Path) -> None:

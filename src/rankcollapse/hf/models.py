@@ -422,7 +422,15 @@ def load_tokenizer(path: str | Path) -> Any:
         raise InputError(f"tokenizer directory {str(path)!r} does not exist; pass a directory.")
     if not any((path / f).is_file() for f in TOKENIZER_FILES):
         return None
-    return AutoTokenizer.from_pretrained(path, local_files_only=True, trust_remote_code=False)
+    try:
+        return AutoTokenizer.from_pretrained(path, local_files_only=True, trust_remote_code=False)
+    except Exception as err:  # noqa: BLE001 - a damaged file breaks the library in many ways
+        reason = " ".join(f"{type(err).__name__}: {err}".split())[:200]
+        raise InputError(
+            f"the tokenizer files of {str(path)!r} cannot be read ({reason}); save the tokenizer "
+            "again with tokenizer.save_pretrained(DIR), or remove its files and pass "
+            "--random-tokens or --tokenizer DIR."
+        ) from None
 
 
 @functools.lru_cache(maxsize=4)
