@@ -60,6 +60,17 @@ def check_mask_shape(
             f"mask has shape {_shape(mask)} but {name} has {shape[-1]} tokens "
             f"({name}.shape={_shape(full)}); pass a boolean mask of shape {shape}."
         )
+    return boolean_mask(mask)
+
+
+def boolean_mask(mask: Tensor) -> Tensor:
+    """A token mask as bool: booleans as they are, integers that are all 0 or 1 converted;
+    floats (0.5, NaN) are refused, never rounded.
+
+    Example:
+        >>> boolean_mask(torch.tensor([1, 0])).tolist()
+        [True, False]
+    """
     if mask.dtype == torch.bool:
         return mask
     if mask.is_floating_point() or mask.is_complex() or not bool(((mask == 0) | (mask == 1)).all()):

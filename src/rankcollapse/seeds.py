@@ -7,10 +7,15 @@ paths (Dong et al. 2021, Sec. 5) have their own stream.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
+
+from pydantic import Field
 
 Stream = Literal["weights", "data", "paths"]
 STREAM_OFFSETS: dict[str, int] = {"weights": 0, "data": 10_000, "paths": 20_000}
+MAX_SEED = 2**63 - 1 - max(STREAM_OFFSETS.values())  # every stream's seed fits torch's int64
+Seed = Annotated[int, Field(ge=0, le=MAX_SEED)]
+"""A config's seed: 0 to MAX_SEED, so that no generator of any stream overflows in a unit."""
 
 
 def stream_seed(seed: int, stream: Stream) -> int:

@@ -120,3 +120,18 @@ def test_probe_cli_reads_images_with_the_model_directory_preprocessor_config(
     tiny_model("bert").save_pretrained(tmp_path / "bert")
     assert main(["probe", str(tmp_path / "bert"), "--images", str(images)]) == 2
     assert "takes text, not images" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("width", "height", "message"), [
+    (8_000, 7_000, r"'bomb.png' is 8000 x 7000 pixels, more than 50,000,000"),
+    (14_000, 14_000, r"'bomb.png' in .* is too large to decode safely"),  # PIL's own limit
+])  # fmt: skip
+def test_a_decompression_bomb_is_refused_before_it_is_decoded(tmp_path, width, height, message):
+    from PIL import Image
+
+    folder = tmp_path / "bombs"
+    folder.mkdir()
+    Image.new("1", (width, height)).save(folder / "bomb.png")  # kilobytes on disk
+    assert (folder / "bomb.png").stat().st_size < 100_000
+    with pytest.raises(InputError, match=message):
+        load_images(folder, size=8)

@@ -8,8 +8,11 @@ row names the test that backs it (`tests/...py::test_name`), which must exist.
 
 from __future__ import annotations
 
+import io
+import json
 import re
 import shlex
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -78,7 +81,65 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (folder / "empty-dir").mkdir()
     (folder / "empty.txt").write_text("")
     tiny_model("bert").save_pretrained(folder / "tiny-bert")  # weights, no tokenizer files
+    _activation_files(folder)
+    _model_folders(folder)
+    _config_files(folder)
     return folder
+
+
+def _activation_files(folder: Path) -> None:
+    np.save(folder / "strings.npy", np.array([["a", "b"], ["c", "d"]]))
+    np.save(folder / "records.npy", np.zeros((2, 4, 3), dtype=[("a", "f8"), ("b", "i4")]))
+    header = io.BytesIO()  # a header declaring 80 PB of float64, then 64 bytes of data
+    shape = (10**5, 10**5, 10**3, 10**3)
+    np.lib.format.write_array_header_1_0(
+        header, {"descr": "<f8", "fortran_order": False, "shape": shape}
+    )
+    (folder / "huge-header.npy").write_bytes(header.getvalue() + bytes(64))
+    (folder / "zero.npy").write_bytes(b"")
+    torch.save("hello", folder / "string.pt")
+    torch.save([torch.ones(2, 4, 3)], folder / "list.pt")
+    torch.save(torch.ones(2, 4, 3).to_sparse(), folder / "sparse.pt")
+    np.save(folder / "float-mask.npy", np.full((2, 4), 0.5))
+    np.save(folder / "nan-mask.npy", np.full((2, 4), np.nan))
+    (folder / "garbage.safetensors").write_bytes(b"\x10" * 64)
+
+
+def _model_folders(folder: Path) -> None:
+    """Copies of the tiny BERT folder, each broken in one way."""
+    good = folder / "tiny-bert"
+    config = json.loads((good / "config.json").read_text())
+    edits = {
+        "model-bad-json": "{",
+        "model-list-config": "[1, 2]",
+        "model-no-type": {k: v for k, v in config.items() if k != "model_type"},
+        "model-unknown-type": {**config, "model_type": "nope"},
+        "model-zero-layers": {**config, "num_hidden_layers": 0},
+        "model-heads": {**config, "num_attention_heads": 5},
+        "model-vocab0": {**config, "vocab_size": 0},
+        "model-shapes": {**config, "intermediate_size": 48},
+    }
+    for name, content in edits.items():
+        shutil.copytree(good, folder / name)
+        text = content if isinstance(content, str) else json.dumps(content)
+        (folder / name / "config.json").write_text(text)
+    shutil.copytree(good, folder / "model-no-weights")
+    (folder / "model-no-weights" / "model.safetensors").unlink()
+    shutil.copytree(good, folder / "model-truncated")
+    weights = folder / "model-truncated" / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:1000])
+    shutil.copytree(good, folder / "model-bin")
+    (folder / "model-bin" / "model.safetensors").rename(folder / "model-bin" / "pytorch_model.bin")
+    (folder / "model-tokenizer-only").mkdir()
+    (folder / "model-tokenizer-only" / "vocab.txt").write_text("[PAD]\nhello\n")
+
+
+def _config_files(folder: Path) -> None:
+    (folder / "deep.yaml").write_text("n_layers: " + "[" * 100_000 + "]" * 100_000 + "\n")
+    (folder / "binary.yaml").write_bytes(bytes(range(256)) * 4)
+    aliases = ["a0: &a0 [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]"]
+    aliases += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 8)]
+    (folder / "laughs.yaml").write_text("\n".join([*aliases, "seeds: *a7"]) + "\n")
 
 
 @pytest.mark.parametrize("row", RUN_HERE, ids=[f"row{r[0]}" for r in RUN_HERE])

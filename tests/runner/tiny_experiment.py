@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from rankcollapse.experiments import Experiment, Summary, finding
 from rankcollapse.plot import band_plot
+from rankcollapse.seeds import Seed
 
 
 class Net(BaseModel):
@@ -33,7 +34,7 @@ class Net(BaseModel):
 class Config(BaseModel):
     model_config = ConfigDict(extra="forbid")
     items: int = Field(3, ge=1, le=20)
-    seeds: list[int] = [0, 1]
+    seeds: list[Seed] = [0, 1]
     net: Net = Net()
     log_dir: str = ""
 

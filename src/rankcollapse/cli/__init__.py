@@ -19,6 +19,7 @@ from collections.abc import Iterable
 os.environ.setdefault("TQDM_DISABLE", "1")
 
 from rankcollapse import __version__
+from rankcollapse.cli._common import typed_numbers
 from rankcollapse.errors import RankCollapseError
 
 # command -> (its module in this package, its help line); add yours here.
@@ -72,6 +73,7 @@ def build_parser(commands: Iterable[str] | None = None) -> argparse.ArgumentPars
             importlib.import_module(f"rankcollapse.cli.{module}").add_parser(table)
         else:
             subparsers.add_parser(name, help=summary)
+    typed_numbers(parser)
     return parser
 
 

@@ -4,6 +4,7 @@ per-layer metric tables, terminal summaries, output folders and files."""
 from __future__ import annotations
 
 import argparse
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -258,6 +259,65 @@ def add_sequence_options(parser: Any, *, n_tokens: int, n_samples: int) -> None:
         default=n_samples,
         help="number of sequences",
     )
+
+
+INT64 = (-(2**63), 2**63 - 1)  # what torch and numpy take as a size or a seed
+
+
+def integer(text: str) -> int:
+    """An integer flag's value: what torch takes (64 bits), else argparse's clear error."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if not INT64[0] <= value <= INT64[1]:
+        raise argparse.ArgumentTypeError(f"{text} does not fit in 64 bits (at most {INT64[1]})")
+    return value
+
+
+def seed(text: str) -> int:
+    """A seed: an integer from 0 to 2**63 - 1 (the range torch.manual_seed and numpy share)."""
+    value = integer(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text} is negative; seeds are 0 to {INT64[1]}")
+    return value
+
+
+def finite(text: str) -> float:
+    """A float flag's value: a finite number (inf and nan mean nothing for any option here)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"{text} is not a finite number")
+    return value
+
+
+def typed_numbers(parser: argparse.ArgumentParser) -> None:
+    """Every `type=int` flag of `parser` and its subcommands becomes `integer` (`seed` for
+    --seed), every `type=float` flag `finite`: one rule for every number typed at the prompt."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                typed_numbers(sub)
+        elif action.type is int:
+            action.type = seed if action.dest in ("seed", "net_seed") else integer
+        elif action.type is float:
+            action.type = finite
+
+
+def check_sizes(**values: int | None) -> None:
+    """Sizes given as flags (n_samples=..., n_tokens=...): at least 1, n_tokens at least 2;
+    None is a flag left out."""
+    from rankcollapse.errors import ConfigError
+
+    for name, value in values.items():
+        least = 2 if name == "n_tokens" else 1
+        if value is not None and value < least:
+            raise ConfigError(
+                f"--{name.replace('_', '-')} is {value}; it must be at least {least}."
+            )
 
 
 def parse_metrics(value: str | None) -> list[str] | None:

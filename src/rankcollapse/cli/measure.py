@@ -48,10 +48,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def load_tensors(path: Path) -> dict:
-    """Read a file safely into {'states': tensor, 'mask': tensor | None}. No pickle is executed."""
-    import pickle
-
-    import numpy as np
+    """Read a file safely into {'states': tensor, 'mask': tensor | None}. No pickle is executed;
+    a .npy header is checked (dtype, rank, size against the file) before anything is allocated."""
     import torch
 
     from rankcollapse.errors import InputError
@@ -62,14 +60,11 @@ def load_tensors(path: Path) -> dict:
     if suffix not in SUFFIXES:
         raise InputError(f"'{path.name}' has suffix '{suffix}'; supported: {', '.join(SUFFIXES)}.")
     if suffix == ".npy":
-        try:
-            content = torch.from_numpy(np.load(path, allow_pickle=False))
-        except ValueError as err:
-            raise InputError(f"'{path}' is not a plain numeric .npy array ({err}).") from None
+        content = _load_npy(path)
     elif suffix == ".pt":
         try:
             content = torch.load(path, map_location="cpu", weights_only=True)
-        except (pickle.UnpicklingError, RuntimeError, EOFError) as err:  # unsafe or broken
+        except Exception as err:  # noqa: BLE001 - unsafe (refused), truncated or not torch
             raise InputError(
                 f"'{path}' does not load safely as tensors (torch.load with weights_only=True "
                 f"refused it: {type(err).__name__}). Save a tensor or a dict of tensors, e.g. "
@@ -78,26 +73,83 @@ def load_tensors(path: Path) -> dict:
     else:
         from safetensors.torch import load_file
 
-        content = load_file(path)
-    if isinstance(content, torch.Tensor):
-        return {"states": content, "mask": None}
+        try:  # the header's offsets are checked against the file before any tensor is read
+            content = load_file(path)
+        except Exception as err:  # noqa: BLE001 - SafetensorError and the OS's errors
+            reason = " ".join(str(err).split())[:200] or type(err).__name__
+            raise InputError(
+                f"'{path}' is not a readable safetensors file ({reason}); save it again with "
+                "safetensors.torch.save_file({'states': x}, path)."
+            ) from None
     if isinstance(content, dict):
         key = next((k for k in STATE_KEYS if k in content), None)
         if key is None:
             raise InputError(
-                f"'{path}' holds keys {sorted(content)}; expected one of {list(STATE_KEYS)} "
-                "(and optionally 'mask')."
+                f"'{path}' holds keys {sorted(map(str, content))}; expected one of "
+                f"{list(STATE_KEYS)} (and optionally 'mask')."
             )
-        return {"states": content[key], "mask": content.get("mask")}
-    raise InputError(
-        f"'{path}' holds a {type(content).__name__}; save a tensor or a dict of tensors."
-    )
+        mask = content.get("mask")
+        return {
+            "states": _dense(content[key], f"'{key}' in '{path}'"),
+            "mask": None if mask is None else _dense(mask, f"'mask' in '{path}'"),
+        }
+    return {"states": _dense(content, f"'{path}'"), "mask": None}
+
+
+def _dense(value: object, where: str):
+    """`value` if it is a dense tensor, else a clear error."""
+    import torch
+
+    from rankcollapse.errors import InputError
+
+    if not isinstance(value, torch.Tensor):
+        raise InputError(
+            f"{where} holds a {type(value).__name__}; save a tensor or a dict of tensors."
+        )
+    if value.layout != torch.strided:
+        raise InputError(f"{where} holds a sparse tensor ({value.layout}); save x.to_dense().")
+    return value
+
+
+def _load_npy(path: Path):
+    """A .npy array of numbers, its header checked first: a declared shape the file cannot hold,
+    or strings, records and objects, fail before any memory is taken."""
+    import numpy as np
+    import torch
+
+    from rankcollapse.errors import InputError
+
+    readers = {
+        (1, 0): np.lib.format.read_array_header_1_0,
+        (2, 0): np.lib.format.read_array_header_2_0,
+    }
+    with open(path, "rb") as f:
+        try:
+            shape, _fortran, dtype = readers[np.lib.format.read_magic(f)](f)
+        except Exception as err:  # noqa: BLE001 - empty, truncated or not a .npy header
+            reason = " ".join(str(err).split())[:200] or type(err).__name__
+            raise InputError(
+                f"'{path}' is not a .npy file numpy wrote ({reason}); save it with np.save."
+            ) from None
+        data_start = f.tell()
+    if dtype.kind not in "biuf" or dtype.itemsize > 8:
+        raise InputError(
+            f"'{path}' holds an array of dtype {dtype} ({dtype.kind!r}); save floating-point "
+            "states (float16, float32, float64) and a boolean or 0/1 mask."
+        )
+    needed = int(np.prod(shape, dtype=object)) * dtype.itemsize
+    held = path.stat().st_size - data_start
+    if needed != held:
+        raise InputError(
+            f"'{path}' declares shape {shape} of {dtype} ({needed} bytes) but holds {held} bytes "
+            "of data; the file is damaged or was not fully written: save it again with np.save."
+        )
+    return torch.from_numpy(np.load(path, allow_pickle=False))
 
 
 def as_layers(states, mask):
     """States as (layers, batch, n, d) plus a boolean (batch, n) mask or None; clear errors."""
-    import torch
-
+    from rankcollapse._validation import boolean_mask
     from rankcollapse.errors import InputError
 
     if states.dim() in (3, 4):
@@ -119,13 +171,13 @@ def as_layers(states, mask):
     if not states.is_floating_point():
         raise InputError(f"activations have dtype {states.dtype}; save floating-point states.")
     if mask is not None:
-        mask = mask.to(torch.bool)
         if mask.shape != states.shape[1:3]:
             raise InputError(
                 f"mask has shape {tuple(mask.shape)} but the activations have "
                 f"{states.shape[1]} sequences of {states.shape[2]} tokens; pass a mask of shape "
                 f"({states.shape[1]}, {states.shape[2]})."
             )
+        mask = boolean_mask(mask)
     return states, mask
 
 

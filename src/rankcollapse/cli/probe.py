@@ -125,11 +125,17 @@ def run(args: argparse.Namespace) -> int:
     import pandas as pd
     from rich.text import Text
 
-    from rankcollapse.cli._common import output_folder, print_layer_means, write_collapse_outputs
+    from rankcollapse.cli._common import (
+        check_sizes,
+        output_folder,
+        print_layer_means,
+        write_collapse_outputs,
+    )
     from rankcollapse.cli._console import err_console
     from rankcollapse.devices import resolve_device, resolve_dtype
     from rankcollapse.hf import ModelSource, ProbeInputs, resolve_probe, run_probe
 
+    check_sizes(n_samples=args.samples, n_tokens=args.tokens, batch_size=args.batch_size)
     # Every value is parsed once, here, before any model loads.
     request = resolve_probe(
         args.variants,

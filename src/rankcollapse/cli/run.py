@@ -94,11 +94,18 @@ def run(args: argparse.Namespace) -> int:
     from rankcollapse.errors import ConfigError
     from rankcollapse.experiments import experiment_names, get_experiment
     from rankcollapse.runner import default_jobs, execute_all, parse_overrides, plan
+    from rankcollapse.runner.backends import check_address
 
     if args.jobs is not None and args.jobs < 1:
         raise ConfigError(f"--jobs is {args.jobs}; it must be at least 1 (workers).")
     if args.address and args.backend != "ray":
         raise ConfigError("--address joins a Ray cluster; add --backend ray.")
+    check_address(args.address)
+    if args.sample_units < 0:
+        raise ConfigError(
+            f"--sample-units is {args.sample_units}; it must be 0 or more (units timed per "
+            "experiment by --dry-run)."
+        )
     keys = [] if args.name == "all" else list(get_experiment(args.name).config.model_fields)
     overrides = parse_overrides(args.overrides, keys)
     if args.name == "all":

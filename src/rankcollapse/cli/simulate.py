@@ -102,17 +102,17 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     import torch
 
-    from rankcollapse.cli._common import output_folder, print_layer_means, write_collapse_outputs
-    from rankcollapse.errors import ConfigError
+    from rankcollapse.cli._common import (
+        check_sizes,
+        output_folder,
+        print_layer_means,
+        write_collapse_outputs,
+    )
     from rankcollapse.metrics import measure_layers
     from rankcollapse.nets import NetConfig, ToyNet, random_tokens
 
     metrics = parse_metrics(args.metrics)
-    for name, value in (("--n-tokens", args.n_tokens), ("--n-samples", args.n_samples)):
-        if value < 1 or (name == "--n-tokens" and value < 2):
-            raise ConfigError(
-                f"{name} is {value}; it must be at least {2 if name == '--n-tokens' else 1}."
-            )
+    check_sizes(n_tokens=args.n_tokens, n_samples=args.n_samples)
     overrides = {
         key.removeprefix("net_"): value
         for key, value in vars(args).items()

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from rankcollapse.devices import Device, Dtype
 from rankcollapse.experiments._registry import toy_sizes
 from rankcollapse.masks import MaskSpec, parse_mask_spec
+from rankcollapse.seeds import Seed
 
 ToySizes = toy_sizes(n_layers=64, d_model=64, n_tokens=32, n_samples=16)
 """Sizes of the toy network and its Gaussian inputs (one batch, one pass per mask and variant)."""
@@ -38,7 +39,7 @@ class CurvesConfig(BaseModel):
     """Text windows per real model."""
     n_tokens: int = Field(128, ge=4)
     """Tokens per window (real models)."""
-    seed: int = Field(0, ge=0)
+    seed: Seed = 0
     """Seed of weights, toy tokens (its data stream) and window choice."""
     device: Device = torch.device("cpu")
     """Where the networks run (auto: an accelerator when one is visible)."""

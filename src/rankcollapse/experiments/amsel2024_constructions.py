@@ -51,6 +51,7 @@ from rankcollapse.experiments._registry import (
     seeds_agree,
 )
 from rankcollapse.plot import construction_figures
+from rankcollapse.seeds import Seed
 from rankcollapse.tasks import NeighbourTask, layer_error
 from rankcollapse.theory.amsel import (
     fit_output_maps,
@@ -86,7 +87,7 @@ class Config(BaseModel):
     """Samples for the least-squares fit of the output maps."""
     eval_samples: int = Field(20_000, ge=100, le=10_000_000)
     """Fresh samples every error is measured on."""
-    seeds: list[int] = Field(default_factory=lambda: [0, 1, 2], min_length=1)
+    seeds: list[Seed] = Field(default_factory=lambda: [0, 1, 2], min_length=1)
     """Seeds of the samples and the random subspaces."""
 
 

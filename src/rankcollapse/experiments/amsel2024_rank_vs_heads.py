@@ -43,6 +43,7 @@ from rankcollapse.experiments._registry import (
     seeds_agree,
 )
 from rankcollapse.plot import line_plot
+from rankcollapse.seeds import Seed
 from rankcollapse.train import TrainingConfig, training_rows
 
 NAME = "amsel2024-rank-vs-heads"
@@ -63,7 +64,7 @@ class Config(TrainingConfig):
     """Query-key ranks r per head: integers or fractions of d."""
     head_budgets: list[int] = Field(default_factory=lambda: [1, 4], min_length=1)
     """Multiples b of d: each rank gets H = b d / r heads (the full rank: H = b)."""
-    seeds: list[int] = Field(default_factory=lambda: [0, 1], min_length=1)
+    seeds: list[Seed] = Field(default_factory=lambda: [0, 1], min_length=1)
     """Seeds of initialisation and data (the claims take the best seed)."""
     steps: int = Field(2000, ge=1, le=1_000_000)
     """Optimiser steps at most (each configuration may stop earlier on a plateau)."""

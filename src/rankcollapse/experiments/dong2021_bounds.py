@@ -53,6 +53,7 @@ from rankcollapse.experiments._registry import (
     toy_sizes,
 )
 from rankcollapse.plot import dong_bound_figure
+from rankcollapse.seeds import Seed
 
 NAME = "dong2021-bounds"
 
@@ -82,7 +83,7 @@ class Config(toy_sizes(n_layers=4, n_heads=2, d_model=4, n_tokens=4, n_samples=8
     """The paper's softmax constant gamma used in c = 4 gamma beta / sqrt(d_qk)."""
     min_tested_layer: int = Field(2, ge=1)
     """bound-holds fails unless every layer 1..this one has a value above the float64 floor."""
-    seeds: list[int] = Field(default_factory=lambda: [0, 1, 2], min_length=1)
+    seeds: list[Seed] = Field(default_factory=lambda: [0, 1, 2], min_length=1)
     """Seeds of weights and inputs (one unit per variant and seed)."""
 
 

@@ -60,6 +60,7 @@ from rankcollapse.experiments._registry import (
     register,
 )
 from rankcollapse.plot import circle_distances, circle_trajectories
+from rankcollapse.seeds import Seed
 
 NAME = "dong2021-circle"
 
@@ -95,7 +96,7 @@ class Config(BaseModel):
     """Adam learning rate."""
     n_steps: int = Field(300, ge=1)
     """Recurrent applications of the trained layer (trajectory length)."""
-    seeds: list[int] = Field(default_factory=lambda: [0, 1, 2], min_length=1)
+    seeds: list[Seed] = Field(default_factory=lambda: [0, 1, 2], min_length=1)
     """Seeds of the weights and the batch order (one unit, one run, per variant and seed)."""
     device: Device = torch.device("cpu")
     """Where the layer trains and runs: auto (an accelerator if visible), cpu, cuda, mps."""

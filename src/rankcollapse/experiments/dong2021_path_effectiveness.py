@@ -53,6 +53,7 @@ from rankcollapse.experiments._registry import (
     seeds_agree,
 )
 from rankcollapse.plot import path_accuracy_figure
+from rankcollapse.seeds import Seed
 from rankcollapse.tasks import TASKS, TaskName
 from rankcollapse.train import TaskSetup, path_accuracy_tables, path_effectiveness
 
@@ -84,7 +85,7 @@ class Config(BaseModel):
     """Numbers of paths kept at inference (one curve each)."""
     n_repeats: int = Field(5, ge=2)
     """Fresh path samples per length and n_paths (mean and std over them)."""
-    seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
+    seeds: list[Seed] = Field(default_factory=lambda: [0], min_length=1)
     """Seeds of weights, data and path samples (one unit per task and seed)."""
     device: Device = torch.device("cpu")
     """Where the SANs train and run: auto (an accelerator if visible), cpu, cuda, mps."""

@@ -20,7 +20,7 @@ Checks:
 from __future__ import annotations
 
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from rankcollapse.experiments._registry import Claim, Experiment, Summary, Unit, check, register
 from rankcollapse.plot import line_plot
@@ -41,6 +41,15 @@ class Config(BaseModel):
     """Reference names (distilbert, bert-base, bert-large, gpt2, llama-small) or local model dirs."""
     skip: bool = True
     """Count with skip connections (without them every path has length L)."""
+
+    @field_validator("architectures")
+    @classmethod
+    def _architectures_known(cls, names: list[str]) -> list[str]:
+        from rankcollapse.paths import architecture_sizes
+
+        for name in names:
+            architecture_sizes(name)  # raises for an unknown name or a broken model folder
+        return names
 
 
 PRESETS = {"quick": {}, "paper": {}}  # counting is exact and instant at any size

@@ -38,6 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from rankcollapse.devices import Device, Dtype
 from rankcollapse.experiments._registry import Claim, Experiment, Summary, Unit, for_every, register
 from rankcollapse.plot import band_plot
+from rankcollapse.seeds import Seed
 from rankcollapse.theory import at_layer, first_layer_below, layer_stats, layers_above
 
 NAME = "dong2021-rank-collapse"
@@ -109,7 +110,7 @@ class Config(BaseModel):
     """Where the models run (auto: an accelerator when one is visible)."""
     dtype: Dtype = torch.float32
     """Parameter dtype of the models (metrics are float64, flagged at this dtype's floor)."""
-    seed: int = 0
+    seed: Seed = 0
     """Seed of the random inits and of the window choice."""
 
 

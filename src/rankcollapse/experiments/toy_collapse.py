@@ -52,6 +52,7 @@ from rankcollapse.experiments._registry import (
     toy_sizes,
 )
 from rankcollapse.plot import band_plot
+from rankcollapse.seeds import Seed
 from rankcollapse.theory import contraction_factors, layer_stats
 
 NAME = "toy-collapse"
@@ -72,7 +73,7 @@ class Config(toy_sizes(n_layers=8, n_heads=2, d_model=32, n_tokens=16, n_samples
 
     variants: list[Variant] = Field(default_factory=lambda: list(VARIANTS), min_length=1)
     """Toy variants to run (san, san+skip, san+mlp, san+ln, transformer)."""
-    seeds: list[int] = Field(default_factory=lambda: [0, 1, 2], min_length=1)
+    seeds: list[Seed] = Field(default_factory=lambda: [0, 1, 2], min_length=1)
     """Seeds of weights and inputs (one unit per variant and seed)."""
     dtype: Literal["float64", "float32"] = "float64"
     """Dtype of the network's weights and states (metrics are float64 either way)."""

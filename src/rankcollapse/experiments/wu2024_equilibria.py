@@ -40,6 +40,7 @@ from rankcollapse.experiments._registry import (
 )
 from rankcollapse.metrics import min_sv, numerical_rank, stable_rank
 from rankcollapse.plot import line_plot
+from rankcollapse.seeds import Seed
 from rankcollapse.theory.equilibria import (
     fixed_point_residual,
     long_frame,
@@ -72,7 +73,7 @@ class Config(BaseModel):
     """Gaussian random inputs per size."""
     rank_rtol: float = Field(1e-10, gt=0.0, lt=1.0)
     """A singular value counts towards the numerical rank when > rank_rtol * sigma_max."""
-    seed: int = 0
+    seed: Seed = 0
     """Seed of the perturbations and random inputs."""
 
 

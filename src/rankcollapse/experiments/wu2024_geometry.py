@@ -60,6 +60,7 @@ from rankcollapse.experiments._registry import (
 from rankcollapse.hf import MODELS, load_model, probe
 from rankcollapse.metrics import dtype_floor
 from rankcollapse.plot import band_plot, line_plot, singular_spectra
+from rankcollapse.seeds import Seed
 
 NAME = "wu2024-geometry"
 SOURCE = "experiments on pretrained models (anisotropy, Thm 3)"
@@ -83,7 +84,7 @@ class Config(BaseModel):
     """Tokens per window."""
     n_spectra: int = Field(3, ge=0)
     """Samples whose full singular spectrum is kept per layer."""
-    seed: int = Field(0, ge=0)
+    seed: Seed = 0
     """Seed of the random inits and the window choice."""
     device: Device = torch.device("cpu")
     """Where the models run (auto: an accelerator when one is visible)."""

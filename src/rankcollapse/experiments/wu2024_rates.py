@@ -56,7 +56,7 @@ from rankcollapse.masks import MaskSpec, center_nodes, parse_mask_spec
 from rankcollapse.metrics import measure_layers
 from rankcollapse.nets import ToyNet, random_tokens, toy_config
 from rankcollapse.plot import wu_bound_figure
-from rankcollapse.seeds import stream_seed
+from rankcollapse.seeds import Seed, stream_seed
 from rankcollapse.theory import (
     block_log_bound,
     bound_excess,
@@ -85,7 +85,7 @@ class Config(toy_sizes(n_layers=32, d_model=16, n_tokens=8, n_samples=8)):
     """Mask specs (rankcollapse.masks), e.g. complete, causal, window:1, causal_window:1."""
     norms: list[Literal["none", "unit"]] = Field(["none", "unit"])
     """none (Thm 1) and/or unit (Wu's LayerNorm, post; Cor 1)."""
-    seeds: list[int] = Field([0, 1], min_length=1)
+    seeds: list[Seed] = Field([0, 1], min_length=1)
     """Seeds of weights and (their data stream) inputs."""
 
 

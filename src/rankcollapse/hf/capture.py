@@ -14,6 +14,7 @@ for pre-LN models none is (the two are never mixed in one curve; docs/methods.md
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
@@ -50,8 +51,10 @@ def check_attention_settings(
 ) -> None:
     """Fail before any work when a mask or temperature cannot be applied to this model: the
     one validation of a probe's attention mask and temperature (`run_batch` trusts it)."""
-    if temperature <= 0:
-        raise ConfigError(f"temperature must be > 0, got {temperature}; 1.0 keeps the model's own.")
+    if not 0 < temperature < math.inf:
+        raise ConfigError(
+            f"temperature must be > 0 and finite, got {temperature}; 1.0 keeps the model's own."
+        )
     if (mask is not None or temperature != 1.0) and not loaded.arch.attention_interface:
         with_interface = [a.name for a in ARCHITECTURES.values() if a.attention_interface]
         raise ConfigError(

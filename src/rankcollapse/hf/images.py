@@ -99,6 +99,20 @@ def image_files(folder: Path) -> list[Path]:
     return files
 
 
+MAX_PIXELS = 50_000_000  # 7000 x 7000; a photo is at most tens of megapixels
+
+
+def _check_pixels(path: Path, width: int, height: int) -> None:
+    """Refuse an image larger than MAX_PIXELS before decoding it (a decompression bomb: a small
+    file that unpacks to gigabytes)."""
+    if width * height > MAX_PIXELS:
+        raise InputError(
+            f"image {path.name!r} is {width} x {height} pixels, more than {MAX_PIXELS:,} "
+            "(a decompression bomb, or a scan far beyond what a vision model reads); resize it "
+            "below that or remove it."
+        )
+
+
 def load_images(
     folder: Path,
     *,
@@ -133,8 +147,14 @@ def load_images(
     pixels = []
     for path in files:
         try:
-            with Image.open(path) as image:
+            with Image.open(path) as image:  # reads the header only
+                _check_pixels(path, image.width, image.height)
                 image = image.convert(_MODES[channels]).resize((size, size), norm.resample)
+        except Image.DecompressionBombError as err:  # PIL's own refusal, beyond twice its limit
+            raise InputError(
+                f"image {path.name!r} in {str(folder)!r} is too large to decode safely ({err}); "
+                "resize it or remove it."
+            ) from None
         except (OSError, UnidentifiedImageError, ValueError) as err:
             raise InputError(
                 f"image {path.name!r} in {str(folder)!r} cannot be read ({err}); replace it with "

@@ -42,6 +42,7 @@ from rankcollapse.hf.architectures import (
     infer_architecture,
     n_layers,
 )
+from rankcollapse.hf.folders import check_model_folder
 
 Init = Literal["pretrained", "random"]
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -459,6 +460,7 @@ def _check_name(name: str, init: str) -> None:
         return
     if not Path(name).is_dir():
         raise unknown_name("model", name, MODELS, extra="or a local model directory")
+    check_model_folder(name)
 
 
 def model_entry(entry: str, *, decomposable: bool = False) -> tuple[str, str]:
@@ -479,6 +481,8 @@ def model_entry(entry: str, *, decomposable: bool = False) -> tuple[str, str]:
             f"'{name}' cannot be decomposed; use one of {', '.join(allowed)} "
             "or a local model directory of a decomposable family"
         )
+    if name not in MODELS and Path(name).is_dir():
+        check_model_folder(name)
     return name, init or "pretrained"
 
 
@@ -531,7 +535,15 @@ def load_tokenizer(path: str | Path) -> Any:
         raise InputError(f"tokenizer directory {str(path)!r} does not exist; pass a directory.")
     if not any((path / f).is_file() for f in TOKENIZER_FILES):
         return None
-    return AutoTokenizer.from_pretrained(path, local_files_only=True, trust_remote_code=False)
+    try:
+        return AutoTokenizer.from_pretrained(path, local_files_only=True, trust_remote_code=False)
+    except Exception as err:  # noqa: BLE001 - a damaged file breaks the library in many ways
+        reason = " ".join(f"{type(err).__name__}: {err}".split())[:200]
+        raise InputError(
+            f"the tokenizer files of {str(path)!r} cannot be read ({reason}); save the tokenizer "
+            "again with tokenizer.save_pretrained(DIR), or remove its files and pass "
+            "--random-tokens or --tokenizer DIR."
+        ) from None
 
 
 @functools.lru_cache(maxsize=4)

@@ -9,6 +9,7 @@ the text tokenized without special tokens, so every window holds exactly `n_toke
 from __future__ import annotations
 
 import weakref
+from collections.abc import Callable, Iterator
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
@@ -29,42 +30,93 @@ def sample_corpus() -> str:
     return files("rankcollapse.data").joinpath("corpus.txt").read_text(encoding="utf-8")
 
 
-def _read(text: str | Path | None) -> tuple[str, str]:
-    """(text, where it came from): a Path is read, a str is the text itself, None the corpus."""
+CHUNK_CHARS = 2**20  # a text file is read and tokenized this much at a time
+
+
+def _pieces(text: str | Path | None) -> tuple[Callable[[], Iterator[str]], str]:
+    """(pieces, where the text came from): `pieces()` yields the text in order, a file in
+    pieces of about CHUNK_CHARS characters cut before a whitespace (words stay whole), so that
+    memory does not grow with the file; a str is the text itself, None the corpus.
+    `pieces()` raises InputError for a text that is only whitespace."""
     if text is None:
-        return sample_corpus(), "the built-in sample corpus"
+        return lambda: iter([sample_corpus()]), "the built-in sample corpus"
     if isinstance(text, Path):
         if not text.is_file():
             raise InputError(f"text file {str(text)!r} does not exist; pass an existing file.")
-        content, where = (
-            text.read_text(encoding="utf-8", errors="replace"),
-            f"text file {str(text)!r}",
-        )
-    else:
-        content, where = text, "the given text"
-    if not content.strip():
+        where = f"text file {str(text)!r}"
+        return lambda: _nonempty(_file_pieces(text), where), where
+    return lambda: _nonempty(iter([text]), "the given text"), "the given text"
+
+
+def _file_pieces(path: Path) -> Iterator[str]:
+    with open(path, encoding="utf-8", errors="replace") as f:
+        rest = ""
+        while block := f.read(CHUNK_CHARS):
+            rest += block
+            cut = max(rest.rfind(" "), rest.rfind("\n"))
+            if cut <= 0 and len(rest) < 4 * CHUNK_CHARS:
+                continue  # no whitespace yet: a longer piece
+            cut = cut if cut > 0 else CHUNK_CHARS
+            yield rest[:cut]
+            rest = rest[cut:]
+        if rest:
+            yield rest
+
+
+def _nonempty(pieces: Iterator[str], where: str) -> Iterator[str]:
+    seen_text = False
+    for piece in pieces:
+        seen_text = seen_text or bool(piece.strip())
+        yield piece
+    if not seen_text:
         raise InputError(
             f"{where} is empty; pass a file with text in it, or no file for the sample corpus."
         )
-    return content, where
 
 
 _CORPUS_IDS: weakref.WeakKeyDictionary[Any, tuple[int, Tensor]] = weakref.WeakKeyDictionary()
 
 
-def _token_ids(tokenizer: Any, text: str | Path | None) -> tuple[Tensor, str]:
-    """(ids, where the text came from). The built-in corpus is tokenised once per tokenizer (and
-    vocabulary size): a probe called again on the same model does not pay for it twice."""
-    cached = _CORPUS_IDS.get(tokenizer) if text is None else None
-    if cached is not None and cached[0] == len(tokenizer):
-        return cached[1], "the built-in sample corpus"
-    content, where = _read(text)
-    ids = torch.tensor(
-        tokenizer(content, add_special_tokens=False, verbose=False)["input_ids"], dtype=torch.long
+def _tokenize(tokenizer: Any, text: str) -> Tensor:
+    return torch.tensor(
+        tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"], dtype=torch.long
     )
-    if text is None:
-        _CORPUS_IDS[tokenizer] = (len(tokenizer), ids)
-    return ids, where
+
+
+def _id_pieces(
+    tokenizer: Any, text: str | Path | None
+) -> tuple[Callable[[], Iterator[Tensor]], str]:
+    """(pieces, where the text came from): `pieces()` yields the text's token ids in order, a
+    piece at a time. The built-in corpus is tokenised once per tokenizer (and vocabulary size):
+    a probe called again on the same model does not pay for it twice."""
+    pieces, where = _pieces(text)
+    if isinstance(text, Path):  # read in pieces (twice by load_windows), never held whole
+        return lambda: (_tokenize(tokenizer, piece) for piece in pieces()), where
+    cached = _CORPUS_IDS.get(tokenizer) if text is None else None
+    if cached is None or cached[0] != len(tokenizer):
+        (content,) = pieces()  # one piece; reading it to the end checks it is not empty
+        cached = (len(tokenizer), _tokenize(tokenizer, content))
+        if text is None:
+            _CORPUS_IDS[tokenizer] = cached
+    ids = cached[1]
+    return lambda: iter([ids]), where
+
+
+def _windows(pieces: Iterator[Tensor], chosen: list[int], n_tokens: int) -> Tensor:
+    """Windows `chosen` (sorted indices of consecutive n_tokens-long windows) of the ids that
+    `pieces` yields in order; only the ids of the window being cut are held."""
+    windows, start, held = [], 0, torch.zeros(0, dtype=torch.long)  # held begins at `start`
+    wanted = iter(chosen)
+    window = next(wanted, None)
+    for piece in pieces:
+        held = torch.cat([held, piece])
+        while window is not None and (window + 1) * n_tokens <= start + len(held):
+            begin = window * n_tokens - start
+            windows.append(held[begin : begin + n_tokens])
+            window = next(wanted, None)
+        keep_from = len(held) if window is None else min(len(held), window * n_tokens - start)
+        held, start = held[keep_from:], start + keep_from
+    return torch.stack(windows)
 
 
 def random_token_ids(
@@ -149,17 +201,28 @@ def load_windows(
             seed=seed,
         )
     gen = torch.Generator().manual_seed(seed)
-    ids, where = _token_ids(tokenizer, text)
-    n_windows = len(ids) // n_tokens
+    pieces, where = _id_pieces(tokenizer, text)
+    n_ids = sum(len(piece) for piece in pieces())  # a file is read twice, never held whole
+    n_windows = n_ids // n_tokens
     if n_windows < n_samples:
         raise InputError(
-            f"{where} has {len(ids)} tokens with this tokenizer, enough for {n_windows} windows "
+            f"{where} has {n_ids} tokens with this tokenizer, enough for {n_windows} windows "
             f"of {n_tokens}, but {n_samples} x {n_tokens} = {n_samples * n_tokens} were requested. "
             "Pass a longer text, or fewer samples (--n-samples) or tokens (--n-tokens)."
         )
     chosen = torch.randperm(n_windows, generator=gen)[:n_samples].sort().values
-    windows = ids[: n_windows * n_tokens].view(n_windows, n_tokens)[chosen]
+    windows = _windows(pieces(), chosen.tolist(), n_tokens)
     return windows, torch.ones_like(windows, dtype=torch.bool)
+
+
+def _paragraphs(pieces: Iterator[str]) -> Iterator[str]:
+    """The non-blank paragraphs (separated by a blank line, "\\n\\n") of a text given in pieces."""
+    rest = ""
+    for piece in pieces:
+        *done, rest = (rest + piece).split("\n\n")
+        yield from (p for p in done if p.strip())
+    if rest.strip():
+        yield rest
 
 
 def load_paragraphs(
@@ -175,10 +238,13 @@ def load_paragraphs(
     Returns:
         input_ids (n_samples, n_max) and token_mask (n_samples, n_max), False on pads.
     """
-    content, where = _read(text)
-    paragraphs = [p for p in content.split("\n\n") if p.strip()]
-    rows = [_token_ids(tokenizer, p)[0][:max_tokens] for p in paragraphs]
-    rows = [r for r in rows if len(r) >= 2]
+    pieces, where = _pieces(text)
+    rows = []
+    for paragraph in _paragraphs(pieces()):
+        row = _tokenize(tokenizer, paragraph)[:max_tokens]
+        rows += [row] if len(row) >= 2 else []
+        if len(rows) == n_samples:
+            break  # the rest of a file is never read
     if len(rows) < n_samples:
         raise InputError(
             f"{where} has {len(rows)} paragraphs of >= 2 tokens but {n_samples} were requested; "

@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from rankcollapse.errors import invalid_config
 from rankcollapse.masks import MaskSpec
+from rankcollapse.seeds import Seed
 
 
 class NetConfig(BaseModel):
@@ -69,7 +70,7 @@ class NetConfig(BaseModel):
     """Biases on Q, K, V, O, the MLP and layernorm (initialised to zero)."""
     dtype: Literal["float64", "float32"] = "float64"
     """Parameter and state dtype."""
-    seed: int = Field(0, ge=0)
+    seed: Seed = 0
     """Seed of the weight draw: same config, same weights."""
 
     def __init__(self, **values: Any) -> None:

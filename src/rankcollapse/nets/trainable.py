@@ -28,6 +28,7 @@ from torch import Tensor, nn
 from rankcollapse.errors import ConfigError, invalid_config
 from rankcollapse.nets.config import NetConfig
 from rankcollapse.nets.toy import ToyNet
+from rankcollapse.seeds import Seed
 
 NORM_EPS = 1e-5
 
@@ -61,7 +62,7 @@ class SANConfig(BaseModel):
     """Heads per layer."""
     d_model: int = Field(48, ge=2)
     """Width of the token states."""
-    seed: int = Field(0, ge=0)
+    seed: Seed = 0
     """Seed of every initial weight."""
 
     def __init__(self, **values: Any) -> None:

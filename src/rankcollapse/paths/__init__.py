@@ -15,6 +15,7 @@ from rankcollapse.paths.analysis import (
 from rankcollapse.paths.counting import (
     REFERENCE_ARCHITECTURES,
     architecture_paths,
+    architecture_sizes,
     count_paths,
     layers_and_heads,
     mean_path_length,
@@ -65,6 +66,7 @@ __all__ = [
     "LengthDecomposition",
     "Sublayer",
     "architecture_paths",
+    "architecture_sizes",
     "attention_products",
     "count_enumerated",
     "count_paths",

@@ -27,6 +27,9 @@ _LAYER_KEYS = ("num_hidden_layers", "n_layer", "n_layers", "num_layers")
 _HEAD_KEYS = ("num_attention_heads", "n_head", "n_heads")
 
 
+MAX_DIGITS = 1000  # exact path counts up to 10^1000: printable (Python's limit is 4300 digits)
+
+
 def _check_sizes(n_layers: int, n_heads: int) -> None:
     for name, value in (("n_layers", n_layers), ("n_heads", n_heads)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -73,7 +76,18 @@ def count_paths(n_layers: int, n_heads: int, *, skip: bool = True) -> pd.DataFra
         [[0, 1, 0.0625], [1, 6, 0.375], [2, 9, 0.5625]]
     """
     _check_sizes(n_layers, n_heads)
-    counts = [n_paths(n_layers, n_heads, k, skip=skip) for k in range(n_layers + 1)]
+    digits = n_layers * math.log10(n_heads + 1)
+    if digits > MAX_DIGITS:
+        raise ConfigError(
+            f"L = {n_layers} layers of H = {n_heads} heads have (H + 1)^L, about 10^{digits:.0f} "
+            f"paths; exact counts are kept to numbers of at most {MAX_DIGITS} digits. Pass fewer "
+            "layers or heads (a share depends on L and H only through the binomial law)."
+        )
+    counts = [0] * n_layers + [n_heads**n_layers]
+    if skip:  # n_{k+1} = n_k (L - k) H / (k + 1), exact: one product per length
+        counts[0] = 1
+        for k in range(n_layers):
+            counts[k + 1] = counts[k] * (n_layers - k) * n_heads // (k + 1)
     total = sum(counts)
     return pd.DataFrame(
         {
@@ -105,16 +119,9 @@ def layers_and_heads(config: Any) -> tuple[int, int]:
         (12, 12)
     """
     if isinstance(config, str | Path):
-        path = Path(config)
-        if not (path / "config.json").is_file():
-            raise InputError(
-                f"'{config}' is not a model directory with a config.json; pass a local Hugging "
-                "Face model directory, a config object, or a named model of "
-                "rankcollapse.hf.MODELS."
-            )
-        from transformers import AutoConfig
+        from rankcollapse.hf.folders import read_model_config  # checks config.json first
 
-        config = AutoConfig.from_pretrained(path, local_files_only=True)
+        config = read_model_config(config)
     values = config if isinstance(config, Mapping) else None
 
     def first(keys: tuple[str, ...]) -> int | None:
@@ -138,6 +145,23 @@ def layers_and_heads(config: Any) -> tuple[int, int]:
 REFERENCE_ARCHITECTURES = ("distilbert", "bert-base", "bert-large", "gpt2", "llama-small")
 
 
+def architecture_sizes(name: str) -> tuple[int, int]:
+    """(n_layers, n_heads) of a named model of the registry or a local model directory (its
+    config.json alone), or a clear error for any other name.
+
+    Example:
+        >>> architecture_sizes("bert-base")
+        (12, 12)
+    """
+    from rankcollapse.hf import MODELS
+
+    if name in MODELS:
+        return MODELS[name].n_layers, MODELS[name].n_heads
+    if Path(name).is_dir():
+        return layers_and_heads(name)
+    raise unknown_name("architecture", name, MODELS, "or a local model directory")
+
+
 def architecture_paths(name: str, *, skip: bool = True) -> pd.DataFrame:
     """`count_paths` for a named model of the registry (`rankcollapse.hf.MODELS`, whose sizes
     it declares) or a local model directory (read from its config.json alone).
@@ -149,14 +173,7 @@ def architecture_paths(name: str, *, skip: bool = True) -> pd.DataFrame:
         >>> int(df.loc[df["share"].idxmax(), "length"]), len(df)
         (11, 13)
     """
-    from rankcollapse.hf import MODELS
-
-    if name in MODELS:
-        n_layers, n_heads = MODELS[name].n_layers, MODELS[name].n_heads
-    elif Path(name).is_dir():
-        n_layers, n_heads = layers_and_heads(name)
-    else:
-        raise unknown_name("architecture", name, MODELS, "or a local model directory")
+    n_layers, n_heads = architecture_sizes(name)
     df = count_paths(n_layers, n_heads, skip=skip)
     df.insert(0, "n_heads", n_heads)
     df.insert(0, "n_layers", n_layers)

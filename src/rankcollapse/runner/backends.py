@@ -30,10 +30,12 @@ within a second (`exit_with_parent`).
 from __future__ import annotations
 
 import contextlib
+import logging
 import multiprocessing
 import os
 import pickle
 import platform
+import re
 import sys
 import threading
 import time
@@ -315,7 +317,7 @@ def ray_session(jobs: int, address: str | None = None) -> Iterator[None]:
         yield
         return
     if address:
-        ray.init(address=address, log_to_driver=False)
+        _join_cluster(ray, address)
     else:
         # Workers import what this process imports (e.g. a source checkout before the install);
         # a local instance listens on the loopback only, not on the machine's network.
@@ -342,6 +344,111 @@ def gpu_share(config: BaseModel, jobs: int) -> float:
     """The GPUs a Ray task of `config` asks for: 1/jobs on CUDA (jobs units share one GPU),
     none elsewhere."""
     return 1.0 / jobs if _device_type(config) == "cuda" else 0.0
+
+
+# HOST:PORT, the address `ray start --head` prints; HOST a name, an IPv4 or a [bracketed] IPv6.
+RAY_ADDRESS = re.compile(
+    r"(?P<host>[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?|\[[0-9A-Fa-f:.]+\])"
+    r":(?P<port>[0-9]{1,5})"
+)
+RAY_CONNECT_SECONDS = 10  # a TCP handshake takes milliseconds; a silent port must not hang
+
+
+def check_address(address: str | None) -> tuple[str, int] | None:
+    """(host, port) of a Ray cluster address written HOST:PORT, or ConfigError; None for None.
+
+    Example:
+        >>> check_address("127.0.0.1:6379")
+        ('127.0.0.1', 6379)
+    """
+    if address is None:
+        return None
+    match = RAY_ADDRESS.fullmatch(address.strip())
+    if not match or not 1 <= int(match["port"]) <= 65535:
+        raise ConfigError(
+            f"--address {address!r} is not HOST:PORT with a port in 1-65535; pass the address "
+            "`ray start --head` printed, e.g. 127.0.0.1:6379."
+        )
+    return match["host"].strip("[]"), int(match["port"])
+
+
+def _join_cluster(ray: Any, address: str) -> None:
+    """ray.init at `address`, bounded: a closed port, a silent one or one that does not answer
+    gRPC (RAY_CONNECT_SECONDS), and a cluster that refuses this client (Ray's own 30 s) end in
+    a ConfigError.
+
+    A cluster with token authentication (Ray 2.5x enables it on `ray start --head` once a token
+    exists) is joined with the token Ray finds: RAY_AUTH_TOKEN, the file at
+    RAY_AUTH_TOKEN_PATH, or ~/.ray/auth_token; RAY_AUTH_MODE, when set, decides.
+    """
+    host, port = check_address(address)
+    try:
+        speaks_grpc = _answers_grpc(host, port)
+    except OSError as err:
+        raise ConfigError(
+            f"no Ray cluster answers at {address} ({err.strerror or err}); start one with "
+            "`ray start --head` and pass the address it prints, or leave out --address to start "
+            "a local Ray."
+        ) from None
+    if not speaks_grpc:
+        raise ConfigError(
+            f"something listens at {address} but it is not a Ray cluster (no gRPC reply); pass "
+            "the address `ray start --head` printed (its GCS port, 6379 by default)."
+        )
+    _use_token_if_found()
+    try:  # Ray itself gives up on a port that answers but is not its GCS after about 30 s
+        ray.init(address=f"{host}:{port}", log_to_driver=False)
+    except Exception as err:  # noqa: BLE001 - ConnectionError, AuthenticationError, ...
+        with contextlib.suppress(Exception):
+            ray.shutdown()
+        reason = " ".join(str(err).split())[:400] or type(err).__name__
+        raise ConfigError(
+            f"could not join the Ray cluster at {address} ({type(err).__name__}: {reason}); "
+            "check the address `ray start --head` printed and, for a cluster with token "
+            "authentication, that its token is in RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH or "
+            "~/.ray/auth_token."
+        ) from None
+
+
+# An HTTP/2 client's preface and an empty SETTINGS frame: a gRPC server (Ray's GCS) answers
+# with its own SETTINGS frame (frame type 4 in byte 3 of the 9-byte header).
+HTTP2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
+
+
+def _answers_grpc(host: str, port: int) -> bool:
+    """Whether a gRPC server (as Ray's GCS) answers at host:port within RAY_CONNECT_SECONDS;
+    OSError when nothing accepts the connection. Ray's own client waits minutes on a port that
+    accepts but never answers gRPC."""
+    import socket
+
+    with socket.create_connection((host, port), timeout=RAY_CONNECT_SECONDS) as connection:
+        connection.sendall(HTTP2_PREFACE)
+        head = b""
+        while len(head) < 9:
+            try:
+                chunk = connection.recv(9 - len(head))
+            except TimeoutError:
+                break
+            if not chunk:
+                break
+            head += chunk
+    return len(head) == 9 and head[3] == 4
+
+
+def _use_token_if_found() -> None:
+    """Token authentication on, as Ray does for a local cluster it finds itself, when a token
+    is available and RAY_AUTH_MODE is unset (Ray does not do this for an explicit address)."""
+    try:
+        from ray._private.authentication import authentication_token_setup as auth
+    except ImportError:  # a Ray without token authentication
+        return
+    quiet = logging.getLogger(auth.__name__)
+    level = quiet.level
+    quiet.setLevel(logging.ERROR)  # its "token authentication is enabled" notice
+    try:
+        auth.maybe_enable_token_auth_if_token_available(warn_if_disabled=False)
+    finally:
+        quiet.setLevel(level)
 
 
 def _run_ray(tasks: Sequence[Task], finished: Finished, jobs: int) -> None:

@@ -143,15 +143,46 @@ def parse_overrides(pairs: Sequence[str], keys: Sequence[str] = ()) -> dict[str,
     return overrides
 
 
-def _yaml_value(key: str, text: str) -> Any:
+MAX_YAML_BYTES = 2**20  # a config is a few lines; a megabyte of YAML is not one
+MAX_YAML_NODES = 100_000  # values counted as written out (aliases repeat what they name)
+
+
+def _safe_yaml(text: str, what: str, fix: str) -> Any:
+    """YAML with the safe loader, as one clear ConfigError when it is not a small plain
+    document: a syntax error, nesting deeper than Python recurses, or aliases that expand past
+    MAX_YAML_NODES values ("billion laughs")."""
     try:
         value = yaml.safe_load(text)
     except yaml.YAMLError as err:
-        problem = str(err).splitlines()[0]
+        problem = " ".join(str(err).split())
+        raise ConfigError(f"{what} is not valid YAML ({problem}); {fix}") from None
+    except RecursionError:
+        raise ConfigError(f"{what} is nested too deeply to be a config; {fix}") from None
+    if _expanded_size(value) > MAX_YAML_NODES:
         raise ConfigError(
-            f"--set {key}={text}: the value is not valid YAML ({problem}); write a number, a "
-            "word or a list such as [0, 1]."
-        ) from None
+            f"{what} expands to more than {MAX_YAML_NODES:,} values (aliases of aliases); {fix}"
+        )
+    return value
+
+
+def _expanded_size(value: Any, budget: int = MAX_YAML_NODES + 1) -> int:
+    """Number of values in `value` written out, counting up to `budget` (then stopping)."""
+    count, stack = 0, [value]
+    while stack and count < budget:
+        item = stack.pop()
+        count += 1
+        if isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return count
+
+
+def _yaml_value(key: str, text: str) -> Any:
+    value = _safe_yaml(
+        text, f"--set {key}={text}", "write a number, a word or a list such as [0, 1]."
+    )
     # YAML 1.1 reads "1e-3" as a string; a number is what anyone typing it means.
     if isinstance(value, str) and re.fullmatch(r"[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+", value):
         return float(value)
@@ -163,10 +194,14 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
     path = Path(path)
     if not path.is_file():
         raise InputError(f"config file {str(path)!r} does not exist; pass a YAML file of keys.")
+    fix = "pass a YAML file of keys, e.g. 'n_layers: 4'."
+    if path.stat().st_size > MAX_YAML_BYTES:
+        raise ConfigError(f"config file {str(path)!r} is {path.stat().st_size:,} bytes; {fix}")
     try:
-        values = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as err:
-        raise ConfigError(f"config file {str(path)!r} is not valid YAML: {err}") from None
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(f"config file {str(path)!r} is not UTF-8 text; {fix}") from None
+    values = _safe_yaml(text, f"config file {str(path)!r}", fix)
     if values is None:
         return {}
     if not isinstance(values, dict):

@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from rankcollapse.devices import Device, resolve_device
 from rankcollapse.errors import ConfigError
 from rankcollapse.nets.rank_encoder import RankEncoder
+from rankcollapse.seeds import Seed
 from rankcollapse.tasks.neighbours import NeighbourTask, linear_baseline, relative_mse
 from rankcollapse.train.grid import GridResult, TrainSettings
 
@@ -31,7 +32,7 @@ class TrainingConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
-    seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
+    seeds: list[Seed] = Field(default_factory=lambda: [0], min_length=1)
     """Seeds of initialisation and data."""
     steps: int = Field(600, ge=1, le=1_000_000)
     """Optimiser steps at most (a run may stop earlier on a plateau)."""

@@ -27,6 +27,7 @@ from torch import Tensor, nn
 
 from rankcollapse.errors import ConfigError, InputError
 from rankcollapse.files import canonical_json, write_atomic
+from rankcollapse.seeds import Seed
 
 if TYPE_CHECKING:  # the monitor imports the real-model code; a toy run never needs it
     from rankcollapse.monitor import Monitor
@@ -43,7 +44,7 @@ class TrainConfig(BaseModel):
     """Sequences per mini-batch (capped at the data size)."""
     lr: float = Field(1e-3, gt=0)
     """Adam learning rate."""
-    seed: int = 0
+    seed: Seed = 0
     """Seeds the order of the mini-batches."""
     loss: Literal["cross_entropy", "mse"] = "cross_entropy"
     """Per-token cross-entropy on class labels, or mean squared error on real targets."""
