@@ -150,23 +150,26 @@ def _sizes(folder: Path, config: Any, values: dict) -> None:
             )
     if config.num_hidden_layers > MAX_LAYERS:
         raise _error(
-            folder, f"has num_hidden_layers = {config.num_hidden_layers} in {CONFIG} (at most "
-            f"{MAX_LAYERS})"
-        )  # fmt: skip
+            folder,
+            f"has num_hidden_layers = {config.num_hidden_layers} in {CONFIG} (at most "
+            f"{MAX_LAYERS})",
+        )
     heads = getattr(config, "num_attention_heads", None)
     width = getattr(config, "hidden_size", None)
     own_head_size = any(values.get(k) is not None for k in ("head_dim", "d_kv"))
     if heads and width and not own_head_size and width % heads:
         raise _error(
-            folder, f"has hidden_size = {width}, not a multiple of num_attention_heads = {heads}, "
-            f"in {CONFIG}; each head takes hidden_size / num_attention_heads features"
-        )  # fmt: skip
+            folder,
+            f"has hidden_size = {width}, not a multiple of num_attention_heads = {heads}, "
+            f"in {CONFIG}; each head takes hidden_size / num_attention_heads features",
+        )
     kv_heads = getattr(config, "num_key_value_heads", None)
     if heads and kv_heads and heads % kv_heads:
         raise _error(
-            folder, f"has num_attention_heads = {heads}, not a multiple of num_key_value_heads = "
-            f"{kv_heads}, in {CONFIG}"
-        )  # fmt: skip
+            folder,
+            f"has num_attention_heads = {heads}, not a multiple of num_key_value_heads = "
+            f"{kv_heads}, in {CONFIG}",
+        )
     vocab, pad = getattr(config, "vocab_size", None), getattr(config, "pad_token_id", None)
     if vocab and type(pad) is int and not 0 <= pad < vocab:
         raise _error(
@@ -259,9 +262,10 @@ def _tensor_shapes(folder: Path, files: list[Path]) -> dict[str, tuple[int, ...]
         except Exception as err:  # noqa: BLE001 - SafetensorError, OSError, a bad dtype ...
             reason = " ".join(str(err).split())[:200] or type(err).__name__
             raise _error(
-                folder, f"has a damaged {path.name} ({reason})",
+                folder,
+                f"has a damaged {path.name} ({reason})",
                 "save the model again with save_pretrained(DIR), or copy the file again",
-            ) from None  # fmt: skip
+            ) from None
     if not shapes:
         raise _error(folder, f"has weights with no tensors in {files[0].name}")
     return shapes
@@ -318,33 +322,38 @@ def _check_weights(folder: Path, config: Any, shapes: dict[str, tuple[int, ...]]
         bare = name.removeprefix(f"{model.base_model_prefix}.")  # saved with a task head
         if name not in expected and bare not in buffers and bare.startswith(parts):
             raise _error(
-                folder, f"has tensor '{key}' in its weights, which a model of its {CONFIG} has "
+                folder,
+                f"has tensor '{key}' in its weights, which a model of its {CONFIG} has "
                 "no place for; the config does not describe these weights",
                 "pass the config.json saved with these weights",
-            )  # fmt: skip
+            )
         if name in expected:
             found.add(name)
             want = tuple(expected[name].shape)
             if not converted and shape != want:
                 raise _error(
-                    folder, f"has tensor '{key}' of shape {shape} in its weights, but its "
+                    folder,
+                    f"has tensor '{key}' of shape {shape} in its weights, but its "
                     f"{CONFIG} makes it {want}; the config does not describe these weights",
                     "pass the config.json saved with these weights",
-                )  # fmt: skip
+                )
     # Tied tensors (one parameter under two names) are saved once.
     names_of: dict[int, list[str]] = {}
     for name, tensor in expected.items():
         names_of.setdefault(id(tensor), []).append(name)
     missing = [
-        names[0] for names in names_of.values()
+        names[0]
+        for names in names_of.values()
         if not found.intersection(names) and not names[0].startswith(OPTIONAL_PARTS)
-    ]  # fmt: skip
+    ]
     if missing:
         raise _error(
-            folder, f"has weights without {len(missing)} of the {len(names_of)} tensors its "
+            folder,
+            f"has weights without {len(missing)} of the {len(names_of)} tensors its "
             f"{CONFIG} asks for (first: '{missing[0]}'); the config does not describe these "
-            "weights", "pass the config.json saved with these weights",
-        )  # fmt: skip
+            "weights",
+            "pass the config.json saved with these weights",
+        )
 
 
 def _check_tokenizer_files(folder: Path) -> None:
@@ -355,10 +364,11 @@ def _check_tokenizer_files(folder: Path) -> None:
             values = _read_json(folder, name)
             if not isinstance(values, dict):
                 raise _error(
-                    folder, f"has a {name} holding a {type(values).__name__}, not an object",
+                    folder,
+                    f"has a {name} holding a {type(values).__name__}, not an object",
                     "save the tokenizer with tokenizer.save_pretrained(DIR), or remove its files "
                     "and pass --random-tokens or --tokenizer DIR",
-                )  # fmt: skip
+                )
 
 
 @functools.lru_cache(maxsize=16)
