@@ -169,7 +169,8 @@ def test_no_figures_writes_the_same_results_and_no_figure(tmp_path):
     argv = ["simulate", "--n-layers", "3", "--n-tokens", "8", "--n-samples", "2"]
     assert main([*argv, "--out", str(tmp_path / "a")]) == 0
     assert main([*argv, "--no-figures", "--out", str(tmp_path / "b")]) == 0
-    assert sorted(p.name for p in (tmp_path / "b").iterdir()) == ["results.csv"]
+    written = sorted(p.name for p in (tmp_path / "b").iterdir() if not p.name.startswith("."))
+    assert written == ["results.csv"]  # beside the folder's marker, .rankcollapse.json
     assert (tmp_path / "a" / "collapse.svg").is_file()
     assert (tmp_path / "a" / "results.csv").read_bytes() == (
         tmp_path / "b" / "results.csv"
