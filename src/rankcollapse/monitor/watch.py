@@ -156,37 +156,20 @@ def watch(
     if not resolved:
         raise ConfigError("the monitor needs at least one variant, e.g. ['transformer'].")
     if blocks is None:
-        measure = _hf_measure(
-            model,
-            names,
-            resolved,
-            inputs,
-            token_mask,
-            tokenizer,
-            text,
-            random_tokens,
-            n_samples,
-            n_tokens,
-            seed,
-        )
+        held_out = ProbeInputs(
+            text=text,
+            random_tokens=random_tokens,
+            n_samples=n_samples,
+            n_tokens=n_tokens,
+            seed=seed,
+        )  # the batch drawn when `inputs` is None
+        measure = _hf_measure(model, names, resolved, inputs, token_mask, tokenizer, held_out)
     else:
         measure = _module_measure(model, names, resolved, blocks, inputs, token_mask)
     return Monitor(measure, every, list(logs))
 
 
-def _hf_measure(
-    model,
-    names,
-    variants,
-    inputs,
-    token_mask,
-    tokenizer,
-    text,
-    random_tokens,
-    n_samples,
-    n_tokens,
-    seed,
-):
+def _hf_measure(model, names, variants, inputs, token_mask, tokenizer, held_out: ProbeInputs):
     if not isinstance(model, LoadedModel) and not hasattr(
         getattr(model, "config", None), "model_type"
     ):
@@ -199,20 +182,13 @@ def _hf_measure(
     for variant in variants:
         check_variant(variant, loaded.arch)
     limit = getattr(loaded.model.config, "max_position_embeddings", None)
-    length = n_tokens if inputs is None else inputs.shape[-1]
+    length = held_out.n_tokens if inputs is None else inputs.shape[-1]
     if isinstance(limit, int) and 0 < limit < length:
         raise InputError(
             f"the held-out batch has {length} tokens but '{loaded.name}' has {limit} positions; "
             f"pass n_tokens={limit} or fewer (or shorter inputs)."
         )
     if inputs is None:
-        held_out = ProbeInputs(
-            text=text,
-            random_tokens=random_tokens,
-            n_samples=n_samples,
-            n_tokens=n_tokens,
-            seed=seed,
-        )
         inputs, token_mask = held_out.build(loaded)
     elif token_mask is None:
         token_mask = torch.ones(inputs.shape[:2], dtype=torch.bool)
