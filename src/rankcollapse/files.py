@@ -42,6 +42,16 @@ def digest(value: Any) -> str:
     return hashlib.sha256(canonical_json(value).encode()).hexdigest()
 
 
+def json_bytes(value: Any) -> bytes:
+    """`value` as indented JSON text, one trailing newline (what run folders store).
+
+    Example:
+        >>> json_bytes({"a": 1})
+        b'{\\n  "a": 1\\n}\\n'
+    """
+    return (json.dumps(value, indent=2, default=str) + "\n").encode()
+
+
 def write_atomic(path: str | os.PathLike, data: bytes) -> None:
     """Write `data` to `path` so that readers see the old file or the whole new one.
 

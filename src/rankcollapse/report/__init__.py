@@ -2,7 +2,13 @@
 `DIR/results.csv` through the experiment's `summarize` and writes one self-contained
 `report.html`, without recomputing any unit; `write_index(results/)` lists every stored run."""
 
-from rankcollapse.report.build import Report, build_report, claim_record, stored_verdict
+from rankcollapse.report.build import (
+    Report,
+    build_report,
+    claim_record,
+    stored_report,
+    stored_verdict,
+)
 from rankcollapse.report.html import format_value, render_html, tidy_table
 from rankcollapse.report.index import write_index
 from rankcollapse.report.reproduction import reproduction_table, write_reproduction
@@ -23,6 +29,7 @@ __all__ = [
     "Report",
     "build_report",
     "claim_record",
+    "stored_report",
     "config_hash",
     "damaged",
     "folder_kind",

@@ -9,6 +9,8 @@ is byte-identical to the first one.
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
 import math
 import re
@@ -21,11 +23,12 @@ from pydantic import BaseModel
 
 from rankcollapse.errors import InputError
 from rankcollapse.experiments import Claim, Experiment, Summary, get_experiment
-from rankcollapse.files import write_atomic
-from rankcollapse.report.html import render_html
+from rankcollapse.files import digest, json_bytes, write_atomic
+from rankcollapse.report.html import KEY_META, render_html
 from rankcollapse.report.stored import (
     config_hash,
     damaged,
+    read_claims,
     read_config,
     read_manifest,
     read_results,
@@ -111,7 +114,7 @@ def build_report(
         {f"{_file_name(n)}.csv": t.to_csv(index=False).encode() for n, t in tables.items()},
     )
     claims = [claim_record(claim) for claim in summary.claims]
-    write_atomic(out_dir / "claims.json", (json.dumps(claims, indent=2) + "\n").encode())
+    write_atomic(out_dir / "claims.json", json_bytes(claims))
     html = render_html(
         experiment=exp,
         config_text=(out_dir / "config.yaml").read_text(encoding="utf-8"),
@@ -122,10 +125,69 @@ def build_report(
         svgs={name: f"figures/{_file_name(name)}.svg" for name in rendered},
         csvs={name: f"tables/{_file_name(name)}.csv" for name in tables},
         results=results,
+        key=report_key(exp, manifest, figures=figures),
     )
     path = out_dir / "report.html"
     write_atomic(path, html.encode())
     return Report(path, exp, config, manifest, results, summary)
+
+
+def report_key(experiment: Experiment, manifest: dict[str, Any], *, figures: bool) -> str:
+    """What a report is built from: the run's config and results (their hashes in the
+    manifest), whether figures were drawn, the experiment, and the code (`code_digest`).
+    `report.html` carries it in its head."""
+    return digest(
+        [
+            experiment.name,
+            f"{experiment.summarize.__module__}.{experiment.summarize.__qualname__}",
+            manifest.get("config_hash"),
+            manifest.get("results_sha256"),
+            figures,
+            code_digest(),
+        ]
+    )
+
+
+@functools.cache
+def code_digest() -> str:
+    """sha256 over the package's source and data files (paths and bytes): any edit to the
+    code that summarizes and draws a run changes it."""
+    root = Path(__file__).resolve().parents[1]
+    hasher = hashlib.sha256()
+    for path in sorted(p for p in root.rglob("*") if p.suffix in (".py", ".json")):
+        hasher.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
+    return hasher.hexdigest()
+
+
+def stored_report(
+    out_dir: str | Path, experiment: Experiment, manifest: dict[str, Any], *, figures: bool = True
+) -> Report | None:
+    """The report already in `out_dir` when `build_report` made it from the same results,
+    config, figure setting and code as `manifest` names now (the key in its head), else None.
+    The summary's claims and tables are read back from claims.json and tables/; its figures
+    stay in figures/ (the summary holds none). `rankcollapse run` of a fully stored run uses
+    it instead of summarizing and drawing again, which would write the same files."""
+    out_dir = Path(out_dir)
+    meta = f'<meta name="{KEY_META}" content="{report_key(experiment, manifest, figures=figures)}">'
+    try:
+        with open(out_dir / "report.html", encoding="utf-8") as page:
+            if meta not in page.read(4096):
+                return None
+        claims = [_claim_from_record(record) for record in read_claims(out_dir)]
+        tables = {p.stem: pd.read_csv(p) for p in sorted((out_dir / "tables").glob("*.csv"))}
+        config = read_config(out_dir, experiment.config, experiment.name)
+        results = read_results(out_dir / "results.csv", sha256=manifest.get("results_sha256"))
+    except (InputError, OSError, ValueError, TypeError, KeyError):  # anything amiss: rebuild
+        return None
+    summary = Summary(tables=tables, claims=claims)
+    return Report(out_dir / "report.html", experiment, config, manifest, results, summary)
+
+
+def _claim_from_record(record: dict[str, Any]) -> Claim:
+    """A `claim_record` read back (a non-finite measured value was stored as null: NaN)."""
+    fields = {k: v for k, v in record.items() if k not in ("expected", "verdict")}
+    fields["measured"] = math.nan if record["measured"] is None else record["measured"]
+    return Claim(**fields)
 
 
 def claim_record(claim: Claim) -> dict[str, Any]:

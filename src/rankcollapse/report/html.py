@@ -54,6 +54,9 @@ details { margin: .4em 0; } summary { cursor: pointer; }
 """
 
 
+KEY_META = "rankcollapse-report-key"
+
+
 def render_html(
     *,
     experiment: Experiment,
@@ -65,6 +68,7 @@ def render_html(
     svgs: dict[str, str] | None = None,
     csvs: dict[str, str] | None = None,
     results: pd.DataFrame | None = None,
+    key: str = "",
 ) -> str:
     """The report page.
 
@@ -74,6 +78,7 @@ def render_html(
         svgs: figure name -> its vector copy in the run folder ("figures/x.svg"), linked.
         csvs: table name -> its CSV in the run folder ("tables/y.csv"), linked.
         results: the run's tidy results, to list the models and arms that actually ran.
+        key: what the page was built from (`report.build.report_key`), in its head.
     """
     sizes, svgs, csvs = sizes or {}, svgs or {}, csvs or {}
     findings, beyond, checks = summary.findings, summary.beyond, summary.checks
@@ -89,6 +94,7 @@ def render_html(
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f'<meta name="{KEY_META}" content="{escape(key)}">',
         f"<title>{escape(experiment.name)}: rankcollapse report</title>",
         f"<style>{STYLE}</style></head><body>",
         f"<h1>{escape(experiment.name)}</h1>",

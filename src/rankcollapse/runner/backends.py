@@ -145,7 +145,11 @@ def _device(config: BaseModel) -> str:
 
 
 def _device_type(config: BaseModel) -> str:
-    """The kind of device a unit of `config` runs on: cpu, cuda or mps."""
+    """The kind of device a unit of `config` runs on: cpu, cuda or mps (a config without a
+    device, or naming the CPU, is answered without importing torch)."""
+    device = getattr(config, "device", "cpu")
+    if isinstance(device, str) and device.split(":")[0] == "cpu":
+        return "cpu"
     return _device(config).split(":")[0]
 
 

@@ -48,6 +48,7 @@ from rankcollapse.files import (
     canonical_json,
     claim_output,
     digest,
+    json_bytes,
     remove_partial,
     write_atomic,
 )
@@ -253,6 +254,7 @@ def run_experiment(
     backend: str = "process",
     address: str | None = None,
     notify: Notify | None = None,
+    figures: bool = True,
 ) -> RunResult:
     """Run one experiment (by name, or an `Experiment` object) and build its report.
 
@@ -260,9 +262,12 @@ def run_experiment(
     re-raised as `UnitError` after every other finished unit is stored, so rerunning the
     same call resumes where it stopped. `backend` is "process" (this process when jobs=1,
     else `jobs` worker processes) or "ray" (`address` joins a cluster); see `backends`.
+    `figures=False` draws no figure (the report has its claims and tables).
     """
     p = plan(name, preset, overrides, config_file, out, results_root)
-    return execute(p, jobs, progress, backend=backend, address=address, notify=notify)
+    return execute(
+        p, jobs, progress, backend=backend, address=address, notify=notify, figures=figures
+    )
 
 
 def run_all(
@@ -308,13 +313,16 @@ def execute(
     backend: str = "process",
     address: str | None = None,
     notify: Notify | None = None,
+    figures: bool = True,
 ) -> RunResult:
     """Run the units of a plan that have no valid stored result, then store and report.
 
     The run folder is checked for writing first (OutputError, before any unit runs) and
     locked while the run lasts: a second run of the same config waits, then reuses the units.
     """
-    return execute_all([plan], jobs, progress, backend=backend, address=address, notify=notify)[0]
+    return execute_all(
+        [plan], jobs, progress, backend=backend, address=address, notify=notify, figures=figures
+    )[0]
 
 
 def execute_all(
@@ -447,7 +455,7 @@ class _Run:
         n_cached = len(plan.units) - n_pending
         manifest = _manifest(plan, jobs, started, n_cached, n_pending, stored.recomputed)
         manifest.update(backend=backend, address=address, waited_for_lock_seconds=round(waited, 3))
-        write_atomic(out_dir / "manifest.json", _json(manifest))
+        write_atomic(out_dir / "manifest.json", json_bytes(manifest))
         run = cls(
             plan, paths, stored, manifest, backend, waited, progress, n_cached, figures=figures
         )
@@ -482,7 +490,7 @@ class _Run:
             error=f"{failed.kind}: {failed.message}",
             traceback=failed.traceback,
         )
-        write_atomic(manifest_path, _json(self.manifest))
+        write_atomic(manifest_path, json_bytes(self.manifest))
         said = f"{plan.experiment.name} unit {unit} failed: {failed.kind}: {failed.message}"
         kept = f"{self.done} of {len(plan.units)} units are stored and kept"
         if failed.died:  # its message says to rerun
@@ -493,8 +501,9 @@ class _Run:
         )
 
     def finish(self) -> None:
-        """Every unit is stored: write results.csv and the manifest, build the report."""
-        from rankcollapse.report import build_report
+        """Every unit is stored: write results.csv and the manifest, build the report (or,
+        when no unit ran, keep the one built from these same results: `stored_report`)."""
+        from rankcollapse.report import build_report, stored_report
 
         plan, stored, manifest = self.plan, self.stored, self.manifest
         results = pd.concat(stored.rows, ignore_index=True)
@@ -511,9 +520,13 @@ class _Run:
             ],
             status="complete",
         )
-        write_atomic(plan.out_dir / "manifest.json", _json(manifest))
-        report = build_report(plan.out_dir, experiment=plan.experiment, figures=self.figures)
+        write_atomic(plan.out_dir / "manifest.json", json_bytes(manifest))
         n_computed = manifest["n_computed"]
+        report = None
+        if n_computed == 0:  # nothing new: the stored report stands if made from these results
+            report = stored_report(plan.out_dir, plan.experiment, manifest, figures=self.figures)
+        if report is None:
+            report = build_report(plan.out_dir, experiment=plan.experiment, figures=self.figures)
         self.result = RunResult(
             name=plan.experiment.name,
             out_dir=plan.out_dir,
@@ -650,7 +663,3 @@ def _seeds(config: Any, units: list[Unit]) -> list:
 
 def _now() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-
-
-def _json(value: Any) -> bytes:
-    return (json.dumps(value, indent=2, default=str) + "\n").encode()

@@ -1,0 +1,101 @@
+"""A run whose every unit is stored keeps the report built from those same results by the
+same code (`report.stored_report`), and builds it again when anything it depends on changed."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+import sys
+
+import tiny_experiment
+from tiny_experiment import TINY
+
+from rankcollapse.report import build
+from rankcollapse.runner import run_experiment
+
+
+def counting_experiment(seen: list[int]):
+    """TINY whose summarize counts its calls (the same function object for every run)."""
+
+    def summarize(config, results):
+        seen.append(1)
+        return tiny_experiment.summarize(config, results)
+
+    return dataclasses.replace(TINY, summarize=summarize)
+
+
+def run(experiment, tmp_path, **kwargs):
+    return run_experiment(
+        experiment, overrides={"log_dir": str(tmp_path)}, out=tmp_path / "run", **kwargs
+    )
+
+
+def claims_of(result):
+    return [(c.id, c.kind, c.verdict, c.measured, c.expected) for c in result.claims]
+
+
+def test_a_fully_stored_run_keeps_its_report_and_reads_its_claims_back(tmp_path):
+    seen: list[int] = []
+    experiment = counting_experiment(seen)
+    first = run(experiment, tmp_path)
+    page = tmp_path / "run" / "report.html"
+    stamp = page.stat().st_mtime_ns
+    again = run(experiment, tmp_path)
+    assert (again.n_computed, len(seen)) == (0, 1)  # summarized once: by the first run
+    assert page.stat().st_mtime_ns == stamp
+    assert claims_of(again) == claims_of(first)
+    assert list(again.summary.tables) == ["mean-per-layer"]  # read back from tables/
+    assert again.summary.tables["mean-per-layer"]["value"].tolist() == (
+        first.summary.tables["mean per layer"]["value"].tolist()
+    )
+    assert again.results.equals(first.results)
+
+
+def test_the_report_is_built_again_when_the_code_changed(tmp_path, monkeypatch):
+    seen: list[int] = []
+    experiment = counting_experiment(seen)
+    run(experiment, tmp_path)
+    monkeypatch.setattr(build, "code_digest", lambda: "edited")
+    run(experiment, tmp_path)
+    run(experiment, tmp_path)  # built by the edited code: kept again
+    assert len(seen) == 2
+
+
+def test_the_report_is_built_again_for_figures_a_no_figures_run_did_not_draw(tmp_path):
+    seen: list[int] = []
+    experiment = counting_experiment(seen)
+    run(experiment, tmp_path, figures=False)
+    assert not (tmp_path / "run" / "figures").exists()
+    run(experiment, tmp_path)
+    assert len(seen) == 2
+    assert (tmp_path / "run" / "figures" / "res-vs-layer.png").is_file()
+
+
+def test_a_damaged_claims_file_makes_the_run_build_the_report_again(tmp_path):
+    seen: list[int] = []
+    experiment = counting_experiment(seen)
+    run(experiment, tmp_path)
+    claims = tmp_path / "run" / "claims.json"
+    claims.write_text('[{"id": "positive"}]')
+    again = run(experiment, tmp_path)
+    assert len(seen) == 2
+    assert [c["id"] for c in json.loads(claims.read_text())] == ["positive", "impossible"]
+    assert [c.id for c in again.claims] == ["positive", "impossible"]
+
+
+def test_a_fully_stored_cli_run_imports_no_torch(tmp_path):
+    """Nothing to compute and the report current: no unit, no device, so no torch."""
+    out = tmp_path / "toy"
+    argv = ["run", "toy-collapse", "--set", "seeds=[0]", "--jobs", "1", "--out", str(out)]
+    program = (
+        "import sys; from rankcollapse.cli import main; code = main(sys.argv[1:]); "
+        "print('torch' in sys.modules, file=sys.stderr); sys.exit(code)"
+    )
+    first = subprocess.run([sys.executable, "-c", program, *argv], capture_output=True, text=True)
+    assert first.returncode == 0, first.stderr
+    again = subprocess.run([sys.executable, "-c", program, *argv], capture_output=True, text=True)
+    assert again.returncode == 0, again.stderr
+    assert first.stderr.split()[-1] == "True"  # the check sees torch when units run here
+    assert again.stderr.split()[-1] == "False"
+    assert "0 units run" in again.stdout
