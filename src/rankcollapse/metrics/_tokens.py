@@ -25,7 +25,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from functools import cache, cached_property
+from functools import cache
+from typing import Any, Generic, TypeVar
 
 import torch
 from torch import Tensor
@@ -39,6 +40,29 @@ RANK1_EXPLICIT = 1e-3
 SAFE_EXPONENT = 100  # |x| up to 2^100: n d x^2 stays far from float64 overflow and underflow
 MIN_RUN_ELEMENTS = 2**16  # smaller runs are not worth a thread (start-up ~0.1 ms)
 CHUNK_BYTES = 2**22  # sequences per memory-bound pass (measured best of 1, 2, 4, 8 MB)
+
+
+T = TypeVar("T")
+
+
+class computed_once(Generic[T]):
+    """`functools.cached_property` without Python 3.11's class-wide lock: that lock let only
+    one thread at a time compute any instance's value, so the metric suite's threads (one
+    `Tokens` each) ran their eigenvalue work one after another. Each instance is used by one
+    thread here, so no lock is needed.
+    """
+
+    def __init__(self, compute: Callable[[Any], T]) -> None:
+        self.compute, self.__doc__ = compute, compute.__doc__
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, instance: Any, owner: type | None = None) -> T:
+        if instance is None:
+            return self  # type: ignore[return-value]
+        value = instance.__dict__[self.name] = self.compute(instance)  # later reads skip this
+        return value
 
 
 @contextmanager
@@ -293,7 +317,7 @@ class Tokens:
             self._read(norms=False, gram=True)
         return self._gram
 
-    @cached_property
+    @computed_once
     def gram_eigenvalues(self) -> Tensor:
         """sigma_i^2 from the Gram matrix, descending, >= 0, exactly 0 past n_sv: (..., k).
 
@@ -307,7 +331,7 @@ class Tokens:
         index = torch.arange(values.shape[-1], device=values.device)
         return index < self.n_sv.unsqueeze(-1)
 
-    @cached_property
+    @computed_once
     def singular_values(self) -> Tensor:
         """The min(n_real, d) singular values of each sequence, descending, 0 past them: (..., k).
 
@@ -326,7 +350,7 @@ class Tokens:
             sv = sv * self._in_spectrum(sv)
         return sv
 
-    @cached_property
+    @computed_once
     def rank1_residual(self) -> Tensor:
         """||X - X_1||_F with X_1 the best rank-1 approximation, shape (...)."""
         tail = (self.norm_sq - self.gram_eigenvalues[..., 0]).clamp(min=0)
@@ -346,7 +370,7 @@ class Tokens:
             residual = flat.reshape(residual.shape)
         return residual
 
-    @cached_property
+    @computed_once
     def token_products(self) -> Tensor:
         """x_i . x_j for every pair of tokens, (..., n, n); 0 for pads.
 
