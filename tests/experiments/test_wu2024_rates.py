@@ -21,15 +21,41 @@ def tiny(run_quick):
     return run_quick(EXP.name, TINY)
 
 
-def test_the_bound_is_fitted_on_the_first_r_layers_and_tested_after_them():
+def test_the_bound_has_its_constant_computed_and_is_tested_from_layer_one():
     config = EXP.make_config("quick", OVERRIDES)
     rows = curve_table(config, table(complete=0.25, local=0.5)).set_index("mask")
-    # complete: r = 1, mu = 0.25^t against C 0.5^t with C = 1: excess log(0.25^2 / 0.5^2)
-    assert rows.loc["complete", "excess"] == pytest.approx(2 * math.log(0.5))
+    # complete: r = 1, mu = 0.25^t against sqrt(N - 1) 0.5^t mu(X^0), N = 4: nothing fitted,
+    # so layer 1 (0.25 against 0.87) is the closest
+    assert rows.loc["complete", "excess"] == pytest.approx(math.log(0.5 / math.sqrt(3)))
     assert rows.loc["complete", "bound_slope"] == pytest.approx(math.log(0.5))
+    assert rows.loc["complete", "bound_decades"] == pytest.approx(
+        -math.log10(math.sqrt(3) * 0.5**6)
+    )
     # causal window: r = 3 at 4 tokens, one factor 1 - 0.5^3 per complete block of 3 layers
     assert rows.loc["causal_window:1", "radius"] == 3
     assert rows.loc["causal_window:1", "bound_slope"] == pytest.approx(2 * math.log(0.875) / 6)
+
+
+def test_a_late_small_eps_loosens_the_bound_as_the_theorem_says():
+    config = EXP.make_config("quick", OVERRIDES)
+    curves = table(complete=0.5, local=0.5)
+    late = (curves["metric"] == "eps") & (curves["layer"] == 6)
+    # one weight of 0.1 at layer 6: the theorem's eps for layer 6 is 0.1, so B_6 = sqrt(3) 0.9^6
+    rows = curve_table(config, curves.assign(value=curves["value"].where(~late, 0.1)))
+    complete = rows.set_index("mask").loc["complete"]
+    assert complete["bound_slope"] == pytest.approx(math.log(0.9))  # (log B_6 - log B_0) / 6
+    assert complete["excess"] == pytest.approx(
+        -math.log(math.sqrt(3))
+    )  # layers 1-5: B = sqrt(3) mu
+
+
+def test_amplifying_value_maps_leave_the_bound_not_tested():
+    config = EXP.make_config("quick", OVERRIDES)
+    # value-map products doubling per layer: A3 (bounded products of W_V) does not hold
+    found = {c.id: c for c in claims(config, table(complete=0.25, local=0.5, value_gain=2.0))}
+    bound = found["bound-is-upper"]
+    assert bound.verdict == "NOT TESTED" and bound.untested.startswith("assumptions not met")
+    assert "A3 not met" in bound.note
 
 
 def test_the_speed_ratio_of_complete_to_the_causal_window_is_the_slope_ratio():
@@ -49,12 +75,29 @@ def test_rows_hold_eps_of_every_layer_and_the_graph_facts(tiny):
     assert table_.loc[("causal_window:1", "none"), "radius"] == 5  # ceil((6 - 1) / 1)
 
 
+def test_the_value_maps_products_are_recorded_and_orthogonal(tiny):
+    _, results = tiny
+    norms = results[results["metric"] == "value_norm"]
+    assert sorted(norms["layer"].unique()) == list(range(13))
+    assert norms["value"].to_numpy() == pytest.approx(1.0)  # products of orthogonal maps
+
+
 def test_measured_collapse_stays_under_the_bound_on_a_tiny_run(tiny):
     config, results = tiny
     found = {c.id: c for c in summarize(config, results).claims}
-    # 12 layers: no mask's bound predicts a decade before the floor, so the run cannot decide
+    # 12 layers: no mask's bound reaches a decade below mu(X^0), so the run cannot decide
     bound = found["bound-is-upper"]
     assert bound.verdict == "NOT TESTED" and bound.untested.startswith("preset too small")
     # Cor 1's rate log(1 - N eps^{2r}) / (2r) is ~1e-4 per layer here: it cannot fail either
     assert found["cor1-rate-with-ln"].verdict == "NOT TESTED", found["cor1-rate-with-ln"].note
     assert found["local-masks-slower"].passed, found["local-masks-slower"].note
+
+
+def test_the_causal_mask_stays_under_the_computed_bound_on_a_real_run(run_quick):
+    # 4 tokens at near-uniform attention: eps about 0.25, so the bound sqrt(3) 0.75^t falls
+    # 1.7 decades below mu(X^0) in 16 layers, and the measured mu (about 0.5^t) stays under it
+    sizes = {"n_layers": 16, "d_model": 8, "n_tokens": 4, "n_samples": 2, "seeds": [0]}
+    config, results = run_quick(EXP.name, {**sizes, "masks": ["causal"], "norms": ["none"]})
+    bound = {c.id: c for c in claims(config, results)}["bound-is-upper"]
+    assert bound.verdict == "PASS", bound.note
+    assert bound.measured < -0.5

@@ -4,10 +4,9 @@ import numpy as np
 import pytest
 import torch
 
+from rankcollapse.errors import InputError
 from rankcollapse.masks import causal, causal_window, complete, parse_mask_spec, window
 from rankcollapse.theory import (
-    block_log_bound,
-    bound_excess,
     fitted_rate,
     layer_eps,
     mask_graph,
@@ -17,6 +16,7 @@ from rankcollapse.theory import (
     rate_no_norm,
     rate_unit_norm,
     speed_ratio,
+    thm1_log_bound,
 )
 
 
@@ -52,25 +52,46 @@ def test_fitted_rate_recovers_an_exponential_and_ignores_floor_values():
     assert math.isnan(fitted_rate(np.array([1.0, 0.0]), floor=0.0))
 
 
-def test_block_bound_uses_the_smallest_eps_of_each_complete_block_of_r_layers():
+def test_thm1_bound_uses_the_smallest_eps_up_to_each_layer_for_every_block():
     eps = np.array([0.5, 0.2, 0.4, 0.4, 0.9])
-    log_b = block_log_bound(eps, 2)
-    expected = [0, 0, math.log(1 - 0.2**2), math.log(1 - 0.2**2), np.nan, np.nan]
-    expected[4] = expected[5] = expected[2] + math.log(1 - 0.4**2)  # layer 5 is in no block
-    assert log_b == pytest.approx(expected)
+    log_b = thm1_log_bound(eps, 2, 10)  # N = 10: C / mu(X^0) = 3
+    blocks = np.array([0, 0, 1, 1, 2, 2])
+    eps_t = np.array([0.0, 0.5, 0.2, 0.2, 0.2, 0.2])  # eps_0 unused: no block yet
+    assert log_b == pytest.approx(math.log(3) + blocks * np.log1p(-(eps_t**2)))
 
 
-def test_bound_with_constant_eps_is_thm1s_rate():
-    log_b = block_log_bound(np.full(12, 0.3), 3)
-    assert log_b[12] / 12 == pytest.approx(rate_no_norm(0.3, 3))
+def test_thm1_bound_with_constant_eps_has_thm1s_rate():
+    log_b = thm1_log_bound(np.full(12, 0.3), 3, 2)
+    assert (log_b[12] - log_b[0]) / 12 == pytest.approx(rate_no_norm(0.3, 3))
 
 
-def test_bound_excess_fits_c_on_the_first_r_layers_and_tests_only_later_ones():
-    log_b = np.log([1.0, 1.0, 0.5, 0.5, 0.25])  # r = 2, factor 1/2 per block
-    # the first r + 1 layers set C = 2 (layer 2: mu 1 against B 0.5); layer 3 at C B = 1
-    assert bound_excess(np.log([1.0, 1.5, 1.0, 1.0]), log_b, 2) == pytest.approx(0.0)
-    assert bound_excess(np.log([1.0, 1.5, 1.0, 2.0]), log_b, 2) == pytest.approx(math.log(2))
-    assert math.isnan(bound_excess(np.log([1.0, 1.5, 1.0]), log_b, 2))
+def test_thm1_bound_scales_with_the_largest_value_map_product_so_far():
+    norms = np.array([1.0, 2.0, 0.5, 3.0])
+    log_b = thm1_log_bound(np.full(3, 0.5), 1, 2, norms)
+    assert np.exp(log_b) == pytest.approx([1.0, 2 * 0.5, 2 * 0.25, 3 * 0.125])
+    with pytest.raises(InputError, match="one per layer"):
+        thm1_log_bound(np.full(3, 0.5), 1, 2, norms[:3])
+
+
+def test_thm1_bound_holds_on_a_masked_san_with_any_value_maps():
+    # the derivation, checked on X^{t+1} = A^t X^t W^t with random stochastic A^t under the
+    # causal mask (r = 1) and Gaussian W^t that amplify: mu_t <= B_t at every layer
+    gen = np.random.default_rng(0)
+    n, d, depth = 5, 4, 10
+    m = causal(n).numpy()
+    x = gen.normal(size=(n, d))
+    mu = [np.linalg.norm(x - x.mean(0))]
+    eps, norms, product = [], [1.0], np.eye(d)
+    for _ in range(depth):
+        a = np.where(m, gen.uniform(0.2, 1.0, size=(n, n)), 0.0)
+        a /= a.sum(1, keepdims=True)
+        w = gen.normal(size=(d, d))
+        x, product = a @ x @ w, product @ w
+        eps.append(a[m].min())
+        norms.append(np.linalg.norm(product, 2))
+        mu.append(np.linalg.norm(x - x.mean(0)))
+    log_b = thm1_log_bound(np.array(eps), 1, n, np.array(norms))
+    assert np.all(np.log(mu) - np.log(mu[0]) <= log_b + 1e-12)
 
 
 def test_layer_eps_is_per_layer_over_allowed_edges():

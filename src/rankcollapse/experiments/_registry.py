@@ -48,6 +48,7 @@ VERDICTS: tuple[Verdict, ...] = ("PASS", "FAIL", "NOT TESTED")
 NOT_LEARNED = "not learned"  # an arm the finding compares did not beat its trivial baseline
 MISSING = "member missing"  # a member the finding needs has no row in the results
 TOO_SMALL = "preset too small"  # the run's sizes cannot decide the statement
+UNMET = "assumptions not met"  # the run breaks an assumption of the theorem the finding tests
 
 # The sizes of a toy run, in the one vocabulary: (lower bound, upper bound, docstring).
 SIZES = {
@@ -116,7 +117,7 @@ class Claim:
     source: str = ""
     paper: str = ""
     untested: str = ""
-    """Why the evidence cannot decide the finding (NOT_LEARNED, MISSING or TOO_SMALL first);
+    """Why the evidence cannot decide the finding (NOT_LEARNED, MISSING, TOO_SMALL or UNMET first);
     empty when it is decided."""
 
     @property

@@ -7,25 +7,31 @@ orthogonal W_V and n center nodes: mu(X^t) <= C (1 - n eps^{2r})^{t/(2r)}.
 
 Network: the toy pure SAN (one head, orthogonal value weights so that mu changes only through
 the attention), without norm (`wu:san`) and with the unit-sphere norm (`wu:san+ln`), per mask
-and seed. Measured per layer: mu, mu_rel and eps_l, the smallest allowed attention weight the
-layer produced (over samples). The bound (`rankcollapse.theory.block_log_bound`) contracts by
-1 - eps_b^r per block of r layers with eps_b the block's smallest eps (what the theorem's proof
-uses), and C is fitted on the first r layers (`bound_excess`): the bound then predicts every
-later layer from the attention actually seen. Measured slope: `rankcollapse.theory.collapse_rate`.
+and seed. Measured per layer: mu, mu_rel, eps_l (the smallest allowed attention weight the
+layer produced, over samples) and ||W^1 ... W^t||_2 (the product of the value maps W = W_V W_O
+so far: Thm 1's A3 asks these products to stay bounded). The bound
+(`rankcollapse.theory.thm1_log_bound`) has its constants computed, not fitted:
+B_t = sqrt(N - 1) K_t (1 - eps_t^r)^floor(t/r) mu(X^0) with eps_t the smallest allowed weight
+of layers 1..t and K_t the largest value-map product norm so far. Measured slope:
+`rankcollapse.theory.collapse_rate`. The quick preset runs the attention near uniform
+(temperature 4096: eps about 0.1), the regime where the bound falls a decade below mu(X^0)
+within its 32 layers; at the usual temperature eps is about 3e-4 and the bound says little more
+than mu <= sqrt(N - 1) mu(X^0) for thousands of layers.
 
 Findings:
-- bound-is-upper: for every mask and seed (no norm), mu stays below C B_t at every layer after
-  the first r, up to the dtype floor (largest log excess <= 0). Tested only where it can fail
-  by its rate: a mask whose bound predicts less than one decade of contraction over the fitted
-  layers (a large radius makes eps^r tiny, and the bound then only says that mu does not rise
-  above its early values) is excluded by name; with every mask excluded the finding is NOT
-  TESTED (preset too small: more layers would decide it).
+- bound-is-upper: for every mask, seed and sample (no norm), mu_t <= B_t at every layer up to
+  the dtype floor (largest log(mu_t / B_t) <= 0). Tested only where it can fail: a mask whose
+  bound stays within a decade of mu(X^0) over those layers (a large radius makes eps^r tiny) is
+  excluded by name as uninformative, and so is a run whose value-map products grow with depth
+  (A3 not met; the last product norm above the first half's largest by 1 %). With every mask
+  excluded the finding is NOT TESTED: "assumptions not met" where a run breaks A3 or has no
+  center node, else "preset too small".
 - cor1-rate-with-ln: Cor 1, with Wu's LayerNorm and orthogonal W_V, for every strongly connected
   mask (N <= d, full-rank Gaussian inputs: the corollary's first case) and seed: mu collapses at
   least as fast as the corollary's rate, measured slope <= log(1 - N eps^{2r}) / (2r) with eps
   the unit's smallest allowed weight. Masks that are only quasi-strongly connected are excluded
   by name: their case needs all initial cosines >= 0, which Gaussian inputs do not have; so are
-  masks whose rate predicts less than a decade over the fitted layers (as for bound-is-upper).
+  masks whose rate predicts less than a decade over the fitted layers.
 - local-masks-slower: the complete mask collapses faster than the causal window of width 1
   (speed ratio of the two slopes > 1 for every seed; only defined when both are < 0).
 """
@@ -42,6 +48,7 @@ from pydantic import ConfigDict, Field
 
 from rankcollapse.experiments._registry import (
     TOO_SMALL,
+    UNMET,
     Claim,
     Experiment,
     Summary,
@@ -58,19 +65,18 @@ from rankcollapse.nets import ToyNet, random_tokens, toy_config
 from rankcollapse.plot import wu_bound_figure
 from rankcollapse.seeds import Seed, stream_seed
 from rankcollapse.theory import (
-    block_log_bound,
-    bound_excess,
     collapse_rate,
     layer_eps,
     mask_radius,
     rate_unit_norm,
     speed_ratio,
+    thm1_log_bound,
 )
 
 NAME = "wu2024-rates"
 VARIANT = {"none": "wu:san", "unit": "wu:san+ln"}
-SOURCE = "Thm 1"
 INFORMATIVE = math.log(10)  # a bound that predicts less contraction than a decade cannot fail
+BOUNDED = 1.01  # value-map products whose last norm tops the first half's by 1 % grow: not A3
 
 
 class Config(toy_sizes(n_layers=32, d_model=16, n_tokens=8, n_samples=8)):
@@ -87,10 +93,16 @@ class Config(toy_sizes(n_layers=32, d_model=16, n_tokens=8, n_samples=8)):
     """none (Thm 1) and/or unit (Wu's LayerNorm, post; Cor 1)."""
     seeds: list[Seed] = Field([0, 1], min_length=1)
     """Seeds of weights and (their data stream) inputs."""
+    temperature: float | None = Field(None, gt=0, allow_inf_nan=False)
+    """Attention temperature: scores divided by sqrt(temperature); None = d_qk (the usual)."""
 
 
+# quick: near-uniform attention (scores / 64 instead of / 4), where the smallest allowed weight
+# is about 0.1 and Thm 1's bound falls a decade below mu(X^0) within 32 layers for radius 1; at
+# the usual temperature eps is about 3e-4 and the bound would need thousands of layers to
+# say more than "mu stays below sqrt(N - 1) mu(X^0)". paper: the usual temperature.
 PRESETS = {
-    "quick": {},
+    "quick": {"temperature": 4096.0},
     "paper": {"n_layers": 128, "d_model": 64, "n_tokens": 32, "n_samples": 32, "seeds": [0, 1, 2]},
 }
 
@@ -106,6 +118,7 @@ def units(config: Config) -> list[Unit]:
 
 def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
     sizes = {"n_layers": config.n_layers, "d_model": config.d_model, "mask": unit["mask"]}
+    sizes["temperature"] = config.temperature
     net = ToyNet(
         toy_config(VARIANT[unit["norm"]], **sizes, value_init="orthogonal", seed=unit["seed"])
     )
@@ -116,58 +129,97 @@ def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
         trace = net(x, return_attention=True)
     frame = measure_layers(trace.states, metrics=["mu", "mu_rel"], source_dtype=net.dtype)
     eps = layer_eps(trace.attention, unit["mask"].build(config.n_tokens))
-    eps_rows = pd.DataFrame(
-        {
-            "layer": np.arange(1, len(eps) + 1),
-            "sample": -1,
-            "metric": "eps",
-            "value": eps,
-            "at_floor": False,
-        }
-    )
-    frame = pd.concat([frame, eps_rows], ignore_index=True)
+    per_layer = {"eps": (np.arange(1, len(eps) + 1), eps), "value_norm": value_norms(net)}
+    rows = [
+        pd.DataFrame(
+            {"layer": layer, "sample": -1, "metric": metric, "value": value, "at_floor": False}
+        )
+        for metric, (layer, value) in per_layer.items()
+    ]
+    frame = pd.concat([frame, *rows], ignore_index=True)
     return frame.assign(**unit)[
         ["mask", "norm", "seed", "layer", "sample", "metric", "value", "at_floor"]
     ]
 
 
+def value_norms(net: ToyNet) -> tuple[np.ndarray, np.ndarray]:
+    """(layers 0..L, ||W^1 ... W^t||_2 at layer t): the spectral norm of the product of the
+    value maps W = W_V W_O the tokens went through (1 at layer 0); one head per layer."""
+    product = torch.eye(net.config.d_model, dtype=net.dtype)
+    norms = [1.0]
+    with torch.no_grad():
+        for layer in net.layers:
+            (w,) = layer.attn.head_matrices()  # one head: Thm 1's X A W_V
+            product = product @ w
+            norms.append(float(torch.linalg.matrix_norm(product, ord=2)))
+    return np.arange(len(norms)), np.array(norms)
+
+
 def curve_table(config: Config, results: pd.DataFrame) -> pd.DataFrame:
     """One row per (mask, norm, seed): graph facts, eps, the measured slope and the bound's.
 
-    bound_slope: the bound's mean log factor per layer over the fitted layers; excess: how far
-    log mu rises above the bound fitted on the first r layers (no norm; NaN with the unit norm,
-    whose Cor 1 bound is drawn from the smallest eps of the unit: `bound_slope` only).
+    bound_slope: the mean log factor per layer of Thm 1's bound (`thm1_log_bound`) over the
+    fitted layers (no norm), or Cor 1's rate from the unit's smallest eps (unit norm);
+    excess: the largest log(mu_t / B_t) over every layer t and sample above the dtype floor,
+    with B_t computed from that sample's mu(X^0) (no norm; NaN with the unit norm);
+    bound_decades: how far below mu(X^0) the bound reaches within the fitted layers;
+    value_growth: ||W^1 ... W^L||_2 over the largest such norm in the first half of the layers
+    (> 1: the value-map products grow with depth).
     """
     rows = []
     results = results.astype({"at_floor": bool})
     specs = {str(spec): spec for spec in config.masks}
     for (mask, norm, seed), part in results.groupby(["mask", "norm", "seed"], sort=False):
         r = mask_radius(specs[mask], config.n_tokens)
-        mu, eps = part[part["metric"] == "mu"], part[part["metric"] == "eps"].sort_values("layer")
+        mu = part[part["metric"] == "mu"]
+        eps = part[part["metric"] == "eps"].sort_values("layer")["value"].to_numpy()
+        norms = part[part["metric"] == "value_norm"].sort_values("layer")["value"].to_numpy()
         rate = collapse_rate(mu)
-        log_mu = np.log(mu["value"].clip(lower=1e-300)).groupby(mu["layer"]).mean().to_numpy()
         row = {
             "mask": mask,
             "norm": norm,
             "seed": seed,
             "radius": r,
-            "eps_min": eps["value"].min(),
+            "eps_min": eps.min() if len(eps) else math.nan,
             "slope": rate.slope,
             "fit_layers": rate.n_fit,
             "excess": math.nan,
+            "bound_decades": math.nan,
+            "value_growth": _growth(norms),
         }
-        if math.isinf(r) or eps.empty:
+        if math.isinf(r) or not len(eps):
             row["bound_slope"] = math.nan
         elif norm == "none":
-            log_b = block_log_bound(eps["value"].to_numpy(), int(r))
+            log_b = thm1_log_bound(eps, int(r), config.n_tokens, norms if len(norms) else None)
             n = max(rate.n_fit, 1)
-            row["bound_slope"] = log_b[n - 1] / max(n - 1, 1)
-            row["excess"] = bound_excess(log_mu[:n], log_b, int(r))
+            row["bound_slope"] = (log_b[n - 1] - log_b[0]) / max(n - 1, 1)
+            row["bound_decades"] = -log_b[:n].min() / INFORMATIVE
+            row["excess"] = _excess(mu, log_b)
         else:
             n_centers = len(center_nodes(specs[mask].build(config.n_tokens)))
             row["bound_slope"] = rate_unit_norm(row["eps_min"], int(r), n_centers)
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def _excess(mu: pd.DataFrame, log_b: np.ndarray) -> float:
+    """max over samples and layers t >= 1 above the dtype floor of log mu_t - log mu_0 - log_b[t]
+    (<= 0: every layer under the bound)."""
+    logs = np.log(mu["value"].astype(float).clip(lower=1e-300))
+    mu = mu.assign(log=logs)
+    log0 = mu[mu["layer"] == 0].set_index("sample")["log"]
+    later = mu[(mu["layer"] >= 1) & (mu["layer"] < len(log_b)) & ~mu["at_floor"]]
+    if later.empty:
+        return math.nan
+    gap = later["log"] - later["sample"].map(log0) - log_b[later["layer"].to_numpy()]
+    return float(gap.max())
+
+
+def _growth(norms: np.ndarray) -> float:
+    """||W^1 ... W^L||_2 over the largest product norm of layers 0..L/2; NaN without norms."""
+    if len(norms) < 2:
+        return math.nan
+    return float(norms[-1] / norms[: len(norms) // 2 + 1].max())
 
 
 def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
@@ -180,16 +232,20 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
         return found
     members = {f"{r.mask}/seed {r.seed}": r.excess for r in plain.itertuples()}
     expected = [f"{m}/seed {s}" for m in config.masks for s in config.seeds]
-    excluded = {
+    unmet = _amplifying(plain) | {
         f"{m}/seed {s}": "no center node"
         for m in config.masks
         for s in config.seeds
         if math.isinf(mask_radius(m, config.n_tokens))
     }
-    excluded = {**_uninformative(plain), **excluded}
+    excluded = _uninformative_thm1(plain) | unmet
     untested = ""
     if all(name in excluded for name in expected):
-        untested = f"{TOO_SMALL}: no mask's bound predicts a decade of contraction in this run"
+        cause = UNMET if any(name in unmet for name in expected) else TOO_SMALL
+        untested = (
+            f"{cause}: no mask meets Thm 1's assumptions with a bound that reaches a decade "
+            "below mu(X^0) before the dtype floor (each mask's reason in the note)"
+        )
     looseness = "; ".join(
         f"{r.mask}: bound {r.bound_slope:.2g}/layer vs measured {r.slope:.2g}/layer"
         for r in plain.groupby("mask", sort=False)[["bound_slope", "slope"]]
@@ -200,18 +256,21 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
     found.append(
         for_every(
             "bound-is-upper",
-            "Thm 1's bound, with eps measured per block of r layers and C fitted on the first r "
-            "layers, stays above mu at every later layer (no norm).",
-            "largest log(mu_t / (C B_t)) over layers after the first r, per mask and seed",
+            "Thm 1's bound with its constants computed (C = sqrt(N - 1) K mu(X^0), eps the "
+            "smallest allowed attention weight up to the layer, K the value-map products' "
+            "norm) stays above mu at every layer and for every sample (no norm).",
+            "largest log(mu_t / B_t) over layers and samples, per mask and seed",
             members,
             "<=",
             0.0,
             expected=expected,
             excluded=excluded,
             note=looseness,
-            source=SOURCE,
-            paper="for a quasi-strongly connected mask of radius r with attention weights >= "
-            "eps: mu(X^t) <= C (1 - eps^r)^(t/r) (Thm 1)",
+            source="Sec. 4, Thm 1",
+            paper="Thm 1: for a quasi-strongly connected mask of radius r, under A1-A3 "
+            "(self-loops, bounded W_Q and W_K, bounded products of W_V), there is eps > 0 "
+            "with mu(X^t) <= C (1 - eps^r)^(t/r): tokens converge to a common vector "
+            "exponentially fast",
             untested=untested,
         )
     )
@@ -239,6 +298,29 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
             )
         )
     return found
+
+
+def _uninformative_thm1(table: pd.DataFrame) -> dict[str, str]:
+    """{mask/seed: reason} of the curves whose Thm 1 bound stays within a decade of mu(X^0)
+    over the layers before the floor: there it allows what any collapsing curve does."""
+    return {
+        f"{r.mask}/seed {r.seed}": "the bound's lowest value before the floor is "
+        f"{10**-r.bound_decades:.2g} mu(X^0) (eps {r.eps_min:.2g}, r {r.radius:g}): "
+        "uninformative"
+        for r in table.itertuples()
+        if not r.bound_decades >= 1.0  # NaN too
+    }
+
+
+def _amplifying(table: pd.DataFrame) -> dict[str, str]:
+    """{mask/seed: reason} of the runs whose value-map products grow with depth: Thm 1's A3
+    (bounded products of the W_V) is not met, so its bound is no statement about them."""
+    return {
+        f"{r.mask}/seed {r.seed}": f"value-map products grow (x{r.value_growth:.3g} over the "
+        "second half of the layers): A3 not met"
+        for r in table.itertuples()
+        if r.value_growth > BOUNDED
+    }
 
 
 def _uninformative(table: pd.DataFrame) -> dict[str, str]:

@@ -10,7 +10,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from rankcollapse.masks import MaskSpec
-from rankcollapse.theory import block_log_bound, collapse_rate, mask_radius
+from rankcollapse.theory import collapse_rate, mask_radius, thm1_log_bound
 
 
 def dong_bound_figure(
@@ -78,11 +78,12 @@ def wu_bound_figure(
     seeds: Sequence[int],
     n_tokens: int,
 ) -> Figure:
-    """Measured mu (geometric mean over samples, every seed) and the fitted bound, per mask.
+    """Measured mu (geometric mean over samples, every seed) and Thm 1's bound, per mask.
 
-    Rows (mask, norm, seed, layer, sample, metric, value, at_floor) with metrics `mu` and `eps`
-    (per layer, sample -1); the bound is Wu et al. 2024, Thm 1, mu(X^t) <= C (1 - eps^r)^(t/r)
-    with eps per block of r layers and C fitted on the first r layers (no norm only).
+    Rows (mask, norm, seed, layer, sample, metric, value, at_floor) with metrics `mu`, `eps`
+    and `value_norm` (per layer, sample -1); the bound is Wu et al. 2024, Thm 1, with its
+    constants computed (`rankcollapse.theory.thm1_log_bound`) from the geometric mean of
+    mu(X^0) (no norm only).
     """
     fig = Figure(figsize=(2.6 * len(masks), 2.4 * len(norms)), layout="constrained")
     axes = fig.subplots(len(norms), len(masks), squeeze=False, sharey=True)
@@ -98,12 +99,14 @@ def wu_bound_figure(
             ax.plot(log_mu.index, np.exp(log_mu), style, color="C0", label=f"mu, seed {seed}")
             r = mask_radius(mask, n_tokens)
             eps = part[part["metric"] == "eps"].sort_values("layer")["value"].to_numpy()
+            norms = part[part["metric"] == "value_norm"].sort_values("layer")["value"]
             if norm == "none" and math.isfinite(r) and len(eps):
-                log_b = block_log_bound(eps, int(r))
-                log_c = np.max(log_mu.to_numpy()[: int(r) + 1] - log_b[: int(r) + 1])
+                log_b = thm1_log_bound(
+                    eps, int(r), n_tokens, norms.to_numpy() if len(norms) else None
+                )
                 ax.plot(
                     np.arange(len(log_b)),
-                    np.exp(log_c + log_b),
+                    np.exp(log_mu.iloc[0] + log_b),
                     style,
                     color="C1",
                     label=f"bound, seed {seed}",
@@ -116,8 +119,8 @@ def wu_bound_figure(
     axes[0, 0].set_ylabel("mu (geometric mean)")
     axes[0, 0].legend(fontsize=7)
     fig.suptitle(
-        "mu against layer (ending at the float64 floor) and Thm 1's bound (eps per block, "
-        "C fitted on the first r layers)",
+        "mu against layer (ending at the float64 floor) and Thm 1's bound (eps up to the "
+        "layer, C = sqrt(N - 1) K mu(X^0) computed)",
         fontsize=10,
     )
     return fig

@@ -12,8 +12,22 @@ so every set is symmetric; our name for this hard case, N even).
 
 Errors are relative MSE: sum ||f - f*||^2 / sum ||f*||^2 over the same samples, i.e. the
 error divided by that of the trivial predictor 0 (exactly 1 per sample, targets being unit
-vectors). The biased nearest-neighbour target of the paper's Section 5 is not provided: its
-exact definition could not be checked against the paper.
+vectors).
+
+Not provided: the biased nearest-neighbour target of the paper's Sec. 5 ("Exponential
+Separation for Biased Nearest Neighbors", Thm 3). What is known of it: the target is a sum of
+2d^2 + 1 biased nearest-neighbour functions, with Gaussian-distributed queries y and bias terms
+inside the softmax; a full-rank transformer represents it with O(d^2) heads, while rank-r
+attention needs Omega(exp(d - r)) heads to do better than a constant error, under the
+condition d H max_h ||V_h||^2 < exp(c (d - r)) on the value weights (Remark 4: with value
+weights exponentially large in d - r the bound may not hold). What is not known: where the
+bias enters and how it is drawn, the scale of y, how the 2d^2 + 1 functions are weighted, and
+the constant c, so the target is not built here. Searched: the paper's stored public pages
+(arXiv 2407.16153 and a markdown copy of v1, "On the Benefits of Rank in Attention Layers":
+abstract and table of contents only), two public reviews of the paper (the statement above),
+and the authors' repository NoahAmsel/attention-formers (task.py: nearest-point data sets
+unif, ortho, doubled; theory_experiments/kernel_computations.py, find_a.py, bigN.py:
+head-against-target kernels for the unbiased target): none defines the biased target.
 """
 
 from __future__ import annotations
