@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import pickle
+
 import pandas as pd
 import pytest
 from tiny_experiment import TINY
 
 from rankcollapse.errors import UnitError
-from rankcollapse.runner import run_experiment, unit_threads
+from rankcollapse.experiments import experiment_names
+from rankcollapse.runner import plan, run_experiment, unit_threads
 from rankcollapse.runner.backends import call_unit, cpu_cores, default_jobs, gpu_share
 
 
@@ -106,3 +109,12 @@ def test_a_real_experiment_gives_the_same_bytes_with_1_and_2_jobs(tmp_path):
         tmp_path / "two" / "results.csv"
     ).read_bytes()
     assert one.manifest["torch_threads"] == cpu_cores()
+
+
+@pytest.mark.parametrize("name", experiment_names())
+def test_every_experiments_units_can_go_to_worker_processes(name):
+    """What `--jobs N` sends each worker pickles: the unit function and the preset's config
+    (a config field of a class made at run time would not, and every default run would fail)."""
+    quick = plan(name, "quick")
+    back = pickle.loads(pickle.dumps((quick.experiment.run_unit, quick.config)))
+    assert back[1] == quick.config
