@@ -10,7 +10,7 @@ from tiny_experiment import TINY
 
 from rankcollapse.errors import UnitError
 from rankcollapse.experiments import experiment_names
-from rankcollapse.runner import plan, run_experiment, unit_threads
+from rankcollapse.runner import UNIT_THREADS, plan, run_experiment
 from rankcollapse.runner.backends import call_unit, cpu_cores, default_jobs, gpu_share
 
 
@@ -31,7 +31,7 @@ def test_jobs_1_and_jobs_2_give_identical_results_and_claims(tmp_path):
     assert (tmp_path / "one" / "results.csv").read_bytes() == (
         tmp_path / "two" / "results.csv"
     ).read_bytes()
-    assert two.manifest["torch_threads"] == unit_threads(2) and two.manifest["jobs"] == 2
+    assert two.manifest["torch_threads"] == UNIT_THREADS and two.manifest["jobs"] == 2
 
 
 @pytest.mark.slow
@@ -78,14 +78,12 @@ def _threads(config: object, unit: dict) -> int:
     return torch.get_num_threads()
 
 
-def test_a_cpu_unit_gets_the_cores_divided_by_jobs_and_an_accelerator_unit_keeps_them():
+def test_a_cpu_unit_runs_on_one_thread_and_an_accelerator_unit_keeps_the_processes():
     import torch
 
     before = torch.get_num_threads()
-    assert unit_threads(1) == cpu_cores() and unit_threads(cpu_cores() + 1) == 1
-    assert call_unit(_threads, _OnDevice("cpu"), {}, threads=unit_threads(2))[0] == max(
-        1, cpu_cores() // 2
-    )
+    assert UNIT_THREADS == 1
+    assert call_unit(_threads, _OnDevice("cpu"), {}, threads=UNIT_THREADS)[0] == 1
     # set_num_threads and flushing are CPU tricks: a unit on a GPU runs as the process is
     assert call_unit(_threads, _OnDevice("cuda:0"), {}, threads=7)[0] == before
     assert torch.get_num_threads() == before
@@ -98,17 +96,29 @@ def test_default_jobs_fill_the_cores_and_a_gpu_is_shared_only_when_asked():
     assert gpu_share(_OnDevice("cpu"), 4) == gpu_share(_OnDevice("mps"), 4) == 0.0
 
 
+TRAINING = {"steps": 100, "every": 50, "seeds": [0]}  # training-dynamics, 4 short units
+
+
 @pytest.mark.slow
-def test_a_real_experiment_gives_the_same_bytes_with_1_and_2_jobs(tmp_path):
-    """1 job: a unit has every core's threads; 2 jobs: half each. The numbers are the same."""
-    overrides = {"n_layers": 3, "seeds": [0, 1], "variants": ["san", "transformer"]}
-    one = run_experiment("toy-collapse", overrides=overrides, out=tmp_path / "one", jobs=1)
-    two = run_experiment("toy-collapse", overrides=overrides, out=tmp_path / "two", jobs=2)
+@pytest.mark.skipif(cpu_cores() < 2, reason="one core: a unit's thread count cannot vary")
+def test_a_trained_units_numbers_depend_on_its_thread_count():
+    """Why every CPU unit gets one thread whatever --jobs is: the same unit on 2 threads."""
+    quick = plan("training-dynamics", "quick", overrides=TRAINING)
+    rows = [
+        call_unit(quick.experiment.run_unit, quick.config, quick.units[0], threads)[0]
+        for threads in (1, 2)
+    ]
+    assert (rows[0]["value"] - rows[1]["value"]).abs().max() > 0
+
+
+@pytest.mark.slow
+def test_a_real_training_experiment_gives_the_same_bytes_with_1_and_2_jobs(tmp_path):
+    one = run_experiment("training-dynamics", overrides=TRAINING, out=tmp_path / "one", jobs=1)
+    two = run_experiment("training-dynamics", overrides=TRAINING, out=tmp_path / "two", jobs=2)
     assert two.n_computed == 4
-    assert (tmp_path / "one" / "results.csv").read_bytes() == (
-        tmp_path / "two" / "results.csv"
-    ).read_bytes()
-    assert one.manifest["torch_threads"] == cpu_cores()
+    for name in ("results.csv", "claims.json"):
+        assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "two" / name).read_bytes()
+    assert one.manifest["torch_threads"] == two.manifest["torch_threads"] == UNIT_THREADS
 
 
 @pytest.mark.parametrize("name", experiment_names())

@@ -55,8 +55,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "--jobs",
         type=int,
         default=None,
-        help="units at once: processes, or Ray CPUs; a CPU unit gets cores // jobs torch "
-        "threads, and units on a GPU share it (default: one per core; one on a GPU)",
+        help="units at once: processes, or Ray CPUs; each CPU unit runs on one torch thread "
+        "(results do not depend on --jobs), units on a GPU share it (default: one per core; "
+        "one on a GPU)",
     )
     parser.add_argument(
         "--backend",

@@ -13,9 +13,11 @@ from rankcollapse.experiments._registry import toy_sizes
 from rankcollapse.masks import MaskSpec, parse_mask_spec
 from rankcollapse.seeds import Seed
 
+
 class ToySizes(toy_sizes(n_layers=64, d_model=64, n_tokens=32, n_samples=16)):
     """Sizes of the toy network and its Gaussian inputs (one batch, one pass per mask and
     variant). A class of this module, so configs holding it pickle to worker processes."""
+
 
 CORE_MASKS = [parse_mask_spec(s) for s in ("complete", "causal", "window:1", "causal_window:1")]
 

@@ -13,7 +13,7 @@ starts. The Python API has the power of `rankcollapse run`:
     dry_run(plan("toy-collapse", preset="paper")).wall_seconds(2)  # seconds on 2 workers
 """
 
-from rankcollapse.runner.backends import BACKENDS, RAY_EXTRA, default_jobs, unit_threads
+from rankcollapse.runner.backends import BACKENDS, RAY_EXTRA, UNIT_THREADS, default_jobs
 from rankcollapse.runner.costs import makespan
 from rankcollapse.runner.estimate import (
     DryRun,
@@ -38,6 +38,7 @@ from rankcollapse.runner.run import (
 __all__ = [
     "BACKENDS",
     "RAY_EXTRA",
+    "UNIT_THREADS",
     "DryRun",
     "Plan",
     "RunResult",
@@ -55,5 +56,4 @@ __all__ = [
     "session",
     "startup_seconds",
     "stored_dry_run",
-    "unit_threads",
 ]

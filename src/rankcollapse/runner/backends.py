@@ -16,10 +16,10 @@ the order given.
 
 A worker unpickles `run_unit` by reference, which imports that experiment's module alone (see
 `rankcollapse.experiments`), and keeps what it loaded (pretrained models are cached per
-process) for the next unit it gets. A CPU unit runs with `unit_threads(jobs)` = cores // jobs
-threads (torch, OpenMP, BLAS), so `jobs` workers use every core; `default_jobs` is one worker per
-core (a unit on an accelerator: one worker). Rows do not depend on `jobs` (a test compares the
-files of 1 and 2 workers byte for byte).
+process) for the next unit it gets. A CPU unit runs with `UNIT_THREADS` (one) torch thread,
+whatever `jobs` is, so its rows do not depend on `jobs` (a test compares the files of 1 and 2
+workers byte for byte); `default_jobs` is one worker per core (a unit on an accelerator: one
+worker), so a default run uses every core.
 
 On the first failure no new unit starts; units already running finish and are stored (process
 pool) or are cancelled (Ray), and the failure is raised as `UnitFailure`. Ctrl-C cancels every
@@ -91,9 +91,12 @@ def cpu_cores() -> int:
     return os.cpu_count() or 1
 
 
-def unit_threads(jobs: int) -> int:
-    """Torch threads of a CPU unit when `jobs` units run at once: the cores divided among them."""
-    return max(1, cpu_cores() // jobs)
+UNIT_THREADS = 1
+"""Torch (OpenMP, BLAS) threads of a CPU unit, whatever `jobs` is. Results depend on the thread
+count (a sum or product split over threads adds in another order): with 2 threads instead of
+1, the quick presets' results moved by up to 1e-15 (float64 metrics) and, through training, by
+0.03 (dong2021-circle). One thread per unit keeps every run's files byte-identical for any
+`jobs`; the machine's cores are used by running one unit per core (`default_jobs`)."""
 
 
 def default_jobs(configs: Iterable[BaseModel]) -> int:
@@ -171,7 +174,7 @@ def run_units(
             _run_ray(tasks, finished, jobs)
     elif jobs == 1:
         for i, t in enumerate(tasks):
-            _deliver(i, *call_unit(t.run_unit, t.config, t.unit, unit_threads(1)), finished)
+            _deliver(i, *call_unit(t.run_unit, t.config, t.unit, UNIT_THREADS), finished)
     else:
         _run_processes(tasks, finished, jobs)
 
@@ -210,9 +213,8 @@ def _run_processes(tasks: Sequence[Task], finished: Finished, jobs: int) -> None
                 f"({err}); use jobs=1 or move them to module level."
             ) from err
     with process_pool(jobs) as pool:
-        threads = unit_threads(jobs)
         futures = {
-            pool.submit(call_unit, t.run_unit, t.config, t.unit, threads): i
+            pool.submit(call_unit, t.run_unit, t.config, t.unit, UNIT_THREADS): i
             for i, t in enumerate(tasks)
         }
         remaining, failure = set(futures), None
@@ -270,7 +272,7 @@ def process_pool(jobs: int) -> Iterator[ProcessPoolExecutor]:
     # spawn: a fresh interpreter per worker, safe with torch's own threads (fork is not).
     # Workers start when tasks are submitted and read the thread limits from the environment
     # as they load their libraries, so the variables are set while the pool lives.
-    with environment(dict.fromkeys(THREAD_VARIABLES, str(unit_threads(jobs)))):
+    with environment(dict.fromkeys(THREAD_VARIABLES, str(UNIT_THREADS))):
         pool = ProcessPoolExecutor(
             jobs,
             mp_context=multiprocessing.get_context("spawn"),
@@ -333,7 +335,7 @@ def ray_session(jobs: int, address: str | None = None) -> Iterator[None]:
             runtime_env={
                 "env_vars": {
                     "PYTHONPATH": path,
-                    **dict.fromkeys(THREAD_VARIABLES, str(unit_threads(jobs))),
+                    **dict.fromkeys(THREAD_VARIABLES, str(UNIT_THREADS)),
                 }
             },
             _node_ip_address="127.0.0.1",
@@ -458,14 +460,13 @@ def _use_token_if_found() -> None:
 def _run_ray(tasks: Sequence[Task], finished: Finished, jobs: int) -> None:
     ray = _import_ray()
     remote = ray.remote(num_cpus=1, max_retries=0)(call_unit)
-    threads = unit_threads(jobs)
     refs: dict[int, tuple[Any, Any]] = {}  # id(config) -> (run_unit, config) in the object store
     for t in tasks:
         if id(t.config) not in refs:
             refs[id(t.config)] = (ray.put(t.run_unit), ray.put(t.config))
     pending = {
         remote.options(num_gpus=gpu_share(t.config, jobs)).remote(
-            *refs[id(t.config)], t.unit, threads
+            *refs[id(t.config)], t.unit, UNIT_THREADS
         ): i
         for i, t in enumerate(tasks)
     }

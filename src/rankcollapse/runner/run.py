@@ -8,9 +8,9 @@ results and build the report.
 
 Every config is validated, every unit list built and the output folder checked for writing
 before any unit runs. Units are independent; they run in this process, in spawned worker
-processes or as Ray tasks (`backends.py`), a CPU unit with cores // jobs torch threads, and
-rows are assembled in unit order, so the results do not depend on `jobs` or the backend. `run all` hands the units
-of every experiment to one set of workers, longest expected first. The driver alone writes,
+processes or as Ray tasks (`backends.py`), a CPU unit on one torch thread, and rows are
+assembled in unit order, so the results do not depend on `jobs` or the backend. `run all` hands
+the units of every experiment to one set of workers, longest expected first. The driver alone writes,
 under a lock on DIR/.lock: a second run of the same config waits, then reuses the units.
 """
 
@@ -57,6 +57,7 @@ from rankcollapse.report import config_hash, results_sha256
 from rankcollapse.runner._lock import run_lock
 from rankcollapse.runner._store import OLD_SUFFIX, SUFFIX, load_unit, save_unit
 from rankcollapse.runner.backends import (
+    UNIT_THREADS,
     Failed,
     Task,
     UnitFailure,
@@ -64,7 +65,6 @@ from rankcollapse.runner.backends import (
     process_pool,
     ray_session,
     run_units,
-    unit_threads,
 )
 from rankcollapse.runner.costs import longest_first, unit_seconds
 
@@ -631,7 +631,7 @@ def _manifest(
         "platform": platform.platform(),
         "command": " ".join(sys.argv),
         "packages": packages,
-        "torch_threads": unit_threads(jobs),  # per CPU unit: cores // jobs (backends.call_unit)
+        "torch_threads": UNIT_THREADS,  # per CPU unit, whatever jobs is (backends.call_unit)
         "jobs": jobs,
         "seeds": _seeds(plan.config.model_dump(mode="json"), plan.units),
         "n_units": len(plan.units),
