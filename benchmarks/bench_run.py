@@ -80,20 +80,20 @@ def main() -> None:
         names = [n for n in experiment_names() if args.all or n not in LONGEST]
     setups = args.setups.split(",")
     print(f"run all --preset quick over {len(names)} experiments: {', '.join(names)}")
-    seconds, files = {}, {}
+    seconds, files, jobs_of = {}, {}, {}
     with tempfile.TemporaryDirectory() as tmp:
         for setup in setups:
             backend, jobs = SETUPS[setup]
             root = Path(tmp) / setup
             before = load()
             wall, startup, jobs = run_setup(names, backend, jobs, root)
-            seconds[setup] = (wall, startup)
+            work = unit_seconds(root)
+            seconds[setup], jobs_of[setup] = (wall, startup, work / jobs), jobs
             files[setup] = {
                 str(f.relative_to(root).parent.parent) + "/" + f.name: f.read_bytes()
                 for f in sorted(root.rglob("*"))
                 if f.name in ("results.csv", "claims.json")
             }
-            work = unit_seconds(root)
             print(
                 f"{setup:6s} ({backend}, jobs {jobs}): {wall:7.1f} s, start-up {startup:5.1f} s, "
                 f"units {work:6.1f} s (sum of their own times; / {jobs} = {work / jobs:5.1f} s)"
@@ -105,7 +105,7 @@ def main() -> None:
     for setup in setups:
         if setup == "jobs1" or base is None:
             continue
-        wall, startup = seconds[setup]
+        wall, startup, shared = seconds[setup]
         same = files[setup] == files["jobs1"]
         verdict = "ok" if wall / base <= TARGETS[setup] else "MISSED"
         print(
@@ -113,6 +113,11 @@ def main() -> None:
             f"start-up {startup:.1f} s = {startup / wall:.0%} of its time; "
             f"without start-up {(wall - startup) / base:.2f} x; "
             f"results.csv and claims.json identical to jobs1: {same}"
+        )
+        print(  # units that slow each other down (shared caches, memory, a busy machine)
+            f"    its floor here: the units' own times shared out evenly, {shared / base:.2f} x "
+            f"jobs1 (their sum grows {shared * jobs_of[setup] / seconds['jobs1'][2]:.2f} x when "
+            f"{jobs_of[setup]} run at once)"
         )
 
 
