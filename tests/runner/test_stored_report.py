@@ -100,3 +100,17 @@ def test_a_fully_stored_cli_run_imports_no_torch(tmp_path):
     assert first.stderr.split()[-1] == "True"  # the check sees torch when units run here
     assert again.stderr.split()[-1] == "False"
     assert "0 units run" in again.stdout
+
+
+def test_a_report_page_cut_short_or_added_to_is_built_again(tmp_path):
+    seen: list[int] = []
+    experiment = counting_experiment(seen)
+    run(experiment, tmp_path)
+    page = tmp_path / "run" / "report.html"
+    whole = page.read_bytes()
+    page.write_bytes(whole[: len(whole) // 2])
+    run(experiment, tmp_path)
+    assert page.read_bytes().endswith(b"</body></html>\n") and len(seen) == 2  # whole again
+    page.write_bytes(whole + b"<p>an edit</p>\n")
+    run(experiment, tmp_path)
+    assert b"an edit" not in page.read_bytes() and len(seen) == 3

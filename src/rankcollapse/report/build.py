@@ -23,7 +23,7 @@ from pydantic import BaseModel
 from rankcollapse.errors import InputError
 from rankcollapse.experiments import Claim, Experiment, Summary, get_experiment
 from rankcollapse.files import digest, json_bytes, write_atomic
-from rankcollapse.report.html import KEY_META, render_html
+from rankcollapse.report.html import KEY_META, PAGE_END, render_html
 from rankcollapse.report.stored import (
     config_hash,
     damaged,
@@ -163,15 +163,22 @@ def stored_report(
 ) -> Report | None:
     """The report already in `out_dir` when `build_report` made it from the same results,
     config, figure setting and code as `manifest` names now (the key in its head), else None.
-    The summary's claims and tables are read back from claims.json and tables/; its figures
-    stay in figures/ (the summary holds none). `rankcollapse run` of a fully stored run uses
+    The page must be whole (it ends as `render_html` ends it) and figures/ present when figures
+    are asked for. The summary's claims and tables are read back from claims.json and tables/;
+    its figures stay in figures/ (the summary holds none). `rankcollapse run` of a fully stored run uses
     it instead of summarizing and drawing again, which would write the same files."""
     out_dir = Path(out_dir)
     meta = f'<meta name="{KEY_META}" content="{report_key(experiment, manifest, figures=figures)}">'
     try:
-        with open(out_dir / "report.html", encoding="utf-8") as page:
-            if meta not in page.read(4096):
-                return None
+        with open(out_dir / "report.html", "rb") as page:
+            head = page.read(4096)
+            end = PAGE_END.encode()
+            page.seek(max(0, page.seek(0, 2) - len(end)))
+            whole = page.read() == end  # not cut short, nothing added after it
+        if meta.encode() not in head or not whole:
+            return None
+        if figures and not (out_dir / "figures").is_dir():
+            return None
         claims = [_claim_from_record(record) for record in read_claims(out_dir)]
         tables = {p.stem: pd.read_csv(p) for p in sorted((out_dir / "tables").glob("*.csv"))}
         config = read_config(out_dir, experiment.config, experiment.name)

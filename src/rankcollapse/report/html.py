@@ -55,6 +55,7 @@ details { margin: .4em 0; } summary { cursor: pointer; }
 
 
 KEY_META = "rankcollapse-report-key"
+PAGE_END = "</body></html>\n"  # the last characters of every report page
 
 
 def render_html(
@@ -158,10 +159,8 @@ def render_html(
             "<details><summary>manifest.json (versions, seeds, host, timings)</summary>"
             f"<pre>{escape(json.dumps(manifest, indent=2, default=str))}</pre></details>"
         ),
-        "</body></html>",
-        "",
     ]
-    return "\n".join(parts)
+    return "\n".join(parts) + "\n" + PAGE_END
 
 
 def _verdict_line(findings: list[Claim], beyond: list[Claim], checks: list[Claim]) -> str:
