@@ -162,7 +162,7 @@ def reproduction_table(
             )
     table = pd.DataFrame(rows, columns=COLUMNS)
     text = [c for c in COLUMNS if c != "seconds"]
-    table[text] = table[text].fillna("")
+    table[text] = table[text].astype(object).fillna("")  # an empty table's columns are float
     return table
 
 
