@@ -239,6 +239,11 @@ def main() -> int:
         "--families", default=",".join(ARCHITECTURES), help="comma-separated (default: all)"
     )
     args = parser.parse_args()
+    unknown = sorted(set(args.families.split(",")) - set(ARCHITECTURES))
+    if unknown:
+        parser.error(
+            f"--families: no family {', '.join(unknown)}; choose from {', '.join(ARCHITECTURES)}"
+        )
     device = torch.device(args.device)
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else device.type
     print(f"device check on {name}, torch {torch.__version__}", flush=True)
