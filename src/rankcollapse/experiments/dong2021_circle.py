@@ -93,7 +93,11 @@ class Config(BaseModel):
     batch_size: int = Field(30, ge=1)
     """Pairs per step."""
     lr: float = Field(1e-3, gt=0)
-    """Adam learning rate."""
+    """Adam learning rate (the peak one under the cosine schedule)."""
+    schedule: Literal["constant", "cosine"] = "constant"
+    """Learning rate after the warm-up: constant, or cosine decay towards 0."""
+    warmup: int = Field(0, ge=0)
+    """Linear warm-up steps (0: none)."""
     n_steps: int = Field(300, ge=1)
     """Recurrent applications of the trained layer (trajectory length)."""
     seeds: list[Seed] = Field(default_factory=lambda: [0, 1, 2], min_length=1)
@@ -142,6 +146,8 @@ def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
         steps=config.steps,
         batch_size=config.batch_size,
         lr=config.lr,
+        schedule=config.schedule,
+        warmup=config.warmup,
         seed=stream_seed(seed, "data"),
         loss="mse",
     )
