@@ -16,7 +16,7 @@ import math
 from pathlib import Path
 
 from rankcollapse.cli._common import add_figures_option
-from rankcollapse.presets import DEFAULT_PRESET, PRESETS
+from rankcollapse.presets import DEFAULT_PRESET, PRESET_NAMES
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -30,8 +30,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--preset",
         default=DEFAULT_PRESET,
-        choices=PRESETS,
-        help=f"preset: {' or '.join(PRESETS)} (default: {DEFAULT_PRESET})",
+        choices=PRESET_NAMES,
+        help=f"preset: {', '.join(PRESET_NAMES)}; every experiment has quick and paper, a "
+        f"few have more (`rankcollapse list`) (default: {DEFAULT_PRESET})",
     )
     parser.add_argument(
         "--config", type=Path, default=None, help="YAML file merged over the preset"
