@@ -93,8 +93,14 @@ def run(args: argparse.Namespace) -> int:
     from rankcollapse.cli._common import print_failed_findings
     from rankcollapse.cli._console import err_console, notify
     from rankcollapse.errors import ConfigError
-    from rankcollapse.experiments import experiment_names, get_experiment
-    from rankcollapse.runner import default_jobs, execute_all, parse_overrides, plan
+    from rankcollapse.experiments import get_experiment
+    from rankcollapse.runner import (
+        default_jobs,
+        execute_all,
+        experiments_with_preset,
+        parse_overrides,
+        plan,
+    )
     from rankcollapse.runner.backends import check_address
 
     if args.jobs is not None and args.jobs < 1:
@@ -111,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
     overrides = parse_overrides(args.overrides, keys)
     if args.name == "all":
         root = args.out or Path("results")
-        names = experiment_names()
+        names = experiments_with_preset(args.preset)
         plans = [plan(n, args.preset, overrides, args.config, results_root=root) for n in names]
     else:
         plans = [plan(args.name, args.preset, overrides, args.config, out=args.out)]

@@ -265,6 +265,17 @@ def run_experiment(
     return execute(p, jobs, progress, backend=backend, address=address, notify=notify)
 
 
+def experiments_with_preset(preset: str) -> list[str]:
+    """The experiments `run all --preset` runs: every one for a common preset (quick, paper),
+    else those that declare it (cpu); ConfigError when none does."""
+    if preset in PRESETS:
+        return experiment_names()
+    names = [name for name in experiment_names() if preset in get_experiment(name).presets]
+    if not names:
+        raise ConfigError(f"no experiment has the preset {preset!r}")
+    return names
+
+
 def run_all(
     preset: str = DEFAULT_PRESET,
     overrides: Mapping[str, Any] | None = None,
@@ -284,15 +295,9 @@ def run_all(
     for writing, before the first unit runs. The units of all experiments go to one set of
     workers (a Ray instance or a process pool), longest expected first (`execute_all`).
     """
-    names = [
-        name
-        for name in experiment_names()
-        if preset in PRESETS or preset in get_experiment(name).presets
-    ]
-    if not names:
-        raise ConfigError(f"no experiment has the preset {preset!r}")
     plans = [
-        plan(name, preset, overrides, config_file, results_root=results_root) for name in names
+        plan(name, preset, overrides, config_file, results_root=results_root)
+        for name in experiments_with_preset(preset)
     ]
     return execute_all(plans, jobs, progress, backend=backend, address=address, notify=notify)
 
