@@ -41,6 +41,19 @@ def _claims(name: str, overrides: dict, table: pd.DataFrame) -> dict:
 DEPTH = _cases("amsel2024_depth")
 
 
+def test_depth_cpu_preset_trains_two_depths_at_the_papers_batch_on_the_full_schedule():
+    exp = get_experiment("amsel2024-depth")
+    cpu = exp.make_config("cpu")
+    assert cpu.n_layers == [1, 2] and cpu.contexts == [4, 16] and cpu.batch_size == 256
+    assert cpu.patience * 50 > cpu.steps  # no early stop: every run ends its cosine schedule
+    assert cpu.steps > 5 * exp.make_config("quick").steps
+    # the gates stay those of every preset
+    quick = exp.make_config("quick")
+    gates = ("plateau_tail", "plateau_tol", "learn_margin", "eval_samples")
+    assert all(getattr(cpu, key) == getattr(quick, key) for key in gates)
+    assert "The cpu preset" in sys.modules[exp.run_unit.__module__].__doc__  # its departures
+
+
 def test_depth_runs_measure_the_tail_of_each_loss_curve():
     config = get_experiment("amsel2024-depth").make_config("quick", DEPTH.OVERRIDES)
     table = runs(config, DEPTH.table(DEPTH.HELPS, stalled={(8, 2, 4, 1)}))

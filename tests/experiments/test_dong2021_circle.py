@@ -21,6 +21,16 @@ def _claims(results: pd.DataFrame, **overrides) -> dict:
     return {c.id: c for c in EXP.claims(config, results)}
 
 
+def test_the_cpu_preset_keeps_the_authors_layer_and_data_and_trains_longer_on_a_schedule():
+    cpu, paper = EXP.make_config("cpu"), EXP.make_config("paper")
+    assert cpu.schedule == "cosine" and cpu.warmup > 0 and cpu.steps >= 10 * paper.steps
+    kept = ("n_points", "radius", "d_model", "n_heads", "batch_size", "n_steps", "variants")
+    assert all(getattr(cpu, key) == getattr(paper, key) for key in kept)
+    # about 5 ms a step on one core: within half an hour on 2 cores, with room for a busy machine
+    assert len(cpu.variants) * len(cpu.seeds) * cpu.steps <= 150_000
+    assert "The cpu preset" in sys.modules[EXP.run_unit.__module__].__doc__  # its departures
+
+
 def test_merges_count_only_runs_whose_fit_beats_predicting_the_input():
     # Two runs merge; the first fit is worse than predicting the input (not learned).
     results = table(

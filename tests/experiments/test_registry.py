@@ -19,6 +19,7 @@ from rankcollapse.experiments import (
     experiment_names,
     get_experiment,
 )
+from rankcollapse.presets import PRESET_NAMES, PRESETS
 
 
 @pytest.mark.parametrize("name", experiment_names())
@@ -27,8 +28,12 @@ def test_every_experiment_has_a_one_line_description(name):
     assert description.strip() and "\n" not in description and len(description) <= 150
 
 
-@pytest.mark.parametrize("name", experiment_names())
-@pytest.mark.parametrize("preset", ["quick", "paper"])
+EVERY_PRESET = [
+    (name, preset) for name in experiment_names() for preset in get_experiment(name).presets
+]
+
+
+@pytest.mark.parametrize(("name", "preset"), EVERY_PRESET)
 def test_every_experiment_presets_validate_and_give_distinct_json_units(name, preset):
     exp = get_experiment(name)
     config = exp.make_config(preset)
@@ -155,3 +160,24 @@ def test_a_bad_choice_names_the_allowed_values():
 def test_a_preset_holding_a_sub_config_object_is_merged_field_by_field():
     exp = make(presets={"quick": {"net": Inner(depth=5, norm="pre")}, "paper": {}})
     assert exp.make_config("quick", {"net.norm": "post"}).net == Inner(depth=5, norm="post")
+
+
+@pytest.mark.parametrize("name", experiment_names())
+def test_every_experiment_has_the_common_presets_and_only_names_the_command_line_accepts(name):
+    presets = set(get_experiment(name).presets)
+    assert set(PRESETS) <= presets <= set(PRESET_NAMES)
+
+
+def test_a_preset_the_command_line_cannot_name_is_refused_at_registration():
+    exp = get_experiment("toy-collapse")
+    odd = Experiment(
+        "odd-presets",
+        "d",
+        exp.config,
+        {**exp.presets, "laptop": {}},
+        exp.units,
+        exp.run_unit,
+        exp.summarize,
+    )
+    with pytest.raises(RuntimeError, match="declares the preset 'laptop'"):
+        _registry.register(odd)

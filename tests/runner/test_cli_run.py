@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from tiny_experiment import TINY
 
@@ -63,3 +65,15 @@ def test_run_with_no_figures_writes_results_claims_and_report_without_drawing(tm
     assert {"results.csv", "claims.json", "report.html"} <= {p.name for p in out_dir.iterdir()}
     assert cli.main(argv) == 0  # the same run again draws them
     assert any((out_dir / "figures").glob("*.svg"))
+
+
+def test_run_all_with_the_cpu_preset_runs_only_the_experiments_that_have_it(
+    tmp_path, capsys, monkeypatch
+):
+    argv = ["run", "all", "--preset", "cpu", "--set", "items=1", f"log_dir={tmp_path}"]
+    assert cli.main([*argv, "--out", str(tmp_path / "none")]) == 2
+    assert "no experiment has the preset 'cpu'" in capsys.readouterr().err
+    with_cpu = dataclasses.replace(TINY, name="tiny-cpu", presets={**TINY.presets, "cpu": {}})
+    monkeypatch.setattr(_registry, "_REGISTRY", {"tiny": TINY, "tiny-cpu": with_cpu})
+    assert cli.main([*argv, "--out", str(tmp_path / "res")]) == 0
+    assert [p.name for p in (tmp_path / "res").iterdir() if p.is_dir()] == ["tiny-cpu"]

@@ -96,3 +96,28 @@ def test_the_checkpoint_key_names_the_device_and_the_model_comes_back_on_it():
     assert next(cpu.model.parameters()).device.type == "cpu"
     ((_, (stored_config, _)),) = store.entries.items()
     assert json.loads(stored_config)["device"] == "cpu"
+
+
+def test_the_cosine_schedule_warms_up_then_decays_and_a_constant_rate_keeps_its_old_key():
+    cosine = TrainConfig(steps=10, lr=1.0, schedule="cosine", warmup=2)
+    rates = [cosine.lr_at(step) for step in range(10)]
+    assert rates[:3] == [0.5, 1.0, 1.0] and rates[2:] == sorted(rates[2:], reverse=True)
+    assert rates[-1] < 0.05
+    assert TrainConfig(steps=10, lr=0.1).lr_at(7) == 0.1
+    assert "schedule" not in TrainConfig().key_fields()  # checkpoints stored before it match
+    assert cosine.key_fields()["schedule"] == "cosine"
+
+
+def test_training_follows_the_schedule(monkeypatch):
+    seen = []
+
+    class Spy(torch.optim.Adam):
+        def step(self, closure=None):
+            seen.append(self.param_groups[0]["lr"])
+            return super().step(closure)
+
+    data = convex_hull_data(16, seed=0)
+    config = TrainConfig(steps=4, lr=1.0, schedule="cosine", warmup=2, batch_size=4)
+    monkeypatch.setattr(torch.optim, "Adam", Spy)
+    train(SAN(SANConfig(inputs="points", n_classes=2, **TINY)), data.inputs, data.targets, config)
+    assert seen == [config.lr_at(step) for step in range(4)]

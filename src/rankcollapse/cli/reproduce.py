@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from rankcollapse.presets import PRESETS
+from rankcollapse.presets import PRESET_NAMES
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -19,9 +19,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--preset",
-        choices=PRESETS,
+        choices=PRESET_NAMES,
         default=None,
-        help="take only runs of this preset (default: paper where stored, else quick)",
+        help="take only runs of this preset (default: paper where stored, else cpu, else quick)",
     )
     parser.add_argument("--results", type=Path, default=Path("results"), help="results folder")
     parser.add_argument(

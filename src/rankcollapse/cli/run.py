@@ -16,7 +16,7 @@ import math
 from pathlib import Path
 
 from rankcollapse.cli._common import add_figures_option
-from rankcollapse.presets import DEFAULT_PRESET, PRESETS
+from rankcollapse.presets import DEFAULT_PRESET, PRESET_NAMES
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -30,8 +30,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--preset",
         default=DEFAULT_PRESET,
-        choices=PRESETS,
-        help=f"preset: {' or '.join(PRESETS)} (default: {DEFAULT_PRESET})",
+        choices=PRESET_NAMES,
+        help=f"preset: {', '.join(PRESET_NAMES)}; every experiment has quick and paper, a "
+        f"few have more (`rankcollapse list`) (default: {DEFAULT_PRESET})",
     )
     parser.add_argument(
         "--config", type=Path, default=None, help="YAML file merged over the preset"
@@ -93,8 +94,14 @@ def run(args: argparse.Namespace) -> int:
     from rankcollapse.cli._common import print_failed_findings
     from rankcollapse.cli._console import err_console, notify
     from rankcollapse.errors import ConfigError
-    from rankcollapse.experiments import experiment_names, get_experiment
-    from rankcollapse.runner import default_jobs, execute_all, parse_overrides, plan
+    from rankcollapse.experiments import get_experiment
+    from rankcollapse.runner import (
+        default_jobs,
+        execute_all,
+        experiments_with_preset,
+        parse_overrides,
+        plan,
+    )
     from rankcollapse.runner.backends import check_address
 
     if args.jobs is not None and args.jobs < 1:
@@ -111,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
     overrides = parse_overrides(args.overrides, keys)
     if args.name == "all":
         root = args.out or Path("results")
-        names = experiment_names()
+        names = experiments_with_preset(args.preset)
         plans = [plan(n, args.preset, overrides, args.config, results_root=root) for n in names]
     else:
         plans = [plan(args.name, args.preset, overrides, args.config, out=args.out)]

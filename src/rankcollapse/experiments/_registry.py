@@ -34,7 +34,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from rankcollapse.errors import ConfigError, did_you_mean, invalid_config, unknown_name
-from rankcollapse.presets import DEFAULT_PRESET, PRESETS
+from rankcollapse.presets import DEFAULT_PRESET, PRESET_NAMES, PRESETS
 
 Unit = dict[str, Any]
 Relation = Literal["<", "<=", ">", ">=", "true"]
@@ -479,6 +479,12 @@ def register(exp: Experiment) -> Experiment:
     for required in PRESETS:
         if required not in exp.presets:
             raise RuntimeError(f"experiment {exp.name!r} lacks the {required!r} preset")
+    for declared in exp.presets:
+        if declared not in PRESET_NAMES:  # the command line could not ask for it
+            raise RuntimeError(
+                f"experiment {exp.name!r} declares the preset {declared!r}, not one of "
+                f"{PRESET_NAMES} (rankcollapse.presets)"
+            )
     _REGISTRY[exp.name] = _IMPORTED[exp.name] = exp
     return exp
 

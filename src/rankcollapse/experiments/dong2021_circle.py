@@ -26,6 +26,16 @@ Quirks of the authors' code, kept or resolved:
   artefact that the rollout never sees). Resolved as X_next = X + f(X) trained one step ahead.
 - lr 1e-5 with dropout 0.1 for 70 epochs; see PRESETS for why we use lr 1e-3.
 
+The cpu preset trains the layer until it beats predicting the input (quick and paper leave most
+runs short of it). Its departures from the authors' set-up (README command: lr 1e-5, constant,
+dropout 0.1, 70 epochs = 1190 steps, summed squared error, one seed): Adam at a peak lr of 3e-3
+with 200 steps of linear warm-up, then cosine decay to 0, for 12,000 steps (about 700 epochs);
+no dropout, the mean squared error, three seeds. Measured: on seed 0, 1190 steps leave every
+variant above the gate even with the schedule (3.6e-6 to 1.1e-5), and 12,000 scheduled steps
+at a peak of 1e-3 reach 1.5e-7 (skip) and 5.9e-7 (pure); the preset's 9 runs end at 1.5e-8 to
+1.5e-7. Kept: 1000 points, radius 0.3, width 32, 2 heads, one layer, batches of 30, 300
+recurrent steps from the first pair.
+
 A run has *learned* the step when its one-step training MSE is below that of predicting the input
 unchanged: only then can its trajectory say anything about attention (an unlearned layer merges
 or drifts whatever its architecture). A run's relative final distance is the distance between the
@@ -93,7 +103,11 @@ class Config(BaseModel):
     batch_size: int = Field(30, ge=1)
     """Pairs per step."""
     lr: float = Field(1e-3, gt=0)
-    """Adam learning rate."""
+    """Adam learning rate (the peak one under the cosine schedule)."""
+    schedule: Literal["constant", "cosine"] = "constant"
+    """Learning rate after the warm-up: constant, or cosine decay towards 0."""
+    warmup: int = Field(0, ge=0)
+    """Linear warm-up steps (0: none)."""
     n_steps: int = Field(300, ge=1)
     """Recurrent applications of the trained layer (trajectory length)."""
     seeds: list[Seed] = Field(default_factory=lambda: [0, 1, 2], min_length=1)
@@ -115,6 +129,11 @@ PRESETS = {
     # 4x the steps at lr 1e-3 and at 1e-4, PyTorch's default initialisation, and a block without
     # its internal skip, LN(SA(Y)).
     "paper": {"seeds": list(range(10))},
+    # quick and paper stop at 1190 steps of constant lr 1e-3, where the training MSE is still
+    # 1e-6 to 4e-5 against the 1.78e-6 of predicting the input: most runs have not learned the
+    # step. This trains every run past that gate on a 2-core CPU (see the module
+    # docstring, "The cpu preset", for each departure from the authors' set-up).
+    "cpu": {"seeds": [0, 1, 2], "steps": 12_000, "lr": 3e-3, "schedule": "cosine", "warmup": 200},
 }
 
 
@@ -142,6 +161,8 @@ def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
         steps=config.steps,
         batch_size=config.batch_size,
         lr=config.lr,
+        schedule=config.schedule,
+        warmup=config.warmup,
         seed=stream_seed(seed, "data"),
         loss="mse",
     )

@@ -30,7 +30,7 @@ from rankcollapse.report.stored import DamagedFileError, read_claims, read_manif
 
 Notify = Callable[[str], None]  # a line for the user: a damaged run folder skipped, and why
 
-PRESET_ORDER = ("paper", "quick")  # with no preset asked for: the paper run where there is one
+PRESET_ORDER = ("paper", "cpu", "quick")  # with no preset asked for: the largest stored run
 COLUMNS = [
     "experiment",
     "kind",
@@ -108,7 +108,7 @@ def _seconds(started: str | None, finished: str | None) -> float:
 
 
 def choose_run(runs: list[StoredRun], name: str, preset: str | None) -> StoredRun | None:
-    """The newest run of `name` with `preset` (None: paper if one exists, else quick)."""
+    """The newest run of `name` with `preset` (None: paper if one exists, else cpu, else quick)."""
     for wanted in (preset,) if preset else PRESET_ORDER:
         matching = [r for r in runs if r.experiment == name and r.preset == wanted]
         if matching:

@@ -52,7 +52,7 @@ from rankcollapse.files import (
     remove_partial,
     write_atomic,
 )
-from rankcollapse.presets import DEFAULT_PRESET
+from rankcollapse.presets import DEFAULT_PRESET, PRESETS
 from rankcollapse.report import config_hash, results_sha256
 from rankcollapse.runner._lock import run_lock
 from rankcollapse.runner._store import OLD_SUFFIX, SUFFIX, load_unit, save_unit
@@ -270,6 +270,17 @@ def run_experiment(
     )
 
 
+def experiments_with_preset(preset: str) -> list[str]:
+    """The experiments `run all --preset` runs: every one for a common preset (quick, paper),
+    else those that declare it (cpu); ConfigError when none does."""
+    if preset in PRESETS:
+        return experiment_names()
+    names = [name for name in experiment_names() if preset in get_experiment(name).presets]
+    if not names:
+        raise ConfigError(f"no experiment has the preset {preset!r}")
+    return names
+
+
 def run_all(
     preset: str = DEFAULT_PRESET,
     overrides: Mapping[str, Any] | None = None,
@@ -282,7 +293,8 @@ def run_all(
     address: str | None = None,
     notify: Notify | None = None,
 ) -> list[RunResult]:
-    """Run every registered experiment into results_root/NAME/<config hash>/.
+    """Run every registered experiment into results_root/NAME/<config hash>/ (with a preset
+    that not every experiment has, such as cpu: every experiment that has it).
 
     Every config is validated (and every unit list built), and every output folder checked
     for writing, before the first unit runs. The units of all experiments go to one set of
@@ -290,7 +302,7 @@ def run_all(
     """
     plans = [
         plan(name, preset, overrides, config_file, results_root=results_root)
-        for name in experiment_names()
+        for name in experiments_with_preset(preset)
     ]
     return execute_all(plans, jobs, progress, backend=backend, address=address, notify=notify)
 

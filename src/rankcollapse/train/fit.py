@@ -77,7 +77,7 @@ def train_model(
     device = torch.device(device)
     full_config = {
         "model": {"class": type(model).__name__, **model_config},
-        "train": train_config.model_dump(),
+        "train": train_config.key_fields(),
         "data": checkpoint_key({}, inputs, targets),
         "device": device.type,
     }

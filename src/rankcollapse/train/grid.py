@@ -27,6 +27,7 @@ from rankcollapse.devices import resolve_device
 from rankcollapse.errors import ConfigError
 from rankcollapse.nets.rank_attention import StackedRankAttention, check_rank_heads
 from rankcollapse.tasks.neighbours import NeighbourTask, relative_mse
+from rankcollapse.train.loop import warmup_cosine
 
 
 @dataclass(frozen=True)
@@ -62,11 +63,8 @@ class TrainSettings:
             raise ConfigError(f"lr={self.lr}; pass a learning rate > 0.")
 
     def lr_at(self, step: int) -> float:
-        """Linear warm-up over `warmup` steps, then cosine decay to 0."""
-        if step < self.warmup:
-            return self.lr * (step + 1) / self.warmup
-        progress = (step - self.warmup) / max(self.steps - self.warmup, 1)
-        return self.lr * 0.5 * (1 + math.cos(math.pi * progress))
+        """Linear warm-up over `warmup` steps, then cosine decay to 0 (`warmup_cosine`)."""
+        return warmup_cosine(self.lr, step, self.steps, self.warmup)
 
 
 @dataclass

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import math
 import os
 import pickle
 from collections.abc import Mapping
@@ -43,11 +44,28 @@ class TrainConfig(BaseModel):
     batch_size: int = Field(64, ge=1)
     """Sequences per mini-batch (capped at the data size)."""
     lr: float = Field(1e-3, gt=0)
-    """Adam learning rate."""
+    """Adam learning rate (the peak one under a schedule)."""
+    schedule: Literal["constant", "cosine"] = "constant"
+    """After a linear warm-up over `warmup` steps: constant `lr`, or cosine decay towards 0
+    (`warmup_cosine`)."""
+    warmup: int = Field(0, ge=0)
+    """Linear warm-up steps (0: none)."""
     seed: Seed = 0
     """Seeds the order of the mini-batches."""
     loss: Literal["cross_entropy", "mse"] = "cross_entropy"
     """Per-token cross-entropy on class labels, or mean squared error on real targets."""
+
+    def key_fields(self) -> dict[str, Any]:
+        """The fields that determine the training, for a checkpoint key: all of them, less the
+        schedule's when the rate is constant throughout (keys made before it existed match)."""
+        constant = self.schedule == "constant" and self.warmup == 0
+        return self.model_dump(exclude={"schedule", "warmup"} if constant else None)
+
+    def lr_at(self, step: int) -> float:
+        """The learning rate of step `step` (0-based) of `steps`."""
+        if self.schedule == "cosine":
+            return warmup_cosine(self.lr, step, self.steps, self.warmup)
+        return self.lr * min(1.0, (step + 1) / self.warmup) if self.warmup else self.lr
 
 
 def train(
@@ -60,6 +78,8 @@ def train(
     monitor: Monitor | None = None,
 ) -> list[float]:
     """Train `model` in place with Adam on mini-batches; return the loss of every step.
+
+    The learning rate follows `config.schedule` (constant, or warm-up then cosine decay).
 
     `model(inputs[batch])` must return logits `(b, n, n_classes)` for "cross_entropy" (targets:
     long class labels `(b, n)`) or predictions shaped like `targets` for "mse". Mini-batches run
@@ -97,6 +117,8 @@ def train(
         if len(order) < batch_size:  # a new epoch: reshuffle
             order = torch.randperm(len(inputs), generator=generator).to(device)
         batch, order = order[:batch_size], order[batch_size:]
+        for group in optimizer.param_groups:
+            group["lr"] = config.lr_at(step - 1)
         loss = loss_fn(model(inputs[batch]), targets[batch])
         optimizer.zero_grad()
         loss.backward()
@@ -106,6 +128,20 @@ def train(
             monitor.step(step)
     model.eval()
     return torch.stack(losses).tolist()
+
+
+def warmup_cosine(lr: float, step: int, steps: int, warmup: int) -> float:
+    """The learning rate at `step` (0-based) of `steps`: linear warm-up over `warmup` steps,
+    then cosine decay from `lr` towards 0 (reached at step `steps`, one past the last).
+
+    Example:
+        >>> [round(warmup_cosine(1.0, s, 6, 2), 3) for s in range(6)]
+        [0.5, 1.0, 1.0, 0.854, 0.5, 0.146]
+    """
+    if step < warmup:
+        return lr * (step + 1) / warmup
+    progress = (step - warmup) / max(steps - warmup, 1)
+    return lr * 0.5 * (1 + math.cos(math.pi * progress))
 
 
 def _cross_entropy(logits: Tensor, targets: Tensor) -> Tensor:
