@@ -66,9 +66,10 @@ from rankcollapse.theory import (
     rate_unit_norm,
     speed_ratio,
 )
+from rankcollapse.variants import VARIANTS
 
 NAME = "wu2024-rates"
-VARIANT = {"none": "wu:san", "unit": "wu:san+ln"}
+VARIANT = {"none": VARIANTS["wu:san"], "unit": VARIANTS["wu:san+ln"]}  # norm -> toy variant
 SOURCE = "Thm 1"
 INFORMATIVE = math.log(10)  # a bound that predicts less contraction than a decade cannot fail
 

@@ -34,6 +34,8 @@ from rankcollapse.hf.models import (
     as_loaded,
     load_model,
     model_entry,
+    text_model_type,
+    text_models,
     wrap_model,
 )
 from rankcollapse.hf.probe import (
@@ -47,15 +49,14 @@ from rankcollapse.hf.probe import (
 from rankcollapse.hf.qk_rank import qk_ranks
 from rankcollapse.hf.text import load_paragraphs, load_windows, sample_corpus
 from rankcollapse.hf.tiny import tiny_model
-from rankcollapse.hf.variants import (
+from rankcollapse.hf.variants import describe, variant_applied
+from rankcollapse.variants import (
     AUTHORS_VARIANTS,
     DONG_VARIANTS,
     VARIANTS,
     WU_VARIANTS,
     Variant,
-    describe,
-    get_variant,
-    variant_applied,
+    parse_variant,
 )
 
 __all__ = [
@@ -80,7 +81,6 @@ __all__ = [
     "attention_settings",
     "custom_attention",
     "describe",
-    "get_variant",
     "head_dim",
     "load_cached",
     "load_images",
@@ -88,6 +88,7 @@ __all__ = [
     "load_paragraphs",
     "load_windows",
     "model_entry",
+    "parse_variant",
     "probe",
     "qk_ranks",
     "real_curves",
@@ -95,6 +96,8 @@ __all__ = [
     "run_batch",
     "run_probe",
     "sample_corpus",
+    "text_model_type",
+    "text_models",
     "tiny_model",
     "variant_applied",
     "wrap_model",
