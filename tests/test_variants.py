@@ -87,5 +87,7 @@ def test_the_vocabulary_imports_neither_torch_nor_pydantic():
         "import sys, rankcollapse.variants; "
         "print(sorted({'torch', 'pydantic', 'transformers'} & set(sys.modules)))"
     )
-    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, check=True
+    )
     assert done.stdout.strip() == "[]", done.stderr
