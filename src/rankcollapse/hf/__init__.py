@@ -2,13 +2,15 @@
 
 - `load_model(name, *, init, seed, dtype, device, n_layers, config_overrides, tokenizer)` -> `LoadedModel`
   (model in eval mode, tokenizer or None, `Architecture` adapter, provenance `info`); `MODELS`
-  is the model registry (family, sizes, causal, decomposable); `wrap_model` / `as_loaded` take a
-  model already in memory (base model or one with a head), without a copy.
+  is the model registry (family, sizes, causal, decomposable, default init; `text_model_type`
+  is a config field of its text models); `wrap_model` / `as_loaded` take a model already in
+  memory (base model or one with a head), without a copy.
 - `ARCHITECTURES`: one adapter per family (where it keeps its blocks, attention, q/k/v/o, MLP
   and norms, and its quirks); `tiny_model(family)` builds a 2-layer random model of any family.
 - `VARIANTS` (Dong's `san`, `san+mlp`, `san+skip`, `transformer`; Wu's `wu:*`; the authors'
-  own surgery `dong-authors:*`), applied by hooks with `variant_applied`; `describe(variant,
-  arch)` says exactly what each removes.
+  own surgery `dong-authors:*`; the vocabulary of `rankcollapse.variants`, re-exported with
+  `parse_variant`), applied by hooks with `variant_applied`; `describe(variant, arch)` says
+  exactly what each removes.
 - `run_batch(loaded, input_ids, token_mask, *, on_layer, variant, mask, temperature, train_mode,
   attention)`: one forward pass streaming every layer's states (and attention) to a callback;
   `applied(...)` is the same setup as a context manager for your own hooks.
