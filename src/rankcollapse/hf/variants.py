@@ -229,7 +229,7 @@ def check_variant(variant: Variant, arch: Architecture) -> None:
         raise ConfigError(
             f"variant '{variant.name}' reproduces Dong et al.'s code, which covers bert, albert "
             f"and xlnet only; this model is {arch.name}. Use "
-            f"'{variant.name.removeprefix('dong-authors:')}' (the exact variant) instead."
+            f"'{variant.short}' (the exact variant) instead."
         )
 
 
