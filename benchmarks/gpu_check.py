@@ -46,10 +46,10 @@ import torch
 from rankcollapse.experiments import get_experiment
 from rankcollapse.hf import ARCHITECTURES, load_model, probe, wrap_model
 from rankcollapse.hf.tiny import tiny_model
-from rankcollapse.hf.variants import AUTHORS_VARIANTS, DONG_VARIANTS, WU_VARIANTS
 from rankcollapse.nets import RankEncoder
 from rankcollapse.tasks import NeighbourTask
 from rankcollapse.train.amsel import train_encoder
+from rankcollapse.variants import AUTHORS_VARIANTS, DONG_VARIANTS, WU_VARIANTS
 
 ROWS: list[tuple[str, str, str, str]] = []
 

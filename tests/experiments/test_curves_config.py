@@ -36,3 +36,34 @@ def test_real_models_run_in_the_config_dtype_unless_listed_in_float64_models():
 def test_a_unit_names_its_mask_by_the_string_and_gets_the_parsed_spec():
     config = CurvesConfig(masks=["sinks:1:2"])
     assert config.mask("sinks:1:2") is config.masks[0]
+
+
+def test_wu_variants_are_typed_end_to_end_and_rows_name_them_within_the_set():
+    from rankcollapse.experiments.wu2024_masks import Config
+    from rankcollapse.masks import parse_mask_spec
+    from rankcollapse.theory.curves import toy_curves
+    from rankcollapse.variants import VARIANTS
+
+    config = Config(variants=["san", "wu:san+ln"])
+    assert config.variants == [VARIANTS["wu:san"], VARIANTS["wu:san+ln"]]
+    assert config.model_dump(mode="json")["variants"] == ["san", "san+ln"]
+    frame = toy_curves(
+        config.variants,
+        parse_mask_spec("causal"),
+        n_layers=2,
+        d_model=4,
+        n_tokens=3,
+        n_samples=1,
+        seed=0,
+    )
+    assert list(frame["variant"].unique()) == ["san", "san+ln"]
+
+
+def test_curve_experiments_take_any_text_model_of_the_registry():
+    from rankcollapse.experiments.wu2024_masks import Config
+    from rankcollapse.experiments.wu2024_temperature import Config as TemperatureConfig
+
+    assert Config(models=["toy", "bert-deep", "gpt2"]).models == ["toy", "bert-deep", "gpt2"]
+    assert TemperatureConfig(models=["toy", "pythia-160m"]).models == ["toy", "pythia-160m"]
+    with pytest.raises(ValidationError, match="unknown model 'vit-base'"):
+        TemperatureConfig(models=["vit-base"])

@@ -136,3 +136,13 @@ def test_a_bfloat16_model_is_measured_in_float64_and_flagged_at_its_own_floor():
     # attention network is at it, the transformer is not
     assert san["at_floor"].all()
     assert not last[last["variant"] == "transformer"]["at_floor"].any()
+
+
+def test_decoders_and_models_come_from_the_registry():
+    from rankcollapse.hf import MODELS
+
+    assert exp.decoders(["minilm", "gpt2", "smollm2", "gpt2", "bert-base"]) == ["gpt2", "smollm2"]
+    causal = [name for name, spec in MODELS.items() if spec.causal]
+    config = EXP.make_config("quick", {"arms": [{"model": m, "init": "random"} for m in causal]})
+    assert [a.model for a in config.arms] == causal
+    assert exp.decoders(a.model for a in config.arms) == causal

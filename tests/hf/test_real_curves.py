@@ -7,6 +7,9 @@ import torch
 from rankcollapse.errors import InputError
 from rankcollapse.hf import ModelSource, load_cached, real_curves
 from rankcollapse.masks import parse_mask_spec
+from rankcollapse.variants import VARIANTS
+
+SAN, SAN_SKIP = VARIANTS["wu:san"], VARIANTS["wu:san+skip"]
 
 TINY = ModelSource("bert-base", "random", seed=0, n_layers=1)
 
@@ -22,7 +25,7 @@ def test_a_model_source_loads_in_its_dtype_and_the_last_one_is_kept():
 def test_real_curves_give_short_variant_names_the_mask_string_and_each_mode():
     loaded = load_cached(TINY)
     frame = real_curves(
-        loaded, ["san", "san+skip"], parse_mask_spec("window:1"), modes=["eval", "train"],
+        loaded, [SAN, SAN_SKIP], parse_mask_spec("window:1"), modes=["eval", "train"],
         n_samples=2, n_tokens=8, seed=0,
     )  # fmt: skip
     assert set(frame["variant"]) == {"san", "san+skip"}
@@ -43,7 +46,7 @@ def test_an_overflowing_curve_is_one_diverged_row_and_other_errors_propagate(mon
         validation.check_tokens(torch.full_like(x, float("inf")))
 
     monkeypatch.setattr(probe_module, "measure_states", overflowed)
-    frame = real_curves(loaded, ["san"], mask, **options)
+    frame = real_curves(loaded, [SAN], mask, **options)
     assert frame[["variant", "metric", "value"]].values.tolist() == [["san", "diverged", 1.0]]
 
     def other(*args, **kwargs):
@@ -51,4 +54,4 @@ def test_an_overflowing_curve_is_one_diverged_row_and_other_errors_propagate(mon
 
     monkeypatch.setattr(probe_module, "measure_states", other)
     with pytest.raises(InputError, match="not an overflow"):
-        real_curves(loaded, ["san"], mask, **options)
+        real_curves(loaded, [SAN], mask, **options)

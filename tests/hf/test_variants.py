@@ -8,7 +8,7 @@ import torch
 from torch.nn import functional as F
 
 from rankcollapse.errors import ConfigError, UnknownNameError
-from rankcollapse.hf import ARCHITECTURES, VARIANTS, describe, get_variant, run_batch
+from rankcollapse.hf import ARCHITECTURES, VARIANTS, describe, parse_variant, run_batch
 
 
 def states(loaded, ids, variant):
@@ -193,11 +193,11 @@ def test_unknown_variant_error_lists_known_variants():
     with pytest.raises(
         UnknownNameError, match="unknown variant 'san\\+mpl'.*Did you mean 'san\\+mlp'"
     ):
-        get_variant("san+mpl")
+        parse_variant("san+mpl")
 
 
 def test_dong_prefix_is_accepted():
-    assert get_variant("dong:san") is VARIANTS["san"]
+    assert parse_variant("dong:san") is VARIANTS["san"]
 
 
 def test_dong_authors_albert_without_mlp_keeps_a_gelu_and_a_residual(make_tiny, ids):

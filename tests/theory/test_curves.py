@@ -8,12 +8,15 @@ import pytest
 
 from rankcollapse.masks import parse_mask_spec
 from rankcollapse.theory.curves import curve_slopes, toy_curves
+from rankcollapse.variants import VARIANTS
 
 SIZES = {"n_layers": 3, "d_model": 8, "n_tokens": 6, "n_samples": 2, "seed": 0}
 
 
 def test_every_variant_starts_from_the_same_tokens_and_pure_san_collapses():
-    frame = toy_curves(["san", "san+skip+ln"], parse_mask_spec("causal"), **SIZES)
+    frame = toy_curves(
+        [VARIANTS["wu:san"], VARIANTS["wu:san+skip+ln"]], parse_mask_spec("causal"), **SIZES
+    )
     layer0 = frame[(frame["layer"] == 0) & (frame["metric"] == "mu")]
     assert layer0.groupby("sample")["value"].nunique().eq(1).all()
     san = frame[(frame["variant"] == "san") & (frame["metric"] == "mu_rel")]
@@ -24,8 +27,8 @@ def test_every_variant_starts_from_the_same_tokens_and_pure_san_collapses():
 
 def test_the_weights_seed_and_the_data_seed_are_different_streams():
     complete = parse_mask_spec("complete")
-    a = toy_curves(["san"], complete, **SIZES)
-    b = toy_curves(["san"], complete, **{**SIZES, "seed": 1})
+    a = toy_curves([VARIANTS["wu:san"]], complete, **SIZES)
+    b = toy_curves([VARIANTS["wu:san"]], complete, **{**SIZES, "seed": 1})
     assert not np.allclose(a["value"], b["value"])
 
 

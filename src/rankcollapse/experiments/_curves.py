@@ -1,5 +1,6 @@
 """The config the Wu et al. curve experiments share (wu2024-masks, wu2024-temperature): masks,
-modes, toy sizes, real-model sizes, dtypes, seed and device, each parsed once into its type."""
+modes, toy sizes, real-model sizes, dtypes, seed and device, each parsed once into its type;
+and the type of their variants, Wu et al.'s set named within it ("san+ln" is `wu:san+ln`)."""
 
 from __future__ import annotations
 
@@ -12,12 +13,17 @@ from rankcollapse.devices import Device, Dtype
 from rankcollapse.experiments._registry import toy_sizes
 from rankcollapse.masks import MaskSpec, parse_mask_spec
 from rankcollapse.seeds import Seed
+from rankcollapse.variants import variant_type
 
 
 class ToySizes(toy_sizes(n_layers=64, d_model=64, n_tokens=32, n_samples=16)):
     """Sizes of the toy network and its Gaussian inputs (one batch, one pass per mask and
     variant). A class of this module, so configs holding it pickle to worker processes."""
 
+
+WuVariant = variant_type("wu", short=True)
+"""A variant of Wu et al.'s set, given and stored by its name within the set ("san+ln"): results
+and config hashes name it so; the curves take the `Variant` (`wu:san+ln`) as it is."""
 
 CORE_MASKS = [parse_mask_spec(s) for s in ("complete", "causal", "window:1", "causal_window:1")]
 

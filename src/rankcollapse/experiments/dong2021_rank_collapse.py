@@ -29,6 +29,7 @@ Findings ("about 0": mean res_comp_rel below 0.01; "well above 0": above 0.05):
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Literal
 
 import pandas as pd
@@ -37,9 +38,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from rankcollapse.devices import Device, Dtype
 from rankcollapse.experiments._registry import Claim, Experiment, Summary, Unit, for_every, register
+from rankcollapse.hf.models import MODELS, text_model_type
 from rankcollapse.plot import band_plot
 from rankcollapse.seeds import Seed
 from rankcollapse.theory import at_layer, first_layer_below, layer_stats, layers_above
+from rankcollapse.variants import AUTHORS_VARIANTS, DONG_VARIANTS, variant_type
 
 NAME = "dong2021-rank-collapse"
 NEAR_ZERO = 0.01  # "about 0": 1% of the input's relative residual scale
@@ -47,16 +50,16 @@ CLEARLY_NONZERO = 0.05  # "well above 0": ~1e5 x the float32 floor
 SLOW = 0.5  # "decays slowly": no layer more than halves the residual (SAN: orders of magnitude)
 METRIC = "res_comp_rel"
 METRICS = [METRIC, "mu_rel", "stable_rank"]
-EXACT = ["san", "san+mlp", "san+skip", "transformer"]
-AUTHORS = [f"dong-authors:{v}" for v in EXACT]  # `rankcollapse.hf`'s authors' surgery
-# Causal decoders (not in the paper) collapse more slowly (Wu et al. 2024): reported in notes.
-DECODERS = {"gpt2", "llama-small", "smollm2"}
-SKIPLESS = ["san", "san+mlp"]
-WITH_SKIP = ["san+skip", "transformer"]
-ModelName = Literal[
-    "minilm", "smollm2", "bert-base", "albert-base", "xlnet-base", "gpt2", "llama-small"
-]
-VariantName = Literal[tuple(EXACT + AUTHORS)]  # exact and authors' variants of rankcollapse.hf
+SKIPLESS = [v for v in DONG_VARIANTS if not v.attention_skip]  # san, san+mlp
+WITH_SKIP = [v for v in DONG_VARIANTS if v.attention_skip]  # san+skip, transformer
+ModelName = text_model_type()  # a text model of `rankcollapse.hf.MODELS`
+VariantName = variant_type("dong", "dong-authors")  # exact and authors' variants
+
+
+def decoders(models: Iterable[str]) -> list[str]:
+    """The causal decoders among `models` (the registry says which): not in the paper, they
+    collapse more slowly (Wu et al. 2024), so their numbers go to the notes."""
+    return [m for m in dict.fromkeys(models) if MODELS[m].causal]
 
 
 class Arm(BaseModel):
@@ -70,7 +73,11 @@ class Arm(BaseModel):
     """Variants of this arm (None: the config's); e.g. ALBERT's exact and authors' ones."""
 
 
-ALBERT_BOTH = {"model": "albert-base", "init": "random", "variants": EXACT + AUTHORS}
+ALBERT_BOTH = {
+    "model": "albert-base",
+    "init": "random",
+    "variants": DONG_VARIANTS + AUTHORS_VARIANTS,
+}
 ALL_ARMS = [
     {"model": "bert-base", "init": "random"},
     ALBERT_BOTH,
@@ -96,7 +103,7 @@ class Config(BaseModel):
 
     arms: list[Arm] = Field(default_factory=lambda: [Arm(**a) for a in ALL_ARMS], min_length=1)
     """Models and initialisations, e.g. [{"model": "minilm", "init": "pretrained"}]."""
-    variants: list[VariantName] = Field(default_factory=lambda: list(EXACT), min_length=1)
+    variants: list[VariantName] = Field(default_factory=lambda: list(DONG_VARIANTS), min_length=1)
     """Variants of arms without their own list (san, san+mlp, san+skip, transformer, ...)."""
     n_samples: int = Field(32, ge=1, le=1024)
     """Windows of text per model."""
@@ -205,7 +212,7 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
     table, found = layer_means(results), []
     for id_, text, init, variants, layer, relation, level, encoders, paper in STATEMENTS:
         models = [a.model for a in config.arms if a.init == init]
-        models = [m for m in models if not (encoders and m in DECODERS)]
+        models = [m for m in models if not (encoders and MODELS[m].causal)]
         if models:
             found.append(
                 for_every(
@@ -240,7 +247,7 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
                 "(Sec. 4, Fig. 1: skip connections play a key role in mitigating rank collapse)",
             ),
         )
-    models = [a.model for a in config.arms if a.init == "pretrained" and a.model not in DECODERS]
+    models = [a.model for a in config.arms if a.init == "pretrained" and not MODELS[a.model].causal]
     if models:
         san = table[(table["init"] == "pretrained") & (table["variant"] == "san")]
         first = first_layer_below(san[san["model"].isin(models)], NEAR_ZERO)
@@ -276,15 +283,16 @@ def notes(config: Config, results: pd.DataFrame, table: pd.DataFrame) -> list[st
     arms = ", ".join(f"{a.model} ({a.init})" for a in config.arms)
     devices = ", ".join(sorted(set(results.get("device", pd.Series(["cpu"])))))
     quantized = sorted(set(results.get("quantized", pd.Series(["no"]))) - {"no"})
-    decoders = _members(table[table["model"].isin(DECODERS)], "random", SKIPLESS, 2)
+    causal = decoders(table["model"])
+    at_init = _members(table[table["model"].isin(causal)], "random", SKIPLESS, 2)
     san = table[(table["init"] == "pretrained") & (table["variant"] == "san")]
-    late = first_layer_below(san[san["model"].isin(DECODERS)], NEAR_ZERO)
+    late = first_layer_below(san[san["model"].isin(causal)], NEAR_ZERO)
     ran = f"Arms run: {arms}; {config.n_samples} windows of {config.n_tokens} tokens each"
     said = [f"{ran}; device {devices}.", NOTE]
-    if decoders:
+    if at_init:
         said.append(
             f"Causal decoders at init (not in the paper), mean {METRIC} at layer 2: "
-            + "; ".join(f"{k}: {v:.3g}" for k, v in decoders.items())
+            + "; ".join(f"{k}: {v:.3g}" for k, v in at_init.items())
         )
     if late:
         said.append(

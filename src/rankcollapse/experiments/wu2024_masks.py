@@ -36,12 +36,12 @@ SAN+LN at random init is a measurement (mu_rel at the last layer per mask), not 
 from __future__ import annotations
 
 import math
-from typing import Literal, get_args
+from typing import Literal
 
 import pandas as pd
 from pydantic import Field
 
-from rankcollapse.experiments._curves import CORE_MASKS, CurvesConfig
+from rankcollapse.experiments._curves import CORE_MASKS, CurvesConfig, WuVariant
 from rankcollapse.experiments._registry import (
     Claim,
     Experiment,
@@ -51,20 +51,16 @@ from rankcollapse.experiments._registry import (
     for_every,
     register,
 )
-from rankcollapse.hf import ModelSource, load_cached, real_curves
+from rankcollapse.hf import MODELS, ModelSource, load_cached, real_curves, text_model_type
 from rankcollapse.masks import MaskSpec, parse_mask_spec
 from rankcollapse.plot import mask_panels
 from rankcollapse.theory import mask_radius, radius_concordance, speed_ratio
-from rankcollapse.theory.curves import WuVariant, curve_slopes, toy_curves
+from rankcollapse.theory.curves import curve_slopes, toy_curves
+from rankcollapse.variants import WU_VARIANTS
 
 NAME = "wu2024-masks"
-Model = Literal["toy", "bert-base", "bert-deep", "minilm", "smollm2"]
-REAL = {
-    "bert-base": ("bert-base", "random"),
-    "bert-deep": ("bert-base", "random"),
-    "minilm": ("minilm", "pretrained"),
-    "smollm2": ("smollm2", "pretrained"),
-}
+DEEP = "bert-deep"  # BERT-base at init, `deep_n_layers` deep (the paper's deep random BERT)
+Model = text_model_type("toy", DEEP)  # the toy, the deep BERT, or a text model of hf.MODELS
 COLUMNS = ["model", "init", "variant", "mask", "mode", "layer", "sample", "metric", "value"]
 COLUMNS += ["at_floor", "device"]
 BY = ["model", "mode", "variant", "mask"]
@@ -81,7 +77,7 @@ class Config(CurvesConfig):
 
     models: list[Model] = Field(["toy", "bert-base", "bert-deep", "minilm", "smollm2"])
     """The toy with Wu's dynamics, random-init BERT (12 layers and deep), pretrained models."""
-    variants: list[WuVariant] = Field(list(get_args(WuVariant)))
+    variants: list[WuVariant] = Field(default_factory=lambda: list(WU_VARIANTS))
     """Wu's five variants."""
     masks: list[MaskSpec] = Field(
         CORE_MASKS + [parse_mask_spec("sinks:1:1"), parse_mask_spec("dilated:1:2")], min_length=1
@@ -120,8 +116,9 @@ def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
             config.variants, unit["mask"], **config.toy.model_dump(), device=device, **common
         )
     else:
-        name, init = REAL[model]
-        deep = config.deep_n_layers if model == "bert-deep" else None
+        name = "bert-base" if model == DEEP else model
+        init = MODELS[name].default_init
+        deep = config.deep_n_layers if model == DEEP else None
         dtype = config.model_dtype(model)
         source = ModelSource(name, init, config.seed, device, dtype, n_layers=deep)
         frame = real_curves(

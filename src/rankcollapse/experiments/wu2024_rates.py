@@ -72,9 +72,10 @@ from rankcollapse.theory import (
     speed_ratio,
     thm1_log_bound,
 )
+from rankcollapse.variants import VARIANTS
 
 NAME = "wu2024-rates"
-VARIANT = {"none": "wu:san", "unit": "wu:san+ln"}
+VARIANT = {"none": VARIANTS["wu:san"], "unit": VARIANTS["wu:san+ln"]}  # norm -> toy variant
 INFORMATIVE = math.log(10)  # a bound that predicts less contraction than a decade cannot fail
 BOUNDED = 1.01  # value-map products whose last norm tops the first half's by 1 % grow: not A3
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from typing import Annotated, Literal
+from typing import Annotated
 
 import pandas as pd
 import torch
@@ -42,14 +42,15 @@ from rankcollapse.experiments._registry import (
     for_every,
     register,
 )
-from rankcollapse.hf import ModelSource, head_dim, load_cached, real_curves
+from rankcollapse.hf import MODELS, ModelSource, head_dim, load_cached, real_curves, text_model_type
 from rankcollapse.metrics import dtype_floor
 from rankcollapse.plot import line_plot, mask_panels
 from rankcollapse.theory.curves import early_drop, toy_curves
+from rankcollapse.variants import VARIANTS
 
 NAME = "wu2024-temperature"
-Model = Literal["toy", "bert-base", "minilm", "smollm2"]
-INIT = {"bert-base": "random", "minilm": "pretrained", "smollm2": "pretrained"}
+Model = text_model_type("toy")  # the toy, or a text model of rankcollapse.hf.MODELS
+PURE_SAN = VARIANTS["wu:san"]  # Wu et al.'s pure SAN: no skip, no MLP, no norm
 COLUMNS = ["model", "init", "variant", "mask", "d_qk", "mode", "layer", "sample", "metric"]
 COLUMNS += ["value", "at_floor", "device"]
 SOURCE = "experiments, temperature (d_QK per mask)"
@@ -98,14 +99,20 @@ def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
         common = {"seed": config.seed, "metrics": ["mu_rel"]}
         if model == "toy":
             frame = toy_curves(
-                ["san"], mask, **config.toy.model_dump(), temperature=d_qk, device=device, **common
+                [PURE_SAN],
+                mask,
+                **config.toy.model_dump(),
+                temperature=d_qk,
+                device=device,
+                **common,
             )
         else:
-            source = ModelSource(model, INIT[model], config.seed, device, config.model_dtype(model))
+            init = MODELS[model].default_init
+            source = ModelSource(model, init, config.seed, device, config.model_dtype(model))
             loaded = load_cached(source)
             frame = real_curves(
                 loaded,
-                ["san"],
+                [PURE_SAN],
                 mask,
                 modes=config.modes,
                 n_samples=config.n_samples,

@@ -2,13 +2,15 @@
 
 - `load_model(name, *, init, seed, dtype, device, n_layers, config_overrides, tokenizer)` -> `LoadedModel`
   (model in eval mode, tokenizer or None, `Architecture` adapter, provenance `info`); `MODELS`
-  is the model registry (family, sizes, causal, decomposable); `wrap_model` / `as_loaded` take a
-  model already in memory (base model or one with a head), without a copy.
+  is the model registry (family, sizes, causal, decomposable, default init; `text_model_type`
+  is a config field of its text models); `wrap_model` / `as_loaded` take a model already in
+  memory (base model or one with a head), without a copy.
 - `ARCHITECTURES`: one adapter per family (where it keeps its blocks, attention, q/k/v/o, MLP
   and norms, and its quirks); `tiny_model(family)` builds a 2-layer random model of any family.
 - `VARIANTS` (Dong's `san`, `san+mlp`, `san+skip`, `transformer`; Wu's `wu:*`; the authors'
-  own surgery `dong-authors:*`), applied by hooks with `variant_applied`; `describe(variant,
-  arch)` says exactly what each removes.
+  own surgery `dong-authors:*`; the vocabulary of `rankcollapse.variants`, re-exported with
+  `parse_variant`), applied by hooks with `variant_applied`; `describe(variant, arch)` says
+  exactly what each removes.
 - `run_batch(loaded, input_ids, token_mask, *, on_layer, variant, mask, temperature, train_mode,
   attention)`: one forward pass streaming every layer's states (and attention) to a callback;
   `applied(...)` is the same setup as a context manager for your own hooks.
@@ -34,6 +36,8 @@ from rankcollapse.hf.models import (
     as_loaded,
     load_model,
     model_entry,
+    text_model_type,
+    text_models,
     wrap_model,
 )
 from rankcollapse.hf.probe import (
@@ -47,15 +51,14 @@ from rankcollapse.hf.probe import (
 from rankcollapse.hf.qk_rank import qk_ranks
 from rankcollapse.hf.text import load_paragraphs, load_windows, sample_corpus
 from rankcollapse.hf.tiny import tiny_model
-from rankcollapse.hf.variants import (
+from rankcollapse.hf.variants import describe, variant_applied
+from rankcollapse.variants import (
     AUTHORS_VARIANTS,
     DONG_VARIANTS,
     VARIANTS,
     WU_VARIANTS,
     Variant,
-    describe,
-    get_variant,
-    variant_applied,
+    parse_variant,
 )
 
 __all__ = [
@@ -80,7 +83,6 @@ __all__ = [
     "attention_settings",
     "custom_attention",
     "describe",
-    "get_variant",
     "head_dim",
     "load_cached",
     "load_images",
@@ -88,6 +90,7 @@ __all__ = [
     "load_paragraphs",
     "load_windows",
     "model_entry",
+    "parse_variant",
     "probe",
     "qk_ranks",
     "real_curves",
@@ -95,6 +98,8 @@ __all__ = [
     "run_batch",
     "run_probe",
     "sample_corpus",
+    "text_model_type",
+    "text_models",
     "tiny_model",
     "variant_applied",
     "wrap_model",

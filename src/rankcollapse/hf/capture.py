@@ -26,8 +26,9 @@ from rankcollapse.errors import ConfigError
 from rankcollapse.hf.architectures import ARCHITECTURES, block_list, submodule
 from rankcollapse.hf.attention import AttentionSettings, attention_settings
 from rankcollapse.hf.models import LoadedModel
-from rankcollapse.hf.variants import Variant, get_variant, variant_applied
+from rankcollapse.hf.variants import variant_applied
 from rankcollapse.masks import check_mask
+from rankcollapse.variants import Variant, parse_variant
 
 
 @dataclass(frozen=True)
@@ -99,7 +100,7 @@ def applied(
     `record(module, probs)` receives every attention call's probabilities (custom attention).
     The model's own attention implementation is kept when nothing needs the custom one.
     """
-    variant = get_variant(variant) if isinstance(variant, str) else variant
+    variant = parse_variant(variant)
     model = loaded.model
     custom = loaded.arch.attention_interface and (
         mask is not None or temperature != 1.0 or record is not None

@@ -23,6 +23,7 @@ from rankcollapse.errors import NonFiniteError
 from rankcollapse.hf.models import LoadedModel
 from rankcollapse.hf.probe import ModelSource, ProbeInputs, resolve_probe, run_probe
 from rankcollapse.masks import MaskSpec
+from rankcollapse.variants import Variant
 
 CURVE_METRICS = ("mu", "mu_rel")
 
@@ -43,7 +44,7 @@ def head_dim(loaded: LoadedModel) -> int:
 
 def real_curves(
     loaded: LoadedModel,
-    variants: Sequence[str],
+    variants: Sequence[Variant],
     mask: MaskSpec,
     *,
     modes: Sequence[str],
@@ -53,8 +54,9 @@ def real_curves(
     temperature: float = 1.0,
     metrics: Sequence[str] = CURVE_METRICS,
 ) -> pd.DataFrame:
-    """Per-layer metrics of a real model for each of Wu et al.'s variants (named without the
-    `wu:` prefix, as in the results) and mode, on the device the model was loaded on.
+    """Per-layer metrics of a real model for each of Wu et al.'s variants
+    (`rankcollapse.variants.WU_VARIANTS`, named in the rows within their set: "san+ln") and
+    mode, on the device the model was loaded on.
 
     `temperature` divides the logits on top of the model's own scaling. Train mode draws its
     dropout masks from `seed`. A curve whose hidden states overflow is kept as one row with
@@ -64,19 +66,19 @@ def real_curves(
     frames = []
     for mode, variant in itertools.product(modes, variants):
         request = resolve_probe(
-            [f"wu:{variant}"], mask, metrics, temperature=temperature, train_mode=mode == "train"
+            [variant], mask, metrics, temperature=temperature, train_mode=mode == "train"
         )
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)  # the dropout masks of train mode
             try:
-                frame = run_probe(loaded, inputs, request).assign(variant=variant)
+                frame = run_probe(loaded, inputs, request).assign(variant=variant.short)
             except NonFiniteError:
                 # Without its norms a model can overflow even float64's range: the curve is
                 # lost, and the row says so.
                 frame = pd.DataFrame(
                     [
                         {
-                            "variant": variant,
+                            "variant": variant.short,
                             "layer": np.nan,
                             "sample": np.nan,
                             "metric": "diverged",

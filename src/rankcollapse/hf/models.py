@@ -80,6 +80,11 @@ class ModelSpec:
         return self.arch.causal
 
     @property
+    def default_init(self) -> Init:
+        """pretrained where weights ship offline, else random (a preset's only init)."""
+        return "pretrained" if self.pretrained else "random"
+
+    @property
     def decomposable(self) -> bool:
         return self.arch.decomposable
 
@@ -484,6 +489,36 @@ def model_entry(entry: str, *, decomposable: bool = False) -> tuple[str, str]:
     if name not in MODELS and Path(name).is_dir():
         check_model_folder(name)
     return name, init or "pretrained"
+
+
+def text_models() -> list[str]:
+    """The names of `MODELS` that read token ids (every family but the image ones), in order."""
+    return [name for name, spec in MODELS.items() if spec.arch.inputs == "tokens"]
+
+
+def text_model_type(*extra: str) -> Any:
+    """A pydantic field type for a model an experiment runs on text: a name of `text_models()`
+    (read from the registry, so a new family needs no experiment edit) or one of `extra` (the
+    experiment's own arms, e.g. "toy"), checked once, kept and dumped as the name.
+
+    Example:
+        >>> from pydantic import TypeAdapter
+        >>> TypeAdapter(text_model_type("toy")).validate_python("gpt2")
+        'gpt2'
+    """
+    from typing import Annotated
+
+    from pydantic import PlainValidator, WithJsonSchema
+
+    known = [*extra, *text_models()]
+
+    def check(name: Any) -> str:
+        if not isinstance(name, str) or name not in known:
+            raise unknown_name("model", str(name), known)
+        return name
+
+    schema = {"type": "string", "enum": known}
+    return Annotated[str, PlainValidator(check), WithJsonSchema(schema)]
 
 
 def _model_class(config: Any) -> Any:

@@ -41,7 +41,7 @@ from rankcollapse.hf.text import (
     load_windows,
     random_token_ids,
 )
-from rankcollapse.hf.variants import Variant, check_variant, get_variant
+from rankcollapse.hf.variants import check_variant
 from rankcollapse.masks import MaskSpec, as_mask_spec, causal
 from rankcollapse.metrics import (
     DEFAULT_METRICS,
@@ -50,6 +50,7 @@ from rankcollapse.metrics import (
     measure_states,
     metrics_frame,
 )
+from rankcollapse.variants import Variant, parse_variant
 
 CPU = torch.device("cpu")
 
@@ -214,7 +215,7 @@ def resolve_probe(
     """
     if isinstance(variants, str):
         variants = [name.strip() for name in variants.split(",") if name.strip()]
-    resolved = tuple(get_variant(v) if isinstance(v, str) else v for v in variants)
+    resolved = tuple(parse_variant(v) for v in variants)
     if isinstance(metrics, str):
         metrics = [name.strip() for name in metrics.split(",") if name.strip()]
     names = list(DEFAULT_METRICS) if metrics is None else list(metrics)

@@ -1,7 +1,8 @@
 """Architectural variants of real models, applied by forward hooks (never by editing model code).
 
 A variant switches three parts of every block on or off: the attention skip, the MLP block, the
-norms. Three sets:
+norms. Three sets (their names and parts are one table, `rankcollapse.variants`; this module
+realises them):
 
 Dong et al. 2021 (Fig. 1), names without prefix. LayerNorm stays in every variant.
 
@@ -64,69 +65,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import Literal
 
 import torch
 from torch import nn
 
-from rankcollapse.errors import ConfigError, unknown_name
+from rankcollapse.errors import ConfigError
 from rankcollapse.hf.architectures import Architecture, block_list, submodule
-
-
-@dataclass(frozen=True)
-class Variant:
-    """Which parts of every block stay on."""
-
-    name: str
-    family: Literal["dong", "wu", "dong-authors"]
-    attention_skip: bool
-    mlp: bool
-    norms: bool
-
-    @property
-    def is_identity(self) -> bool:
-        return self.attention_skip and self.mlp and self.norms
-
-
-VARIANTS: dict[str, Variant] = {
-    v.name: v
-    for v in (
-        Variant("san", "dong", attention_skip=False, mlp=False, norms=True),
-        Variant("san+mlp", "dong", attention_skip=False, mlp=True, norms=True),
-        Variant("san+skip", "dong", attention_skip=True, mlp=False, norms=True),
-        Variant("transformer", "dong", attention_skip=True, mlp=True, norms=True),
-        Variant("wu:san", "wu", attention_skip=False, mlp=False, norms=False),
-        Variant("wu:san+skip", "wu", attention_skip=True, mlp=False, norms=False),
-        Variant("wu:san+ln", "wu", attention_skip=False, mlp=False, norms=True),
-        Variant("wu:san+skip+ln", "wu", attention_skip=True, mlp=False, norms=True),
-        Variant("wu:transformer", "wu", attention_skip=True, mlp=True, norms=True),
-        Variant("dong-authors:san", "dong-authors", attention_skip=False, mlp=False, norms=True),
-        Variant("dong-authors:san+mlp", "dong-authors", attention_skip=False, mlp=True, norms=True),
-        Variant(
-            "dong-authors:san+skip", "dong-authors", attention_skip=True, mlp=False, norms=True
-        ),
-        Variant(
-            "dong-authors:transformer", "dong-authors", attention_skip=True, mlp=True, norms=True
-        ),
-    )
-}
-DONG_VARIANTS = ["san", "san+mlp", "san+skip", "transformer"]
-WU_VARIANTS = ["wu:san", "wu:san+skip", "wu:san+ln", "wu:san+skip+ln", "wu:transformer"]
-AUTHORS_VARIANTS = [f"dong-authors:{name}" for name in DONG_VARIANTS]
-
-
-def get_variant(name: str) -> Variant:
-    """The variant called `name` ("dong:san" is accepted for "san").
-
-    Example:
-        >>> get_variant("wu:san+ln").norms
-        True
-    """
-    key = name.removeprefix("dong:")
-    if key not in VARIANTS:
-        raise unknown_name("variant", name, VARIANTS)
-    return VARIANTS[key]
+from rankcollapse.variants import Variant, parse_variant
 
 
 def describe(variant: Variant, arch: Architecture) -> str:
@@ -134,6 +79,7 @@ def describe(variant: Variant, arch: Architecture) -> str:
 
     Example:
         >>> from rankcollapse.hf.architectures import ARCHITECTURES
+        >>> from rankcollapse.variants import VARIANTS
         >>> describe(VARIANTS["san"], ARCHITECTURES["bert"]).split(";")[0]
         'attention skip removed: attention.output.LayerNorm acts on attention.output.dropout alone'
     """
@@ -283,14 +229,14 @@ def check_variant(variant: Variant, arch: Architecture) -> None:
         raise ConfigError(
             f"variant '{variant.name}' reproduces Dong et al.'s code, which covers bert, albert "
             f"and xlnet only; this model is {arch.name}. Use "
-            f"'{variant.name.removeprefix('dong-authors:')}' (the exact variant) instead."
+            f"'{variant.short}' (the exact variant) instead."
         )
 
 
 @contextmanager
 def variant_applied(model: nn.Module, arch: Architecture, variant: Variant | str) -> Iterator[None]:
     """Apply `variant` to every block of a base model with hooks; remove them afterwards."""
-    variant = get_variant(variant) if isinstance(variant, str) else variant
+    variant = parse_variant(variant)
     check_variant(variant, arch)
     handles = []
     try:

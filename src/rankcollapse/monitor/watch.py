@@ -29,8 +29,9 @@ from rankcollapse.devices import metrics_device
 from rankcollapse.errors import ConfigError, InputError
 from rankcollapse.hf import LayerCapture, LoadedModel, ProbeInputs, as_loaded, run_batch
 from rankcollapse.hf.capture import blocks_captured, modes_kept
-from rankcollapse.hf.variants import Variant, check_variant, get_variant
+from rankcollapse.hf.variants import check_variant
 from rankcollapse.metrics import get_metric, measure_states, metrics_frame
+from rankcollapse.variants import Variant, parse_variant
 
 COLUMNS = ("step", "layer", "variant", "sample", "metric", "value", "at_floor")
 MONITOR_METRICS = ("res_comp_rel", "mu_rel", "stable_rank")
@@ -152,7 +153,7 @@ def watch(
             )
     if not names:
         raise ConfigError("the monitor needs at least one metric; see `rankcollapse metrics`.")
-    resolved = [get_variant(v) if isinstance(v, str) else v for v in variants]
+    resolved = [parse_variant(v) for v in variants]
     if not resolved:
         raise ConfigError("the monitor needs at least one variant, e.g. ['transformer'].")
     if blocks is None:

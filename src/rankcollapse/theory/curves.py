@@ -12,7 +12,6 @@ mode, layer, sample, metric, value, at_floor); a real model's are `rankcollapse.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
 
 import numpy as np
 import pandas as pd
@@ -23,17 +22,15 @@ from rankcollapse.metrics import measure_layers
 from rankcollapse.nets import ToyNet, random_tokens, toy_config
 from rankcollapse.seeds import stream_seed
 from rankcollapse.theory.rates import collapse_rates
+from rankcollapse.variants import Variant
 
 CPU = torch.device("cpu")
 
 CURVE_METRICS = ("mu", "mu_rel")
-WuVariant = Literal["san", "san+skip", "san+ln", "san+skip+ln", "transformer"]
-"""Wu et al.'s five variants, as named in results (the `wu:` variants of `rankcollapse.nets`
-and `rankcollapse.hf`, prefix dropped)."""
 
 
 def toy_curves(
-    variants: Sequence[str],
+    variants: Sequence[Variant],
     mask: MaskSpec,
     *,
     n_layers: int,
@@ -45,7 +42,8 @@ def toy_curves(
     metrics: Sequence[str] = CURVE_METRICS,
     device: torch.device = CPU,
 ) -> pd.DataFrame:
-    """Per-layer metrics of the toy network with Wu's dynamics, for each variant.
+    """Per-layer metrics of the toy network with Wu's dynamics, for each of Wu et al.'s variants
+    (`rankcollapse.variants.WU_VARIANTS`, named in the rows within their set: "san+ln").
 
     Weights come from `seed`, the Gaussian tokens from its data stream (`stream_seed`), so
     the same tokens enter every variant and mask. `temperature` is the d_QK of the softmax
@@ -53,8 +51,10 @@ def toy_curves(
 
     Example:
         >>> from rankcollapse.masks import parse_mask_spec
-        >>> frame = toy_curves(["san"], parse_mask_spec("causal"), n_layers=2, d_model=4,
-        ...                    n_tokens=3, n_samples=1, seed=0)
+        >>> from rankcollapse.variants import VARIANTS
+        >>> causal = parse_mask_spec("causal")
+        >>> frame = toy_curves([VARIANTS["wu:san"]], causal, n_layers=2, d_model=4, n_tokens=3,
+        ...                    n_samples=1, seed=0)
         >>> sorted(frame["layer"].unique().tolist()), sorted(frame["metric"].unique())
         ([0, 1, 2], ['mu', 'mu_rel'])
     """
@@ -63,7 +63,7 @@ def toy_curves(
     for variant in variants:
         net = ToyNet(
             toy_config(
-                f"wu:{variant}",
+                variant,
                 n_layers=n_layers,
                 d_model=d_model,
                 mask=mask,
@@ -74,7 +74,9 @@ def toy_curves(
         with torch.no_grad():
             states = net(x).states
         frames.append(
-            measure_layers(states, metrics=list(metrics), source_dtype=net.dtype, variant=variant)
+            measure_layers(
+                states, metrics=list(metrics), source_dtype=net.dtype, variant=variant.short
+            )
         )
     frame = pd.concat(frames, ignore_index=True)
     return frame.assign(model="toy", init="random", mask=str(mask), mode="eval")
