@@ -42,6 +42,20 @@ def digest(value: Any) -> str:
     return hashlib.sha256(canonical_json(value).encode()).hexdigest()
 
 
+def is_directory(name: str | os.PathLike) -> bool:
+    """True when `name` is a folder here; False for a name no file system could hold (too long,
+    a NUL byte) as well as a missing one, so a bad name reaches the caller's own message.
+
+    Example:
+        >>> is_directory("."), is_directory("x" * 5000), is_directory("a\\0b")
+        (True, False, False)
+    """
+    try:
+        return Path(name).is_dir()
+    except (OSError, ValueError):
+        return False
+
+
 def json_bytes(value: Any) -> bytes:
     """`value` as indented JSON text, one trailing newline (what run folders store).
 

@@ -80,6 +80,15 @@ def test_half_a_network_size_is_refused(capsys, tmp_path):
     assert "give both --n-layers and --n-heads" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("command", [["paths", "count", "--arch"], ["probe", "--random-tokens"]])
+def test_a_name_too_long_for_any_folder_is_an_unknown_name(capsys, tmp_path, command):
+    """300 characters: no file system holds such a name, and asking whether it is a folder
+    raised OSError (ENAMETOOLONG) from deep inside."""
+    argv = [*command[:3], "x" * 300, *command[3:], "--out", str(tmp_path / "out")]
+    assert main(argv) == 2
+    assert re.search(r"unknown (architecture|model) 'x{300}'", capsys.readouterr().err)
+
+
 def test_decompose_of_saved_parallel_and_vision_models_is_exact(tmp_path, capsys):
     for family in ["gpt_neox", "vit"]:  # parallel residual; pixel inputs
         tiny_model(family).save_pretrained(tmp_path / family)

@@ -35,6 +35,7 @@ from torch import nn
 
 from rankcollapse.devices import resolve_device
 from rankcollapse.errors import ConfigError, InputError, unknown_name
+from rankcollapse.files import is_directory
 from rankcollapse.hf.architectures import (
     ARCHITECTURES,
     Architecture,
@@ -463,7 +464,7 @@ def _check_name(name: str, init: str) -> None:
                 "or a local model directory."
             )
         return
-    if not Path(name).is_dir():
+    if not is_directory(name):
         raise unknown_name("model", name, MODELS, extra="or a local model directory")
     check_model_folder(name)
 
@@ -481,12 +482,12 @@ def model_entry(entry: str, *, decomposable: bool = False) -> tuple[str, str]:
     if init not in ("", "pretrained", "random"):
         raise ConfigError(f"'{entry}': the init after ':' must be pretrained or random")
     allowed = [n for n, spec in MODELS.items() if spec.decomposable]
-    if decomposable and name not in allowed and not Path(name).is_dir():
+    if decomposable and name not in allowed and not is_directory(name):
         raise ConfigError(
             f"'{name}' cannot be decomposed; use one of {', '.join(allowed)} "
             "or a local model directory of a decomposable family"
         )
-    if name not in MODELS and Path(name).is_dir():
+    if name not in MODELS and is_directory(name):
         check_model_folder(name)
     return name, init or "pretrained"
 

@@ -20,6 +20,7 @@ from typing import Any
 import pandas as pd
 
 from rankcollapse.errors import ConfigError, InputError, unknown_name
+from rankcollapse.files import is_directory
 
 # Attribute names of the depth and head count in Hugging Face configs; most models map their own
 # names (GPT-2's n_layer, DistilBERT's n_layers) onto the first pair through `attribute_map`.
@@ -157,7 +158,7 @@ def architecture_sizes(name: str) -> tuple[int, int]:
 
     if name in MODELS:
         return MODELS[name].n_layers, MODELS[name].n_heads
-    if Path(name).is_dir():
+    if is_directory(name):
         return layers_and_heads(name)
     raise unknown_name("architecture", name, MODELS, "or a local model directory")
 
