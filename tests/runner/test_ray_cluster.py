@@ -60,8 +60,10 @@ def cluster(tmp_path: Path):
                    capture_output=True, timeout=60)  # fmt: skip
     assert (home / ".ray" / "auth_token").is_file()
     temp = Path(tempfile.mkdtemp(prefix="rc-ray-", dir="/tmp"))  # Ray's socket paths are short
-    gcs, dashboard, node, objects, client, agent, agent_grpc, runtime, metrics = free_ports(9)
-    low = free_ports(1)[0]
+    ports = free_ports(9)
+    gcs, dashboard, node, objects, client, agent, agent_grpc, runtime, metrics = ports
+    # the 41 worker ports must not hold another component's port (Ray refuses to start)
+    low = next(p for p in free_ports(64) if not any(p <= q <= p + 40 for q in ports))
     command = [
         ray, "start", "--head", "--block", "--node-ip-address", "127.0.0.1", "--port", str(gcs),
         "--temp-dir", str(temp), "--num-cpus", "2", "--include-dashboard", "false",
