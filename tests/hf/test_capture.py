@@ -47,7 +47,7 @@ def test_attention_probabilities_are_row_stochastic_per_layer(tiny, ids):
 
 @pytest.mark.parametrize("arch", ["gpt2", "llama"])
 def test_decoders_stay_causal_under_custom_attention(make_tiny, arch, ids):
-    # hf-notes.md trap: a custom attention name must not turn a decoder bidirectional.
+    # a known trap: a custom attention name must not turn a decoder bidirectional.
     loaded = make_tiny(arch)
     probs = capture(loaded, ids, attention=True)[1].attention
     assert torch.all(probs.triu(diagonal=1) == 0)

@@ -1,4 +1,4 @@
-"""Graph properties of masks against the closed forms of Wu et al. 2024 (wu2024.md sec. 1)."""
+"""Graph properties of masks against the closed forms of Wu et al. 2024 (masks as directed graphs, radius and centre nodes)."""
 
 import math
 

@@ -1,5 +1,5 @@
 """Dong et al. 2021 on the toy network: pure attention loses rank doubly exponentially, the skip
-connection stops it (dong2021.md sec. 2 and 4)."""
+connection stops it (Dong, Cordonnier, Loukas 2021, Sec. 2 and 4)."""
 
 import functools
 import itertools
