@@ -61,6 +61,20 @@ def parse_device(device: str | torch.device = "auto") -> torch.device:
         ) from None
 
 
+def device_kind(device: str | torch.device = "auto") -> str:
+    """cpu, cuda or mps: the kind of `parse_device(device)`. A name other than "auto" is
+    answered from the name itself, without importing torch (a runner asks this of every unit).
+
+    Example:
+        >>> device_kind("cpu"), device_kind("cuda:1")
+        ('cpu', 'cuda')
+    """
+    kind = device.split(":")[0] if isinstance(device, str) else None
+    if kind in DEVICES and kind != "auto":
+        return kind
+    return parse_device(device).type
+
+
 def resolve_device(device: str | torch.device = "auto") -> torch.device:
     """`parse_device`, then checked to be visible on this machine: where a run or probe starts.
 

@@ -148,12 +148,11 @@ def _device(config: BaseModel) -> str:
 
 
 def _device_type(config: BaseModel) -> str:
-    """The kind of device a unit of `config` runs on: cpu, cuda or mps (a config without a
-    device, or naming the CPU, is answered without importing torch)."""
-    device = getattr(config, "device", "cpu")
-    if isinstance(device, str) and device.split(":")[0] == "cpu":
-        return "cpu"
-    return _device(config).split(":")[0]
+    """The kind of device a unit of `config` runs on: cpu, cuda or mps (`device_kind`: a
+    device given by name is answered without importing torch)."""
+    from rankcollapse.devices import device_kind
+
+    return device_kind(getattr(config, "device", "cpu"))
 
 
 @dataclass(frozen=True)
