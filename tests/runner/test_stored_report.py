@@ -114,3 +114,14 @@ def test_a_report_page_cut_short_or_added_to_is_built_again(tmp_path):
     page.write_bytes(whole + b"<p>an edit</p>\n")
     run(experiment, tmp_path)
     assert b"an edit" not in page.read_bytes() and len(seen) == 3
+
+
+def test_a_damaged_table_makes_the_run_build_the_report_again(tmp_path):
+    seen: list[int] = []
+    experiment = counting_experiment(seen)
+    run(experiment, tmp_path)
+    table = tmp_path / "run" / "tables" / "mean-per-layer.csv"
+    whole = table.read_bytes()
+    table.write_bytes(b"layer,value\n1," + b"9" * 2_000_000 + b"\n")  # a line no table of ours has
+    run(experiment, tmp_path)
+    assert len(seen) == 2 and table.read_bytes() == whole

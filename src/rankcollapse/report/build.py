@@ -180,7 +180,9 @@ def stored_report(
         if figures and not (out_dir / "figures").is_dir():
             return None
         claims = [_claim_from_record(record) for record in read_claims(out_dir)]
-        tables = {p.stem: pd.read_csv(p) for p in sorted((out_dir / "tables").glob("*.csv"))}
+        tables = {  # checked as results.csv is: a damaged table rebuilds the report
+            p.stem: read_results(p, required=()) for p in sorted((out_dir / "tables").glob("*.csv"))
+        }
         config = read_config(out_dir, experiment.config, experiment.name)
         results = read_results(out_dir / "results.csv", sha256=manifest.get("results_sha256"))
     except (InputError, OSError, ValueError, TypeError, KeyError):  # anything amiss: rebuild
