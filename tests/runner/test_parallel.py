@@ -11,7 +11,8 @@ from tiny_experiment import TINY
 from rankcollapse.errors import UnitError
 from rankcollapse.experiments import experiment_names
 from rankcollapse.runner import UNIT_THREADS, plan, run_experiment
-from rankcollapse.runner.backends import call_unit, cpu_cores, default_jobs, gpu_share
+from rankcollapse.process import cpu_cores
+from rankcollapse.runner.backends import call_unit, default_jobs, gpu_share
 
 
 @pytest.mark.slow

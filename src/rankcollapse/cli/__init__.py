@@ -21,6 +21,7 @@ os.environ.setdefault("TQDM_DISABLE", "1")
 from rankcollapse import __version__
 from rankcollapse.cli._common import typed_numbers
 from rankcollapse.errors import RankCollapseError
+from rankcollapse.process import fast_imports
 
 # command -> (its module in this package, its help line); add yours here.
 COMMANDS = {
@@ -78,7 +79,12 @@ def build_parser(commands: Iterable[str] | None = None) -> argparse.ArgumentPars
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
+    """Run the command in `argv` (default: this process's own arguments, as the console
+    script does; then the process's imports also skip the garbage collector, see
+    `rankcollapse.process`) and return its exit status."""
+    if argv is None:
+        fast_imports()
+        argv = sys.argv[1:]
     # Top-level options take no value, so the first other word is the command.
     command = next((word for word in argv if not word.startswith("-")), None)
     parser = build_parser([command] if command in COMMANDS else [])

@@ -24,7 +24,8 @@ worker), so a default run uses every core.
 On the first failure no new unit starts; units already running finish and are stored (process
 pool) or are cancelled (Ray), and the failure is raised as `UnitFailure`. Ctrl-C cancels every
 outstanding unit; whatever finished is stored. Pool workers whose driver is killed outright exit
-within a second (`exit_with_parent`).
+within a second (`exit_with_parent`). Workers import without the garbage collector
+(`rankcollapse.process`).
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ import pandas as pd
 from pydantic import BaseModel
 
 from rankcollapse.errors import ConfigError
+from rankcollapse.process import cpu_cores, fast_imports
 
 BACKENDS = ("process", "ray")
 RAY_EXTRA = 'pip install -e ".[ray]"'
@@ -82,13 +84,6 @@ def check_backend(backend: str, jobs: int) -> None:
         raise ConfigError(f"jobs is {jobs}; it must be at least 1 (the number of workers).")
     if backend == "ray":
         _import_ray()
-
-
-def cpu_cores() -> int:
-    """The cores this process may use (its CPU affinity where the system has one)."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
 
 
 UNIT_THREADS = 1
@@ -275,7 +270,7 @@ def process_pool(jobs: int) -> Iterator[ProcessPoolExecutor]:
         pool = ProcessPoolExecutor(
             jobs,
             mp_context=multiprocessing.get_context("spawn"),
-            initializer=exit_with_parent,
+            initializer=start_worker,
             initargs=(os.getpid(),),
         )
         _POOLS[jobs] = pool
@@ -286,8 +281,15 @@ def process_pool(jobs: int) -> Iterator[ProcessPoolExecutor]:
             pool.shutdown(wait=True, cancel_futures=True)
 
 
+def start_worker(parent: int) -> None:
+    """A pool worker's initializer: imports without the garbage collector
+    (`rankcollapse.process`), and an exit once process `parent` is gone."""
+    fast_imports()
+    exit_with_parent(parent)
+
+
 def exit_with_parent(parent: int, poll_seconds: float = 0.5) -> None:
-    """Make this worker exit once process `parent` is gone (a pool worker's initializer).
+    """Make this worker exit once process `parent` is gone.
 
     A driver killed by SIGKILL or SIGTERM cannot shut its pool down, and an orphaned worker
     would compute its unit to the end (minutes, gigabytes) for nobody: a daemon thread polls

@@ -1,0 +1,65 @@
+"""The process: its cores, and settings for a command-line run or a pool worker (never for a
+library user's process): imports without the cyclic garbage collector, and an exit without
+the collector's last pass.
+
+Importing torch and transformers creates about a million long-lived objects (modules,
+classes, functions); the collector walks them again and again while they are created, and
+once more at exit. With `fast_imports()` an import runs with the collector paused, what it
+loaded is then frozen (`gc.freeze`: kept out of every later collection, as it lives until
+exit anyway), and the exit freezes the rest instead of collecting it. Measured on MiniLM's
+probe (2 cores): importing torch and transformers 2.7 s -> 1.9 s, the exit 0.97 s -> 0.14 s.
+Reference counting frees everything as before; only cyclic garbage made before the last
+import that loaded a module stays until the process ends.
+"""
+
+from __future__ import annotations
+
+import atexit
+import builtins
+import gc
+import os
+import sys
+import threading
+
+_lock = threading.Lock()
+_importing = 0  # imports in progress, over all threads
+_modules_before = 0  # len(sys.modules) when the outermost import began
+_original_import = builtins.__import__
+
+
+def _import(*args, **kwargs):
+    global _importing, _modules_before
+    with _lock:
+        if _importing == 0:
+            _modules_before = len(sys.modules)
+            gc.disable()
+        _importing += 1
+    try:
+        return _original_import(*args, **kwargs)
+    finally:
+        with _lock:
+            _importing -= 1
+            if _importing == 0:
+                if len(sys.modules) != _modules_before:
+                    gc.freeze()
+                gc.enable()
+
+
+def fast_imports() -> None:
+    """Run every later import of this process with the collector paused, freeze what loaded,
+    and freeze instead of collecting at exit (see the module's docstring). Idempotent.
+
+    Example:
+        >>> fast_imports(); import colorsys; gc.isenabled()
+        True
+    """
+    if builtins.__import__ is not _import:
+        builtins.__import__ = _import
+        atexit.register(gc.freeze)
+
+
+def cpu_cores() -> int:
+    """The cores this process may use (its CPU affinity where the system has one)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
