@@ -124,6 +124,13 @@ def test_render_gives_a_200_dpi_png_and_an_svg_the_same_bytes_every_time():
     assert b"<svg" in first["svg"][:2000]
 
 
+def test_an_svg_rendered_alone_has_the_bytes_of_one_rendered_after_the_png():
+    # the layout comes from the same Agg pass, so a process drawing only the SVG agrees
+    both = plot.render(plot.layers(frame({"san": [1.0, 0.5, 0.2]})))
+    alone = plot.render(plot.layers(frame({"san": [1.0, 0.5, 0.2]})), ("svg",))
+    assert alone == {"svg": both["svg"]}
+
+
 def test_figures_are_a_column_or_the_full_text_width():
     assert plot.layers(frame({"san": [1.0, 0.5]})).get_size_inches()[0] == style.COLUMN_WIDTH
     df = pd.concat([frame({"san": [1.0, 0.5]}, metric=m) for m in ("mu_rel", "cos_mean")])

@@ -16,6 +16,8 @@ from rankcollapse.cli._console import console
 if TYPE_CHECKING:
     import pandas as pd
 
+    from rankcollapse.cli._figures import FigureProcesses
+
 
 def print_layer_means(df: pd.DataFrame, title: str, keys: tuple[str, ...] = ("layer",)) -> None:
     """Tables of the mean over samples of every metric: a row per `keys` (model, variant,
@@ -90,9 +92,9 @@ def write_collapse_outputs(
     hue: str | None,
     title: str,
     floor: object = None,
-    figures: bool = True,
+    figures: FigureProcesses,
 ) -> None:
-    """results.csv (long format), then, with `figures`, collapse.png + collapse.svg
+    """results.csv (long format), then, where `figures` is enabled, collapse.png + collapse.svg
     (`rankcollapse.plot.layers`: one panel per metric, log axes only for quantities that
     shrink to zero), each written atomically; the numbers are on disk before any drawing.
 
@@ -103,10 +105,10 @@ def write_collapse_outputs(
     out = output.claim()
     write_atomic(out / "results.csv", df.to_csv(index=False).encode())
     console.print(Text(f"wrote {out / 'results.csv'}"))
-    if figures:
-        from rankcollapse.plot import layers
+    if figures.enabled:
+        from rankcollapse.plot.floor import floor_of
 
-        save_figure(layers(df, by=hue, floor=floor, title=title), out / "collapse")
+        figures.draw(out / "collapse", "layers", df, by=hue, floor=floor_of(floor), title=title)
         console.print(Text(f"wrote {out / 'collapse.png'} (+ .svg)"))
 
 

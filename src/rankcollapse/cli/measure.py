@@ -12,6 +12,7 @@ import argparse
 from pathlib import Path
 
 from rankcollapse.cli._common import add_figures_option, add_metrics_option, parse_metrics
+from rankcollapse.cli._figures import FigureProcesses
 
 SUFFIXES = (".npy", ".pt", ".safetensors")
 STATE_KEYS = ("states", "hidden_states")
@@ -182,6 +183,11 @@ def as_layers(states, mask):
 
 
 def run(args: argparse.Namespace) -> int:
+    with FigureProcesses(args.figures) as figures:  # they load matplotlib while we work
+        return _measure(args, figures)
+
+
+def _measure(args: argparse.Namespace, figures: FigureProcesses) -> int:
     from rankcollapse.cli._common import output_folder, print_layer_means, write_collapse_outputs
     from rankcollapse.devices import metrics_device, resolve_device
     from rankcollapse.metrics import measure_layers
@@ -201,5 +207,5 @@ def run(args: argparse.Namespace) -> int:
         f"{args.file.name}: {states.shape[0]} layers, {states.shape[1]} sequences ({states.dtype})"
     )
     print_layer_means(df, title)
-    write_collapse_outputs(df, out, hue=None, title=title, figures=args.figures)
+    write_collapse_outputs(df, out, hue=None, title=title, figures=figures)
     return 0

@@ -21,6 +21,7 @@ from rankcollapse.cli._common import (
     add_sequence_options,
     parse_metrics,
 )
+from rankcollapse.cli._figures import FigureProcesses
 
 
 def models_epilog() -> str:
@@ -122,6 +123,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    with FigureProcesses(args.figures) as figures:  # they load matplotlib while we load models
+        return _probe(args, figures)
+
+
+def _probe(args: argparse.Namespace, figures: FigureProcesses) -> int:
     import pandas as pd
     from rich.text import Text
 
@@ -190,5 +196,5 @@ def run(args: argparse.Namespace) -> int:
     )
     print_layer_means(df, title, keys=("model", "variant", "layer"))
     hue = "arm" if several else "variant"
-    write_collapse_outputs(df, out, hue=hue, title=title, floor=dtype, figures=args.figures)
+    write_collapse_outputs(df, out, hue=hue, title=title, floor=dtype, figures=figures)
     return 0

@@ -24,6 +24,7 @@ from rankcollapse.cli._common import (
     add_renamed_option,
     parse_metrics,
 )
+from rankcollapse.cli._figures import FigureProcesses
 
 
 def _option_kwargs(annotation: object, default: object) -> dict:
@@ -100,6 +101,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    with FigureProcesses(args.figures) as figures:  # they load matplotlib while we work
+        return _simulate(args, figures)
+
+
+def _simulate(args: argparse.Namespace, figures: FigureProcesses) -> int:
     import torch
 
     from rankcollapse.cli._common import (
@@ -139,7 +145,7 @@ def run(args: argparse.Namespace) -> int:
     title = f"toy network: {config.n_layers} layers, {heads}, {skip}, "
     title += f"{'an MLP' if config.mlp else 'no MLP'}, {norm}, mask {config.mask}"
     print_layer_means(df, title)
-    write_collapse_outputs(df, out, hue=None, title=title, floor=net.dtype, figures=args.figures)
+    write_collapse_outputs(df, out, hue=None, title=title, floor=net.dtype, figures=figures)
     return 0
 
 

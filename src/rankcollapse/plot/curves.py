@@ -16,7 +16,6 @@ from __future__ import annotations
 import itertools
 import textwrap
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
@@ -25,6 +24,7 @@ from matplotlib import ticker, transforms
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
+from rankcollapse.plot.floor import Floor, floor_of
 from rankcollapse.plot.style import (
     FLOOR_COLOR,
     MAX_SERIES,
@@ -77,26 +77,6 @@ def ordered_values(column: pd.Series) -> list:
     return list(pd.unique(column))
 
 
-@dataclass
-class _Floor:
-    """Where a figure's floor markers go: the dtype's floor value, else the axis bottom."""
-
-    value: float | None
-    label: str
-    points: list = field(default_factory=list)  # (ax, xs, k, n, colour)
-
-
-def floor_of(floor: Any) -> _Floor:
-    """A floor given as a torch dtype, a number or None (value unknown)."""
-    if floor is None:
-        return _Floor(None, "at the dtype floor")
-    if isinstance(floor, (int, float)):
-        return _Floor(float(floor), "at the dtype floor")
-    from rankcollapse.metrics import dtype_floor
-
-    return _Floor(dtype_floor(floor), f"at the {str(floor).removeprefix('torch.')} floor")
-
-
 def _series_label(value: Any) -> str | None:
     if value is None:
         return None
@@ -116,7 +96,7 @@ def _draw_panel(
     logy: bool,
     band: Band,
     floor_column: str | None,
-    floor: _Floor,
+    floor: Floor,
 ) -> None:
     """Every series of one panel: mean line (gaps at floor x), spread band, floor markers."""
     band = ("quantile" if logy else "std") if band == "auto" else band
@@ -154,7 +134,7 @@ def _every(n_points: int) -> int:
     return max(1, n_points // 12)
 
 
-def _place_floor_points(fig: Figure, floor: _Floor, axes: list, *, logy: bool) -> None:
+def _place_floor_points(fig: Figure, floor: Floor, axes: list, *, logy: bool) -> None:
     if not floor.points:
         return
     if floor.value is not None:
@@ -228,7 +208,7 @@ def _finish_axes(
         log_axis(ax, "x")
 
 
-def _legend(fig: Figure, axes: list, title: str | None, floor: _Floor, band: str | None) -> None:
+def _legend(fig: Figure, axes: list, title: str | None, floor: Floor, band: str | None) -> None:
     entries: dict[str, Any] = {}
     for ax in axes:
         for handle, label in zip(*ax.get_legend_handles_labels()):
@@ -548,7 +528,7 @@ def layers(
             )
         for logy in (True, False):
             part = [ax for ax, lg in zip(axes, logs) if lg == logy]
-            sub = _Floor(mark.value, mark.label, [p for p in mark.points if p[0] in part])
+            sub = Floor(mark.value, mark.label, [p for p in mark.points if p[0] in part])
             _place_floor_points(fig, sub, part, logy=logy)
         _outer_labels(axes, data["layer"], logx=False)
         several = (data.groupby([c for c in ("layer", "metric", hue) if c]).size() > 1).any()

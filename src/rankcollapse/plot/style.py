@@ -256,18 +256,27 @@ def words(name: object) -> str:
     return WORDS.get(text, fractions_in(text.replace("_", " ")))
 
 
-def render(fig: Figure) -> dict[str, bytes]:
-    """The figure as {"png": 200-dpi PNG bytes, "svg": SVG bytes}; same figure, same bytes.
+FORMATS = ("png", "svg")  # the files of every figure
+_METADATA = {"png": {"Software": None}, "svg": {"Date": None}}  # nothing that varies by run
+
+
+def render(fig: Figure, formats: tuple[str, ...] = FORMATS) -> dict[str, bytes]:
+    """The figure as {"png": 200-dpi PNG bytes, "svg": SVG bytes} (or the `formats` asked
+    for); same figure, same bytes, whichever formats are rendered together.
 
     The layout (constrained layout: most of a many-panel figure's time) is computed once, by
-    the first PNG's draw, and kept: the SVG, and any later render, draw at those positions.
-    No metadata that changes between runs (software version, date) enters either file.
+    an Agg pass at 200 dpi (the first PNG's draw, or a draw without rendering when the first
+    format is another), and kept: later formats, and any later render, draw at those
+    positions. No metadata that changes between runs (software version, date) enters a file.
     """
     out = {}
     with context():
-        for fmt, metadata in (("png", {"Software": None}), ("svg", {"Date": None})):
+        if formats[0] != "png" and fig.get_layout_engine() is not None:
+            fig.draw_without_rendering()
+            fig.set_layout_engine("none")
+        for fmt in formats:
             buffer = io.BytesIO()
-            fig.savefig(buffer, format=fmt, dpi=DPI, metadata=metadata)
+            fig.savefig(buffer, format=fmt, dpi=DPI, metadata=_METADATA[fmt])
             out[fmt] = buffer.getvalue()
             fig.set_layout_engine("none")  # positions stay as the first draw left them
     return out
