@@ -1,5 +1,6 @@
-"""A command's figure drawn by a process per format while the command works: the same bytes
-as drawing it here, a failure named with its cause, and nothing left running."""
+"""A command's figure drawn by a process per format while the command works: the bytes of
+drawing it here, from the results.csv the command wrote; a failure named with its cause; and
+nothing left running."""
 
 from __future__ import annotations
 
@@ -12,15 +13,23 @@ from rankcollapse.cli._common import save_figure
 from rankcollapse.cli._figures import FigureProcesses
 from rankcollapse.plot.floor import floor_of
 
+FLOOR = floor_of(1.2e-6)
 
-def collapse_frame() -> pd.DataFrame:
+
+def results_csv(folder) -> pd.DataFrame:
+    """A probe-like frame, written to folder/results.csv as a command writes it."""
     rows = [
-        (layer, sample, metric, value * 0.3**layer, False)
+        ("minilm", variant, layer, sample, metric, value * 0.3**layer, False)
+        for variant in ("san", "transformer")
         for layer in range(4)
         for sample, value in enumerate((1.0, 1.5))
         for metric in ("mu_rel", "cos_mean")
     ]
-    return pd.DataFrame(rows, columns=["layer", "sample", "metric", "value", "at_floor"])
+    columns = ["model", "variant", "layer", "sample", "metric", "value", "at_floor"]
+    frame = pd.DataFrame(rows, columns=columns)
+    folder.mkdir(parents=True, exist_ok=True)
+    frame.to_csv(folder / "results.csv", index=False)
+    return frame
 
 
 @pytest.fixture
@@ -29,38 +38,48 @@ def two_cores(monkeypatch):
     monkeypatch.setattr(_figures, "cpu_cores", lambda: 2)
 
 
-def test_the_processes_write_the_bytes_drawn_here(tmp_path, two_cores):
-    frame, floor = collapse_frame(), floor_of(1.2e-6)
+def test_the_processes_write_the_bytes_of_the_frame_drawn_here(tmp_path, two_cores):
+    frame = results_csv(tmp_path)
     with FigureProcesses(True) as figures:
         assert set(figures.processes) == {"png", "svg"}
-        figures.draw(tmp_path / "apart" / "collapse", "layers", frame, floor=floor, title="t")
+        figures.draw_layers(
+            tmp_path / "results.csv", tmp_path / "apart", by="variant", floor=FLOOR, title="t"
+        )
         assert figures.processes == {}
-    save_figure(plot.layers(frame, floor=floor, title="t"), tmp_path / "here" / "collapse")
+    save_figure(plot.layers(frame, by="variant", floor=FLOOR, title="t"), tmp_path / "here")
     for fmt in ("png", "svg"):
-        apart = (tmp_path / "apart" / f"collapse.{fmt}").read_bytes()
-        assert apart == (tmp_path / "here" / f"collapse.{fmt}").read_bytes(), fmt
+        apart = (tmp_path / f"apart.{fmt}").read_bytes()
+        assert apart == (tmp_path / f"here.{fmt}").read_bytes(), fmt
 
 
 def test_a_failed_drawing_is_raised_with_the_file_and_its_cause(tmp_path, two_cores):
+    results_csv(tmp_path)
     with FigureProcesses(True) as figures, pytest.raises(RuntimeError) as caught:
-        figures.draw(tmp_path / "collapse", "layers", collapse_frame(), metric="no_such_metric")
+        figures.draw_layers(
+            tmp_path / "results.csv", tmp_path / "collapse", by="no_such_column", floor=FLOOR,
+            title="t",
+        )  # fmt: skip
     message = str(caught.value)
     assert "collapse.png" in message and "collapse.svg" in message
-    assert "no_such_metric" in message
-    assert not list(tmp_path.iterdir())  # no file, not even a temporary one
+    assert "no_such_column" in message
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["results.csv"]  # no temporary file
 
 
 def test_processes_not_needed_end_with_the_block(two_cores):
     with pytest.raises(KeyError), FigureProcesses(True) as figures:  # e.g. a bad model name
         started = list(figures.processes.values())
         raise KeyError("the command failed before its figure")
-    assert all(process.poll() is not None for process in started)
+    assert len(started) == 2 and all(process.poll() is not None for process in started)
 
 
 def test_one_core_or_figures_off_start_no_process(tmp_path, monkeypatch):
-    assert FigureProcesses(False).__enter__().processes == {}
+    with FigureProcesses(False) as figures:
+        assert figures.processes == {}
     monkeypatch.setattr(_figures, "cpu_cores", lambda: 1)
+    results_csv(tmp_path)
     with FigureProcesses(True) as figures:
         assert figures.processes == {}
-        figures.draw(tmp_path / "collapse", "layers", collapse_frame())
-    assert {p.name for p in tmp_path.iterdir()} == {"collapse.png", "collapse.svg"}
+        figures.draw_layers(
+            tmp_path / "results.csv", tmp_path / "collapse", by=None, floor=FLOOR, title="t"
+        )
+    assert {p.name for p in tmp_path.iterdir()} == {"results.csv", "collapse.png", "collapse.svg"}

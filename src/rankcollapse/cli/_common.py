@@ -108,7 +108,9 @@ def write_collapse_outputs(
     if figures.enabled:
         from rankcollapse.plot.floor import floor_of
 
-        figures.draw(out / "collapse", "layers", df, by=hue, floor=floor_of(floor), title=title)
+        figures.draw_layers(
+            out / "results.csv", out / "collapse", by=hue, floor=floor_of(floor), title=title
+        )
         console.print(Text(f"wrote {out / 'collapse.png'} (+ .svg)"))
 
 

@@ -3,9 +3,10 @@
 A probe spends its first seconds on one core, importing torch and loading its model.
 `FigureProcesses` starts, at once, a Python process per format; each imports pandas and
 matplotlib on another core meanwhile and then waits. When the numbers are written, each gets
-the figure's recipe (a `rankcollapse.plot` function's name and arguments, pickled through its
-standard input), draws it, and writes its file atomically, both formats at the same time. The
-bytes are those of `save_figure` (`plot.render` computes the layout by the same Agg pass).
+the figure's recipe through its standard input (JSON: the results.csv just written, the
+series, floor and title), draws `plot.layers` of that file and writes its own format
+atomically, both formats at the same time. The bytes are those of drawing both here
+(`plot.render` computes the layout by the same Agg pass).
 
 The processes run at a lower priority (nice 10), so the command's own work comes first while
 both run; a block left before its figure (an error) kills them. Measured on MiniLM's probe
@@ -16,8 +17,8 @@ drawn here.
 
 from __future__ import annotations
 
+import json
 import os
-import pickle
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -25,14 +26,16 @@ from pathlib import Path
 from typing import Any, Self
 
 import rankcollapse
+from rankcollapse.plot.floor import Floor
 from rankcollapse.process import cpu_cores
 
 FORMATS = ("png", "svg")  # as plot.style.FORMATS, which this module must not import (matplotlib)
 
 
 class FigureProcesses:
-    """Processes that draw one figure, started when the block is entered (`enabled` and at
-    least two cores), ended when it is left; `draw` uses them, or draws here without them."""
+    """Processes that draw one `plot.layers` figure, started when the block is entered
+    (`enabled` and at least two cores), ended when it is left; `draw_layers` uses them, or
+    draws here without them."""
 
     def __init__(self, enabled: bool) -> None:
         self.enabled = enabled
@@ -59,18 +62,20 @@ class FigureProcesses:
             process.communicate()
         self.processes.clear()
 
-    def draw(self, stem: Path, function: str, *args: Any, **kwargs: Any) -> None:
-        """`stem`.png and `stem`.svg of `rankcollapse.plot.<function>(*args, **kwargs)`."""
+    def draw_layers(
+        self, results: Path, stem: Path, *, by: str | None, floor: Floor, title: str
+    ) -> None:
+        """`stem`.png and `stem`.svg: `plot.layers` of the `results` CSV (what the figure
+        shows is what the file holds), with `by`, `floor` and `title`."""
+        recipe = {"results": str(results), "stem": str(stem), "by": by, "title": title,
+                  "floor": [floor.value, floor.label]}  # fmt: skip
         if not self.processes:
-            from rankcollapse import plot
-            from rankcollapse.cli._common import save_figure
-
-            save_figure(getattr(plot, function)(*args, **kwargs), stem)
+            draw(recipe, FORMATS)
             return
-        recipe = pickle.dumps((stem, function, args, kwargs))
+        text = json.dumps(recipe).encode()
         # each process reads its recipe and its stderr is drained at once: none waits on another
         with ThreadPoolExecutor(len(self.processes)) as pool:
-            ends = pool.map(lambda p: (p, p.communicate(recipe)[1]), self.processes.values())
+            ends = pool.map(lambda p: (p, p.communicate(text)[1]), self.processes.values())
             failures = [
                 f"{stem.name}.{fmt}: {stderr.decode(errors='replace').strip()}"
                 for fmt, (process, stderr) in zip(self.processes, ends, strict=True)
@@ -81,6 +86,23 @@ class FigureProcesses:
             raise RuntimeError("drawing the figure failed:\n" + "\n".join(failures))
 
 
+def draw(recipe: dict[str, Any], formats: tuple[str, ...]) -> None:
+    """Draw a `draw_layers` recipe and write each of its `formats` atomically."""
+    from rankcollapse import plot
+    from rankcollapse.files import write_atomic
+    from rankcollapse.report.stored import read_results
+
+    figure = plot.layers(
+        read_results(recipe["results"]),
+        by=recipe["by"],
+        floor=Floor(*recipe["floor"]),
+        title=recipe["title"],
+    )
+    stem = Path(recipe["stem"])
+    for fmt, data in plot.render(figure, formats).items():
+        write_atomic(stem.with_name(f"{stem.name}.{fmt}"), data)
+
+
 def main(fmt: str) -> None:
     """A figure process: load the plotting libraries, then draw the one recipe on stdin."""
     from rankcollapse.process import fast_imports
@@ -88,18 +110,13 @@ def main(fmt: str) -> None:
     if hasattr(os, "nice"):
         os.nice(10)  # the parent's work comes first while both run
     fast_imports()
-    import pandas  # noqa: F401  (the recipe's frame)
-
     from rankcollapse import plot
-    from rankcollapse.files import write_atomic
+    from rankcollapse.report import stored  # noqa: F401  (pandas, the CSV reader)
 
     plot.render, plot.layers  # noqa: B018  (import matplotlib while the parent loads its model)
     recipe = sys.stdin.buffer.read()
-    if not recipe:
-        return
-    stem, function, args, kwargs = pickle.loads(recipe)  # from our own parent, never a file
-    figure = getattr(plot, function)(*args, **kwargs)
-    write_atomic(stem.with_name(f"{stem.name}.{fmt}"), plot.render(figure, (fmt,))[fmt])
+    if recipe:
+        draw(json.loads(recipe), (fmt,))
 
 
 if __name__ == "__main__":
