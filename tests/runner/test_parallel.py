@@ -2,17 +2,25 @@
 
 from __future__ import annotations
 
+import os
 import pickle
 
 import pandas as pd
 import pytest
-from tiny_experiment import TINY
+from tiny_experiment import TINY, sleeping_unit
 
 from rankcollapse.errors import UnitError
 from rankcollapse.experiments import experiment_names
-from rankcollapse.runner import UNIT_THREADS, plan, run_experiment
 from rankcollapse.process import cpu_cores
-from rankcollapse.runner.backends import call_unit, default_jobs, gpu_share
+from rankcollapse.runner import UNIT_THREADS, plan, run_experiment
+from rankcollapse.runner.backends import (
+    FollowUp,
+    Task,
+    call_unit,
+    default_jobs,
+    gpu_share,
+    run_units,
+)
 
 
 @pytest.mark.slow
@@ -129,3 +137,31 @@ def test_every_experiments_units_can_go_to_worker_processes(name):
     quick = plan(name, "quick")
     back = pickle.loads(pickle.dumps((quick.experiment.run_unit, quick.config)))
     assert back[1] == quick.config
+
+
+def test_a_follow_up_runs_on_a_worker_before_the_units_not_yet_started():
+    """An experiment's report (a follow-up of its last unit) is built beside the other units,
+    not after them all, nor in the driver while workers wait."""
+    events = []
+
+    def finished(i, rows, seconds, where):
+        events.append(("unit", i))
+        return FollowUp(os.getpid, lambda pid: events.append(("report", pid))) if i == 0 else None
+
+    tasks = [Task(sleeping_unit, None, {"seconds": 0.05 if i == 0 else 0.5}) for i in range(5)]
+    run_units("process", tasks, finished, jobs=2)
+    report = next(event for event in events if event[0] == "report")
+    assert report[1] != os.getpid()  # on a worker
+    assert events.index(report) < events.index(("unit", 3))  # before units not yet started
+    assert sorted(i for kind, i in events if kind == "unit") == [0, 1, 2, 3, 4]
+
+
+def test_one_process_runs_a_follow_up_where_it_is():
+    events = []
+
+    def finished(i, rows, seconds, where):
+        events.append(("unit", i))
+        return FollowUp(os.getpid, lambda pid: events.append(("report", pid))) if i == 0 else None
+
+    run_units("process", [Task(sleeping_unit, None, {"seconds": 0.0})] * 2, finished, jobs=1)
+    assert events == [("unit", 0), ("report", os.getpid()), ("unit", 1)]

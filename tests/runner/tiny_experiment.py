@@ -103,3 +103,9 @@ TINY = Experiment(
     run_unit=run_unit,
     summarize=summarize,
 )
+
+
+def sleeping_unit(config: object, unit: dict) -> pd.DataFrame:
+    """A unit that takes unit["seconds"] (for tests of the order in which workers take work)."""
+    time.sleep(unit["seconds"])
+    return pd.DataFrame({"metric": ["slept"], "value": [unit["seconds"]]})

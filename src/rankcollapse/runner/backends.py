@@ -1,7 +1,9 @@
 """Where units run: in this process, in spawned worker processes, or as Ray tasks.
 
 Every backend calls `finished(i, rows, seconds, where)` in the driver as task `i` finishes (so
-the driver alone writes unit files, and progress counts units as they finish) and runs every
+the driver alone writes unit files, and progress counts units as they finish), runs the
+`FollowUp` it may return (a report: on a pool worker before any unit not yet started, else in
+the driver), and runs every
 unit through `call_unit`: its torch threads, its time, the node and device it ran on, and a
 failure as data (type, message, traceback) rather than an exception that must cross processes.
 The tasks may come from several experiments (`run all`): one set of workers runs them all, in
@@ -31,6 +33,7 @@ within a second (`exit_with_parent`). Workers import without the garbage collect
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
 import multiprocessing
 import os
@@ -41,8 +44,15 @@ import sys
 import threading
 import time
 import traceback
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, BrokenExecutor, ProcessPoolExecutor, wait
+from concurrent.futures import (
+    FIRST_COMPLETED,
+    BrokenExecutor,
+    Future,
+    ProcessPoolExecutor,
+    wait,
+)
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -55,7 +65,24 @@ from rankcollapse.process import cpu_cores, fast_imports
 
 BACKENDS = ("process", "ray")
 RAY_EXTRA = 'pip install -e ".[ray]"'
-Finished = Callable[[int, pd.DataFrame, float, dict], None]  # (task, rows, seconds, where)
+
+
+@dataclass(frozen=True)
+class FollowUp:
+    """Work that a finished unit makes due (an experiment's report, once its last unit is
+    stored): `done(function())` in the driver. Pool workers run it before any unit not yet
+    started, so reports are built on every core, beside the units; other backends run it here.
+    """
+
+    function: Callable[[], Any]  # picklable: it may run in a worker
+    done: Callable[[Any], None]
+
+    def run_here(self) -> None:
+        self.done(self.function())
+
+
+# (task, rows, seconds, where) -> the follow-up it makes due, if any
+Finished = Callable[[int, pd.DataFrame, float, dict], FollowUp | None]
 
 
 @dataclass
@@ -168,7 +195,9 @@ def run_units(
             _run_ray(tasks, finished, jobs)
     elif jobs == 1:
         for i, t in enumerate(tasks):
-            _deliver(i, *call_unit(t.run_unit, t.config, t.unit, UNIT_THREADS), finished)
+            rows = call_unit(t.run_unit, t.config, t.unit, UNIT_THREADS)
+            if follow_up := _deliver(i, *rows, finished):
+                follow_up.run_here()
     else:
         _run_processes(tasks, finished, jobs)
 
@@ -191,10 +220,10 @@ def _result(get: Callable[[], Any], died: type[BaseException], who: str) -> tupl
         return Failed(type(err).__name__, message, str(err), died=True), 0.0, {}
 
 
-def _deliver(i: int, rows: Any, seconds: float, where: dict, finished: Finished) -> None:
+def _deliver(i: int, rows: Any, seconds: float, where: dict, finished: Finished) -> FollowUp | None:
     if isinstance(rows, Failed):
         raise UnitFailure(i, rows)
-    finished(i, rows, seconds, where)
+    return finished(i, rows, seconds, where)
 
 
 def _run_processes(tasks: Sequence[Task], finished: Finished, jobs: int) -> None:
@@ -207,30 +236,47 @@ def _run_processes(tasks: Sequence[Task], finished: Finished, jobs: int) -> None
                 f"({err}); use jobs=1 or move them to module level."
             ) from err
     with process_pool(jobs) as pool:
-        futures = {
-            pool.submit(call_unit, t.run_unit, t.config, t.unit, UNIT_THREADS): i
-            for i, t in enumerate(tasks)
-        }
-        remaining, failure = set(futures), None
+        waiting = deque(range(len(tasks)))  # units not yet submitted, in the order given
+        follow_ups: deque[FollowUp] = deque()
+        futures: dict[Future, tuple[int, int | FollowUp]] = {}  # -> (submission, what)
+        submitted, failure = itertools.count(), None
+
+        def submit() -> None:
+            """Every worker busy and one task queued (a follow-up waits for one unit at most);
+            follow-ups first; after a failure, no new unit."""
+            while len(futures) <= jobs and (follow_ups or (waiting and not failure)):
+                if follow_ups:
+                    what = follow_ups.popleft()
+                    future = pool.submit(what.function)
+                else:
+                    what, t = waiting[0], tasks[waiting.popleft()]
+                    future = pool.submit(call_unit, t.run_unit, t.config, t.unit, UNIT_THREADS)
+                futures[future] = (next(submitted), what)
+
         try:
-            while remaining:
-                done, remaining = wait(remaining, return_when=FIRST_COMPLETED)
-                for future in sorted(done, key=futures.get):
+            submit()
+            while futures:
+                done, _ = wait(futures, return_when=FIRST_COMPLETED)
+                for future in sorted(done, key=lambda f: futures[f][0]):
+                    _, what = futures.pop(future)
                     if future.cancelled():
                         continue
+                    if isinstance(what, FollowUp):
+                        what.done(future.result())
+                        continue
                     try:
-                        _deliver(
-                            futures[future],
-                            *_result(future.result, BrokenExecutor, POOL_DIED),
-                            finished,
-                        )
+                        rows = _result(future.result, BrokenExecutor, POOL_DIED)
+                        if follow_up := _deliver(what, *rows, finished):
+                            follow_ups.append(follow_up)
                     except UnitFailure as err:
                         failure = failure or err
                 if failure:  # let running units finish and be stored; start no new ones
-                    for future in remaining:
-                        future.cancel()
+                    for future, (_, what) in futures.items():
+                        if not isinstance(what, FollowUp):
+                            future.cancel()
+                submit()
         except BaseException:
-            for future in remaining:
+            for future in futures:
                 future.cancel()
             raise
     if failure:
@@ -475,10 +521,9 @@ def _run_ray(tasks: Sequence[Task], finished: Finished, jobs: int) -> None:
         while pending:
             ready, _ = ray.wait(list(pending), num_returns=1)
             for ref in ready:
-                i = pending.pop(ref)
-                _deliver(
-                    i, *_result(partial(ray.get, ref), ray.exceptions.RayError, RAY_DIED), finished
-                )
+                rows = _result(partial(ray.get, ref), ray.exceptions.RayError, RAY_DIED)
+                if follow_up := _deliver(pending.pop(ref), *rows, finished):
+                    follow_up.run_here()  # in the driver, while the cluster runs units
     except BaseException:  # a failed unit, Ctrl-C, a lost node: nothing else may start
         for ref in pending:
             ray.cancel(ref)  # the worker stays up; its unit stops with KeyboardInterrupt

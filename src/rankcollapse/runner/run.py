@@ -17,6 +17,7 @@ under a lock on DIR/.lock: a second run of the same config waits, then reuses th
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as dt
 import importlib.metadata
 import json
@@ -25,8 +26,9 @@ import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 import yaml
@@ -59,6 +61,7 @@ from rankcollapse.runner._store import OLD_SUFFIX, SUFFIX, load_unit, save_unit
 from rankcollapse.runner.backends import (
     UNIT_THREADS,
     Failed,
+    FollowUp,
     Task,
     UnitFailure,
     check_backend,
@@ -67,6 +70,9 @@ from rankcollapse.runner.backends import (
     run_units,
 )
 from rankcollapse.runner.costs import longest_first, unit_seconds
+
+if TYPE_CHECKING:
+    from rankcollapse.report import Report
 
 Progress = Callable[[str, int, int], None]  # (experiment name, units done, units in all)
 Notify = Callable[[str], None]  # a message for the user (waiting for a lock, a file not used)
@@ -348,8 +354,9 @@ def execute_all(
     figures: bool = True,
 ) -> list[RunResult]:
     """`execute` for several plans at once: the units of every plan go to one set of workers
-    (no barrier between experiments), and each plan's results and report are written as soon
-    as its last unit is stored. With jobs > 1 the units expected to take longest start first
+    (no barrier between experiments); each plan's results are written as soon as its last
+    unit is stored, and its report is built next (by a pool worker, before any unit not yet
+    started: reports share the cores with units instead of piling up in the driver). With jobs > 1 the units expected to take longest start first
     (`expected_seconds`), so no long unit is left to run alone at the end. `figures=False`
     draws none (`build_report`): the report has its claims and tables only.
 
@@ -370,14 +377,13 @@ def execute_all(
             expected = {id(run): expected_seconds(run.plan, run.stored) for run in runs}
             tasks = sorted(tasks, key=lambda t: longest_first(expected[id(t[0])][t[1]]))
         for run in runs:
-            if not run.pending:
-                run.finish()
+            if not run.pending and (report := run.finish()):
+                report.run_here()
 
-        def finished(k: int, rows: pd.DataFrame, seconds: float, where: dict) -> None:
+        def finished(k: int, rows: pd.DataFrame, seconds: float, where: dict) -> FollowUp | None:
             run, i = tasks[k]
             run.store(i, rows, seconds, where)
-            if run.done == len(run.plan.units):
-                run.finish()
+            return run.finish() if run.done == len(run.plan.units) else None
 
         units = [
             Task(run.plan.experiment.run_unit, run.plan.config, run.plan.units[i])
@@ -512,10 +518,11 @@ class _Run:
             "config value, say) and run again: the stored units are reused."
         )
 
-    def finish(self) -> None:
-        """Every unit is stored: write results.csv and the manifest, build the report (or,
-        when no unit ran, keep the one built from these same results: `stored_report`)."""
-        from rankcollapse.report import build_report, stored_report
+    def finish(self) -> FollowUp | None:
+        """Every unit is stored: write results.csv and the manifest; when no unit ran, keep
+        the report built from these same results (`stored_report`), else return the report's
+        building as a follow-up (on a pool worker it runs beside the other units)."""
+        from rankcollapse.report import stored_report
 
         plan, stored, manifest = self.plan, self.stored, self.manifest
         results = pd.concat(stored.rows, ignore_index=True)
@@ -533,12 +540,18 @@ class _Run:
             status="complete",
         )
         write_atomic(plan.out_dir / "manifest.json", json_bytes(manifest))
-        n_computed = manifest["n_computed"]
-        report = None
-        if n_computed == 0:  # nothing new: the stored report stands if made from these results
+        if manifest["n_computed"] == 0:  # nothing new: the stored report stands if made
             report = stored_report(plan.out_dir, plan.experiment, manifest, figures=self.figures)
-        if report is None:
-            report = build_report(plan.out_dir, experiment=plan.experiment, figures=self.figures)
+            if report is not None:
+                self.reported(report)
+                return None
+        build = partial(report_of_run, plan.out_dir, plan.experiment, figures=self.figures)
+        return FollowUp(build, self.reported)
+
+    def reported(self, report: Report) -> None:
+        """The run's result, from its report."""
+        plan, stored, manifest = self.plan, self.stored, self.manifest
+        n_computed = manifest["n_computed"]
         self.result = RunResult(
             name=plan.experiment.name,
             out_dir=plan.out_dir,
@@ -555,6 +568,16 @@ class _Run:
             waited_for_lock=self.waited,
             manifest=manifest,
         )
+
+
+def report_of_run(out_dir: Path, experiment: Experiment, *, figures: bool) -> Report:
+    """`build_report` of a finished run, as the run's result holds it: its figures are in
+    figures/ and left out of the summary (as a stored report's are; a figure does not pickle
+    back from a worker)."""
+    from rankcollapse.report import build_report
+
+    report = build_report(out_dir, experiment=experiment, figures=figures)
+    return dataclasses.replace(report, summary=dataclasses.replace(report.summary, figures={}))
 
 
 def unit_paths(plan: Plan) -> list[Path]:
