@@ -190,3 +190,12 @@ def test_a_column_wide_figure_keeps_its_title_and_legend_inside():
     for artist in (fig._suptitle, fig.legends[0]):
         box = artist.get_window_extent(renderer)
         assert inside.x0 <= box.x0 and box.x1 <= inside.x1, artist
+
+
+def test_a_wrapped_panel_title_never_breaks_a_formula():
+    # a formula split over two lines is drawn as its raw TeX
+    rows = pd.concat([frame({"san": [1.0, 0.5]}, metric=m) for m in ("res_comp_rel", "min_sv_rel")])
+    fig = plot.layers(rows)
+    titles = [ax.get_title() for ax in fig.axes if ax.get_title()]
+    assert len(titles) == 2 and any("\n" in title for title in titles)
+    assert all(line.count("$") % 2 == 0 for title in titles for line in title.splitlines())

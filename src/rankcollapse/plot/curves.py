@@ -242,8 +242,17 @@ ENTRY_GAP = 30  # pt: a legend entry's marker and the gap after it
 
 
 def _wrap(text: str, width: float, fontsize: float) -> str:
-    """`text` wrapped to lines that fit `width` points at `fontsize`."""
-    return textwrap.fill(text, int(width / (CHAR_WIDTH * fontsize)))
+    r"""`text` wrapped to lines that fit `width` points at `fontsize`; math between $ signs is
+    never broken (a broken formula is shown as its raw TeX).
+
+    Example:
+        >>> _wrap("smallest $\\sigma_{min} / \\sigma_{max}$ ratio", 60, 8.5)
+        'smallest\n$\\sigma_{min} / \\sigma_{max}$\nratio'
+    """
+    pieces = text.split("$")
+    glued = "$".join(p.replace(" ", "\0") if i % 2 else p for i, p in enumerate(pieces))
+    lines = textwrap.fill(glued, int(width / (CHAR_WIDTH * fontsize)), break_long_words=False)
+    return lines.replace("\0", " ")
 
 
 def _legend_columns(fig: Figure, labels: list[str]) -> int:
