@@ -11,7 +11,7 @@ atomically, both formats at the same time. The bytes are those of drawing both h
 The processes run at a lower priority (nice 10), so the command's own work comes first while
 both run; a block left before its figure (an error) kills them. Measured on MiniLM's probe
 (2 cores): the figure's wait after the numbers fell from 1.5 s (imports, then the PNG, then
-the SVG) to about 0.9 s. With one core, or figures off, no process starts and the figure is
+the SVG) to 0.72-0.76 s. With one core, or figures off, no process starts and the figure is
 drawn here.
 """
 
