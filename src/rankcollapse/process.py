@@ -28,6 +28,7 @@ _original_import = builtins.__import__
 
 
 def _import(*args, **kwargs):
+    """`builtins.__import__` with the collector paused while any thread imports."""
     global _importing, _modules_before
     with _lock:
         if _importing == 0:

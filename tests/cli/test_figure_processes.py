@@ -11,6 +11,7 @@ from rankcollapse import plot
 from rankcollapse.cli import _figures
 from rankcollapse.cli._common import save_figure
 from rankcollapse.cli._figures import FigureProcesses
+from rankcollapse.errors import RankCollapseError
 from rankcollapse.plot.floor import floor_of
 
 FLOOR = floor_of(1.2e-6)
@@ -63,6 +64,17 @@ def test_a_failed_drawing_is_raised_with_the_file_and_its_cause(tmp_path, two_co
     assert "collapse.png" in message and "collapse.svg" in message
     assert "no_such_column" in message
     assert sorted(p.name for p in tmp_path.iterdir()) == ["results.csv"]  # no temporary file
+
+
+def test_a_reason_for_the_user_comes_back_as_its_sentence_not_a_traceback(tmp_path, two_cores):
+    (tmp_path / "results.csv").write_text("layer,metric,value\n")  # a header and no rows
+    with FigureProcesses(True) as figures, pytest.raises(RankCollapseError) as caught:
+        figures.draw_layers(
+            tmp_path / "results.csv", tmp_path / "collapse", by=None, floor=FLOOR, title="t"
+        )
+    message = str(caught.value)
+    assert "a header and no rows" in message and "results.csv" in message
+    assert "Traceback" not in message
 
 
 def test_processes_not_needed_end_with_the_block(two_cores):

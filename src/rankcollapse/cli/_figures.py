@@ -26,10 +26,12 @@ from pathlib import Path
 from typing import Any, Self
 
 import rankcollapse
+from rankcollapse.errors import RankCollapseError
+from rankcollapse.plot import FORMATS
 from rankcollapse.plot.floor import Floor
 from rankcollapse.process import cpu_cores
 
-FORMATS = ("png", "svg")  # as plot.style.FORMATS, which this module must not import (matplotlib)
+USER_ERROR = 2  # a figure process's exit code for a RankCollapseError, its sentence on stderr
 
 
 class FigureProcesses:
@@ -43,16 +45,17 @@ class FigureProcesses:
 
     def __enter__(self) -> Self:
         if self.enabled and cpu_cores() >= 2:
-            package_root = str(Path(rankcollapse.__file__).resolve().parents[1])
-            path = os.environ.get("PYTHONPATH")
-            env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [package_root, path]))}
+            # this package where the interpreter's own path lacks it (a source tree); appended,
+            # so it never shadows the standard library
+            root = str(Path(rankcollapse.__file__).resolve().parents[1])
+            start = f"import sys; {root!r} in sys.path or sys.path.append({root!r}); "
             for fmt in FORMATS:
+                code = start + f"from {__name__} import main; main({fmt!r})"
                 self.processes[fmt] = subprocess.Popen(
-                    [sys.executable, "-m", __name__, fmt],
+                    [sys.executable, "-c", code],
                     stdin=subprocess.PIPE,
                     stdout=subprocess.DEVNULL,
                     stderr=subprocess.PIPE,
-                    env=env,
                 )
         return self
 
@@ -76,14 +79,19 @@ class FigureProcesses:
         # each process reads its recipe and its stderr is drained at once: none waits on another
         with ThreadPoolExecutor(len(self.processes)) as pool:
             ends = pool.map(lambda p: (p, p.communicate(text)[1]), self.processes.values())
-            failures = [
-                f"{stem.name}.{fmt}: {stderr.decode(errors='replace').strip()}"
+            failed = {
+                fmt: (process.returncode, stderr.decode(errors="replace").strip())
                 for fmt, (process, stderr) in zip(self.processes, ends, strict=True)
                 if process.returncode
-            ]
+            }
         self.processes.clear()
-        if failures:
-            raise RuntimeError("drawing the figure failed:\n" + "\n".join(failures))
+        if failed:
+            what = "; ".join(
+                f"{stem.name}.{fmt}: {message}" for fmt, (_, message) in failed.items()
+            )
+            if all(code == USER_ERROR for code, _ in failed.values()):  # e.g. a full disk
+                raise RankCollapseError(f"the figure was not drawn: {what}")
+            raise RuntimeError(f"drawing the figure failed: {what}")  # a defect: its traceback
 
 
 def draw(recipe: dict[str, Any], formats: tuple[str, ...]) -> None:
@@ -104,23 +112,25 @@ def draw(recipe: dict[str, Any], formats: tuple[str, ...]) -> None:
 
 
 def main(fmt: str) -> None:
-    """A figure process: load the plotting libraries, then draw the one recipe on stdin."""
+    """A figure process: load the plotting libraries, then draw the one recipe on stdin. A
+    RankCollapseError (a full disk, a damaged results.csv) exits with USER_ERROR and its
+    sentence; Ctrl-C, which reaches the whole process group, exits quietly (the parent
+    reports it)."""
     from rankcollapse.process import fast_imports
 
     if hasattr(os, "nice"):
         os.nice(10)  # the parent's work comes first while both run
     fast_imports()
-    from rankcollapse import plot
-    from rankcollapse.report import stored  # noqa: F401  (pandas, the CSV reader)
-
-    plot.render, plot.layers  # noqa: B018  (import matplotlib while the parent loads its model)
-    recipe = sys.stdin.buffer.read()
-    if recipe:
-        draw(json.loads(recipe), (fmt,))
-
-
-if __name__ == "__main__":
     try:
-        main(sys.argv[1])
-    except KeyboardInterrupt:  # Ctrl-C reaches the whole process group: the parent reports it
+        from rankcollapse import plot
+        from rankcollapse.report import stored  # noqa: F401  (pandas, the CSV reader)
+
+        plot.render, plot.layers  # noqa: B018  (load matplotlib while the parent loads a model)
+        recipe = sys.stdin.buffer.read()
+        if recipe:
+            draw(json.loads(recipe), (fmt,))
+    except KeyboardInterrupt:
         sys.exit(130)
+    except RankCollapseError as err:
+        print(err, file=sys.stderr)
+        sys.exit(USER_ERROR)

@@ -10,6 +10,8 @@ and label helpers every figure of the project uses.
 
 from rankcollapse.lazy import lazy_names
 
+FORMATS = ("png", "svg")  # the files of every figure (`render`)
+
 # public name -> its submodule, imported when the name is first used
 _NAMES = {
     "band_plot": "curves",

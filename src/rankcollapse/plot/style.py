@@ -22,6 +22,8 @@ import numpy as np
 from matplotlib import ticker
 from matplotlib.figure import Figure
 
+from rankcollapse.plot import FORMATS
+
 COLUMN_WIDTH = 3.4  # in: one column of a two-column paper
 FULL_WIDTH = 7.0  # in: the full text width
 PANEL_HEIGHT = 2.3  # in: one row of panels
@@ -257,7 +259,6 @@ def words(name: object) -> str:
     return WORDS.get(text, fractions_in(text.replace("_", " ")))
 
 
-FORMATS = ("png", "svg")  # the files of every figure
 _METADATA = {"png": {"Software": None}, "svg": {"Date": None}}  # nothing that varies by run
 
 

@@ -356,9 +356,10 @@ def execute_all(
     """`execute` for several plans at once: the units of every plan go to one set of workers
     (no barrier between experiments); each plan's results are written as soon as its last
     unit is stored, and its report is built next (by a pool worker, before any unit not yet
-    started: reports share the cores with units instead of piling up in the driver). With jobs > 1 the units expected to take longest start first
-    (`expected_seconds`), so no long unit is left to run alone at the end. `figures=False`
-    draws none (`build_report`): the report has its claims and tables only.
+    started: reports share the cores with units instead of piling up in the driver). With
+    jobs > 1 the units expected to take longest start first (`expected_seconds`), so no long
+    unit is left to run alone at the end. `figures=False` draws none (`build_report`): the
+    report has its claims and tables only.
 
     A unit that raises stops the start of new units; the finished ones are stored and the
     failure is raised as `UnitError` naming its experiment and unit.
@@ -377,8 +378,8 @@ def execute_all(
             expected = {id(run): expected_seconds(run.plan, run.stored) for run in runs}
             tasks = sorted(tasks, key=lambda t: longest_first(expected[id(t[0])][t[1]]))
         for run in runs:
-            if not run.pending and (report := run.finish()):
-                report.run_here()
+            if not run.pending and (follow_up := run.finish()):
+                follow_up.run_here()
 
         def finished(k: int, rows: pd.DataFrame, seconds: float, where: dict) -> FollowUp | None:
             run, i = tasks[k]
