@@ -23,33 +23,26 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import torch
 from torch import Tensor, nn
 
-from rankcollapse.devices import metrics_device, resolve_device, resolve_dtype
-from rankcollapse.errors import ConfigError, InputError
-from rankcollapse.hf.capture import (
-    LayerCapture,
-    check_attention_settings,
-    run_batch,
-)
-from rankcollapse.hf.images import pixel_inputs
-from rankcollapse.hf.models import Init, LoadedModel, as_loaded, load_model
-from rankcollapse.hf.text import (
+from rankcollapse.devices import parse_device, resolve_dtype
+from rankcollapse.errors import ConfigError, InputError, option
+from rankcollapse.hf import (
+    Init,
+    LoadedModel,
+    as_loaded,
+    load_model,
     load_paragraphs,
     load_windows,
+    pixel_inputs,
     random_token_ids,
 )
-from rankcollapse.hf.variants import check_variant
-from rankcollapse.masks import MaskSpec, as_mask_spec, causal
-from rankcollapse.metrics import (
-    DEFAULT_METRICS,
-    get_metric,
-    measure_attention,
-    measure_states,
-    metrics_frame,
-)
+from rankcollapse.masks import MaskSpec, as_mask_spec
+from rankcollapse.measure.layers import check_model, measure_batch, prepare_batch
+from rankcollapse.metrics import DEFAULT_METRICS, get_metric
 from rankcollapse.variants import Variant, parse_variant
 
 CPU = torch.device("cpu")
@@ -122,7 +115,7 @@ class ProbeInputs:
         if self.images is not None:
             raise InputError(
                 f"model '{loaded.name}' ({loaded.arch.name}) takes text, not images; drop "
-                "--images (Python: images=), or pass a vision model (vit)."
+                f"{option('images', 'DIR')}, or pass a vision model (vit)."
             )
         if self.random_tokens:
             vocabulary = loaded.vocabulary  # no tokenizer is loaded for random ids
@@ -134,12 +127,7 @@ class ProbeInputs:
                 seed=self.seed,
             )
         if not loaded.has_tokenizer:
-            raise InputError(
-                f"model '{loaded.name}' has no tokenizer (its directory holds no tokenizer "
-                "files), so text cannot be tokenized. Pass --random-tokens (random ids from "
-                f"the config's vocabulary of {config.vocab_size}) or a tokenizer directory "
-                "with --tokenizer DIR (Python: tokenizer=...)."
-            )
+            raise _no_tokenizer(loaded)
         if self.padded:
             ids, mask = load_paragraphs(
                 loaded.tokenizer, text=self.text, n_samples=self.n_samples, max_tokens=self.n_tokens
@@ -156,9 +144,25 @@ class ProbeInputs:
             raise InputError(
                 f"the tokenizer of '{loaded.name}' gives ids up to {int(ids.max())} but the "
                 f"model's embedding has {config.vocab_size}; pass the model's own tokenizer "
-                "(--tokenizer DIR) or --random-tokens."
+                f"({option('tokenizer', 'DIR')}) or {option('random_tokens')}."
             )
         return ids, mask
+
+
+def _no_tokenizer(loaded: LoadedModel) -> InputError:
+    """Text asked of a model without a tokenizer: the fix in the caller's words."""
+    vocabulary = f"random ids from the config's vocabulary of {loaded.model.config.vocab_size}"
+    if loaded.init == "in-memory":
+        return InputError(
+            f"model '{loaded.name}' is in memory without a tokenizer, so text cannot be "
+            f"tokenized. Pass {option('random_tokens')} ({vocabulary}) or its tokenizer "
+            f"({option('tokenizer', 'tokenizer')})."
+        )
+    return InputError(
+        f"model '{loaded.name}' has no tokenizer (its directory holds no tokenizer files), so "
+        f"text cannot be tokenized. Pass {option('random_tokens')} ({vocabulary}) or a "
+        f"tokenizer directory ({option('tokenizer', 'DIR')})."
+    )
 
 
 @dataclass(frozen=True)
@@ -224,7 +228,7 @@ def resolve_probe(
     attention_metrics = tuple(n for n in names if kinds[n] == "attention")
     if not resolved or not (state_metrics or attention_metrics):
         raise ConfigError(
-            f"probe needs at least one variant and one metric, got variants={list(variants)}, "
+            f"at least one variant and one metric are needed, got variants={list(variants)}, "
             f"metrics={metrics}; see `rankcollapse variants` and `rankcollapse metrics`."
         )
     if batch_size is not None and batch_size < 1:
@@ -241,24 +245,6 @@ def resolve_probe(
         batch_size=batch_size,
         keep_states=keep_states,
     )
-
-
-def resolve_mask(mask: MaskSpec | Tensor | None, n_tokens: int) -> tuple[Tensor | None, str]:
-    """(boolean (n, n) mask or None, its label); None keeps the model's own pattern ("model")."""
-    if mask is None:
-        return None, "model"
-    if isinstance(mask, MaskSpec):
-        return mask.build(n_tokens), str(mask)
-    return mask, "custom"
-
-
-def _check_context(loaded: LoadedModel, n_tokens: int) -> None:
-    limit = getattr(loaded.model.config, "max_position_embeddings", None)
-    if limit is not None and 0 < limit < n_tokens:
-        raise InputError(
-            f"{n_tokens} tokens exceed the context of '{loaded.name}' ({limit} positions); "
-            f"pass --n-tokens {limit} or fewer."
-        )
 
 
 def probe(
@@ -302,10 +288,8 @@ def probe(
         random_tokens: random token ids instead of text.
         padded: one paragraph per sample, truncated to `n_tokens`, right-padded; pads never
             enter attention (as keys) nor metrics.
-        images: a folder of PNG or JPEG files for a vision model (ViT): up to `n_samples` of
-            them in file-name order, resized to the model's image size and normalised as its
-            directory's preprocessor_config.json says (mean and std 0.5 without one). None:
-            random pixels.
+        images: a folder of PNG or JPEG files for a vision model (ViT; up to `n_samples` in
+            file-name order, see `load_images`). None: random pixels.
         n_samples, n_tokens: windows of exactly `n_tokens` real tokens.
         metrics: names of `rankcollapse.metrics.METRICS` (default `DEFAULT_METRICS`); attention
             metrics are averaged over heads per sample.
@@ -314,8 +298,7 @@ def probe(
         keep_states: also keep every layer's states: `frame.attrs["states"][variant]` is a list
             of (n_samples, n, d) float tensors, index = layer.
         device, dtype: where and in which parameter dtype a model given by name runs ("auto",
-            "cpu", "cuda", "mps"; "float32", "bfloat16", "float16"). Metrics are float64 either
-            way, flagged at the floor of the model's dtype.
+            "cpu", "cuda", "mps"; "float32", "bfloat16", "float16"); metrics are float64.
 
     Example:
         >>> from transformers import BertConfig, BertModel
@@ -331,20 +314,14 @@ def probe(
         ("embedding" for layer 0, "block" after; never a final-norm output), sample, metric,
         value (float64), at_floor, quantized.
     """
-    # Every name and option is resolved once, before the model loads.
-    request = resolve_probe(
-        variants,
-        mask,
-        metrics,
-        temperature=temperature,
-        train_mode=train_mode,
-        batch_size=batch_size,
-        keep_states=keep_states,
-    )
+    # Every name and option is resolved once, before the model loads (the device is checked
+    # visible once, where the model loads: `load_model`).
+    options = {"temperature": temperature, "train_mode": train_mode, "batch_size": batch_size}
+    request = resolve_probe(variants, mask, metrics, **options, keep_states=keep_states)
     inputs = ProbeInputs(text, random_tokens, padded, images, n_samples, n_tokens, seed)
     request.check_fits(inputs)
     source = ModelSource(
-        model, init, seed, resolve_device(device), resolve_dtype(dtype), tokenizer=tokenizer
+        model, init, seed, parse_device(device), resolve_dtype(dtype), tokenizer=tokenizer
     )
     return run_probe(source.load(), inputs, request)
 
@@ -352,143 +329,23 @@ def probe(
 def run_probe(loaded: LoadedModel, inputs: ProbeInputs, request: ProbeRequest) -> pd.DataFrame:
     """The probe of a loaded model: `request` measured on `inputs`, one row per (variant,
     layer, sample, metric); the columns of `probe`."""
-    for variant in request.variants:
-        check_variant(variant, loaded.arch)
-    if loaded.arch.inputs == "tokens":
-        _check_context(loaded, inputs.n_tokens)
-    input_ids, token_mask = inputs.build(loaded)
-    n_samples = len(input_ids)  # a folder may hold fewer images than n_samples
-    n_context = token_mask.shape[1]
-    attn_mask, mask_label = resolve_mask(request.mask, n_context)
-    check_attention_settings(loaded, attn_mask, n_context, request.temperature)
-    allowed = attn_mask
-    if allowed is None and loaded.arch.causal:
-        allowed = causal(n_context)
+    check_model(loaded, request.variants, inputs.n_tokens)
+    batch = prepare_batch(loaded, request, *inputs.build(loaded))
     ids = {
         "model": loaded.name,
         "init": loaded.init,
-        "mask": mask_label,
+        "mask": batch.mask_label,
         "temperature": request.temperature,
         "mode": "train" if request.train_mode else "eval",
     }
-    step = request.batch_size or n_samples
-    frames: list[pd.DataFrame] = []
-    kept: dict[str, list[list[Tensor]]] = {}
-    for variant in request.variants:
-        kept[variant.name] = []
-        for start in range(0, n_samples, step):
-            measure = _LayerMeasure(
-                request,
-                {**ids, "variant": variant.name},
-                token_mask[start : start + step],
-                allowed,
-                metrics_device(loaded.device),
-                start,
-                frames,
-                kept[variant.name],
-            )
-            run_batch(
-                loaded,
-                input_ids[start : start + step],
-                token_mask[start : start + step],
-                on_layer=measure,
-                variant=variant,
-                mask=attn_mask,
-                temperature=request.temperature,
-                train_mode=request.train_mode,
-                attention=bool(request.attention_metrics),
-                check=False,  # checked once above, for every batch and variant
-            )
-    frame = pd.concat(frames, ignore_index=True)
+    kept: dict[str, list[list[Tensor]]] | None = {} if request.keep_states else None
+    frame = pd.concat(measure_batch(loaded, batch, request, ids, kept), ignore_index=True)
+    frame["layer_kind"] = np.where(frame["layer"] == 0, "embedding", "block")
     frame["quantized"] = loaded.info.get("quantized", "no")
     first = [c for c in ID_COLUMNS if c in frame.columns]
     frame = frame[first + [c for c in frame.columns if c not in first]]
-    if request.keep_states:
+    if kept is not None:
         frame.attrs["states"] = {
             name: [torch.cat(chunks) for chunks in layers] for name, layers in kept.items()
         }
     return frame
-
-
-@dataclass
-class _LayerMeasure:
-    """The `on_layer` callback of one batch: measures each layer as it arrives, appending its
-    rows (samples offset by `start`) to `frames` and, with `keep_states`, its states to `kept`."""
-
-    request: ProbeRequest
-    ids: dict[str, Any]
-    token_mask: Tensor
-    allowed: Tensor | None
-    where: torch.device
-    start: int
-    frames: list[pd.DataFrame]
-    kept: list[list[Tensor]]
-
-    def __call__(self, c: LayerCapture) -> None:
-        layer_ids = {
-            **self.ids,
-            "layer": c.layer,
-            "layer_kind": "embedding" if c.layer == 0 else "block",
-        }
-        token_mask = self.token_mask.to(self.where)
-        if self.request.state_metrics:
-            values = measure_states(
-                c.states.to(self.where),
-                token_mask,
-                metrics=list(self.request.state_metrics),
-                source_dtype=c.states.dtype,
-            )
-            self.frames.append(_offset(metrics_frame(values, **layer_ids), self.start))
-        if self.request.attention_metrics and c.attention is not None:
-            allowed = None if self.allowed is None else self.allowed.to(self.where)
-            frame = _attention_frame(
-                c.attention.to(self.where),
-                token_mask,
-                allowed,
-                list(self.request.attention_metrics),
-                layer_ids,
-            )
-            self.frames.append(_offset(frame, self.start))
-        if self.request.keep_states:
-            if len(self.kept) <= c.layer:
-                self.kept.append([])
-            self.kept[c.layer].append(c.states.detach().to("cpu", copy=True))
-
-
-def _offset(frame: pd.DataFrame, start: int) -> pd.DataFrame:
-    frame["sample"] = frame["sample"] + start
-    return frame
-
-
-def _attention_frame(
-    probs: Tensor,
-    token_mask: Tensor,
-    allowed: Tensor | None,
-    names: list[str],
-    layer_ids: dict[str, Any],
-) -> pd.DataFrame:
-    """Attention metrics per (sample, head), averaged over heads: one row per sample.
-
-    `allowed` is the (n, n) pattern the model attended with (the injected mask, or causal for a
-    decoder's own pattern); None = every real pair.
-    """
-    mask = token_mask[:, None, :]  # (b, 1, n): the same real tokens for every head
-    edges = mask[..., None, :] & mask[..., :, None]  # (b, 1, n, n)
-    if allowed is not None:
-        edges = edges & allowed
-    values = measure_attention(probs, mask, edges=edges, metrics=names)
-    rows = []
-    for name, mv in values.items():
-        value = mv.value.mean(dim=1).cpu()  # (b,), on the host: one copy per metric
-        at_floor = mv.at_floor.any(dim=1).cpu()
-        for sample in range(probs.shape[0]):
-            rows.append(
-                {
-                    **layer_ids,
-                    "sample": sample,
-                    "metric": name,
-                    "value": float(value[sample]),
-                    "at_floor": bool(at_floor[sample]),
-                }
-            )
-    return pd.DataFrame(rows)

@@ -25,14 +25,11 @@ import pandas as pd
 import torch
 from torch import Tensor, nn
 
-from rankcollapse.devices import metrics_device
 from rankcollapse.errors import ConfigError, InputError
-from rankcollapse.hf import LayerCapture, LoadedModel, as_loaded, run_batch
-from rankcollapse.hf.capture import blocks_captured, modes_kept
-from rankcollapse.hf.variants import check_variant
-from rankcollapse.measure.probe import ProbeInputs
-from rankcollapse.metrics import get_metric, measure_states, metrics_frame
-from rankcollapse.variants import Variant, parse_variant
+from rankcollapse.hf import LoadedModel, as_loaded, blocks_captured, modes_kept
+from rankcollapse.measure.layers import LayerMeasure, check_model, measure_batch, prepare_batch
+from rankcollapse.measure.probe import ProbeInputs, ProbeRequest, resolve_probe
+from rankcollapse.variants import Variant
 
 COLUMNS = ("step", "layer", "variant", "sample", "metric", "value", "at_floor")
 MONITOR_METRICS = ("res_comp_rel", "mu_rel", "stable_rank")
@@ -145,18 +142,7 @@ def watch(
     """
     if isinstance(every, bool) or not isinstance(every, int) or every < 1:
         raise ConfigError(f"every must be an int >= 1 (steps between measurements), got {every!r}.")
-    names = list(MONITOR_METRICS if metrics is None else metrics)
-    for name in names:
-        if get_metric(name).kind != "states":
-            raise ConfigError(
-                f"the monitor measures state metrics; '{name}' is an attention metric. Measure "
-                "attention with `rankcollapse probe` on a saved checkpoint, or drop it."
-            )
-    if not names:
-        raise ConfigError("the monitor needs at least one metric; see `rankcollapse metrics`.")
-    resolved = [parse_variant(v) for v in variants]
-    if not resolved:
-        raise ConfigError("the monitor needs at least one variant, e.g. ['transformer'].")
+    request = resolve_probe(variants, None, MONITOR_METRICS if metrics is None else metrics)
     if blocks is None:
         held_out = ProbeInputs(
             text=text,
@@ -165,13 +151,14 @@ def watch(
             n_tokens=n_tokens,
             seed=seed,
         )  # the batch drawn when `inputs` is None
-        measure = _hf_measure(model, names, resolved, inputs, token_mask, tokenizer, held_out)
+        measure = _hf_measure(model, request, inputs, token_mask, tokenizer, held_out)
     else:
-        measure = _module_measure(model, names, resolved, blocks, inputs, token_mask)
+        measure = _module_measure(model, request, blocks, inputs, token_mask)
     return Monitor(measure, every, list(logs))
 
 
-def _hf_measure(model, names, variants, inputs, token_mask, tokenizer, held_out: ProbeInputs):
+def _hf_measure(model, request: ProbeRequest, inputs, token_mask, tokenizer, held_out):
+    """The measurement of a Hugging Face model: the probe's checks, batch and forward passes."""
     if not isinstance(model, LoadedModel) and not hasattr(
         getattr(model, "config", None), "model_type"
     ):
@@ -181,15 +168,7 @@ def _hf_measure(model, names, variants, inputs, token_mask, tokenizer, held_out:
             "blocks, or the block modules in order)."
         )
     loaded = as_loaded(model, tokenizer=tokenizer)
-    for variant in variants:
-        check_variant(variant, loaded.arch)
-    limit = getattr(loaded.model.config, "max_position_embeddings", None)
-    length = held_out.n_tokens if inputs is None else inputs.shape[-1]
-    if isinstance(limit, int) and 0 < limit < length:
-        raise InputError(
-            f"the held-out batch has {length} tokens but '{loaded.name}' has {limit} positions; "
-            f"pass n_tokens={limit} or fewer (or shorter inputs)."
-        )
+    check_model(loaded, request.variants, held_out.n_tokens if inputs is None else inputs.shape[-1])
     if inputs is None:
         inputs, token_mask = held_out.build(loaded)
     elif token_mask is None:
@@ -200,23 +179,27 @@ def _hf_measure(model, names, variants, inputs, token_mask, tokenizer, held_out:
             f"inputs have shape {tuple(inputs.shape)}; pass a boolean mask of shape "
             f"{tuple(inputs.shape[:2])} (True for real tokens) or none."
         )
-    inputs, token_mask = inputs.cpu(), token_mask.cpu()
+    batch = prepare_batch(loaded, request, inputs.cpu(), token_mask.cpu())
 
     def measure(step: int) -> pd.DataFrame:
-        frames: list[pd.DataFrame] = []
-        for variant in variants:
-            on_layer = _measure_layer(frames, token_mask, names, step=step, variant=variant.name)
-            run_batch(loaded, inputs, token_mask, on_layer=on_layer, variant=variant)
-        return pd.concat(frames, ignore_index=True)
+        frames = measure_batch(loaded, batch, request, {"step": step})
+        return pd.concat(frames, ignore_index=True)[list(COLUMNS)]
 
     return measure
 
 
-def _module_measure(model, names, variants, blocks, inputs, token_mask):
-    if [v.name for v in variants] != ["transformer"]:
+def _module_measure(model, request: ProbeRequest, blocks, inputs, token_mask):
+    """The measurement of any module through the capture hooks on its declared blocks."""
+    if [v.name for v in request.variants] != ["transformer"]:
         raise ConfigError(
-            f"variants {[v.name for v in variants]} are defined for Hugging Face models only; "
-            "a module with declared blocks is measured as it is (variants=['transformer'])."
+            f"variants {[v.name for v in request.variants]} are defined for Hugging Face models "
+            "only; a module with declared blocks is measured as it is (variants=['transformer'])."
+        )
+    if request.attention_metrics:
+        raise ConfigError(
+            f"{list(request.attention_metrics)} are attention metrics, measured on the "
+            "attention a Hugging Face model's hooks capture; a module with declared blocks "
+            "gives states only. Drop them, or watch a Hugging Face model."
         )
     if inputs is None:
         raise ConfigError(
@@ -242,33 +225,12 @@ def _module_measure(model, names, variants, blocks, inputs, token_mask):
 
     def measure(step: int) -> pd.DataFrame:
         frames: list[pd.DataFrame] = []
-        on_layer = _measure_layer(frames, mask, names, step=step, variant="transformer")
+        ids = {"step": step, "variant": "transformer"}
+        on_layer = LayerMeasure(request.state_metrics, (), ids, mask, frames=frames)
         device = next(model.parameters()).device
         with blocks_captured(blocks, on_layer), modes_kept(model), torch.no_grad():
             model.eval()
             model(inputs.to(device))
-        return pd.concat(frames, ignore_index=True)
+        return pd.concat(frames, ignore_index=True)[list(COLUMNS)]
 
     return measure
-
-
-def _measure_layer(
-    frames: list[pd.DataFrame],
-    token_mask: Tensor | None,
-    names: list[str],
-    *,
-    step: int,
-    variant: str,
-) -> Callable[[LayerCapture], None]:
-    """The callback that measures each captured layer into `frames` (metrics float64 on the
-    states' device, MPS: the CPU; floor flags of the states' dtype)."""
-
-    def on_layer(capture: LayerCapture) -> None:
-        where = metrics_device(capture.states.device)
-        mask = None if token_mask is None else token_mask.to(where)
-        values = measure_states(
-            capture.states.to(where), mask, metrics=names, source_dtype=capture.states.dtype
-        )
-        frames.append(metrics_frame(values, step=step, layer=capture.layer, variant=variant))
-
-    return on_layer
