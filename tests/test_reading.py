@@ -104,8 +104,7 @@ def test_yaml_is_read_safely_with_depth_and_alias_guards():
         parse_yaml(nested, error=error)
     assert parse_yaml("a: " + "[" * 10 + "]" * 10, error=error) is not None
     laughs = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
-        f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join([f'*{chr(97 + i)}'] * 10)}]\n"
-        for i in range(6)
+        f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join([f'*{chr(97 + i)}'] * 10)}]\n" for i in range(6)
     )
     with pytest.raises(RankCollapseError, match="expands to more than 100,000 values"):
         parse_yaml(laughs, error=error)

@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import shutil
+import signal
 import sys
 from pathlib import Path
 
@@ -174,7 +174,13 @@ def test_report_names_the_damaged_file_and_the_fix_in_one_line(damage, root, cap
 
 @pytest.mark.parametrize(
     "damage",
-    ["manifest a list", "results.csv empty", "config python tag", "manifest a FIFO", "config a FIFO"],
+    [
+        "manifest a list",
+        "results.csv empty",
+        "config python tag",
+        "manifest a FIFO",
+        "config a FIFO",
+    ],
 )
 def test_index_and_reproduce_skip_a_damaged_run_and_list_the_others(damage, root, capsys):
     damaged, whole = runs(root)
