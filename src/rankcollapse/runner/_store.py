@@ -75,7 +75,7 @@ def load_unit(path: Path, unit: dict) -> tuple[tuple[pd.DataFrame, float, dict] 
     try:
         header = json.loads(first)
         fmt, version, checksum = header["format"], header["version"], header["sha256"]
-    except (ValueError, TypeError, KeyError):
+    except (ValueError, TypeError, KeyError, RecursionError):
         return None, "not a unit file of this version (never executed, never unpickled)"
     if (fmt, version) != (FORMAT, VERSION):
         return None, f"unit file format {fmt!r} version {version!r}, not {FORMAT!r} {VERSION}"
@@ -91,7 +91,7 @@ def load_unit(path: Path, unit: dict) -> tuple[tuple[pd.DataFrame, float, dict] 
             index=pd.RangeIndex(body["n_rows"]),
         )
         return (rows, float(body["seconds"]), dict(body["where"])), ""
-    except (ValueError, TypeError, KeyError) as err:
+    except (ValueError, TypeError, KeyError, RecursionError) as err:
         return None, f"malformed columns ({type(err).__name__}: {err})"
 
 
