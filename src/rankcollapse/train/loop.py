@@ -28,6 +28,7 @@ from torch import Tensor, nn
 
 from rankcollapse.errors import ConfigError, InputError
 from rankcollapse.files import canonical_json, write_atomic
+from rankcollapse.reading import MiB, checked_size
 from rankcollapse.seeds import Seed
 
 if TYPE_CHECKING:  # the monitor imports the real-model code; a toy run never needs it
@@ -196,6 +197,9 @@ class MemoryStore:
         self.entries[key] = (canonical_json(config), checkpoint)
 
 
+MAX_CHECKPOINT_BYTES = 16 * 1024 * MiB  # the project's nets are megabytes; 16 GiB is not one
+
+
 class DirectoryStore:
     """A checkpoint store in a folder: `<root>/<key>.pt` holding the config and the checkpoint.
 
@@ -209,11 +213,10 @@ class DirectoryStore:
 
     def load(self, key: str, config: Mapping[str, Any]) -> dict[str, Any] | None:
         path = self.root / f"{key}.pt"
-        if not path.exists():
-            return None
         try:
+            checked_size(path, MAX_CHECKPOINT_BYTES)  # missing, a FIFO (never opened), huge
             stored = torch.load(path, map_location="cpu", weights_only=True)
-        except (RuntimeError, EOFError, OSError, pickle.UnpicklingError):  # corrupt: a miss
+        except (InputError, RuntimeError, EOFError, OSError, pickle.UnpicklingError):  # a miss
             return None
         if stored.get("config") != canonical_json(config):
             return None
