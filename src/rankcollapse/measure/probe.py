@@ -197,6 +197,29 @@ class ProbeRequest:
             self.mask.build(inputs.n_tokens)
 
 
+def _names(what: str, names: Any) -> list[Any] | None:
+    """A list of names from "a,b" or a list (None stays None), each named once."""
+    if names is None:
+        return None
+    if isinstance(names, str):
+        names = [name.strip() for name in names.split(",") if name.strip()]
+    try:
+        names = list(names)
+    except TypeError:
+        raise ConfigError(
+            f"{what} takes names, as a list or 'a,b', got {names!r}; see `rankcollapse {what}`."
+        ) from None
+    if not all(isinstance(name, str) for name in names):
+        odd = next(name for name in names if not isinstance(name, str))
+        raise ConfigError(
+            f"{what} takes names (str), got {odd!r} in {names!r}; see `rankcollapse {what}`."
+        )
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        raise ConfigError(f"{what} names {twice} more than once; name each once.")
+    return names
+
+
 def resolve_probe(
     variants: str | Sequence[str | Variant] = ("transformer",),
     mask: str | MaskSpec | Tensor | None = None,
@@ -217,12 +240,9 @@ def resolve_probe(
         >>> [v.name for v in request.variants], str(request.mask), request.metrics
         (['san', 'transformer'], 'window:1', ('res_comp_rel',))
     """
-    if isinstance(variants, str):
-        variants = [name.strip() for name in variants.split(",") if name.strip()]
+    variants, metrics = _names("variants", variants), _names("metrics", metrics)
     resolved = tuple(parse_variant(v) for v in variants)
-    if isinstance(metrics, str):
-        metrics = [name.strip() for name in metrics.split(",") if name.strip()]
-    names = list(DEFAULT_METRICS) if metrics is None else list(metrics)
+    names = list(DEFAULT_METRICS) if metrics is None else metrics
     kinds = {name: get_metric(name).kind for name in names}
     state_metrics = tuple(n for n in names if kinds[n] == "states")
     attention_metrics = tuple(n for n in names if kinds[n] == "attention")
