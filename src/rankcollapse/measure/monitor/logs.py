@@ -146,7 +146,7 @@ class CsvLog:
                 ".setup.json) to start afresh. Nothing was changed."
             )
         keep = stored[(stored["step"] < self.start) & (stored["step"] != partial)]
-        if len(keep) < len(stored) or not _ends_with_newline(self.path):
+        if len(keep) < len(stored) or len(keep) == 0 or not _ends_with_newline(self.path):
             write_atomic(self.path, keep.to_csv(index=False).encode())
 
 
@@ -211,7 +211,7 @@ def parse_log(text: str, path: str | os.PathLike = "the log") -> pd.DataFrame:
         if bad.any():
             line = int(bad.to_numpy().argmax()) + 2
             raise fail(
-                f"line {line}: {column} {frame[column].iloc[line - 2]!r} is not a whole number >= 0"
+                f"line {line}: {column} {str(frame[column].iloc[line - 2])!r} is not a whole number >= 0"
             )
         frame[column] = values.astype("int64")
     if (frame["step"].diff() < 0).any():
