@@ -86,6 +86,22 @@ def prepare_batch(
     return Batch(input_ids, token_mask, mask, label, allowed)
 
 
+MAX_TOKENS = 1024
+"""Tokens per forward pass when a request names no batch size (eval mode): the forward's own
+activations and the metrics' float64 copies stay those of about 1024 tokens however many
+samples a probe or monitor measures (each sample's rows do not depend on the split)."""
+
+
+def samples_per_pass(request: ProbeRequest, n_samples: int, n_tokens: int) -> int:
+    """`request.batch_size`, else as many samples as hold `MAX_TOKENS` tokens; in train mode
+    all at once (dropout masks are drawn per forward pass, so a split would change them)."""
+    if request.batch_size:
+        return request.batch_size
+    if request.train_mode:
+        return n_samples
+    return max(1, MAX_TOKENS // n_tokens)
+
+
 def measure_batch(
     loaded: LoadedModel,
     batch: Batch,
@@ -94,13 +110,16 @@ def measure_batch(
     kept: dict[str, list[list[Tensor]]] | None = None,
 ) -> list[pd.DataFrame]:
     """Per-layer rows (`ids`, variant, layer, sample, metric, value, at_floor) of every variant
-    of `request` on `batch`, `request.batch_size` samples per forward pass; with `kept`, also
-    every layer's states per variant (a list of chunks per layer)."""
-    n_samples = len(batch.input_ids)
-    step = request.batch_size or n_samples
+    of `request` on `batch`, `samples_per_pass` samples per forward pass, in the order of one
+    pass over all samples (per variant and layer: state metrics, then attention metrics, each
+    over samples); with `kept`, also every layer's states per variant (chunks per layer)."""
+    n_samples, n_tokens = batch.token_mask.shape
+    step = samples_per_pass(request, n_samples, n_tokens)
+    order = {name: k for k, name in enumerate((*request.state_metrics, *request.attention_metrics))}
     frames: list[pd.DataFrame] = []
     for variant in request.variants:
         layers = None if kept is None else kept.setdefault(variant.name, [])
+        chunks: list[list[pd.DataFrame]] = []
         for start in range(0, n_samples, step):
             chunk = slice(start, start + step)
             on_layer = LayerMeasure(
@@ -110,7 +129,7 @@ def measure_batch(
                 batch.token_mask[chunk],
                 batch.allowed,
                 start,
-                frames,
+                [],
                 layers,
             )
             run_batch(
@@ -125,7 +144,22 @@ def measure_batch(
                 attention=bool(request.attention_metrics),
                 check=False,  # checked once, by prepare_batch
             )
+            chunks.append(on_layer.frames)
+        frames += _one_pass_order(chunks, order)
     return frames
+
+
+def _one_pass_order(chunks: list[list[pd.DataFrame]], order: dict[str, int]) -> list[pd.DataFrame]:
+    """The frames of several passes (each a frame per layer and kind, metric-major) as one
+    pass over all samples would give them: per layer and kind, metric-major, then sample."""
+    if len(chunks) == 1:
+        return chunks[0]
+    return [
+        pd.concat(parts, ignore_index=True).sort_values(
+            "metric", key=lambda names: names.map(order), kind="stable"
+        )
+        for parts in zip(*chunks, strict=True)
+    ]
 
 
 @dataclass

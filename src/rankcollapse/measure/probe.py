@@ -182,7 +182,8 @@ class ProbeRequest:
     train_mode: bool = False
     """Dropout on."""
     batch_size: int | None = None
-    """Samples per forward pass (None: all)."""
+    """Samples per forward pass (None: as many as hold `measure.layers.MAX_TOKENS` tokens;
+    all at once in train mode)."""
     keep_states: bool = False
     """Also keep every layer's states in `frame.attrs["states"]`."""
 
@@ -314,7 +315,8 @@ def probe(
         metrics: names of `rankcollapse.metrics.METRICS` (default `DEFAULT_METRICS`); attention
             metrics are averaged over heads per sample.
         seed: seed of the random init, the window choice and random tokens.
-        batch_size: samples per forward pass (default all).
+        batch_size: samples per forward pass (default: about 1024 tokens per pass, all at
+            once in train mode); rows and values do not depend on it.
         keep_states: also keep every layer's states: `frame.attrs["states"][variant]` is a list
             of (n_samples, n, d) float tensors, index = layer.
         device, dtype: where and in which parameter dtype a model given by name runs ("auto",
