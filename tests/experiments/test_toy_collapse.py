@@ -145,5 +145,7 @@ def test_a_unit_keeps_no_autograd_graph(monkeypatch):
         return pd.DataFrame()
 
     monkeypatch.setattr(rankcollapse.metrics, "measure_layers", record)
-    EXP.run_unit(EXP.make_config("quick", TINY), {"variant": "transformer", "seed": 0, "mlp_gain": 1.0})
+    EXP.run_unit(
+        EXP.make_config("quick", TINY), {"variant": "transformer", "seed": 0, "mlp_gain": 1.0}
+    )
     assert seen and not any(seen)

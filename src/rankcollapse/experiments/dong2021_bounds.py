@@ -48,7 +48,6 @@ import math
 from dataclasses import replace
 from typing import Annotated, Literal
 
-import numpy as np
 import pandas as pd
 from pydantic import ConfigDict, Field, model_validator
 
@@ -196,21 +195,21 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
     tested = {f"layer {l}": row["min"] for l, row in by_layer.iterrows()}
     expected = [f"layer {l}" for l in range(1, config.min_tested_layer + 1)]
     holds = for_every(
-            "bound-holds",
-            f"Where informative, the per-layer and unrolled bounds (gamma = {config.gamma:g}) are "
-            "never below the measured residual, at every layer above the float64 floor.",
-            "smallest log10(bound / r_l) over informative sequences, per layer (decades)",
-            tested,
-            ">=",
-            0.0,
-            expected=expected + [k for k in tested if k not in expected],
-            note="values checked per layer: "
-            + ", ".join(f"{l}: {int(r['size'])}" for l, r in by_layer.iterrows())
-            + f"; gamma = {config.gamma:g} because the paper's closed form of gamma (its appendix) "
-            "is not reproduced; the bound grows with gamma, so where it holds with gamma = 1 it "
-            "holds for every gamma >= 1 (a larger gamma also makes fewer inputs informative)",
-            source="Thm 2.2, Cor 2.3, Cor 3.2",
-            paper="r_L <= c^{(3^L - 1)/2} r_0^{3^L}, c = 4 gamma beta / sqrt(d_qk)",
+        "bound-holds",
+        f"Where informative, the per-layer and unrolled bounds (gamma = {config.gamma:g}) are "
+        "never below the measured residual, at every layer above the float64 floor.",
+        "smallest log10(bound / r_l) over informative sequences, per layer (decades)",
+        tested,
+        ">=",
+        0.0,
+        expected=expected + [k for k in tested if k not in expected],
+        note="values checked per layer: "
+        + ", ".join(f"{l}: {int(r['size'])}" for l, r in by_layer.iterrows())
+        + f"; gamma = {config.gamma:g} because the paper's closed form of gamma (its appendix) "
+        "is not reproduced; the bound grows with gamma, so where it holds with gamma = 1 it "
+        "holds for every gamma >= 1 (a larger gamma also makes fewer inputs informative)",
+        source="Thm 2.2, Cor 2.3, Cor 3.2",
+        paper="r_L <= c^{(3^L - 1)/2} r_0^{3^L}, c = 4 gamma beta / sqrt(d_qk)",
     )
     found.append(replace(holds, kind="check"))  # at an unverified gamma: a check of the code
     if "san+skip" in config.variants:

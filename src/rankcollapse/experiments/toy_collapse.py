@@ -360,7 +360,9 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
     )
     wide = per_layer.pivot(index="layer", columns="variant", values="mean")
     tables = {
-        "mean res_comp_rel per layer": wide[config.variants].rename_axis(columns=None).reset_index(),
+        "mean res_comp_rel per layer": wide[config.variants]
+        .rename_axis(columns=None)
+        .reset_index(),
         "per-layer statistics of res_comp_rel": per_layer,
     }
     mlp = results[(results["variant"] == "san+mlp") & (results["metric"] == "res_comp_rel")]

@@ -266,23 +266,23 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
         .itertuples()
     )
     upper = for_every(
-            "bound-is-upper",
-            "Thm 1's bound with its constants computed (C = sqrt(N - 1) K mu(X^0), eps the "
-            "smallest allowed attention weight up to the layer, K the value-map products' "
-            "norm) stays above mu at every layer and for every sample (no norm).",
-            "largest log(mu_t / B_t) over layers and samples, per mask and seed",
-            members,
-            "<=",
-            0.0,
-            expected=expected,
-            excluded=excluded,
-            note=looseness,
-            source="Sec. 4, Thm 1",
-            paper="Thm 1: for a quasi-strongly connected mask of radius r, under A1-A3 "
-            "(self-loops, bounded W_Q and W_K, bounded products of W_V), there is eps > 0 "
-            "with mu(X^t) <= C (1 - eps^r)^(t/r): tokens converge to a common vector "
-            "exponentially fast",
-            untested=untested,
+        "bound-is-upper",
+        "Thm 1's bound with its constants computed (C = sqrt(N - 1) K mu(X^0), eps the "
+        "smallest allowed attention weight up to the layer, K the value-map products' "
+        "norm) stays above mu at every layer and for every sample (no norm).",
+        "largest log(mu_t / B_t) over layers and samples, per mask and seed",
+        members,
+        "<=",
+        0.0,
+        expected=expected,
+        excluded=excluded,
+        note=looseness,
+        source="Sec. 4, Thm 1",
+        paper="Thm 1: for a quasi-strongly connected mask of radius r, under A1-A3 "
+        "(self-loops, bounded W_Q and W_K, bounded products of W_V), there is eps > 0 "
+        "with mu(X^t) <= C (1 - eps^r)^(t/r): tokens converge to a common vector "
+        "exponentially fast",
+        untested=untested,
     )
     found.append(replace(upper, kind="check"))  # the proof's own inequality: a check
     slopes = plain.pivot_table(index="seed", columns="mask", values="slope")
@@ -336,7 +336,9 @@ def _amplifying(table: pd.DataFrame) -> dict[str, str]:
 
 def _ln_collapse_claim(config: Config, unit_norm: pd.DataFrame) -> Claim:
     """Thm 2 / Cor 1's collapse with LayerNorm and orthogonal W_V, for every mask and seed."""
-    rel = unit_norm[(unit_norm["metric"] == "mu_rel") & unit_norm["layer"].isin([0, config.n_layers])]
+    rel = unit_norm[
+        (unit_norm["metric"] == "mu_rel") & unit_norm["layer"].isin([0, config.n_layers])
+    ]
     logs = rel.assign(log=np.log10(rel["value"].astype(float).clip(lower=1e-300)))
     means = logs.groupby(["mask", "seed", "layer"])["log"].mean().unstack("layer")
     drops = means.get(0, np.nan) - means.get(config.n_layers, np.nan)
