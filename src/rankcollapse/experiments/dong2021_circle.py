@@ -52,7 +52,8 @@ not merge (the paper says only that the skip and MLP trajectories do not collaps
 
 Verdicts read the rollouts off the training arcs, not the one from the first pair: a step map
 fitted well enough to pass the gate follows the arcs from their own start whatever its block,
-so that rollout measures the fit (it is drawn and given in the notes). Findings, over the runs
+so that rollout measures the fit (it is drawn and given in the notes). A departure: the paper
+and the authors' code show only the rollout from the first pair. Findings, over the runs
 (seeds) of a variant that learned the step (fewer than half of the configured seeds learned:
 NOT TESTED, not learned), each run's share of off-arc rollouts averaged over those runs:
 - pure-merges: at least half of the off-arc rollouts of pure attention merged.
