@@ -232,7 +232,7 @@ def digest(*tensors: Tensor | None) -> str:
             continue
         x = x.detach().cpu().contiguous()
         h.update(json.dumps([str(x.dtype), list(x.shape)]).encode())
-        h.update(x.reshape(-1).view(torch.uint8).numpy().tobytes())
+        h.update(x.reshape(-1).view(torch.uint8).numpy().tobytes())  # host
     return h.hexdigest()
 
 
