@@ -210,6 +210,18 @@ def test_constructions_findings_measure_the_hand_made_errors():
     assert claims["hardmax-exact"].kind == "check" and claims["hardmax-exact"].passed
 
 
+def test_constructions_vote_is_a_check_of_the_construction_named_per_width():
+    # the vote's second step is an argmax over pick counts, not attention: a check, not a finding
+    good = _claims("amsel2024-constructions", CONSTRUCTIONS.OVERRIDES, CONSTRUCTIONS.table())
+    vote = good["depth-vote-beats-one-layer"]
+    # vote of 8 heads (0.2, 0.22 at d = 3; 0.3, 0.33 at d = 5) over one layer (0.42; 0.63)
+    assert vote.kind == "check" and vote.passed
+    assert vote.measured == pytest.approx(0.315 / 0.63) and "d=3: 0.5" in vote.note
+    bad = CONSTRUCTIONS.table(vote_h8=(0.2, 0.7))  # with too few heads for d the vote loses
+    vote = _claims("amsel2024-constructions", CONSTRUCTIONS.OVERRIDES, bad)
+    assert not vote["depth-vote-beats-one-layer"].passed
+
+
 def test_constructions_curve_that_rises_fails_and_is_named():
     rising = CONSTRUCTIONS.table(falls=(0.5, 1e-5, 1e-4))  # ends below 1e-3, but rose
     claim = _claims("amsel2024-constructions", CONSTRUCTIONS.OVERRIDES, rising)["full-rank-falls"]
