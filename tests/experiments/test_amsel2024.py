@@ -45,17 +45,17 @@ DEPTH = _cases("amsel2024_depth")
 def test_depth_cpu_preset_trains_one_and_three_layers_with_scratch_on_the_full_schedule():
     exp = get_experiment("amsel2024-depth")
     cpu = exp.make_config("cpu")
-    assert cpu.n_layers == [1, 3] and cpu.contexts == [4, 16] and cpu.batch_size == 256
-    assert cpu.scratch and depth.width(cpu) == 8 + 16  # Thm 5's positions: rank-1 H = 24
+    assert cpu.n_layers == [1, 3] and cpu.contexts == [4, 8] and cpu.batch_size == 256
+    assert cpu.scratch and depth.width(cpu) == 8 + 8  # Thm 5's positions: rank-1 H = 16
     assert cpu.patience * 50 > cpu.steps  # no early stop: every run ends its cosine schedule
-    assert cpu.steps > 4 * exp.make_config("quick").steps
+    assert cpu.steps >= 2.5 * exp.make_config("quick").steps
     # the gates stay those of every preset
     quick = exp.make_config("quick")
     gates = ("plateau_tail", "plateau_tol", "learn_margin", "eval_samples", "approach")
     assert all(getattr(cpu, key) == getattr(quick, key) for key in gates)
     assert "The cpu preset" in sys.modules[exp.run_unit.__module__].__doc__  # its departures
     units = exp.units(cpu)
-    assert {u["n_heads"] for u in units} == {24, 1} and len(units) == 2 * (2 + 1) * 3
+    assert {u["n_heads"] for u in units} == {16, 1} and len(units) == 2 * (2 + 1) * 2
 
 
 def test_depth_runs_measure_the_tail_of_each_loss_curve():
