@@ -55,7 +55,7 @@ def test_depth_cpu_preset_trains_one_and_three_layers_with_scratch_on_the_full_s
     assert all(getattr(cpu, key) == getattr(quick, key) for key in gates)
     assert "The cpu preset" in sys.modules[exp.run_unit.__module__].__doc__  # its departures
     units = exp.units(cpu)
-    assert {u["n_heads"] for u in units} == {16, 1} and len(units) == 2 * (2 + 1) * 2
+    assert {u["n_heads"] for u in units} == {16, 1} and len(units) == 2 * (2 + 1)
 
 
 def test_depth_runs_measure_the_tail_of_each_loss_curve():
