@@ -35,7 +35,11 @@ def _measure(name: str, collapsed: bool) -> torch.Tensor:
     if METRICS[name].kind == "states":
         x = _collapsed_states(1e-12 if collapsed else 1.0)
         return measure_states(x, metrics=[name], source_dtype=torch.float32)[name].at_floor
-    logits = torch.zeros(2, 5, 5) if collapsed else 4 * torch.randn(2, 5, 5)
+    logits = (
+        torch.zeros(2, 5, 5)
+        if collapsed
+        else 4 * torch.randn(2, 5, 5, generator=torch.Generator().manual_seed(1))
+    )
     return measure_attention(torch.softmax(logits, -1), metrics=[name])[name].at_floor
 
 
