@@ -188,8 +188,8 @@ def test_index_lists_every_run_with_findings_passed_and_a_relative_link(run, mon
     root = run.out_dir.parent
     assert cli.main(["report", "--index", str(root)]) == 0
     page = (root / "index.html").read_text()
-    assert "<td>synth</td><td>quick</td>" in page
-    assert '<td class="fail">1 of 2</td>' in page
+    assert "<td>synth</td><td>quick</td><td>-</td>" in page
+    assert '<td class="fail">1 of 2 pass, 1 fail</td>' in page
     assert f'<a href="{run.out_dir.name}/report.html">' in page
 
 
@@ -235,4 +235,5 @@ def test_index_counts_not_tested_findings_apart(tmp_path):
     (folder / "claims.json").write_text(json.dumps(claims))
     rows = run_rows(tmp_path)
     assert (rows[0]["n_findings"], rows[0]["n_passed"], rows[0]["n_untested"]) == (3, 1, 1)
-    assert '<td class="fail">1 of 3 (1 not tested)</td>' in render_index(rows, "runs")
+    assert rows[0]["n_failed"] == 1
+    assert '<td class="fail">1 of 3 pass, 1 fail, 1 not tested</td>' in render_index(rows, "runs")
