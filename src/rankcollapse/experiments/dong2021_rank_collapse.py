@@ -314,6 +314,7 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
         hue="variant",
         panel="model",
         logy=spans_decades(signal),  # SAN's fall from 1 to 1e-3 would read as 0 on a linear axis
+        floor=config.dtype,
         ylabel="relative residual",
         title=f"Relative residual {METRIC} per layer over {config.n_samples} windows of "
         f"{config.n_tokens} tokens",
