@@ -81,6 +81,8 @@ def test_a_relative_floor_is_drawn_only_on_relative_metrics():
     assert _floor_lines(relative, value) and not _floor_lines(absolute, value)
     # the absolute metric's floor markers sit at its axis bottom, its data near 1e0..1e2
     assert absolute.get_ylim()[0] > value
+    texts = [" ".join(t.get_text().split()) for t in absolute.figure.legends[0].get_texts()]
+    assert any("on an absolute metric: its axis bottom" in t for t in texts)
 
 
 def test_the_absolute_metrics_are_those_the_registry_scales_by_the_input():

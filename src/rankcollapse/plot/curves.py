@@ -575,6 +575,8 @@ def _floor_points(fig: Figure, mark: Floor, axes: list, logs: dict, names: list)
         _place_floor_points(fig, _points_in(mark, part, mark.value), part, logy=logy)
     for ax in absolute:
         _place_floor_points(fig, _points_in(mark, [ax], None), [ax], logy=logs[ax])
+    if mark.value is not None and any(p[0] in absolute for p in mark.points):
+        mark.label += " (on an absolute metric: its axis bottom)"
 
 
 def _points_in(mark: Floor, axes: list, value: float | None) -> Floor:
