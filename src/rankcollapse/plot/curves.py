@@ -510,40 +510,21 @@ def layers(
         logs = {}
         for (name, h), ax in zip(panels, axes):
             rows = data[data["metric"] == name]
-            logy = (
+            logs[ax] = (
                 name not in BOUNDED
                 and _log_scale(rows, "value", True, "at_floor")
                 and (name in SHRINKING or spans_decades(rows["value"]))
             )
-            logs[ax] = logy
-            if h is not None:
-                rows = rows[rows[hue] == h]
-            _draw_panel(
+            series = hue if multiples else None  # small multiples: this panel's series only
+            _layer_panel(
                 ax,
-                rows,
-                x="layer",
-                y="value",
+                rows if h is None else rows[rows[hue] == h],
+                logy=logs[ax],
                 hue=None if multiples else hue,
                 hues=[None] if multiples else hues,
-                logy=logy,
-                band="quantile",
-                floor_column="at_floor",
-                floor=mark,
-            )
-            left = ax.get_subplotspec().colspan.start == 0
-            heading = _series_label(h) if multiples else (words(name) if len(names) > 1 else None)
-            if heading:  # wrapped to its panel's width
-                width = ax.get_position().width * fig.get_figwidth() * 72
-                ax.set_title(_wrap(heading, width, RC["axes.titlesize"]))
-            label = words(name) if (multiples or len(names) == 1) and left else None
-            _finish_axes(
-                ax,
-                rows["layer"],
-                x="layer",
-                logx=False,
-                logy=logy,
-                ylabel=_wrap(label, 0.9 * PANEL_HEIGHT * 72, RC["axes.labelsize"]) if label else None,
-                y_values=rows["value"],
+                mark=mark,
+                heading=_series_label(h) if series else (words(name) if len(names) > 1 else None),
+                ylabel=words(name) if multiples or len(names) == 1 else None,
             )
         _floor_points(fig, mark, axes, logs, [name for name, _ in panels])
         if multiples:
@@ -554,6 +535,36 @@ def layers(
         _legend(fig, axes, legend_title, mark, "quantile" if several else None)
         _suptitle(fig, title)
     return fig
+
+
+def _layer_panel(
+    ax, rows: pd.DataFrame, *, logy: bool, hue, hues: list, mark: Floor, heading, ylabel
+) -> None:
+    """One panel of `layers`: its series, its title wrapped to its width, the y label on the
+    left column only (wrapped to the panel's height)."""
+    _draw_panel(
+        ax,
+        rows,
+        x="layer",
+        y="value",
+        hue=hue,
+        hues=hues,
+        logy=logy,
+        band="quantile",
+        floor_column="at_floor",
+        floor=mark,
+    )
+    fig = ax.get_figure()
+    if heading:
+        width = ax.get_position().width * fig.get_figwidth() * 72
+        ax.set_title(_wrap(heading, width, RC["axes.titlesize"]))
+    if ylabel and ax.get_subplotspec().colspan.start == 0:
+        ylabel = _wrap(ylabel, 0.9 * PANEL_HEIGHT * 72, RC["axes.labelsize"])
+    else:
+        ylabel = None
+    _finish_axes(
+        ax, rows["layer"], x="layer", logx=False, logy=logy, ylabel=ylabel, y_values=rows["value"]
+    )
 
 
 def _panels(names: list, hues: list, n_cols: int = 3) -> list:
@@ -603,4 +614,4 @@ def spans_decades(values: pd.Series) -> bool:
         (True, False)
     """
     positive = values[values > 0]
-    return not positive.empty and positive.max() / positive.min() >= 100
+    return bool(not positive.empty and positive.max() / positive.min() >= 100)
