@@ -111,5 +111,5 @@ def test_the_why_column_keeps_a_reading_width(tmp_path: Path) -> None:
     _store(tmp_path, "toy-collapse", "quick", "a", [claim])
     page = reproduction_html(reproduction_table(tmp_path))
     assert '<td class="col-why">the margin is inside the spread</td>' in page
-    assert int(re.search(r"td\.col-why \{ min-width: (\d+)em", page).group(1)) >= 20
+    assert int(re.search(r"td\.col-why \{ min-width: (\d+)em", page).group(1)) >= 16
     assert "body { max-width: 110em; }" in page

@@ -268,8 +268,7 @@ VERDICT_STYLE = (
 # The page is as wide as the window (up to 110em) and the prose columns keep a reading width,
 # the table scrolling sideways in a narrow window: "why" was squeezed to about 90 px.
 WIDE_STYLE = (
-    "body { max-width: 110em; } td.col-why { min-width: 22em; } "
-    "td.col-paper { min-width: 24em; } td.col-finding, td.col-experiment { white-space: nowrap; }"
+    "body { max-width: 110em; } td.col-why { min-width: 18em; } td.col-paper { min-width: 16em; }"
 )
 
 
