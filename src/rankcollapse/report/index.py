@@ -105,6 +105,7 @@ def render_index(
     folders of the other commands (simulate, probe, compare, ...) by kind."""
     rows = sorted(rows, key=lambda r: (r["experiment"], str(r["finished"])))
     n_all = sum(r["n_passed"] == r["n_findings"] for r in rows)
+    n_failed = sum(bool(r.get("n_failed")) for r in rows)
     header = ("experiment", "preset", "--set", "finished (UTC)", "findings", "report")
     body = ["<tr>" + "".join(f"<th>{h}</th>" for h in header) + "</tr>"]
     for r in rows:
@@ -120,7 +121,8 @@ def render_index(
             '<html lang="en"><head><meta charset="utf-8">',
             f"<title>{escape(title)}</title><style>{STYLE}</style></head><body>",
             f"<h1>{escape(title)}</h1>",
-            f'<p class="summary">{len(rows)} runs; every finding passed in {n_all} of them.</p>',
+            f'<p class="summary">{len(rows)} runs; every finding passed in {n_all} of them, '
+            f"a finding failed in {n_failed}.</p>",
             '<table class="runs">',
             *body,
             "</table>",
