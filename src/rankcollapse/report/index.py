@@ -121,8 +121,7 @@ def render_index(
             '<html lang="en"><head><meta charset="utf-8">',
             f"<title>{escape(title)}</title><style>{STYLE}</style></head><body>",
             f"<h1>{escape(title)}</h1>",
-            f'<p class="summary">{len(rows)} runs; every finding passed in {n_all} of them, '
-            f"a finding failed in {n_failed}.</p>",
+            f'<p class="summary">{_summary(len(rows), n_all, n_failed)}</p>',
             '<table class="runs">',
             *body,
             "</table>",
@@ -148,6 +147,12 @@ def _outputs_table(rows: list[dict[str, Any]]) -> list[str]:
             f'<td><a href="{escape(r["link"])}">{escape(r["link"])}</a></td></tr>'
         )
     return [*lines, "</table>"]
+
+
+def _summary(n_runs: int, n_all: int, n_failed: int) -> str:
+    return (
+        f"{n_runs} runs; every finding passed in {n_all} of them, a finding failed in {n_failed}."
+    )
 
 
 def _findings_cell(row: dict[str, Any]) -> str:
