@@ -210,7 +210,8 @@ def test_not_tested_and_beyond_the_papers_are_shown_and_counted_apart():
                        summary=Summary(claims=claims), pngs={})  # fmt: skip
     assert "1 of 2 findings pass, 0 fail, 1 not tested" in page
     assert "beyond the papers: 0 of 1 pass, 1 fail, 0 not tested" in page
-    assert '<td class="not-tested">NOT TESTED</td><td>not learned: the arm sits' in page
+    assert '<td class="not-tested">NOT TESTED</td><td class="why">not learned: the arm sits' in page
+    assert "table.claims td.why { min-width: 14em; }" in page  # a note was about 80 px wide
     assert page.index('id="findings"') < page.index('id="beyond"')
     assert "(not tested: f2)" in page and "(failed: b1)" in page
 
