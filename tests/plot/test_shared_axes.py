@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 import torch
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 
 from rankcollapse import metrics, plot
 from rankcollapse.plot import curves
@@ -94,3 +95,18 @@ def test_a_quantity_spanning_decades_goes_on_a_log_axis():
     assert plot.spans_decades(pd.Series([1.0, 0.3, 1e-3]))
     assert not plot.spans_decades(pd.Series([1.0, 0.05, 0.0]))
     assert not plot.spans_decades(pd.Series([], dtype=float))
+
+
+def test_small_multiples_labels_lie_inside_the_figure_and_apart():
+    fig = plot.layers(_compare_frame(), by="series", title="16 curves of 2 folders compared")
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    box = fig.bbox
+    texts = [t for ax in _shown(fig) for t in (ax.title, ax.yaxis.label) if t.get_text()]
+    extents = [t.get_window_extent(renderer) for t in texts]
+    for extent in extents:
+        assert box.x0 <= extent.x0 and extent.x1 <= box.x1 and box.y0 <= extent.y0
+        assert extent.y1 <= box.y1
+    titles = [ax.title.get_window_extent(renderer) for ax in _shown(fig)]
+    assert not any(a.overlaps(b) for i, a in enumerate(titles) for b in titles[i + 1 :])
