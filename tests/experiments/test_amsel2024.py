@@ -13,8 +13,8 @@ import pandas as pd
 import pytest
 
 from rankcollapse.errors import ConfigError
-from rankcollapse.experiments import get_experiment
 from rankcollapse.experiments import amsel2024_depth as depth
+from rankcollapse.experiments import get_experiment
 from rankcollapse.experiments.amsel2024_depth import runs
 from rankcollapse.experiments.amsel2024_rank_vs_heads import grid_points, resolve_rank
 

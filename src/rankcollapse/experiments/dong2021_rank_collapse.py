@@ -274,9 +274,7 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
                 expected=models,
                 excluded=config.san_excluded,
                 source="Sec. 4, Fig. 1",
-                note="; ".join(
-                    f"{m}: layer {v:g} of {d}{kind(m)}" for m, (v, d) in first.items()
-                ),
+                note="; ".join(f"{m}: layer {v:g} of {d}{kind(m)}" for m, (v, d) in first.items()),
                 paper="pretrained, SAN and SAN+MLP converge to rank 1 within a handful of layers "
                 "(Sec. 4, Fig. 1)",
             ),
