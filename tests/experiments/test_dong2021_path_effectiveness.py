@@ -12,6 +12,7 @@ from dong2021_path_effectiveness import PEAKED, table, with_length
 
 EXP = get_experiment("dong2021-path-effectiveness")
 CONFIG = EXP.make_config("quick", {"tasks": ["sorting"]})
+QUICK_REPEATS = 20
 
 
 def _claims(results: pd.DataFrame, config=CONFIG) -> dict:
@@ -145,6 +146,20 @@ def test_bad_settings_get_clear_errors():
         EXP.make_config("quick", {"convex_hull": {"d_model": 10, "n_heads": 3}})
     with pytest.raises(ConfigError, match="device"):
         EXP.make_config("quick", {"device": "tpu"})
+    with pytest.raises(ConfigError, match="dropout"):
+        EXP.make_config("quick", {"sorting": {"dropout": 1.0}})
+
+
+def test_the_quick_preset_trains_the_authors_san_on_three_seeds():
+    quick = EXP.make_config("quick")
+    assert quick.seeds == [0, 1, 2] and quick.n_paths == [5, 20]
+    assert quick.n_repeats == QUICK_REPEATS
+    setups = [quick.sorting, quick.convex_hull, quick.memorization]
+    assert [s.dropout for s in setups] == [0.1, 0.1, 0.1]  # the authors' rate, in training
+    assert (quick.sorting.n_layers, quick.sorting.n_heads, quick.sorting.d_model) == (6, 2, 48)
+    assert (quick.sorting.n_train, quick.sorting.steps, quick.sorting.lr) == (10000, 1500, 3e-3)
+    assert (quick.convex_hull.n_heads, quick.convex_hull.d_model) == (3, 48)
+    assert (quick.memorization.n_train, quick.memorization.n_tokens) == (100, 24)
 
 
 def test_presets_match_the_paper_sizes():
@@ -153,4 +168,5 @@ def test_presets_match_the_paper_sizes():
     assert (paper.convex_hull.n_heads, paper.convex_hull.d_model) == (3, 84)
     assert (paper.sorting.n_tokens, paper.convex_hull.n_tokens) == (8, 10)
     assert paper.n_paths == [5, 20] and str(paper.device) == "cpu"
+    assert paper.seeds == [0, 1, 2] and paper.sorting.dropout == 0.1
     assert PEAKED.index(max(PEAKED[1:])) == 1  # the hand-made curve peaks at k = 1
