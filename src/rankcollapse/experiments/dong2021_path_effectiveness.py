@@ -58,6 +58,7 @@ Departures from the paper and the authors' code:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from functools import partial
 from typing import Annotated, Any
@@ -242,7 +243,7 @@ def seeds_decide(gains: Mapping[Any, float]) -> tuple[str, str]:
         'preset too small'
     """
     values = {seed: float(g) for seed, g in gains.items()}
-    if any(g != g for g in values.values()):
+    if any(math.isnan(g) for g in values.values()):
         return "", "a seed has no gain at k = 1"
     if all(g > 0 for g in values.values()):
         seed = min(values, key=values.get)
@@ -251,11 +252,11 @@ def seeds_decide(gains: Mapping[Any, float]) -> tuple[str, str]:
         seed = max(values, key=values.get)
         return "", f"deciding member: seed {seed} (gain {values[seed]:+.3f}, the largest)"
     spread = ", ".join(f"seed {s} {g:+.3f}" for s, g in values.items())
-    return (
+    reason = (
         f"{TOO_SMALL}: the gain's sign differs between seeds ({spread}), so the pooled margin "
-        "is inside the seed spread; run more seeds or repeats",
-        "",
+        "is inside the seed spread; run more seeds or repeats"
     )
+    return reason, ""
 
 
 def task_claims(task: str, setup: TaskSetup, rows: pd.DataFrame) -> list[Claim]:
