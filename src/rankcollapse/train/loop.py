@@ -87,8 +87,10 @@ def train(
     through the data in a seeded random order, epoch after epoch, with no per-example loops.
     The model and the data move to `device` (the model stays there); the batch order is drawn
     on the CPU, so it is the same on every device, and moves there once per epoch; the host
-    reads the losses once, at the end. A `monitor` (`rankcollapse.measure.monitor.watch`) measures the
-    model before the first step and after each step its interval divides.
+    reads the losses once, at the end. Dropout and any other draw from torch's global generator
+    are seeded by `config.seed` inside a fork of it (the caller's state is restored). A
+    `monitor` (`rankcollapse.measure.monitor.watch`) measures the model before the first step
+    and after each step its interval divides.
 
     Example:
         >>> model = nn.Linear(1, 2)
