@@ -262,9 +262,9 @@ def _meta_model(config: Any) -> Any:
     """The base model the loader would build, on the meta device (no memory)."""
     import torch
 
-    from rankcollapse.hf.models import _model_class
+    from rankcollapse.hf.architectures import model_class_of
 
-    cls = _model_class(config)
+    cls = model_class_of(config)
     with torch.device("meta"), _quiet_transformers():
         return cls.from_config(config) if hasattr(cls, "from_config") else cls(config)
 
