@@ -97,7 +97,7 @@ def append_whole(path: str | os.PathLike, data: bytes) -> None:
     all of it or none of it: a write that fails (full disk, interrupt) is cut back.
 
     Only a kill in the middle of the write itself can leave a part behind; readers of an
-    appended file (e.g. `rankcollapse.monitor.CsvLog`) drop such a tail.
+    appended file (e.g. `rankcollapse.measure.monitor.CsvLog`) drop such a tail.
     """
     path = Path(path)
     try:

@@ -5,9 +5,10 @@ import torch
 
 from rankcollapse.devices import resolve_device, resolve_dtype
 from rankcollapse.errors import ConfigError, InputError
-from rankcollapse.hf import load_model, probe, run_batch, wrap_model
+from rankcollapse.hf import load_model, run_batch, wrap_model
 from rankcollapse.hf.models import tiny_model
 from rankcollapse.hf.registry import VOCAB, tiny_config
+from rankcollapse.measure import probe
 
 
 def _hooks(model):

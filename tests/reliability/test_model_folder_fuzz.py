@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 
 from rankcollapse.cli import main
 from rankcollapse.errors import RankCollapseError
-from rankcollapse.hf import load_model, probe, tiny_model
+from rankcollapse.hf import load_model, tiny_model
+from rankcollapse.measure import probe
 
 FILES = ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json")
 JSON_VALUES = st.one_of(

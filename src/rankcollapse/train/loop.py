@@ -32,7 +32,7 @@ from rankcollapse.reading import MiB, checked_size
 from rankcollapse.seeds import Seed
 
 if TYPE_CHECKING:  # the monitor imports the real-model code; a toy run never needs it
-    from rankcollapse.monitor import Monitor
+    from rankcollapse.measure.monitor import Monitor
 
 
 class TrainConfig(BaseModel):
@@ -87,7 +87,7 @@ def train(
     through the data in a seeded random order, epoch after epoch, with no per-example loops.
     The model and the data move to `device` (the model stays there); the batch order is drawn
     on the CPU, so it is the same on every device, and moves there once per epoch; the host
-    reads the losses once, at the end. A `monitor` (`rankcollapse.monitor.watch`) measures the
+    reads the losses once, at the end. A `monitor` (`rankcollapse.measure.monitor.watch`) measures the
     model before the first step and after each step its interval divides.
 
     Example:
