@@ -44,6 +44,7 @@ from rankcollapse.hf.architectures import (
     model_class_of,
     n_layers,
 )
+from rankcollapse.hf.folders import check_tokenizer_folder
 from rankcollapse.hf.registry import MODELS, Init, check_model_name, tiny_config
 
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -194,8 +195,9 @@ def load_tokenizer(path: str | Path) -> Any:
     path = Path(path)
     if not path.is_dir():
         raise InputError(f"tokenizer directory {str(path)!r} does not exist; pass a directory.")
-    if not any((path / f).is_file() for f in TOKENIZER_FILES):
+    if not any((path / f).exists() for f in TOKENIZER_FILES):
         return None
+    check_tokenizer_folder(path)
     try:
         return AutoTokenizer.from_pretrained(path, local_files_only=True, trust_remote_code=False)
     except Exception as err:  # noqa: BLE001 - a damaged file breaks the library in many ways
