@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pandas as pd
 import torch
@@ -32,8 +32,9 @@ from rankcollapse.masks import MaskSpec, causal
 from rankcollapse.metrics import measure_attention, measure_states, metrics_frame
 from rankcollapse.variants import Variant
 
-if TYPE_CHECKING:
-    from rankcollapse.measure.probe import ProbeRequest
+ProbeRequest = Any
+"""A `rankcollapse.measure.ProbeRequest` (named here by type only: `measure.probe` imports this
+module, never the reverse)."""
 
 
 def check_model(loaded: LoadedModel, variants: Sequence[Variant], n_tokens: int) -> None:
