@@ -112,7 +112,8 @@ def _short(folder: Path, dirs: list[Path]) -> str:
 def run(args: argparse.Namespace) -> int:
     from rich.text import Text
 
-    from rankcollapse.cli._common import cell, output_folder, print_fitted, save_figure
+    from rankcollapse.cli._common import cell, print_fitted, save_figure
+    from rankcollapse.cli._output import output_folder
     from rankcollapse.cli._console import console
     from rankcollapse.errors import InputError
     from rankcollapse.files import write_atomic

@@ -35,7 +35,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "--out",
         type=Path,
         default=None,
-        help="output folder (default: results/measure/<file stem>)",
+        help="output folder (default: results/measure/<file stem>, or -2, -3, ... for another "
+        "file or metrics)",
     )
     parser.add_argument(
         "--device",
@@ -188,7 +189,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _measure(args: argparse.Namespace, figures: FigureProcesses) -> int:
-    from rankcollapse.cli._common import output_folder, print_layer_means, write_collapse_outputs
+    from rankcollapse.cli._common import print_layer_means, write_collapse_outputs
+    from rankcollapse.cli._output import output_folder
     from rankcollapse.devices import metrics_device, resolve_device
     from rankcollapse.metrics import measure_layers
 
@@ -197,8 +199,15 @@ def _measure(args: argparse.Namespace, figures: FigureProcesses) -> int:
     content = load_tensors(args.file)
     mask = load_tensors(args.mask)["states"] if args.mask is not None else content["mask"]
     states, mask = as_layers(content["states"], mask)
+    from rankcollapse.files import digest
+
+    what = {"file": str(args.file.resolve()), "mask": str(args.mask), "metrics": metrics}
     out = output_folder(
-        args.out, Path("results/measure") / args.file.stem, "measure", label=args.file.name
+        args.out,
+        Path("results/measure") / args.file.stem,
+        "measure",
+        config=digest(what)[:10],
+        label=args.file.name,
     )
     df = measure_layers(
         list(states), mask, metrics=metrics, source_dtype=states.dtype, device=device

@@ -95,7 +95,8 @@ class Plan:
 
     def claim_folder(self) -> None:
         """Check the run folder (`files.claim_output`): new, empty, or a run of this config."""
-        claim_output(self.out_dir, "run", self.config_hash, chosen=self.out_chosen)
+        flag = "--out" if self.out_chosen else None  # how the user named it, if they did
+        claim_output(self.out_dir, "run", self.config_hash, chosen=self.out_chosen, flag=flag)
 
 
 @dataclass
