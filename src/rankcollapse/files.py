@@ -201,7 +201,6 @@ def claim_output(
     command: str,
     config: str | None = None,
     *,
-    chosen: bool = True,
     flag: str | None = None,
     label: str | None = None,
 ) -> Path:
@@ -210,9 +209,8 @@ def claim_output(
     A folder is a directory or can be created; never a file, a device or a path under a file.
     A folder that holds something is used only when it is ours: its marker (`MARKER`) names
     the same `command` and, where the command has one, the same `config` (a hash), so a run is
-    never mixed with another config's and a user's own files are never overwritten. `chosen`
-    is False for a default folder named after its config (results/simulate/<hash>), which is
-    ours by its name even if an older version wrote it without a marker. `label` says in
+    never mixed with another config's and a user's own files are never overwritten (a run
+    folder an older version wrote without a marker is known by its manifest). `label` says in
     words what the folder holds ("toy network, skip=on"), for `compare` to name it by. `flag`
     is how the caller's user named the folder (`--out` on the command line); messages say
     "output folder" without it.
@@ -220,7 +218,7 @@ def claim_output(
     Raises OutputError (one sentence: the folder, what is wrong, what to pass); nothing in a
     refused folder is changed. `check_output` makes the same checks without writing.
     """
-    path = check_output(folder, command, config, chosen=chosen, flag=flag)
+    path = check_output(folder, command, config, flag=flag)
     check_writable(path)
     mark = {"written_by": "rankcollapse", "command": command, "config": config, "label": label}
     if read_marker(path) != mark:
@@ -233,7 +231,6 @@ def check_output(
     command: str,
     config: str | None = None,
     *,
-    chosen: bool = True,
     flag: str | None = None,
 ) -> Path:
     """The checks of `claim_output`, writing nothing: made before any work starts, so a
@@ -247,7 +244,7 @@ def check_output(
     if kind == "file":
         raise OutputError(f"{shown} is a file; {fix}.")
     if kind == "folder":
-        _check_ours(path, shown, command, config, chosen, flag)
+        _check_ours(path, shown, command, config, flag)
         return path
     parent = path.parent
     while _kind(parent, shown) in ("missing", "under a file") and parent != parent.parent:
@@ -276,18 +273,20 @@ def _kind(path: Path, shown: str) -> str:
         reason = getattr(err, "strerror", None) or str(err)
         if getattr(err, "errno", None) == errno.ENAMETOOLONG:
             reason = "a name in it is longer than the file system allows (255 bytes a name)"
-        raise OutputError(f"{shown} cannot be used: {reason}; pass a shorter folder name.") from None
+        raise OutputError(
+            f"{shown} cannot be used: {reason}; pass a shorter folder name."
+        ) from None
     if stat.S_ISDIR(mode):
         return "folder"
     return "file" if stat.S_ISREG(mode) else "other"
 
 
 def _check_ours(
-    path: Path, shown: str, command: str, config: str | None, chosen: bool, flag: str | None
+    path: Path, shown: str, command: str, config: str | None, flag: str | None
 ) -> None:
     entries = sorted(e.name for e in path.iterdir() if e.name != MARKER)
     marker = read_marker(path) or _legacy_run_marker(path)
-    if marker is None and (not entries or not chosen):
+    if marker is None and not entries:
         return
     keep = "nothing in it was changed"
     if marker is None:

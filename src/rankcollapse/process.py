@@ -20,6 +20,7 @@ import gc
 import os
 import sys
 import threading
+from pathlib import Path
 
 _lock = threading.Lock()
 _importing = 0  # imports in progress, over all threads
@@ -76,8 +77,8 @@ def available_memory() -> int:
     """
     available = _meminfo_available()
     try:  # a container's limit (cgroup v2), less what the group already uses
-        limit = open("/sys/fs/cgroup/memory.max").read().strip()
-        used = int(open("/sys/fs/cgroup/memory.current").read())
+        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
+        used = int(Path("/sys/fs/cgroup/memory.current").read_text())
         if limit != "max":
             available = min(available, max(int(limit) - used, 0))
     except (OSError, ValueError):

@@ -31,15 +31,12 @@ class Output:
     path: Path
     command: str
     config: str | None  # a hash of what decides the outputs, or None (any call of the command)
-    chosen: bool  # named by --out (else a default folder)
     label: str | None = None  # what it holds, in words, for `compare` to name its curves by
 
     def claim(self) -> Path:
         from rankcollapse.files import MARKER, claim_output
 
-        claim_output(
-            self.path, self.command, self.config, chosen=self.chosen, flag=FLAG, label=self.label
-        )
+        claim_output(self.path, self.command, self.config, flag=FLAG, label=self.label)
         if any(entry.name not in (MARKER, ".lock") for entry in self.path.iterdir()):
             console.print(Text(f"overwriting the earlier results in {self.path}"))
         return self.path
@@ -63,8 +60,8 @@ def output_folder(
     from rankcollapse.files import check_output
 
     if out is not None:
-        check_output(out, command, config, chosen=True, flag=FLAG)
-        return Output(out, command, config, True, label)
+        check_output(out, command, config, flag=FLAG)
+        return Output(out, command, config, label)
     folder = next(
         (
             candidate
@@ -82,8 +79,8 @@ def output_folder(
         )
     if folder != default:
         console.print(Text(f"writing to a new folder {folder} (pass {FLAG} to choose one)"))
-    check_output(folder, command, config, chosen=False, flag=FLAG)
-    return Output(folder, command, config, False, label)
+    check_output(folder, command, config, flag=FLAG)
+    return Output(folder, command, config, label)
 
 
 def _candidates(default: Path):

@@ -113,8 +113,8 @@ def run(args: argparse.Namespace) -> int:
     from rich.text import Text
 
     from rankcollapse.cli._common import cell, print_fitted, save_figure
-    from rankcollapse.cli._output import output_folder
     from rankcollapse.cli._console import console
+    from rankcollapse.cli._output import output_folder
     from rankcollapse.errors import InputError
     from rankcollapse.files import write_atomic
     from rankcollapse.plot import layers, ordered_values

@@ -109,7 +109,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     count.add_argument("--no-skip", action="store_true", help="count without skip connections")
     count.add_argument(
-        "--out", type=Path, default=None, help="output folder (default: results/paths-count, or -2, -3, ... for another config)"
+        "--out",
+        type=Path,
+        default=None,
+        help="output folder (default: results/paths-count, or -2, -3, ... for another config)",
     )
     count.set_defaults(func=run_count)
 
@@ -120,7 +123,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     _add_network_options(decompose)
     decompose.add_argument(
-        "--out", type=Path, default=None, help="output folder (default: results/paths-decompose, or -2, -3, ... for another config)"
+        "--out",
+        type=Path,
+        default=None,
+        help="output folder (default: results/paths-decompose, or -2, -3, ... for another config)",
     )
     decompose.set_defaults(func=run_decompose)
 
@@ -132,7 +138,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     _add_network_options(products)
     products.add_argument("--n-paths", type=int, default=20, help="paths per length")
     products.add_argument(
-        "--out", type=Path, default=None, help="output folder (default: results/paths-products, or -2, -3, ... for another config)"
+        "--out",
+        type=Path,
+        default=None,
+        help="output folder (default: results/paths-products, or -2, -3, ... for another config)",
     )
     products.set_defaults(func=run_products)
 

@@ -43,10 +43,9 @@ def run(args: argparse.Namespace) -> int:
     from rankcollapse.cli._console import console
     from rankcollapse.cli._output import output_folder
     from rankcollapse.files import digest
+    from rankcollapse.metrics import get_metric
     from rankcollapse.monitor import read_log
     from rankcollapse.plot import training_curves, training_heatmap
-
-    from rankcollapse.metrics import get_metric
 
     get_metric(args.metric)  # a name of the registry (it becomes part of the file names)
     logs = sorted(str(path.resolve()) for path in args.files)

@@ -136,8 +136,8 @@ def _probe(args: argparse.Namespace, figures: FigureProcesses) -> int:
         print_layer_means,
         write_collapse_outputs,
     )
-    from rankcollapse.cli._output import output_folder
     from rankcollapse.cli._console import err_console
+    from rankcollapse.cli._output import output_folder
     from rankcollapse.devices import resolve_device, resolve_dtype
     from rankcollapse.hf import ModelSource, ProbeInputs, resolve_probe, run_probe
 

@@ -51,9 +51,7 @@ def run(args: argparse.Namespace) -> int:
     table = checked_table(args.results, args.preset, notify)
     out = output.claim() if output is not None else out
     stem = "reproduction" if args.preset is None else f"reproduction-{args.preset}"
-    _, markdown, html = write_reproduction(
-        args.results, out, args.preset, stem=stem, table=table
-    )
+    _, markdown, html = write_reproduction(args.results, out, args.preset, stem=stem, table=table)
     paper, beyond = verdict_counts(table), verdict_counts(table, "beyond")
     console.print(
         f"Paper findings: {paper['PASS']} pass, {paper['FAIL']} fail, "

@@ -58,7 +58,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         default=None,
         help="units at once: processes, or Ray CPUs; each CPU unit runs on one torch thread "
         "(results do not depend on --jobs), units on a GPU share it (default: one per core; "
-        "one on a GPU)",
+        "one on a GPU); capped by this machine's cores and memory (about 350 MB per worker), "
+        "said when it caps",
     )
     parser.add_argument(
         "--backend",
@@ -96,6 +97,7 @@ def run(args: argparse.Namespace) -> int:
     from rankcollapse.errors import ConfigError
     from rankcollapse.experiments import get_experiment
     from rankcollapse.runner import (
+        cap_jobs,
         default_jobs,
         execute_all,
         experiments_with_preset,
@@ -128,6 +130,9 @@ def run(args: argparse.Namespace) -> int:
         p.claim_folder()
     if args.jobs is None:
         args.jobs = default_jobs(p.config for p in plans)
+    args.jobs, capped = cap_jobs(args.jobs, remote=args.address is not None)
+    if capped:
+        notify(capped + " (results do not depend on --jobs).")
 
     if args.dry_run:
         return print_dry_run(plans, args, notify)
