@@ -39,6 +39,9 @@ SIZES = {
 }  # fmt: skip
 
 
+SHARE = 0.75  # of the available memory, the most one command's estimate may ask for
+
+
 def bounds_text(*names: str) -> str:
     """'n_layers 1..1024, n_heads 1..256' for help texts (every size when none is named)."""
     return ", ".join(f"{name} {SIZES[name]}" for name in names or SIZES)
@@ -99,9 +102,10 @@ def gigabytes(n_bytes: float) -> str:
 
 
 def check_memory(what: str, needed: float, sizes: dict[str, int], fix: str) -> None:
-    """Refuse, before anything is allocated, work that would take more memory than this
-    machine has available (`process.available_memory`): a ConfigError naming the sizes, the
-    memory `needed` (bytes, an estimate from the sizes) and `fix`.
+    """Refuse, before anything is allocated, work whose estimated memory `needed` (bytes, from
+    the sizes) is more than `SHARE` of what this machine has available
+    (`process.available_memory`; the estimate is rough and other processes run too): a
+    ConfigError naming the sizes, the memory needed and `fix`.
 
     Example:
         >>> check_memory("a toy run", 1e3, {"n_layers": 2}, "lower --n-layers")
@@ -109,12 +113,13 @@ def check_memory(what: str, needed: float, sizes: dict[str, int], fix: str) -> N
     from rankcollapse.process import available_memory
 
     available = available_memory()
-    if math.isfinite(needed) and needed <= available:
+    if math.isfinite(needed) and needed <= SHARE * available:
         return
     given = ", ".join(f"{name}={value:,}" for name, value in sizes.items())
     raise ConfigError(
         f"{what} with {given} needs about {gigabytes(needed)} of memory, more than the "
-        f"{gigabytes(available)} available here; {fix}. Nothing was allocated."
+        f"{gigabytes(SHARE * available)} one command may take here ({SHARE:.0%} of the "
+        f"{gigabytes(available)} available); {fix}. Nothing was allocated."
     )
 
 

@@ -42,6 +42,7 @@ def run(args: argparse.Namespace) -> int:
     from rankcollapse.cli._common import save_figure
     from rankcollapse.cli._console import console
     from rankcollapse.cli._output import output_folder
+    from rankcollapse.errors import InputError
     from rankcollapse.files import digest
     from rankcollapse.metrics import get_metric
     from rankcollapse.monitor import read_log
@@ -58,9 +59,14 @@ def run(args: argparse.Namespace) -> int:
     )
     names = [path.stem for path in args.files]
     labels = names if len(set(names)) == len(names) else [str(path) for path in args.files]
-    frame = pd.concat(
-        [read_log(p).assign(run=label) for p, label in zip(args.files, labels)], ignore_index=True
-    )
+    frames = [read_log(p).assign(run=label) for p, label in zip(args.files, labels)]
+    for path, part in zip(args.files, frames):
+        if part.empty:
+            raise InputError(
+                f"{str(path)!r} holds no rows of a monitor log; pass the CSV a monitor wrote "
+                "(CsvLog(path)) after at least one measured step."
+            )
+    frame = pd.concat(frames, ignore_index=True)
     panel = "run" if len(args.files) > 1 else ("variant" if frame.variant.nunique() > 1 else None)
     if len(args.files) > 1 and frame.variant.nunique() > 1:
         frame["run"] = frame["run"] + " / " + frame["variant"]

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from rankcollapse.cli._common import add_figures_option
 from rankcollapse.presets import DEFAULT_PRESET, PRESET_NAMES
+from rankcollapse.sizes import bounds_text
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -25,6 +26,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         description="Run a registered experiment (see `rankcollapse list`), or 'all' of them. "
         "Config = preset, then --config FILE.yaml, then each --set key=value (YAML values, "
         "dotted keys for nested fields). Finished units are kept: rerunning resumes.",
+        epilog="Every size has one bound wherever it enters (--set, a YAML file, simulate's "
+        f"flags, Python): {bounds_text()}; sizes that would not fit in memory are refused "
+        "before anything is allocated.",
     )
     parser.add_argument("name", help="experiment name, or 'all'")
     parser.add_argument(
