@@ -45,10 +45,11 @@ def _option_kwargs(annotation: object, default: object) -> dict:
 
 
 def _range(field: object) -> str:
-    """'1..1024; ' for a field with both bounds (the one bound of its size), else ''."""
+    """'1..1024; ' for a size with both bounds (`rankcollapse.sizes`), else '' (a seed's
+    64-bit range goes unsaid)."""
     low = next((m.ge for m in field.metadata if hasattr(m, "ge")), None)
     high = next((m.le for m in field.metadata if hasattr(m, "le")), None)
-    return f"{low}..{high}; " if low is not None and high is not None else ""
+    return f"{low}..{high}; " if low is not None and high is not None and high < 2**32 else ""
 
 
 # CLI names that differ from the NetConfig field (the field's name stays a hidden alias).
