@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
 import shlex
 import shutil
@@ -75,7 +76,9 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> Path:
         np.save(folder / f"{name}.npy", array)
     (folder / "broken.pt").write_bytes(b"not a torch file")
     (folder / "notes.txt").write_text("hello")
-    save_file({"a": torch.randn(2, 4, 3), "b": torch.randn(2, 4, 3)}, folder / "two.safetensors")
+    draw = torch.Generator().manual_seed(0)
+    two = {"a": torch.randn(2, 4, 3, generator=draw), "b": torch.randn(2, 4, 3, generator=draw)}
+    save_file(two, folder / "two.safetensors")
     (folder / "bad.yaml").write_text("n_layers: [1, 2\n")
     (folder / "list.yaml").write_text("- 1\n- 2\n")
     (folder / "empty-dir").mkdir()
@@ -135,6 +138,7 @@ def _model_folders(folder: Path) -> None:
 
 
 def _config_files(folder: Path) -> None:
+    os.mkfifo(folder / "fifo.yaml")  # no writer: opening it for reading would wait forever
     (folder / "deep.yaml").write_text("n_layers: " + "[" * 100_000 + "]" * 100_000 + "\n")
     (folder / "binary.yaml").write_bytes(bytes(range(256)) * 4)
     aliases = ["a0: &a0 [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]"]

@@ -88,7 +88,7 @@ def inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 def _monitor_log(path: Path) -> None:
-    from rankcollapse.monitor import CsvLog, watch
+    from rankcollapse.measure.monitor import CsvLog, watch
     from rankcollapse.nets import NetConfig, ToyNet, random_tokens
 
     net = ToyNet(NetConfig(n_layers=2, d_model=8))

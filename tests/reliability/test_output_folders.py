@@ -22,7 +22,8 @@ from rankcollapse.cli import main
 from rankcollapse.experiments import _registry
 from rankcollapse.files import MARKER
 from rankcollapse.hf import tiny_model
-from rankcollapse.monitor import CsvLog, watch
+from rankcollapse.errors import RankCollapseError
+from rankcollapse.measure.monitor import CsvLog, TensorBoardLog, watch
 from rankcollapse.nets import NetConfig, ToyNet, random_tokens
 
 
@@ -63,9 +64,20 @@ def commands(inputs: Path, out: str) -> dict[str, list[str]]:
 
 WRITERS = ["measure", "simulate", "probe", "qk-rank", "run", "reproduce", "compare", "paths",
            "paths decompose", "paths products", "plot-training"]  # fmt: skip
-# Python classes that write, by name: a function that writes into the folder it is given.
-# The monitor's logs join here (CsvLog, TensorBoardLog) when they follow the rule.
-PYTHON_WRITERS: dict = {}
+def _monitor_steps(log: object) -> None:
+    net = ToyNet(NetConfig(n_layers=2, d_model=8))
+    monitor = watch(net, blocks="blocks", inputs=random_tokens(2, 5, 8, seed=0), every=1,
+                    logs=[log])  # fmt: skip
+    for step in range(2):
+        monitor.step(step)
+
+
+# Python classes that write, by name: a function given the path of a user's own file, which
+# points the writer at it (the file itself, or its folder) and writes.
+PYTHON_WRITERS = {
+    "CsvLog": lambda mine: _monitor_steps(CsvLog(mine)),
+    "TensorBoardLog": lambda mine: _monitor_steps(TensorBoardLog(mine.parent)),
+}
 
 
 def bad_outs(tmp: Path) -> dict[str, tuple[str, str]]:
@@ -206,9 +218,15 @@ def test_no_writer_replaces_a_file_it_did_not_write(command, inputs, tmp_path, c
 
 @pytest.mark.parametrize("name", sorted(PYTHON_WRITERS))
 def test_no_python_writer_replaces_a_file_it_did_not_write(name, tmp_path):
-    (tmp_path / "mine.txt").write_text("the user's own file\n")
-    PYTHON_WRITERS[name](tmp_path)
-    assert (tmp_path / "mine.txt").read_text() == "the user's own file\n"
+    if name == "TensorBoardLog":
+        pytest.importorskip("tensorboard", reason="TensorBoardLog needs the tensorboard extra")
+    mine = tmp_path / "events.out.tfevents.mine.csv"
+    mine.write_text("step,notes\n0,the user's own file\n")
+    try:
+        PYTHON_WRITERS[name](mine)
+    except RankCollapseError:
+        pass  # refused: fine, as long as nothing was replaced
+    assert mine.read_text() == "step,notes\n0,the user's own file\n"
 
 
 def test_plot_training_never_writes_beside_the_logs_and_names_its_figures_by_metric(

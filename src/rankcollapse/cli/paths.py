@@ -212,7 +212,7 @@ def _frozen(args: argparse.Namespace):
     )
     if args.model is not None:
         from rankcollapse.devices import resolve_device, resolve_dtype
-        from rankcollapse.hf import ModelSource, ProbeInputs
+        from rankcollapse.measure import ModelSource, ProbeInputs
         from rankcollapse.paths import freeze_real
 
         device, dtype = resolve_device(args.device), resolve_dtype(args.dtype, float64=True)

@@ -1,6 +1,6 @@
 """`rankcollapse plot-training FILE [FILE ...]`: figures of a monitor's CSV log.
 
-Each FILE is the CSV a `rankcollapse.monitor.CsvLog` wrote during training (columns step,
+Each FILE is the CSV a `rankcollapse.measure.monitor.CsvLog` wrote during training (columns step,
 layer, variant, sample, metric, value, at_floor). Writes the layer x step heat map
 (training-heatmap-METRIC.png/.svg) and the per-layer curves over steps
 (training-curves-METRIC.png/.svg) of one metric; several files are compared side by side, one
@@ -39,13 +39,13 @@ def run(args: argparse.Namespace) -> int:
     from rich.markup import escape
     from rich.table import Table
 
-    from rankcollapse.cli._common import save_figure
+    from rankcollapse.cli._common import save_figure, summary_cells
     from rankcollapse.cli._console import console
     from rankcollapse.cli._output import output_folder
     from rankcollapse.errors import InputError
     from rankcollapse.files import digest
     from rankcollapse.metrics import get_metric
-    from rankcollapse.monitor import read_log
+    from rankcollapse.measure.monitor import read_log
     from rankcollapse.plot import training_curves, training_heatmap
 
     get_metric(args.metric)  # a name of the registry (it becomes part of the file names)
@@ -81,14 +81,10 @@ def run(args: argparse.Namespace) -> int:
         table.add_column(column, justify="right")
     key = panel or "run"
     for name, rows in frame[frame.metric == args.metric].groupby(key, sort=False):
-        last = rows[rows.layer == rows.layer.max()].groupby("step")["value"].mean()
-        table.add_row(
-            escape(str(name)),
-            str(last.index[0]),
-            f"{last.iloc[0]:.3g}",
-            str(last.index[-1]),
-            f"{last.iloc[-1]:.3g}",
-        )
+        last = rows[rows.layer == rows.layer.max()].sort_values("step", kind="stable")
+        steps, cells = summary_cells(last, ["step"], "metric")
+        values = cells[args.metric]
+        table.add_row(escape(str(name)), str(steps[0][0]), values[0], str(steps[-1][0]), values[-1])
     console.print(table)
     console.print(
         f"wrote {escape(str(stems[0]))}.png and {escape(str(stems[1]))}.png (+ .svg)",

@@ -1,0 +1,42 @@
+"""The monitor as a PyTorch Lightning `Callback` (needs the `lightning` extra).
+
+    from rankcollapse.measure.monitor import CsvLog, watch
+    from rankcollapse.measure.monitor.lightning import MonitorCallback
+    monitor = watch(module.net, blocks="blocks", inputs=held_out, logs=[CsvLog("collapse.csv")])
+    L.Trainer(callbacks=[MonitorCallback(monitor)]).fit(module, loader)
+
+It measures when training starts (step 0, or the checkpoint's step when the trainer resumes)
+and after every optimiser step the monitor's `every` divides, on the global-zero process only.
+"""
+
+from __future__ import annotations
+
+try:
+    from lightning.pytorch import Callback
+except ImportError:
+    raise ImportError(
+        "rankcollapse.measure.monitor.lightning needs PyTorch Lightning, which is not "
+        "installed; install the extra: pip install 'rankcollapse[lightning]'."
+    ) from None
+
+from rankcollapse.measure.monitor.watch import Monitor
+
+
+class MonitorCallback(Callback):
+    """Calls `monitor.step(trainer.global_step)` when training starts and after each batch."""
+
+    def __init__(self, monitor: Monitor) -> None:
+        self.monitor = monitor
+        self.last = None
+
+    def on_train_start(self, trainer, pl_module) -> None:
+        self._step(trainer)
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+        self._step(trainer)
+
+    def _step(self, trainer) -> None:
+        # with gradient accumulation several batches end at one optimiser step: measure once
+        if trainer.is_global_zero and trainer.global_step != self.last:
+            self.last = trainer.global_step
+            self.monitor.step(trainer.global_step)

@@ -1,0 +1,31 @@
+"""The monitor as a Hugging Face `TrainerCallback`.
+
+    from rankcollapse.measure.monitor import CsvLog, watch
+    from rankcollapse.measure.monitor.trainer import MonitorCallback
+    trainer = Trainer(model, args, train_dataset=data,
+                      callbacks=[MonitorCallback(watch(model, tokenizer=tok, logs=[CsvLog(path)]))])
+
+It measures at the start of training (step 0, or the checkpoint's step when the trainer
+resumes) and after every optimiser step the monitor's `every` divides, on the main process only.
+"""
+
+from __future__ import annotations
+
+from transformers import TrainerCallback
+
+from rankcollapse.measure.monitor.watch import Monitor
+
+
+class MonitorCallback(TrainerCallback):
+    """Calls `monitor.step(state.global_step)` when training starts and after each step."""
+
+    def __init__(self, monitor: Monitor) -> None:
+        self.monitor = monitor
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        if state.is_world_process_zero:
+            self.monitor.step(state.global_step)
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if state.is_world_process_zero:
+            self.monitor.step(state.global_step)
