@@ -282,9 +282,7 @@ def _kind(path: Path, shown: str) -> str:
     return "file" if stat.S_ISREG(mode) else "other"
 
 
-def _check_ours(
-    path: Path, shown: str, command: str, config: str | None, flag: str | None
-) -> None:
+def _check_ours(path: Path, shown: str, command: str, config: str | None, flag: str | None) -> None:
     entries = sorted(e.name for e in path.iterdir() if e.name != MARKER)
     marker = read_marker(path) or _legacy_run_marker(path)
     if marker is None and not entries:

@@ -19,10 +19,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "runner"))
 from tiny_experiment import TINY
 
 from rankcollapse.cli import main
+from rankcollapse.errors import RankCollapseError
 from rankcollapse.experiments import _registry
 from rankcollapse.files import MARKER
 from rankcollapse.hf import tiny_model
-from rankcollapse.errors import RankCollapseError
 from rankcollapse.measure.monitor import CsvLog, TensorBoardLog, watch
 from rankcollapse.nets import NetConfig, ToyNet, random_tokens
 
@@ -64,6 +64,8 @@ def commands(inputs: Path, out: str) -> dict[str, list[str]]:
 
 WRITERS = ["measure", "simulate", "probe", "qk-rank", "run", "reproduce", "compare", "paths",
            "paths decompose", "paths products", "plot-training"]  # fmt: skip
+
+
 def _monitor_steps(log: object) -> None:
     net = ToyNet(NetConfig(n_layers=2, d_model=8))
     monitor = watch(net, blocks="blocks", inputs=random_tokens(2, 5, 8, seed=0), every=1,

@@ -44,8 +44,8 @@ def run(args: argparse.Namespace) -> int:
     from rankcollapse.cli._output import output_folder
     from rankcollapse.errors import InputError
     from rankcollapse.files import digest
-    from rankcollapse.metrics import get_metric
     from rankcollapse.measure.monitor import read_log
+    from rankcollapse.metrics import get_metric
     from rankcollapse.plot import training_curves, training_heatmap
 
     get_metric(args.metric)  # a name of the registry (it becomes part of the file names)
