@@ -35,7 +35,8 @@ from rankcollapse.hf.capture import (
     run_batch,
 )
 from rankcollapse.hf.images import pixel_inputs
-from rankcollapse.hf.models import Init, LoadedModel, as_loaded, load_model
+from rankcollapse.hf.models import LoadedModel, as_loaded, load_model
+from rankcollapse.hf.registry import Init
 from rankcollapse.hf.text import (
     load_paragraphs,
     load_windows,
