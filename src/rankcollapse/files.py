@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import secrets
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -149,20 +150,51 @@ def remove_partial(folder: str | os.PathLike) -> None:
 
 
 def output_error(path: Path, err: OSError) -> OutputError:
-    """An OSError while writing `path`, as a message that says what to do."""
+    """An OSError while writing `path`, as a message that says what to do (in words of files,
+    not of flags: the command line adds its own, see `rankcollapse.cli`)."""
     fixes = {
-        errno.ENOSPC: "the disk is full; free some space or pass --out on another disk",
-        errno.EDQUOT: "the disk quota is used up; free some space or pass --out elsewhere",
-        errno.EACCES: "the folder is not writable by you; fix its permissions or pass --out",
-        errno.EPERM: "the folder is not writable by you; fix its permissions or pass --out",
-        errno.EROFS: "the file system is read-only; pass --out on a writable disk",
-        errno.ENOENT: "the folder cannot be created there; pass --out in a folder you can write",
+        errno.ENOSPC: "the disk is full; free some space or write to another disk",
+        errno.EDQUOT: "the disk quota is used up; free some space or write elsewhere",
+        errno.EACCES: "the folder is not writable by you; fix its permissions or write elsewhere",
+        errno.EPERM: "the folder is not writable by you; fix its permissions or write elsewhere",
+        errno.EROFS: "the file system is read-only; write to a writable disk",
+        errno.ENOENT: "the folder cannot be created there; write to a folder you can write",
+        errno.ENAMETOOLONG: "a name in the path is longer than the file system allows; "
+        "choose a shorter name",
     }
-    fix = fixes.get(err.errno, "check the folder, or pass --out to write elsewhere")
+    fix = fixes.get(err.errno, "check the folder, or write elsewhere")
     reason = err.strerror or type(err).__name__
     return OutputError(
         f"cannot write {str(path)!r}: {reason}; {fix}. No file was left half-written."
     )
+
+
+def check_replaceable(path: str | os.PathLike, signature: str) -> None:
+    """Refuse to replace `path` unless it is missing or was written by rankcollapse: its first
+    4 KB hold `signature` (a line every version of that file has, e.g. its title). For files
+    written into a folder the command does not own (results/reproduction.md, index.html).
+
+    Raises OutputError naming the file; nothing is changed.
+    """
+    path = Path(path)
+    head = b""
+    try:  # never blocks on a FIFO: opened without waiting, read only if a regular file
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return
+    except OSError:
+        fd = None
+    if fd is not None:
+        try:
+            if stat.S_ISREG(os.fstat(fd).st_mode):
+                head = os.read(fd, 4096)
+        finally:
+            os.close(fd)
+    if signature.encode() not in head:
+        raise OutputError(
+            f"{str(path)!r} exists and was not written by rankcollapse (it lacks "
+            f"{signature!r}); move it away, or write elsewhere. Nothing was changed."
+        )
 
 
 def claim_output(
@@ -170,8 +202,7 @@ def claim_output(
     command: str,
     config: str | None = None,
     *,
-    chosen: bool = True,
-    flag: str = "--out",
+    flag: str | None = None,
     label: str | None = None,
 ) -> Path:
     """The output-folder rule of every command: check `folder`, create it and mark it ours.
@@ -179,15 +210,16 @@ def claim_output(
     A folder is a directory or can be created; never a file, a device or a path under a file.
     A folder that holds something is used only when it is ours: its marker (`MARKER`) names
     the same `command` and, where the command has one, the same `config` (a hash), so a run is
-    never mixed with another config's and a user's own files are never overwritten. `chosen`
-    is False for a default folder named after its config (results/simulate/<hash>), which is
-    ours by its name even if an older version wrote it without a marker. `label` says in
-    words what the folder holds ("toy network, skip=on"), for `compare` to name it by.
+    never mixed with another config's and a user's own files are never overwritten (a run
+    folder an older version wrote without a marker is known by its manifest). `label` says in
+    words what the folder holds ("toy network, skip=on"), for `compare` to name it by. `flag`
+    is how the caller's user named the folder (`--out` on the command line); messages say
+    "output folder" without it.
 
     Raises OutputError (one sentence: the folder, what is wrong, what to pass); nothing in a
     refused folder is changed. `check_output` makes the same checks without writing.
     """
-    path = check_output(folder, command, config, chosen=chosen, flag=flag)
+    path = check_output(folder, command, config, flag=flag)
     check_writable(path)
     mark = {"written_by": "rankcollapse", "command": command, "config": config, "label": label}
     if read_marker(path) != mark:
@@ -200,24 +232,25 @@ def check_output(
     command: str,
     config: str | None = None,
     *,
-    chosen: bool = True,
-    flag: str = "--out",
+    flag: str | None = None,
 ) -> Path:
     """The checks of `claim_output`, writing nothing: made before any work starts, so a
     command whose input turns out bad leaves no empty folder behind."""
     path = Path(folder)
-    shown = f"{flag} {str(path)!r}"
+    shown = f"{flag or 'output folder'} {str(path)!r}"
     fix = "pass a folder (it is created if missing)"
-    if path.exists() and not path.is_dir():
-        what = "a file" if path.is_file() else "not a folder (a device or a special file)"
-        raise OutputError(f"{shown} is {what}; {fix}.")
-    if path.is_dir():
-        _check_ours(path, shown, command, config, chosen)
+    kind = _kind(path, shown)
+    if kind == "other":
+        raise OutputError(f"{shown} is not a folder (a device or a special file); {fix}.")
+    if kind == "file":
+        raise OutputError(f"{shown} is a file; {fix}.")
+    if kind == "folder":
+        _check_ours(path, shown, command, config, flag)
         return path
     parent = path.parent
-    while not parent.exists() and parent != parent.parent:
+    while _kind(parent, shown) in ("missing", "under a file") and parent != parent.parent:
         parent = parent.parent
-    if not parent.is_dir():
+    if _kind(parent, shown) != "folder":
         raise OutputError(f"{shown} lies under {str(parent)!r}, which is a file; {fix}.")
     probe = parent / f".rankcollapse-probe-{secrets.token_hex(4)}"
     try:  # a folder made and removed at once: can the first missing part be created there?
@@ -228,10 +261,31 @@ def check_output(
     return path
 
 
-def _check_ours(path: Path, shown: str, command: str, config: str | None, chosen: bool) -> None:
+def _kind(path: Path, shown: str) -> str:
+    """'folder', 'file', 'other' (a device, a FIFO), 'missing' or 'under a file' for `path`;
+    a name no file system can hold (too long, a NUL byte) is an OutputError naming `shown`."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return "missing"
+    except NotADirectoryError:
+        return "under a file"
+    except (OSError, ValueError) as err:
+        reason = getattr(err, "strerror", None) or str(err)
+        if getattr(err, "errno", None) == errno.ENAMETOOLONG:
+            reason = "a name in it is longer than the file system allows (255 bytes a name)"
+        raise OutputError(
+            f"{shown} cannot be used: {reason}; pass a shorter folder name."
+        ) from None
+    if stat.S_ISDIR(mode):
+        return "folder"
+    return "file" if stat.S_ISREG(mode) else "other"
+
+
+def _check_ours(path: Path, shown: str, command: str, config: str | None, flag: str | None) -> None:
     entries = sorted(e.name for e in path.iterdir() if e.name != MARKER)
     marker = read_marker(path) or _legacy_run_marker(path)
-    if marker is None and (not entries or not chosen):
+    if marker is None and not entries:
         return
     keep = "nothing in it was changed"
     if marker is None:
@@ -248,8 +302,9 @@ def _check_ours(path: Path, shown: str, command: str, config: str | None, chosen
     if config is not None and marker.get("config") != config:
         raise OutputError(
             f"{shown} holds a run of another config ({str(marker.get('config'))[:10]}, this one "
-            f"is {config[:10]}); pass another folder, or leave {shown.split()[0]} out for one "
-            f"folder per config ({keep})."
+            f"is {config[:10]}); pass another folder"
+            + (f", or leave {flag} out for one folder per config" if flag else "")
+            + f" ({keep})."
         )
 
 

@@ -20,6 +20,7 @@ import gc
 import os
 import sys
 import threading
+from pathlib import Path
 
 _lock = threading.Lock()
 _importing = 0  # imports in progress, over all threads
@@ -64,3 +65,36 @@ def cpu_cores() -> int:
     if hasattr(os, "sched_getaffinity"):
         return len(os.sched_getaffinity(0))
     return os.cpu_count() or 1
+
+
+def available_memory() -> int:
+    """Bytes of memory this process can still take: the smaller of the system's available
+    memory (MemAvailable of /proc/meminfo, else the physical pages) and a cgroup limit.
+
+    Example:
+        >>> available_memory() > 0
+        True
+    """
+    available = _meminfo_available()
+    try:  # a container's limit (cgroup v2), less what the group already uses
+        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
+        used = int(Path("/sys/fs/cgroup/memory.current").read_text())
+        if limit != "max":
+            available = min(available, max(int(limit) - used, 0))
+    except (OSError, ValueError):
+        pass
+    return available
+
+
+def _meminfo_available() -> int:
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return 2**63 - 1  # unknown: no refusal on memory grounds

@@ -60,4 +60,4 @@ def test_simulate_score_scale_is_scale_dqk_and_temperature_stays_a_hidden_alias(
         main(["simulate", "--help"])
     shown = capsys.readouterr().out
     assert "--scale-dqk" in shown and "--temperature" not in shown
-    assert "(default: 32)" in shown and "one per config" in shown
+    assert "default: 32)" in shown and "one per config" in shown

@@ -22,7 +22,7 @@ def test_plot_training_writes_the_heatmap_and_curves_of_several_logs(tmp_path, c
     code = main(["plot-training", str(tmp_path / "san.csv"), str(tmp_path / "skip.csv"),
                  "--metric", "mu_rel", "--out", str(out)])  # fmt: skip
     assert code == 0
-    for name in ("training-heatmap", "training-curves"):
+    for name in ("training-heatmap-mu_rel", "training-curves-mu_rel"):
         assert (out / f"{name}.png").stat().st_size > 0 and (out / f"{name}.svg").exists()
     printed = capsys.readouterr().out
     assert "san" in printed and "skip" in printed

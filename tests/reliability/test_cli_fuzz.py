@@ -9,6 +9,10 @@ inf and NaN, unknown choices, missing files, folders, model folders, addresses. 
 folder per case here) is left to the output-folder tests, and text with markup in it to the
 printed-text tests; `--jobs` above 1 and `--dry-run` start worker processes (seconds each),
 so --jobs is drawn only as values that must fail or 1.
+
+A second fuzzer covers `plot-training` (monitor logs, metrics and hostile --out values: a
+file, a path under a file, /dev/null, a name too long) and the size flags of simulate, probe
+and paths with sizes far beyond memory (10^8, 10^9): each is refused before it is allocated.
 """
 
 from __future__ import annotations
@@ -68,6 +72,8 @@ def inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     (folder / "notes.txt").write_text("Attention is all you need. " * 20)
     (folder / "empty").mkdir()
     (folder / "log").mkdir()
+    (folder / "not-a-log.csv").write_text("a,b\n1,2\n")
+    _monitor_log(folder / "collapse.csv")
     return {
         "states": folder / "states.npy",
         "mask": folder / "mask.npy",
@@ -76,7 +82,20 @@ def inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         "empty": folder / "empty",
         "log": folder / "log",
         "missing": folder / "missing",
+        "collapse": folder / "collapse.csv",
+        "not-a-log": folder / "not-a-log.csv",
     }
+
+
+def _monitor_log(path: Path) -> None:
+    from rankcollapse.measure.monitor import CsvLog, watch
+    from rankcollapse.nets import NetConfig, ToyNet, random_tokens
+
+    net = ToyNet(NetConfig(n_layers=2, d_model=8))
+    monitor = watch(net, blocks="blocks", inputs=random_tokens(2, 5, 8, seed=0), every=1,
+                    logs=[CsvLog(path)])  # fmt: skip
+    for step in range(2):
+        monitor.step(step)
 
 
 def base_argv(command: str, inputs: dict[str, Path]) -> list[str]:
@@ -190,3 +209,62 @@ def test_every_command_line_succeeds_or_gives_one_clear_error(data, inputs, in_t
     if code == 2:
         errors = [line for line in printed.splitlines() if "error:" in line]
         assert len(errors) == 1, shown
+
+
+SIZE_FLAGS = ["--n-layers", "--n-heads", "--d-model", "--n-tokens", "--n-samples",
+              "--batch-size", "--n-paths"]  # fmt: skip
+SIZES = ["-1", "0", "1", "2", "100000000", "1000000000", "18446744073709551617"]
+
+
+def _outs(folder: Path, inputs: dict[str, Path]) -> list[str]:
+    return [str(folder / f"out-{next(CASES)}"), str(inputs["text"]), str(inputs["text"] / "sub"),
+            "/dev/null", str(folder / ("x" * 300)), str(inputs["empty"])]  # fmt: skip
+
+
+@st.composite
+def plot_training_lines(draw: st.DrawFn, inputs: dict[str, Path], folder: Path) -> list[str]:
+    # A binary log and a folder named like one are the monitor reader's own cases (its checked,
+    # bounded reader of logs); they join this pool when it lands.
+    logs = ["collapse", "collapse", "not-a-log", "missing", "text"]
+    files = draw(st.lists(st.sampled_from(logs), min_size=1, max_size=3))
+    argv = ["plot-training", *(str(inputs[name]) for name in files)]
+    if draw(st.booleans()):
+        metric = ["res_comp_rel", "mu_rel", "stable_rank", "nope", "../x", "", "attn_entropy"]
+        argv += ["--metric", draw(st.sampled_from(metric))]
+    return [*argv, "--out", draw(st.sampled_from(_outs(folder, inputs)))]
+
+
+@st.composite
+def size_lines(draw: st.DrawFn, inputs: dict[str, Path], folder: Path) -> list[str]:
+    command = draw(st.sampled_from(["simulate", "probe", "paths decompose", "paths products",
+                                    "paths count"]))  # fmt: skip
+    known = {a for o in fuzzable(PARSERS[command]) for a in o.option_strings}
+    argv = [*command.split(), *base_argv(command, inputs)]
+    for flag in draw(st.lists(st.sampled_from([f for f in SIZE_FLAGS if f in known]),
+                              min_size=1, max_size=3)):  # fmt: skip
+        argv += [flag, draw(st.sampled_from(SIZES))]
+    if command in ("simulate", "probe"):
+        argv.append("--no-figures")
+    return [*argv, "--out", str(folder / f"out-{next(CASES)}")]
+
+
+@settings(
+    max_examples=int(os.environ.get("FUZZ_EXAMPLES", "100")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(data=st.data())
+def test_plot_training_and_size_flags_succeed_or_give_one_clear_error(
+    data, inputs, in_tiny_registry
+):
+    lines = st.one_of(plot_training_lines(inputs, in_tiny_registry),
+                      size_lines(inputs, in_tiny_registry))  # fmt: skip
+    argv = data.draw(lines)
+    code, printed = run_cli(argv, in_tiny_registry)
+    shown = f"rankcollapse {' '.join(argv)} -> {code}:\n{printed[-1500:]}"
+    assert code in (0, 2), shown
+    assert "Traceback" not in printed, shown
+    if code == 2:
+        errors = [line for line in printed.splitlines() if "error:" in line]
+        assert len(errors) == 1, shown
+    assert sorted(p.name for p in inputs["collapse"].parent.glob("training-*")) == [], shown

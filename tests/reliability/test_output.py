@@ -41,9 +41,9 @@ def leftovers(folder: Path) -> list[str]:
 @pytest.mark.parametrize(
     "errnum, says",
     [
-        (errno.EACCES, "the folder is not writable by you; fix its permissions or pass --out"),
-        (errno.EROFS, "the file system is read-only; pass --out on a writable disk"),
-        (errno.ENOSPC, "the disk is full; free some space or pass --out on another disk"),
+        (errno.EACCES, "the folder is not writable by you; fix its permissions or write elsewhere"),
+        (errno.EROFS, "the file system is read-only; write to a writable disk"),
+        (errno.ENOSPC, "the disk is full; free some space or write to another disk"),
     ],
 )
 def test_an_unwritable_output_folder_fails_before_any_unit_runs(

@@ -1,7 +1,11 @@
 """One output-folder rule for every command that writes: a folder (or one that can be made),
 never a file, a device or a path under a file; a folder holding someone else's files is
 refused, never overwritten; a folder holding a run of another config is refused, never mixed.
-Each refusal is one line and exit code 2, before any work, and changes nothing."""
+Each refusal is one line and exit code 2, before any work, and changes nothing.
+
+`WRITERS` lists every command that writes, with valid inputs; `PYTHON_WRITERS` is the hook for
+classes that write from Python (a monitor's `CsvLog` and `TensorBoardLog` join it: a function
+of a folder that writes there), so one parametrized test covers them all."""
 
 from __future__ import annotations
 
@@ -15,8 +19,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "runner"))
 from tiny_experiment import TINY
 
 from rankcollapse.cli import main
+from rankcollapse.errors import RankCollapseError
 from rankcollapse.experiments import _registry
+from rankcollapse.files import MARKER
 from rankcollapse.hf import tiny_model
+from rankcollapse.measure.monitor import CsvLog, TensorBoardLog, watch
+from rankcollapse.nets import NetConfig, ToyNet, random_tokens
 
 
 @pytest.fixture(scope="module")
@@ -26,6 +34,11 @@ def inputs(tmp_path_factory) -> Path:
     tiny_model("gpt2").save_pretrained(folder / "gpt")
     (folder / "results").mkdir()
     (folder / "results" / "results.csv").write_text("layer,metric,value\n0,res_comp_rel,1.0\n")
+    net = ToyNet(NetConfig(n_layers=2, d_model=8))
+    monitor = watch(net, blocks="blocks", inputs=random_tokens(2, 5, 8, seed=0), every=1,
+                    logs=[CsvLog(folder / "logs" / "collapse.csv")])  # fmt: skip
+    for step in range(2):
+        monitor.step(step)
     return folder
 
 
@@ -41,7 +54,32 @@ def commands(inputs: Path, out: str) -> dict[str, list[str]]:
         "reproduce": ["reproduce", "--results", str(inputs), "--out", out],
         "compare": ["compare", str(inputs / "results"), "--out", out],
         "paths": ["paths", "count", "--arch", "bert-base", "--out", out],
-    }
+        "paths decompose": ["paths", "decompose", "--n-layers", "2", "--d-model", "8", *small[:4],
+                            "--out", out],
+        "paths products": ["paths", "products", "--n-layers", "2", "--d-model", "8", *small[:4],
+                           "--n-paths", "2", "--out", out],
+        "plot-training": ["plot-training", str(inputs / "logs" / "collapse.csv"), "--out", out],
+    }  # fmt: skip
+
+
+WRITERS = ["measure", "simulate", "probe", "qk-rank", "run", "reproduce", "compare", "paths",
+           "paths decompose", "paths products", "plot-training"]  # fmt: skip
+
+
+def _monitor_steps(log: object) -> None:
+    net = ToyNet(NetConfig(n_layers=2, d_model=8))
+    monitor = watch(net, blocks="blocks", inputs=random_tokens(2, 5, 8, seed=0), every=1,
+                    logs=[log])  # fmt: skip
+    for step in range(2):
+        monitor.step(step)
+
+
+# Python classes that write, by name: a function given the path of a user's own file, which
+# points the writer at it (the file itself, or its folder) and writes.
+PYTHON_WRITERS = {
+    "CsvLog": lambda mine: _monitor_steps(CsvLog(mine)),
+    "TensorBoardLog": lambda mine: _monitor_steps(TensorBoardLog(mine.parent)),
+}
 
 
 def bad_outs(tmp: Path) -> dict[str, tuple[str, str]]:
@@ -53,15 +91,15 @@ def bad_outs(tmp: Path) -> dict[str, tuple[str, str]]:
         "a file": (str(tmp / "notes.txt"), "is a file; pass a folder (it is created if missing)"),
         "under a file": (str(tmp / "notes.txt" / "sub"), "which is a file; pass a folder"),
         "a device": ("/dev/null", "is not a folder (a device or a special file)"),
-        "uncreatable": ("/proc/rankcollapse/out", "pass --out in a folder you can write"),
+        "uncreatable": ("/proc/rankcollapse/out", "write to a folder you can write"),
         "someone else's": (str(tmp / "mine"), "holds files rankcollapse did not write"),
+        "a name too long": (str(tmp / ("x" * 300)), "longer than the file system allows"),
     }
 
 
-@pytest.mark.parametrize("command", ["measure", "simulate", "probe", "qk-rank", "run",
-                                     "reproduce", "compare", "paths"])  # fmt: skip
+@pytest.mark.parametrize("command", WRITERS)
 @pytest.mark.parametrize("bad", ["a file", "under a file", "a device", "uncreatable",
-                                 "someone else's"])  # fmt: skip
+                                 "someone else's", "a name too long"])  # fmt: skip
 def test_every_command_refuses_an_output_that_is_not_a_folder_of_its_own(
     command, bad, inputs, tmp_path, capsys, monkeypatch
 ):
@@ -148,3 +186,122 @@ def test_a_run_folder_with_a_folder_for_a_file_is_named_and_left_alone(
     assert "where a unit file belongs" in err or "where the units folder belongs" in err
     assert "move it away" in err
     assert units.exists() and (what != "a unit file is a folder" or (target / "inside").is_dir())
+
+
+def _written(root: Path, before: set[Path]) -> list[Path]:
+    return sorted(p for p in root.rglob("*") if p.is_file() and p not in before)
+
+
+@pytest.mark.parametrize("command", WRITERS)
+def test_no_writer_replaces_a_file_it_did_not_write(command, inputs, tmp_path, capsys, monkeypatch):
+    """Each writer runs once with its default output (no --out); every file it wrote is then
+    replaced by a user's file of that name (its folder marker removed); a second call must
+    leave every one of them as the user wrote it: it writes elsewhere, or refuses."""
+    monkeypatch.setitem(_registry._REGISTRY, "tiny", TINY)
+    monkeypatch.chdir(tmp_path)
+    argv = commands(inputs, "-")[command][:-2]  # without --out
+    before = {p for p in inputs.rglob("*") if p.is_file()}
+    assert main(argv) == 0, capsys.readouterr()
+    written = [p for p in _written(tmp_path, set()) + _written(inputs, before)
+               if p.name not in (MARKER, ".lock")]  # fmt: skip
+    assert written, f"{command} wrote nothing"
+    for path in _written(tmp_path, set()) + _written(inputs, before):
+        path.unlink()
+    for path in written:
+        path.write_text("the user's own file\n")
+    capsys.readouterr()
+    code = main(argv)
+    printed = capsys.readouterr()
+    assert code in (0, 2) and "Traceback" not in printed.err, printed
+    assert all(p.read_text() == "the user's own file\n" for p in written), (command, printed)
+    for path in written:  # inputs are shared by the module's tests
+        path.unlink() if inputs in path.parents else None
+
+
+@pytest.mark.parametrize("name", sorted(PYTHON_WRITERS))
+def test_no_python_writer_replaces_a_file_it_did_not_write(name, tmp_path):
+    if name == "TensorBoardLog":
+        pytest.importorskip("tensorboard", reason="TensorBoardLog needs the tensorboard extra")
+    mine = tmp_path / "events.out.tfevents.mine.csv"
+    mine.write_text("step,notes\n0,the user's own file\n")
+    try:
+        PYTHON_WRITERS[name](mine)
+    except RankCollapseError:
+        pass  # refused: fine, as long as nothing was replaced
+    assert mine.read_text() == "step,notes\n0,the user's own file\n"
+
+
+def test_plot_training_never_writes_beside_the_logs_and_names_its_figures_by_metric(
+    inputs, tmp_path, capsys, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)
+    log = inputs / "logs" / "collapse.csv"
+    for metric in ("res_comp_rel", "stable_rank"):
+        assert main(["plot-training", str(log), "--metric", metric, "--out", "figs"]) == 0
+    assert sorted(p.name for p in (inputs / "logs").iterdir()) == ["collapse.csv"]
+    names = sorted(p.name for p in (tmp_path / "figs").iterdir() if p.suffix == ".png")
+    assert names == [f"training-{kind}-{metric}.png" for kind in ("curves", "heatmap")
+                     for metric in ("res_comp_rel", "stable_rank")]  # fmt: skip
+    assert main(["plot-training", str(log)]) == 0
+    assert (tmp_path / "results" / "plot-training" / "collapse").is_dir()
+
+
+def test_paths_count_writes_a_folder_per_config(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(["paths", "count", "--arch", "bert-base", "llama-small"]) == 0
+    first = (tmp_path / "results" / "paths-count" / "paths.csv").read_bytes()
+    assert main(["paths", "count", "--arch", "gpt2"]) == 0
+    assert "writing to a new folder results/paths-count-2" in capsys.readouterr().out
+    assert (tmp_path / "results" / "paths-count" / "paths.csv").read_bytes() == first
+    assert b"gpt2" in (tmp_path / "results" / "paths-count-2" / "paths.csv").read_bytes()
+    assert main(["paths", "count", "--arch", "bert-base", "llama-small"]) == 0  # its own again
+    assert sorted(p.name for p in (tmp_path / "results").iterdir()) == [
+        "paths-count", "paths-count-2"]  # fmt: skip
+
+
+def test_paths_decompose_writes_a_folder_per_config(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    toy = ["paths", "decompose", "--d-model", "8", "--n-samples", "2", "--n-tokens", "4"]
+    for layers in ("2", "3"):
+        assert main([*toy, "--n-layers", layers]) == 0
+    assert sorted(p.name for p in (tmp_path / "results").iterdir()) == [
+        "paths-decompose", "paths-decompose-2"]  # fmt: skip
+
+
+def test_reproduce_refuses_a_preset_with_no_run_and_never_replaces_a_users_file(
+    inputs, tmp_path, capsys, monkeypatch
+):
+    monkeypatch.setitem(_registry._REGISTRY, "tiny", TINY)
+    results = tmp_path / "results"
+    run = ["run", "tiny", "--set", "items=1", f"log_dir={tmp_path}", "--out"]
+    assert main([*run, str(results / "tiny" / "quick")]) == 0
+    assert main(["reproduce", "--results", str(results)]) == 0
+    table = (results / "reproduction.md").read_bytes()
+    capsys.readouterr()
+    assert main(["reproduce", "--preset", "paper", "--results", str(results)]) == 2
+    err = capsys.readouterr().err
+    assert "no complete run of preset 'paper'" in err and "stored presets: quick" in err
+    assert (results / "reproduction.md").read_bytes() == table
+    assert not (results / "reproduction-paper.md").exists()
+    assert main(["reproduce", "--preset", "quick", "--results", str(results)]) == 0
+    assert (results / "reproduction-quick.md").is_file()
+    (results / "reproduction.md").write_text("# my own notes\n")
+    assert main(["reproduce", "--results", str(results)]) == 2
+    assert "was not written by rankcollapse" in capsys.readouterr().err
+    assert (results / "reproduction.md").read_text() == "# my own notes\n"
+
+
+def test_a_terminal_that_cannot_show_a_name_gets_it_escaped(inputs, tmp_path):
+    import os
+    import shutil
+    import subprocess
+
+    model = tmp_path / "modèle-ü"
+    shutil.copytree(inputs / "gpt", model)
+    env = {**os.environ, "PYTHONIOENCODING": "ascii"}
+    argv = [sys.executable, "-m", "rankcollapse.cli", "probe", str(model), "--random-tokens",
+            "--n-samples", "2", "--n-tokens", "4", "--no-figures", "--metrics", "res_comp_rel",
+            "--out", str(tmp_path / "out")]  # fmt: skip
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "mod\\xe8le-\\xfc" in done.stdout and "Traceback" not in done.stderr

@@ -20,7 +20,7 @@ os.environ.setdefault("TQDM_DISABLE", "1")
 
 from rankcollapse import __version__
 from rankcollapse.cli._common import typed_numbers
-from rankcollapse.errors import RankCollapseError, command_line_words
+from rankcollapse.errors import OutputError, RankCollapseError, command_line_words
 from rankcollapse.process import fast_imports
 
 # command -> (its module in this package, its help line); add yours here.
@@ -100,8 +100,11 @@ def main(argv: list[str] | None = None) -> int:
 
         from rankcollapse.cli._console import err_console
 
+        message = str(err)
+        if isinstance(err, OutputError) and hasattr(args, "out") and "--out" not in message:
+            message += " (--out chooses where this command writes.)"
         # the message quotes user text (paths, names): printed as text, never as markup
-        err_console.print(Text("error: ", style="bold red") + Text(str(err)))
+        err_console.print(Text("error: ", style="bold red") + Text(message))
         return 2
     except KeyboardInterrupt:
         print("interrupted; finished work is kept.", file=sys.stderr)

@@ -1,11 +1,10 @@
 """What several subcommands share: the help formatter, options (device, metrics, sizes),
-per-layer metric tables, terminal summaries, output folders and files."""
+per-layer metric tables, terminal summaries and files (output folders: `cli._output`)."""
 
 from __future__ import annotations
 
 import argparse
 import math
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +16,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from rankcollapse.cli._figures import FigureProcesses
+    from rankcollapse.cli._output import Output
 
 
 def print_layer_means(df: pd.DataFrame, title: str, keys: tuple[str, ...] = ("layer",)) -> None:
@@ -145,53 +145,6 @@ def add_figures_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-@dataclass
-class Output:
-    """An output folder, checked before any work starts (`files.check_output`) and claimed
-    (created, marked ours) when its first file is written."""
-
-    path: Path
-    command: str
-    config: str | None
-    chosen: bool  # named by --out (else a default folder, ours by its name)
-    label: str | None = None  # what it holds, in words, for `compare` to name its curves by
-
-    def claim(self) -> Path:
-        from rankcollapse.files import MARKER, claim_output
-
-        claim_output(self.path, self.command, self.config, chosen=self.chosen, label=self.label)
-        if any(entry.name not in (MARKER, ".lock") for entry in self.path.iterdir()):
-            console.print(Text(f"overwriting the earlier results in {self.path}"))
-        return self.path
-
-
-def output_folder(
-    out: Path | None,
-    default: Path,
-    command: str,
-    *,
-    config: str | None = None,
-    fresh: bool = False,
-    label: str | None = None,
-) -> Output:
-    """The folder a command writes to, checked by the one output rule before any work starts.
-
-    `out` is --out; without it, `default` (a folder named after its config), or with `fresh`
-    a new folder `default`, `default-2`, ... per call.
-    """
-    from rankcollapse.files import check_output
-
-    folder = out if out is not None else default
-    if out is None and fresh:
-        index = 1
-        while folder.exists():
-            index += 1
-            folder = default.with_name(f"{default.name}-{index}")
-        console.print(Text(f"writing to a new folder {folder} (pass --out to choose one)"))
-    check_output(folder, command, config, chosen=out is not None)
-    return Output(folder, command, config, out is not None, label)
-
-
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
     """Keeps the description's line breaks and shows every option's default (unless its help
     already names it, or the option is a flag or has no default)."""
@@ -226,18 +179,6 @@ def add_device_options(parser: Any, *, float64: bool = False) -> None:
         if float64
         else "parameter dtype of the model (metrics are float64 either way)",
     )
-
-
-def fresh_folder(out: Path | None, default: Path) -> tuple[Path, str]:
-    """(folder, message): --out as given (saying so when it overwrites), else a new folder."""
-    if out is not None:
-        exists = out.is_dir() and any(out.iterdir())
-        return out, f"overwriting files in {out}" if exists else f"writing to {out}"
-    folder, index = default, 1
-    while folder.exists():
-        index += 1
-        folder = default.with_name(f"{default.name}-{index}")
-    return folder, f"writing to a new folder {folder} (pass --out to choose one)"
 
 
 def add_metrics_option(parser: argparse.ArgumentParser) -> None:
@@ -333,16 +274,13 @@ def typed_numbers(parser: argparse.ArgumentParser) -> None:
 
 
 def check_sizes(**values: int | None) -> None:
-    """Sizes given as flags (n_samples=..., n_tokens=...): at least 1, n_tokens at least 2;
-    None is a flag left out."""
-    from rankcollapse.errors import ConfigError
+    """Sizes given as flags (n_samples=..., n_tokens=...), each within its one bound
+    (`rankcollapse.sizes.SIZES`); None is a flag left out."""
+    from rankcollapse.sizes import check_size
 
     for name, value in values.items():
-        least = 2 if name == "n_tokens" else 1
-        if value is not None and value < least:
-            raise ConfigError(
-                f"--{name.replace('_', '-')} is {value}; it must be at least {least}."
-            )
+        if value is not None:
+            check_size(name, value, shown=f"--{name.replace('_', '-')}")
 
 
 def parse_metrics(value: str | None) -> list[str] | None:

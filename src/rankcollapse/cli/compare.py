@@ -112,8 +112,9 @@ def _short(folder: Path, dirs: list[Path]) -> str:
 def run(args: argparse.Namespace) -> int:
     from rich.text import Text
 
-    from rankcollapse.cli._common import output_folder, print_fitted, save_figure, summary_cells
+    from rankcollapse.cli._common import print_fitted, save_figure, summary_cells
     from rankcollapse.cli._console import console
+    from rankcollapse.cli._output import output_folder
     from rankcollapse.errors import InputError
     from rankcollapse.files import write_atomic
     from rankcollapse.plot import layers, ordered_values

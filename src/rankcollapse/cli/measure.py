@@ -4,12 +4,19 @@ Accepted files: `.npy`, `.pt` (loaded with `weights_only=True`), `.safetensors`.
 shape (layers, batch, n, d) or (batch, n, d); a `.pt`/`.safetensors` file may hold a dict with
 keys `states` (or `hidden_states`) and `mask`. A token mask can also come from `--mask FILE`,
 shape (batch, n), True (or 1) for real tokens.
+
+Layers are read one at a time (a `.npy` by offset, a `.safetensors` by slice, a `.pt` memory-
+mapped), so a file larger than memory is measured when one layer fits; a layer that does not
+fit is refused, with its size and the memory it needs, before it is read.
 """
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from rankcollapse.cli._common import add_figures_option, add_metrics_option, parse_metrics
 from rankcollapse.cli._figures import FigureProcesses
@@ -36,7 +43,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "--out",
         type=Path,
         default=None,
-        help="output folder (default: results/measure/<file stem>)",
+        help="output folder (default: results/measure/<file stem>, or -2, -3, ... for another "
+        "file or metrics)",
     )
     parser.add_argument(
         "--device",
@@ -49,10 +57,33 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
+@dataclass
+class Layers:
+    """Saved activations, read one layer at a time: `shape` as stored ((layers, batch, n, d) or
+    (batch, n, d)), `dtype` (a torch dtype) and `read(l)`, layer l as a (batch, n, d) tensor."""
+
+    shape: tuple[int, ...]
+    dtype: Any
+    read: Callable[[int], Any]
+
+    @classmethod
+    def of(cls, tensor: Any) -> Layers:
+        """A tensor already in memory (a `.pt` file, memory-mapped)."""
+        return cls(
+            tuple(tensor.shape), tensor.dtype, lambda l: tensor[l] if tensor.dim() == 4 else tensor
+        )
+
+    def __len__(self) -> int:
+        return self.shape[0] if len(self.shape) == 4 else 1
+
+    def __iter__(self) -> Iterator[Any]:
+        return (self.read(layer) for layer in range(len(self)))
+
+
 def load_tensors(path: Path) -> dict:
-    """Read a file safely into {'states': tensor, 'mask': tensor | None}. No pickle is executed;
-    a .npy header is checked (dtype, rank, size against the file) before anything is allocated."""
-    import torch
+    """Open a file safely as {'states': Layers, 'mask': tensor | None}, reading no layer yet.
+    No pickle is executed; a .npy header is checked (dtype, rank, size against the file) before
+    anything is allocated."""
 
     from rankcollapse.errors import InputError
     from rankcollapse.reading import checked_size
@@ -73,8 +104,8 @@ def load_tensors(path: Path) -> dict:
     if suffix == ".npy":
         content = _load_npy(path)
     elif suffix == ".pt":
-        try:
-            content = torch.load(path, map_location="cpu", weights_only=True)
+        try:  # memory-mapped where the file allows it: a layer is paged in when measured
+            content = _torch_load(path)
         except Exception as err:  # noqa: BLE001 - unsafe (refused), truncated or not torch
             raise InputError(
                 f"'{path}' does not load safely as tensors (torch.load with weights_only=True "
@@ -82,10 +113,8 @@ def load_tensors(path: Path) -> dict:
                 "torch.save({'states': x, 'mask': m}, path)."
             ) from None
     else:
-        from safetensors.torch import load_file
-
         try:  # the header's offsets are checked against the file before any tensor is read
-            content = load_file(path)
+            content = _safetensors(path)
         except Exception as err:  # noqa: BLE001 - SafetensorError and the OS's errors
             reason = " ".join(str(err).split())[:200] or type(err).__name__
             raise InputError(
@@ -100,11 +129,69 @@ def load_tensors(path: Path) -> dict:
                 f"{list(STATE_KEYS)} (and optionally 'mask')."
             )
         mask = content.get("mask")
+        states = content[key]
         return {
-            "states": _dense(content[key], f"'{key}' in '{path}'"),
+            "states": states
+            if isinstance(states, Layers)
+            else Layers.of(_dense(states, f"'{key}' in '{path}'")),
             "mask": None if mask is None else _dense(mask, f"'mask' in '{path}'"),
         }
-    return {"states": _dense(content, f"'{path}'"), "mask": None}
+    if isinstance(content, Layers):
+        return {"states": content, "mask": None}
+    return {"states": Layers.of(_dense(content, f"'{path}'")), "mask": None}
+
+
+def _torch_load(path: Path):
+    """torch.load with weights_only=True, memory-mapped when the file is a zip archive (what
+    torch.save writes); an old-format file is read whole."""
+    import torch
+
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+    except RuntimeError:  # not a zip archive: mmap cannot map it
+        return torch.load(path, map_location="cpu", weights_only=True)
+
+
+def _safetensors(path: Path) -> dict:
+    """The tensors of a safetensors file: 'states' / 'hidden_states' as `Layers` read by slice,
+    the others (a mask) read whole."""
+    from safetensors import safe_open
+
+    content: dict = {}
+    with safe_open(path, framework="pt") as f:
+        for key in f.keys():  # noqa: SIM118 - a safe_open handle is not iterable
+            if key in STATE_KEYS:
+                part = f.get_slice(key)
+                shape = tuple(part.get_shape())
+                content[key] = Layers(
+                    shape, _torch_dtype(part.get_dtype()), _slice_reader(path, key, len(shape))
+                )
+            else:
+                content[key] = f.get_tensor(key)
+    return content
+
+
+def _torch_dtype(name: str):
+    import torch
+
+    names = {
+        "F16": torch.float16,
+        "BF16": torch.bfloat16,
+        "F32": torch.float32,
+        "F64": torch.float64,
+    }
+    return names.get(name, torch.int64)  # anything else is refused as not floating point
+
+
+def _slice_reader(path: Path, key: str, rank: int) -> Callable[[int], Any]:
+    from safetensors import safe_open
+
+    def read(layer: int):
+        with safe_open(path, framework="pt") as f:
+            part = f.get_slice(key)
+            return part[layer] if rank == 4 else part[:]
+
+    return read
 
 
 def _dense(value: object, where: str):
@@ -155,41 +242,54 @@ def _load_npy(path: Path):
             f"'{path}' declares shape {shape} of {dtype} ({needed} bytes) but holds {held} bytes "
             "of data; the file is damaged or was not fully written: save it again with np.save."
         )
-    return torch.from_numpy(np.load(path, allow_pickle=False))
+    per_layer = int(np.prod(shape[1:], dtype=object))
+
+    def read(layer: int):
+        if len(shape) != 4 or _fortran:  # one layer (batch, n, d), or layers not contiguous
+            array = np.load(path, mmap_mode="r", allow_pickle=False)
+            return torch.from_numpy(np.array(array[layer] if len(shape) == 4 else array))
+        with open(path, "rb") as f:
+            f.seek(data_start + layer * per_layer * dtype.itemsize)
+            values = np.fromfile(f, dtype=dtype, count=per_layer)
+        return torch.from_numpy(values.reshape(shape[1:]))
+
+    return Layers(tuple(shape), torch.from_numpy(np.zeros(0, dtype=dtype)).dtype, read)
 
 
-def as_layers(states, mask):
-    """States as (layers, batch, n, d) plus a boolean (batch, n) mask or None; clear errors."""
+def as_layers(states: Layers, mask):
+    """The checked shape (layers, batch, n, d) of `states` plus a boolean (batch, n) mask or
+    None; clear errors, before any layer is read."""
+    import torch
+
     from rankcollapse._validation import boolean_mask
     from rankcollapse.errors import InputError
 
-    if states.dim() in (3, 4):
-        dims = DIMS[-states.dim() :]
-        empty = [f"{size} {what}" for size, what in zip(states.shape, dims) if size == 0]
+    shape = tuple(states.shape)
+    if len(shape) in (3, 4):
+        dims = DIMS[-len(shape) :]
+        empty = [f"{size} {what}" for size, what in zip(shape, dims) if size == 0]
         if empty:
             raise InputError(
-                f"activations have shape {tuple(states.shape)}, i.e. {' and '.join(empty)}; "
+                f"activations have shape {shape}, i.e. {' and '.join(empty)}; "
                 "save at least one layer, one sequence, two tokens and one feature, "
                 "shape (layers, batch, n, d)."
             )
-    if states.dim() == 3:
-        states = states.unsqueeze(0)
-    if states.dim() != 4:
+    else:
         raise InputError(
-            f"activations have shape {tuple(states.shape)}; expected (layers, batch, n, d) "
-            "or (batch, n, d)."
+            f"activations have shape {shape}; expected (layers, batch, n, d) or (batch, n, d)."
         )
-    if not states.is_floating_point():
+    if not states.dtype.is_floating_point:
         raise InputError(f"activations have dtype {states.dtype}; save floating-point states.")
+    shape = shape if len(shape) == 4 else (1, *shape)
     if mask is not None:
-        if mask.shape != states.shape[1:3]:
+        if tuple(mask.shape) != shape[1:3]:
             raise InputError(
                 f"mask has shape {tuple(mask.shape)} but the activations have "
-                f"{states.shape[1]} sequences of {states.shape[2]} tokens; pass a mask of shape "
-                f"({states.shape[1]}, {states.shape[2]})."
+                f"{shape[1]} sequences of {shape[2]} tokens; pass a mask of shape "
+                f"({shape[1]}, {shape[2]})."
             )
         mask = boolean_mask(mask)
-    return states, mask
+    return torch.Size(shape), mask
 
 
 def run(args: argparse.Namespace) -> int:
@@ -198,24 +298,51 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _measure(args: argparse.Namespace, figures: FigureProcesses) -> int:
-    from rankcollapse.cli._common import output_folder, print_layer_means, write_collapse_outputs
+    from rankcollapse.cli._common import print_layer_means, write_collapse_outputs
+    from rankcollapse.cli._output import output_folder
     from rankcollapse.devices import metrics_device, resolve_device
     from rankcollapse.metrics import measure_layers
 
     metrics = parse_metrics(args.metrics)
     device = metrics_device(resolve_device(args.device))
     content = load_tensors(args.file)
-    mask = load_tensors(args.mask)["states"] if args.mask is not None else content["mask"]
-    states, mask = as_layers(content["states"], mask)
+    mask = _mask(args.mask) if args.mask is not None else content["mask"]
+    states = content["states"]
+    shape, mask = as_layers(states, mask)
+    _check_memory(shape, states.dtype)
+    from rankcollapse.files import digest
+
+    what = {"file": str(args.file.resolve()), "mask": str(args.mask), "metrics": metrics}
     out = output_folder(
-        args.out, Path("results/measure") / args.file.stem, "measure", label=args.file.name
+        args.out,
+        Path("results/measure") / args.file.stem,
+        "measure",
+        config=digest(what)[:10],
+        label=args.file.name,
     )
-    df = measure_layers(
-        list(states), mask, metrics=metrics, source_dtype=states.dtype, device=device
-    )
-    title = (
-        f"{args.file.name}: {states.shape[0]} layers, {states.shape[1]} sequences ({states.dtype})"
-    )
+    df = measure_layers(states, mask, metrics=metrics, source_dtype=states.dtype, device=device)
+    title = f"{args.file.name}: {shape[0]} layers, {shape[1]} sequences ({states.dtype})"
     print_layer_means(df, title)
     write_collapse_outputs(df, out, hue=None, title=title, figures=figures)
     return 0
+
+
+def _mask(path: Path):
+    """A --mask file: one tensor of shape (batch, n), read whole (it is small)."""
+    return load_tensors(path)["states"].read(0)
+
+
+def _check_memory(shape, dtype) -> None:
+    """Refuse a layer too big to measure here (read, then the metrics in float64), before it
+    is read: the size and the memory it needs."""
+    import torch
+
+    from rankcollapse.sizes import check_memory, measure_bytes
+
+    n_layers, n_samples, n_tokens, d_model = shape
+    itemsize = torch.empty(0, dtype=dtype).element_size()
+    needed = itemsize * n_samples * n_tokens * d_model + measure_bytes(n_samples, n_tokens, d_model)
+    sizes = {"layers": n_layers, "n_samples": n_samples, "n_tokens": n_tokens, "d_model": d_model}
+    check_memory(
+        "measuring one layer", needed, sizes, "save fewer sequences per file (or split the file)"
+    )

@@ -19,6 +19,7 @@ from rankcollapse.cli._common import (
     add_device_options,
     add_renamed_option,
     add_sequence_options,
+    check_sizes,
 )
 from rankcollapse.cli._console import console
 from rankcollapse.files import write_atomic
@@ -108,7 +109,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     count.add_argument("--no-skip", action="store_true", help="count without skip connections")
     count.add_argument(
-        "--out", type=Path, default=None, help="output folder (default: results/paths-count)"
+        "--out",
+        type=Path,
+        default=None,
+        help="output folder (default: results/paths-count, or -2, -3, ... for another config)",
     )
     count.set_defaults(func=run_count)
 
@@ -119,7 +123,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     _add_network_options(decompose)
     decompose.add_argument(
-        "--out", type=Path, default=None, help="output folder (default: results/paths-decompose)"
+        "--out",
+        type=Path,
+        default=None,
+        help="output folder (default: results/paths-decompose, or -2, -3, ... for another config)",
     )
     decompose.set_defaults(func=run_decompose)
 
@@ -131,17 +138,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     _add_network_options(products)
     products.add_argument("--n-paths", type=int, default=20, help="paths per length")
     products.add_argument(
-        "--out", type=Path, default=None, help="output folder (default: results/paths-products)"
+        "--out",
+        type=Path,
+        default=None,
+        help="output folder (default: results/paths-products, or -2, -3, ... for another config)",
     )
     products.set_defaults(func=run_products)
-
-
-def _check_positive(**values: int) -> None:
-    from rankcollapse.errors import ConfigError
-
-    for name, value in values.items():
-        if value is not None and value < 1:
-            raise ConfigError(f"--{name.replace('_', '-')} is {value}; it must be at least 1.")
 
 
 def run_count(args: argparse.Namespace) -> int:
@@ -157,7 +159,8 @@ def run_count(args: argparse.Namespace) -> int:
         raise ConfigError(
             "give both --n-layers and --n-heads (or neither, to count architectures)."
         )
-    _check_positive(layers=args.layers, heads=args.heads)
+    check_sizes(n_layers=args.layers, n_heads=args.heads)
+    output = _output(args, "paths-count")
     skip = not args.no_skip
     frames = []
     if args.layers is not None:
@@ -182,7 +185,7 @@ def run_count(args: argparse.Namespace) -> int:
         for row in rows.itertuples():  # every length, exact integer counts
             table.add_row(str(row.length), f"{row.n_paths:,}", f"{row.share:.4g}")
         console.print(table)
-    out = _claim_out(args, "paths-count")
+    out = output.claim()
     write_atomic(out / "paths.csv", df.to_csv(index=False).encode())
     figure = line_plot(
         df.assign(value=df["share"]),
@@ -198,11 +201,15 @@ def run_count(args: argparse.Namespace) -> int:
 
 def _frozen(args: argparse.Namespace):
     """The network frozen at its input, and a label for titles."""
-    _check_positive(layers=args.layers, heads=args.heads, width=args.width, samples=args.samples)
-    if args.tokens < 2:
-        from rankcollapse.errors import ConfigError
-
-        raise ConfigError(f"--n-tokens is {args.tokens}; it must be at least 2.")
+    if args.model is None:
+        _check_memory(args)
+    check_sizes(
+        n_layers=args.layers,
+        n_heads=args.heads,
+        d_model=args.width,
+        n_samples=args.samples,
+        n_tokens=args.tokens,
+    )
     if args.model is not None:
         from rankcollapse.devices import resolve_device, resolve_dtype
         from rankcollapse.measure import ModelSource, ProbeInputs
@@ -236,6 +243,23 @@ def _frozen(args: argparse.Namespace):
     return freeze_toy(ToyNet(config), x), label
 
 
+def _check_memory(args: argparse.Namespace) -> None:
+    """Refuse a toy network whose frozen forward pass (states, every layer's attention) and
+    per-length components, (L + 1) x states in float64 three times over, would not fit in
+    memory; before the bounds, and before anything is allocated."""
+    from rankcollapse.sizes import check_memory, measure_bytes, toy_bytes
+
+    sizes = {"n_layers": args.layers, "n_heads": args.heads, "d_model": args.width}
+    sizes |= {"n_samples": args.samples, "n_tokens": args.tokens}
+    d_mlp = 4 * args.width if args.mlp else 0
+    needed = toy_bytes(**sizes, d_mlp=d_mlp, keep_attention=True)
+    needed += 3 * 8 * (args.layers + 1) * args.samples * args.tokens * args.width
+    needed += measure_bytes(args.samples, args.tokens, args.width)
+    check_memory(
+        f"paths {args.paths_command}", needed, sizes, "lower --n-layers, --n-samples or --d-model"
+    )
+
+
 def run_decompose(args: argparse.Namespace) -> int:
     from rich.table import Table
 
@@ -243,6 +267,7 @@ def run_decompose(args: argparse.Namespace) -> int:
     from rankcollapse.paths import decompose_by_length, length_frame
     from rankcollapse.plot import band_plot
 
+    output = _output(args, "paths-decompose")
     frozen, label = _frozen(args)
     result = decompose_by_length(frozen)
     error = float((result.output - frozen.reference).abs().max() / frozen.reference.abs().max())
@@ -256,7 +281,7 @@ def run_decompose(args: argparse.Namespace) -> int:
         table.add_row(str(length), *(f"{v:.3g}" for v in row))
     console.print(table)
     console.print(f"sum of components + bias vs real output: max relative error {error:.2g}")
-    out = _claim_out(args, "paths-decompose")
+    out = output.claim()
     write_atomic(out / "components.csv", df.to_csv(index=False).encode())
     shown = df[(df["length"] >= 0) & df["metric"].isin(["norm_ratio", "res_comp_rel"])]
     figure = band_plot(
@@ -279,7 +304,8 @@ def run_products(args: argparse.Namespace) -> int:
     from rankcollapse.paths import products_frame
     from rankcollapse.plot import products_figure
 
-    _check_positive(n_paths=args.n_paths)
+    check_sizes(n_paths=args.n_paths)
+    output = _output(args, "paths-products")
     frozen, label = _frozen(args)
     df = products_frame(frozen.attention(), n_paths=args.n_paths, seed=args.seed)
     medians = df.groupby("length")["value"].median()
@@ -289,16 +315,18 @@ def run_products(args: argparse.Namespace) -> int:
     for length, value in medians.items():
         table.add_row(str(length), f"{value:.3g}")
     console.print(table)
-    out = _claim_out(args, "paths-products")
+    out = output.claim()
     write_atomic(out / "products.csv", df.to_csv(index=False).encode())
     save_figure(products_figure(df.assign(model=label)), out / "products")
     console.print(Text(f"wrote {out / 'products.csv'} and {out / 'products.png'}"))
     return 0
 
 
-def _claim_out(args: argparse.Namespace, command: str) -> Path:
-    """--out (default results/COMMAND), by the output rule of every command."""
-    from rankcollapse.files import claim_output
+def _output(args: argparse.Namespace, command: str):
+    """--out, else results/COMMAND (or -2, -3, ... per config), by the one output rule, checked
+    before any work; the config is every option that decides the numbers."""
+    from rankcollapse.cli._output import output_folder
+    from rankcollapse.files import digest
 
-    chosen = args.out is not None
-    return claim_output(args.out if chosen else Path("results") / command, command, chosen=chosen)
+    options = {k: str(v) for k, v in sorted(vars(args).items()) if k not in ("func", "out")}
+    return output_folder(args.out, Path("results") / command, command, config=digest(options)[:10])

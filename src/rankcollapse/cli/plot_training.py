@@ -1,10 +1,12 @@
 """`rankcollapse plot-training FILE [FILE ...]`: figures of a monitor's CSV log.
 
 Each FILE is the CSV a `rankcollapse.measure.monitor.CsvLog` wrote during training (columns step,
-layer, variant, sample, metric, value, at_floor). Writes, into --out, the layer x step heat
-map (training-heatmap.png/.svg) and the per-layer curves over steps (training-curves.png/.svg)
-of one metric; several files are compared side by side, one panel per file (per variant when
-one file holds several).
+layer, variant, sample, metric, value, at_floor). Writes the layer x step heat map
+(training-heatmap-METRIC.png/.svg) and the per-layer curves over steps
+(training-curves-METRIC.png/.svg) of one metric; several files are compared side by side, one
+panel per file (per variant when one file holds several). They go to --out, else to
+results/plot-training/<first file's name> (or -2, -3, ... for other files); never beside the
+logs, and never over a file the command did not write.
 """
 
 from __future__ import annotations
@@ -24,7 +26,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "--metric", default="res_comp_rel", help="the metric to draw (default: res_comp_rel)"
     )
     parser.add_argument(
-        "--out", type=Path, default=None, help="output folder (default: the first file's folder)"
+        "--out",
+        type=Path,
+        default=None,
+        help="output folder (default: results/plot-training/<first file's name>[-N])",
     )
     parser.set_defaults(func=run)
 
@@ -36,21 +41,41 @@ def run(args: argparse.Namespace) -> int:
 
     from rankcollapse.cli._common import save_figure, summary_cells
     from rankcollapse.cli._console import console
+    from rankcollapse.cli._output import output_folder
+    from rankcollapse.errors import InputError
+    from rankcollapse.files import digest
     from rankcollapse.measure.monitor import read_log
+    from rankcollapse.metrics import get_metric
     from rankcollapse.plot import training_curves, training_heatmap
 
+    get_metric(args.metric)  # a name of the registry (it becomes part of the file names)
+    logs = sorted(str(path.resolve()) for path in args.files)
+    output = output_folder(
+        args.out,
+        Path("results/plot-training") / args.files[0].stem,
+        "plot-training",
+        config=digest(logs)[:10],
+        label=", ".join(map(str, args.files)),
+    )
     names = [path.stem for path in args.files]
     labels = names if len(set(names)) == len(names) else [str(path) for path in args.files]
-    frame = pd.concat(
-        [read_log(p).assign(run=label) for p, label in zip(args.files, labels)], ignore_index=True
-    )
+    frames = [read_log(p).assign(run=label) for p, label in zip(args.files, labels)]
+    for path, part in zip(args.files, frames):
+        if part.empty:
+            raise InputError(
+                f"{str(path)!r} holds no rows of a monitor log; pass the CSV a monitor wrote "
+                "(CsvLog(path)) after at least one measured step."
+            )
+    frame = pd.concat(frames, ignore_index=True)
     panel = "run" if len(args.files) > 1 else ("variant" if frame.variant.nunique() > 1 else None)
     if len(args.files) > 1 and frame.variant.nunique() > 1:
         frame["run"] = frame["run"] + " / " + frame["variant"]
-    out = args.out or args.files[0].parent
-    out.mkdir(parents=True, exist_ok=True)
-    save_figure(training_heatmap(frame, metric=args.metric, panel=panel), out / "training-heatmap")
-    save_figure(training_curves(frame, metric=args.metric, panel=panel), out / "training-curves")
+    heatmap = training_heatmap(frame, metric=args.metric, panel=panel)
+    curves = training_curves(frame, metric=args.metric, panel=panel)
+    out = output.claim()
+    stems = [out / f"training-{kind}-{args.metric}" for kind in ("heatmap", "curves")]
+    save_figure(heatmap, stems[0])
+    save_figure(curves, stems[1])
     table = Table(title=f"{args.metric}: mean over samples at the last layer")
     for column in ("log", "first step", "value", "last step", "value"):
         table.add_column(column, justify="right")
@@ -62,8 +87,7 @@ def run(args: argparse.Namespace) -> int:
         table.add_row(escape(str(name)), str(steps[0][0]), values[0], str(steps[-1][0]), values[-1])
     console.print(table)
     console.print(
-        f"wrote {escape(str(out / 'training-heatmap.png'))} and "
-        f"{escape(str(out / 'training-curves.png'))} (+ .svg)",
+        f"wrote {escape(str(stems[0]))}.png and {escape(str(stems[1]))}.png (+ .svg)",
         highlight=False,
     )
     return 0

@@ -133,14 +133,15 @@ def _probe(args: argparse.Namespace, figures: FigureProcesses) -> int:
 
     from rankcollapse.cli._common import (
         check_sizes,
-        output_folder,
         print_layer_means,
         write_collapse_outputs,
     )
     from rankcollapse.cli._console import err_console
+    from rankcollapse.cli._output import output_folder
     from rankcollapse.devices import resolve_device, resolve_dtype
     from rankcollapse.measure import ModelSource, ProbeInputs, resolve_probe, run_probe
 
+    _check_memory(args)
     check_sizes(n_samples=args.samples, n_tokens=args.tokens, batch_size=args.batch_size)
     # Every value is parsed once, here, before any model loads.
     request = resolve_probe(
@@ -198,3 +199,23 @@ def _probe(args: argparse.Namespace, figures: FigureProcesses) -> int:
     hue = "arm" if several else "variant"
     write_collapse_outputs(df, out, hue=hue, title=title, floor=dtype, figures=figures)
     return 0
+
+
+def _check_memory(args: argparse.Namespace) -> None:
+    """Refuse sizes whose token ids and one batch's states (widths from the model registry;
+    1 for a model directory: a lower bound) would not fit in memory, before any model loads."""
+    from rankcollapse.cli.catalog import read_catalog
+    from rankcollapse.sizes import check_memory, measure_bytes
+
+    models = read_catalog()["models"]
+    d_model = max((models[name]["d_model"] for name in args.model if name in models), default=1)
+    batch = min(args.batch_size or args.samples, args.samples)
+    needed = 8 * args.samples * args.tokens  # the token ids, int64
+    needed += 4 * 8 * batch * args.tokens * d_model + measure_bytes(batch, args.tokens, d_model)
+    sizes = {"n_samples": args.samples, "n_tokens": args.tokens, "batch_size": batch}
+    check_memory(
+        "probe",
+        needed,
+        sizes | {"d_model": d_model},
+        "lower --n-samples or --n-tokens, or pass --batch-size",
+    )

@@ -46,8 +46,9 @@ def run(args: argparse.Namespace) -> int:
     from rich.table import Table
     from rich.text import Text
 
-    from rankcollapse.cli._common import output_folder, save_figure
+    from rankcollapse.cli._common import save_figure
     from rankcollapse.cli._console import console
+    from rankcollapse.cli._output import output_folder
     from rankcollapse.devices import resolve_device, resolve_dtype
     from rankcollapse.files import write_atomic
     from rankcollapse.hf import load_model

@@ -12,9 +12,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "reproduce",
         description="Read the newest complete run of every experiment under --results and write "
-        "reproduction.md and reproduction.html: one row per finding with the paper's statement "
-        "and where it appears, our measured value, the preset and PASS / FAIL / NOT TESTED (with "
-        "its reason) / not run; the project's own conjectures are listed apart.",
+        "reproduction.md and reproduction.html (reproduction-PRESET.md/.html with --preset): one "
+        "row per finding with the paper's statement and where it appears, our measured value, "
+        "the preset and PASS / FAIL / NOT TESTED (with its reason) / not run; the project's own "
+        "conjectures are listed apart. A file of that name that reproduce did not write is "
+        "never replaced; a --preset with no stored run is refused.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     parser.add_argument(
@@ -34,19 +36,22 @@ def run(args: argparse.Namespace) -> int:
     from rich.text import Text
 
     from rankcollapse.cli._console import console, notify
+    from rankcollapse.cli._output import output_folder
     from rankcollapse.errors import InputError
-    from rankcollapse.files import claim_output
-    from rankcollapse.report.reproduction import verdict_counts, write_reproduction
+    from rankcollapse.report.reproduction import checked_table, verdict_counts, write_reproduction
 
-    out = args.results  # beside the runs it reads, by default
+    out, output = args.results, None  # beside the runs it reads, by default
     if args.out is not None and args.out.resolve() != args.results.resolve():
         if not args.results.is_dir():
             raise InputError(
                 f"results folder {str(args.results)!r} does not exist; pass the folder "
                 "`rankcollapse run` wrote to (default: results/)."
             )
-        out = claim_output(args.out, "reproduce")
-    table, markdown, html = write_reproduction(args.results, out, args.preset, notify)
+        output = output_folder(args.out, args.out, "reproduce")
+    table = checked_table(args.results, args.preset, notify)
+    out = output.claim() if output is not None else out
+    stem = "reproduction" if args.preset is None else f"reproduction-{args.preset}"
+    _, markdown, html = write_reproduction(args.results, out, args.preset, stem=stem, table=table)
     paper, beyond = verdict_counts(table), verdict_counts(table, "beyond")
     console.print(
         f"Paper findings: {paper['PASS']} pass, {paper['FAIL']} fail, "

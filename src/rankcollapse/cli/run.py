@@ -17,6 +17,7 @@ from pathlib import Path
 
 from rankcollapse.cli._common import add_figures_option
 from rankcollapse.presets import DEFAULT_PRESET, PRESET_NAMES
+from rankcollapse.sizes import bounds_text
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -25,6 +26,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         description="Run a registered experiment (see `rankcollapse list`), or 'all' of them. "
         "Config = preset, then --config FILE.yaml, then each --set key=value (YAML values, "
         "dotted keys for nested fields). Finished units are kept: rerunning resumes.",
+        epilog="Every size has one bound wherever it enters (--set, a YAML file, simulate's "
+        f"flags, Python): {bounds_text()}; sizes that would not fit in memory are refused "
+        "before anything is allocated.",
     )
     parser.add_argument("name", help="experiment name, or 'all'")
     parser.add_argument(
@@ -58,7 +62,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         default=None,
         help="units at once: processes, or Ray CPUs; each CPU unit runs on one torch thread "
         "(results do not depend on --jobs), units on a GPU share it (default: one per core; "
-        "one on a GPU)",
+        "one on a GPU); capped by this machine's cores and memory (about 350 MB per worker), "
+        "said when it caps",
     )
     parser.add_argument(
         "--backend",
@@ -96,6 +101,7 @@ def run(args: argparse.Namespace) -> int:
     from rankcollapse.errors import ConfigError
     from rankcollapse.experiments import get_experiment
     from rankcollapse.runner import (
+        cap_jobs,
         default_jobs,
         execute_all,
         experiments_with_preset,
@@ -132,6 +138,9 @@ def run(args: argparse.Namespace) -> int:
         p.claim_folder()
     if args.jobs is None:
         args.jobs = default_jobs(p.config for p in plans)
+    args.jobs, capped = cap_jobs(args.jobs, remote=args.address is not None)
+    if capped:
+        notify(capped + " (results do not depend on --jobs).")
 
     if args.dry_run:
         return print_dry_run(plans, args, notify)

@@ -25,6 +25,7 @@ from rankcollapse.cli._common import (
     parse_metrics,
 )
 from rankcollapse.cli._figures import FigureProcesses
+from rankcollapse.sizes import SIZES
 
 
 def _option_kwargs(annotation: object, default: object) -> dict:
@@ -41,6 +42,14 @@ def _option_kwargs(annotation: object, default: object) -> dict:
     if annotation in (int, float, str):
         return {"type": annotation}
     return {"type": str}
+
+
+def _range(field: object) -> str:
+    """'1..1024; ' for a size with both bounds (`rankcollapse.sizes`), else '' (a seed's
+    64-bit range goes unsaid)."""
+    low = next((m.ge for m in field.metadata if hasattr(m, "ge")), None)
+    high = next((m.le for m in field.metadata if hasattr(m, "le")), None)
+    return f"{low}..{high}; " if low is not None and high is not None and high < 2**32 else ""
 
 
 # CLI names that differ from the NetConfig field (the field's name stays a hidden alias).
@@ -64,7 +73,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
             f"--{flag}",
             dest=f"net_{name}",
             default=None,
-            help=f"{help_text} (default: {field.default})",
+            help=f"{help_text} ({_range(field)}default: {field.default})",
             **kwargs,
         )
         if flag != name.replace("_", "-"):  # the field's own name, kept as a hidden alias
@@ -78,7 +87,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         metavar="N",
         type=int,
         default=32,
-        help="tokens per sequence (default: 32)",
+        help=f"tokens per sequence ({SIZES['n_tokens']}; default: 32)",
     )
     add_renamed_option(
         parser,
@@ -87,7 +96,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         metavar="N",
         type=int,
         default=16,
-        help="sequences (default: 16)",
+        help=f"sequences ({SIZES['n_samples']}; default: 16)",
     )
     parser.add_argument(
         "--out",
@@ -110,20 +119,21 @@ def _simulate(args: argparse.Namespace, figures: FigureProcesses) -> int:
 
     from rankcollapse.cli._common import (
         check_sizes,
-        output_folder,
         print_layer_means,
         write_collapse_outputs,
     )
+    from rankcollapse.cli._output import output_folder
     from rankcollapse.metrics import measure_layers
     from rankcollapse.nets import NetConfig, ToyNet, random_tokens
 
     metrics = parse_metrics(args.metrics)
-    check_sizes(n_tokens=args.n_tokens, n_samples=args.n_samples)
     overrides = {
         key.removeprefix("net_"): value
         for key, value in vars(args).items()
         if key.startswith("net_") and value is not None
     }
+    _check_memory(overrides, args.n_samples, args.n_tokens)
+    check_sizes(n_tokens=args.n_tokens, n_samples=args.n_samples)
     config = NetConfig(**overrides)
     key = _config_hash(config, args, metrics)
     defaults = NetConfig().model_dump(mode="json")
@@ -147,6 +157,23 @@ def _simulate(args: argparse.Namespace, figures: FigureProcesses) -> int:
     print_layer_means(df, title)
     write_collapse_outputs(df, out, hue=None, title=title, floor=net.dtype, figures=figures)
     return 0
+
+
+def _check_memory(overrides: dict, n_samples: int, n_tokens: int) -> None:
+    """Refuse sizes whose states and weights would not fit in memory, before any check that
+    needs a valid config and before anything is allocated (the bounds come next)."""
+    from rankcollapse.nets import NetConfig
+    from rankcollapse.sizes import check_memory, measure_bytes, toy_bytes
+
+    net = {name: field.default for name, field in NetConfig.model_fields.items()} | overrides
+    sizes = {k: net[k] for k in ("n_layers", "n_heads", "d_model")}
+    sizes |= {"n_samples": n_samples, "n_tokens": n_tokens}
+    d_mlp = (net["d_mlp"] or 4 * net["d_model"]) if net["mlp"] else 0
+    itemsize = 8 if net["dtype"] == "float64" else 4
+    needed = toy_bytes(**sizes, d_mlp=d_mlp, itemsize=itemsize)
+    needed += measure_bytes(n_samples, n_tokens, net["d_model"])
+    flags = ", ".join(f"--{name.replace('_', '-')}" for name in sizes)
+    check_memory("simulate", needed, sizes, f"lower {flags}")
 
 
 def _config_hash(config: object, args: argparse.Namespace, metrics: list[str] | None) -> str:

@@ -36,6 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from rankcollapse.errors import ConfigError, did_you_mean, invalid_config, unknown_name
 from rankcollapse.presets import DEFAULT_PRESET, PRESET_NAMES, PRESETS
+from rankcollapse.sizes import SIZES
 
 Unit = dict[str, Any]
 Relation = Literal["<", "<=", ">", ">=", "true"]
@@ -50,22 +51,15 @@ NOT_LEARNED = "not learned"  # an arm the finding compares did not beat its triv
 MISSING = "member missing"  # a member the finding needs has no row in the results
 TOO_SMALL = "preset too small"  # the run's sizes cannot decide the statement
 UNMET = "assumptions not met"  # the run breaks an assumption of the theorem the finding tests
-
-# The sizes of a toy run, in the one vocabulary: (lower bound, upper bound, docstring).
-SIZES = {
-    "n_layers": (2, 512, "Number of layers (of the toy networks; real models keep their own)."),
-    "n_heads": (1, 64, "Attention heads per layer."),
-    "d_model": (2, 4096, "Token width."),
-    "n_tokens": (2, 4096, "Tokens per sequence."),
-    "n_samples": (1, 1024, "Input sequences per unit."),
-}
+TOY_SIZES = ("n_layers", "n_heads", "d_model", "n_tokens", "n_samples")
 
 
 def toy_sizes(**defaults: int) -> type[BaseModel]:
     """A config base holding the sizes named in `defaults`, each with its range and docstring.
 
-    The sizes are those of `SIZES` (n_layers, n_heads, d_model, n_tokens, n_samples); the
-    values given are the experiment's defaults. A config subclasses the result.
+    The sizes are those of `rankcollapse.sizes.SIZES` (n_layers, n_heads, d_model, n_tokens,
+    n_samples), with the one bound each has wherever it enters; the values given are the
+    experiment's defaults. A config subclasses the result.
 
     Example:
         >>> class Cfg(toy_sizes(n_layers=4, d_model=8)):
@@ -75,13 +69,13 @@ def toy_sizes(**defaults: int) -> type[BaseModel]:
         >>> Cfg.model_fields["d_model"].description
         'Token width.'
     """
-    unknown = set(defaults) - set(SIZES)
+    unknown = set(defaults) - set(TOY_SIZES)
     if unknown:
-        raise TypeError(f"toy_sizes got {sorted(unknown)}; sizes are {', '.join(SIZES)}")
+        raise TypeError(f"toy_sizes got {sorted(unknown)}; sizes are {', '.join(TOY_SIZES)}")
     fields: dict[str, Any] = {}
     for name, value in defaults.items():
-        low, high, doc = SIZES[name]
-        fields[name] = (int, Field(value, ge=low, le=high, description=doc))
+        bound = SIZES[name]
+        fields[name] = (int, Field(value, ge=bound.low, le=bound.high, description=bound.doc))
     config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
     return create_model("ToySizes", __config__=config, **fields)
 

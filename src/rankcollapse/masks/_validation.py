@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from rankcollapse.errors import ConfigError, InputError
+from rankcollapse.errors import InputError
 
 _FIX = "add self-loops with `m | torch.eye(n, dtype=torch.bool)`"
 
@@ -71,17 +71,3 @@ def check_mask(m: Tensor, n: int | None = None) -> Tensor:
             f"{m.shape[0]} tokens; every token must see itself: {_FIX}."
         )
     return m
-
-
-def check_int(name: str, value: object, *, low: int, what: str) -> int:
-    """`value` as an int >= `low`, or a ConfigError naming the parameter."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise ConfigError(f"{name} must be an integer >= {low} ({what}), got {value!r}.")
-    return value
-
-
-def check_probability(name: str, value: object) -> float:
-    """`value` as a float in [0, 1], or a ConfigError naming the parameter."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
-        raise ConfigError(f"{name} must be a probability in [0, 1], got {value!r}.")
-    return float(value)

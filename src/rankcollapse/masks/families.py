@@ -11,7 +11,8 @@ import torch
 from torch import Tensor
 
 from rankcollapse.errors import ConfigError
-from rankcollapse.masks._validation import check_int, check_mask, check_probability
+from rankcollapse.masks._validation import check_mask
+from rankcollapse.sizes import check_int, check_probability
 
 
 def _offsets(n: int) -> Tensor:

@@ -17,7 +17,7 @@ from torch import Tensor
 
 from rankcollapse.errors import ConfigError, unknown_name
 from rankcollapse.masks import families
-from rankcollapse.masks._validation import check_int, check_probability
+from rankcollapse.sizes import check_int, check_probability
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from rankcollapse.errors import invalid_config
 from rankcollapse.masks import MaskSpec
 from rankcollapse.seeds import Seed
+from rankcollapse.sizes import SIZES
 
 
 class NetConfig(BaseModel):
@@ -24,15 +25,15 @@ class NetConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
-    n_layers: int = Field(12, ge=1)
+    n_layers: int = Field(12, ge=SIZES["n_layers"].low, le=SIZES["n_layers"].high)
     """Number of layers (blocks)."""
-    n_heads: int = Field(1, ge=1)
+    n_heads: int = Field(1, ge=SIZES["n_heads"].low, le=SIZES["n_heads"].high)
     """Attention heads per layer."""
-    d_model: int = Field(64, ge=1)
+    d_model: int = Field(64, ge=SIZES["d_model"].low, le=SIZES["d_model"].high)
     """Width of the token states."""
-    d_qk: int | None = Field(None, ge=1)
+    d_qk: int | None = Field(None, ge=1, le=SIZES["d_model"].high)
     """Per-head query-key rank; None = d_model // n_heads."""
-    d_v: int | None = Field(None, ge=1)
+    d_v: int | None = Field(None, ge=1, le=SIZES["d_model"].high)
     """Per-head value width; None = d_model // n_heads."""
     skip: Literal["off", "on", "scaled"] = "off"
     """Attention skip: off = SA(X); on = X + SA(X); scaled = skip_scale * X + SA(X)."""
@@ -40,7 +41,7 @@ class NetConfig(BaseModel):
     """Factor on the skip (identity) branch when skip = "scaled"."""
     mlp: bool = False
     """Add a token-wise MLP block after each attention block."""
-    d_mlp: int | None = Field(None, ge=1)
+    d_mlp: int | None = Field(None, ge=1, le=4 * SIZES["d_model"].high)
     """Hidden width of the MLP; None = 4 * d_model."""
     activation: Literal["relu", "gelu", "tanh"] = "relu"
     """Nonlinearity of the MLP."""

@@ -21,6 +21,7 @@ import pandas as pd
 
 from rankcollapse.errors import ConfigError, InputError, unknown_name
 from rankcollapse.files import is_directory
+from rankcollapse.sizes import check_size
 
 # Attribute names of the depth and head count in Hugging Face configs; most models map their own
 # names (GPT-2's n_layer, DistilBERT's n_layers) onto the first pair through `attribute_map`.
@@ -32,9 +33,8 @@ MAX_DIGITS = 1000  # exact path counts up to 10^1000: printable (Python's limit 
 
 
 def _check_sizes(n_layers: int, n_heads: int) -> None:
-    for name, value in (("n_layers", n_layers), ("n_heads", n_heads)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ConfigError(f"{name} is {value!r}; it must be a positive integer (e.g. 12).")
+    check_size("n_layers", n_layers)
+    check_size("n_heads", n_heads)
 
 
 def n_paths(n_layers: int, n_heads: int, length: int, *, skip: bool = True) -> int:

@@ -23,7 +23,7 @@ import pandas as pd
 
 from rankcollapse.errors import InputError
 from rankcollapse.experiments import VERDICTS, experiment_names
-from rankcollapse.files import write_atomic
+from rankcollapse.files import check_replaceable, write_atomic
 from rankcollapse.report.build import stored_verdict
 from rankcollapse.report.html import STYLE, format_value
 from rankcollapse.report.stored import DamagedFileError, read_claims, read_manifest
@@ -319,16 +319,44 @@ def report_links(
     return links
 
 
+# A line every reproduction file begins with: a file without it is not ours to replace.
+SIGNATURES = {".md": "# Reproduction table", ".html": "<title>rankcollapse: reproduction</title>"}
+
+
+def checked_table(
+    results_root: str | Path, preset: str | None = None, notify: Notify | None = None
+) -> pd.DataFrame:
+    """`reproduction_table`, refused (InputError) when `preset` is asked for and no complete
+    run of it is stored: a table of nothing but "not run" rows replaces nothing."""
+    table = reproduction_table(results_root, preset, notify)
+    if preset is not None and (table["result"] == "not run").all():
+        stored = sorted({run.preset for run in stored_runs(results_root)})
+        raise InputError(
+            f"no complete run of preset {preset!r} is stored under {str(results_root)!r} "
+            f"(stored presets: {', '.join(stored) or 'none'}); run them first "
+            f"(`rankcollapse run all --preset {preset}`) or pass another --preset. Nothing "
+            "was written."
+        )
+    return table
+
+
 def write_reproduction(
     results_root: str | Path,
     out_dir: str | Path,
     preset: str | None = None,
     notify: Notify | None = None,
+    stem: str = "reproduction",
+    table: pd.DataFrame | None = None,
 ) -> tuple[pd.DataFrame, Path, Path]:
-    """Build the table and write `reproduction.md` and `reproduction.html` into `out_dir`."""
-    table = reproduction_table(results_root, preset, notify)
+    """Write `stem`.md and `stem`.html of `table` (default: `checked_table`) into `out_dir`;
+    refused (OutputError, nothing written) when either file exists and was not written here
+    (`files.check_replaceable`)."""
+    if table is None:
+        table = checked_table(results_root, preset, notify)
     out = Path(out_dir)
-    markdown, html = out / "reproduction.md", out / "reproduction.html"
+    markdown, html = out / f"{stem}.md", out / f"{stem}.html"
+    for path in (markdown, html):
+        check_replaceable(path, SIGNATURES[path.suffix])
     write_atomic(markdown, reproduction_markdown(table).encode())
     links = report_links(results_root, out, preset)
     write_atomic(html, reproduction_html(table, links).encode())

@@ -13,7 +13,13 @@ starts. The Python API has the power of `rankcollapse run`:
     dry_run(plan("toy-collapse", preset="paper")).wall_seconds(2)  # seconds on 2 workers
 """
 
-from rankcollapse.runner.backends import BACKENDS, RAY_EXTRA, UNIT_THREADS, default_jobs
+from rankcollapse.runner.backends import (
+    BACKENDS,
+    RAY_EXTRA,
+    UNIT_THREADS,
+    cap_jobs,
+    default_jobs,
+)
 from rankcollapse.runner.costs import makespan
 from rankcollapse.runner.estimate import (
     DryRun,
@@ -43,6 +49,7 @@ __all__ = [
     "DryRun",
     "Plan",
     "RunResult",
+    "cap_jobs",
     "config_hash",
     "default_jobs",
     "dry_run",

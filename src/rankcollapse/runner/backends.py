@@ -130,6 +130,35 @@ def default_jobs(configs: Iterable[BaseModel]) -> int:
     return cpu_cores()
 
 
+# Memory one pool worker takes (torch, the experiment's module, one small unit); measured
+# about 350 MB on 2 cores (issue 34: 200 units of --jobs 10000 passed 6 GB in 24 s).
+WORKER_BYTES = 350_000_000
+
+
+def cap_jobs(jobs: int, *, remote: bool = False) -> tuple[int, str | None]:
+    """`jobs` capped by this machine: at most one worker per core and as many as the available
+    memory holds at `WORKER_BYTES` each (at least 1). Returns the jobs and, when capped, a
+    sentence saying why; a remote Ray cluster (`remote`) brings its own cores: no cap.
+
+    Example:
+        >>> cap_jobs(1)
+        (1, None)
+    """
+    from rankcollapse.process import available_memory
+    from rankcollapse.sizes import gigabytes
+
+    if remote:
+        return jobs, None
+    cores, memory = cpu_cores(), available_memory()
+    limit = max(1, min(cores, memory // WORKER_BYTES))
+    if jobs <= limit:
+        return jobs, None
+    return limit, (
+        f"--jobs {jobs} capped to {limit}: this machine has {cores} core(s) and "
+        f"{gigabytes(memory)} of memory available, about {gigabytes(WORKER_BYTES)} per worker"
+    )
+
+
 def call_unit(
     run_unit: Callable, config: BaseModel, unit: dict, threads: int = 1
 ) -> tuple[Any, float, dict]:

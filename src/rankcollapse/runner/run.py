@@ -90,11 +90,12 @@ class Plan:
     units: list[Unit]
     config_hash: str
     out_dir: Path
-    out_chosen: bool = False  # --out named it (else results/NAME/<hash>, ours by its name)
+    out_chosen: bool = False  # --out named it (else results/NAME/<hash>)
 
     def claim_folder(self) -> None:
         """Check the run folder (`files.claim_output`): new, empty, or a run of this config."""
-        claim_output(self.out_dir, "run", self.config_hash, chosen=self.out_chosen)
+        flag = "--out" if self.out_chosen else None  # how the user named it, if they did
+        claim_output(self.out_dir, "run", self.config_hash, flag=flag)
 
 
 @dataclass

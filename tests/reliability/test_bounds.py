@@ -1,0 +1,150 @@
+"""Bounded resources: one bound per size wherever it enters, sizes checked against the memory
+they would take before anything is allocated, `--jobs` capped by cores and memory, and
+`measure` reading one layer at a time."""
+
+from __future__ import annotations
+
+import io
+import os
+import resource
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "runner"))
+from tiny_experiment import TINY
+
+from rankcollapse.cli import main
+from rankcollapse.errors import ConfigError
+from rankcollapse.experiments import _registry, get_experiment
+from rankcollapse.nets import NetConfig
+from rankcollapse.sizes import SIZES, check_int, check_size
+
+TOY = ["--n-samples", "2", "--n-tokens", "4", "--no-figures"]
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["simulate", "--n-layers", "1000000", "--no-figures"],
+        ["simulate", "--n-samples", "1000000000", "--no-figures"],
+        ["simulate", "--d-model", "1000000000", "--no-figures"],
+        ["paths", "decompose", "--n-layers", "1000000"],
+        ["probe", "minilm", "--n-samples", "1000000000", "--no-figures"],
+    ],
+    ids=[
+        "simulate-n-layers",
+        "simulate-n-samples",
+        "simulate-d-model",
+        "decompose-n-layers",
+        "probe-n-samples",
+    ],
+)
+def test_a_size_too_big_for_memory_is_refused_naming_it_and_the_memory(argv, tmp_path, capsys):
+    assert main([*argv, "--out", str(tmp_path / "out")]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert err.startswith("error: ") and "needs about" in err and "Nothing was allocated" in err
+    size = next(v for v in argv if v.isdigit() and len(v) > 6)
+    assert f"{int(size):,}" in err
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["simulate", "--n-layers", "1000000", "--no-figures"],
+        ["paths", "decompose", "--n-layers", "1000000"],
+    ],
+    ids=["simulate", "paths-decompose"],
+)
+def test_a_refused_size_peaks_under_1_gb(argv, tmp_path):
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    done = subprocess.run(
+        [sys.executable, "-m", "rankcollapse.cli", *argv, "--out", str(tmp_path / "o")],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2 and "needs about" in done.stderr, done.stderr
+    peak_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    assert max(peak_kb, before) < 1_000_000, f"peak {peak_kb} KB"
+
+
+def test_one_bound_per_size_wherever_it_enters(capsys, monkeypatch):
+    high = SIZES["n_layers"].high
+    assert main(["simulate", "--n-layers", str(high + 1), *TOY]) == 2
+    assert f"less than or equal to {high}" in capsys.readouterr().err
+    assert main(["run", "toy-collapse", "--set", f"n_layers={high + 1}", "--dry-run"]) == 2
+    assert f"less than or equal to {high}" in capsys.readouterr().err
+    assert main(["paths", "decompose", "--n-layers", str(high + 1)]) == 2
+    assert f"at most {high}" in capsys.readouterr().err
+    with pytest.raises(ConfigError, match=f"less than or equal to {high}"):
+        NetConfig(n_layers=high + 1)
+    with pytest.raises(ConfigError, match=f"at most {high}"):
+        check_size("n_layers", high + 1)
+    config = get_experiment("toy-collapse").config
+    assert config.model_fields["n_layers"].metadata[0].ge == SIZES["n_layers"].low
+    assert NetConfig(n_layers=1).n_layers == 1  # the low end is the same everywhere too
+    assert config(n_layers=1).n_layers == 1
+
+
+def test_the_bounds_are_said_in_the_help(capsys):
+    for argv in (["simulate", "--help"], ["run", "toy-collapse", "--help"]):
+        with pytest.raises(SystemExit):
+            main(argv)
+        out = " ".join(capsys.readouterr().out.split())
+        assert f"{SIZES['n_layers'].low}..{SIZES['n_layers'].high}" in out, argv
+
+
+def test_scalar_checks_live_in_one_place():
+    from rankcollapse.masks import families, spec
+
+    assert families.check_int is check_int and spec.check_int is check_int
+    with pytest.raises(ConfigError, match="from 1 to 3"):
+        check_int("w", 4, low=1, high=3, what="a width")
+
+
+def test_jobs_beyond_the_machine_are_capped_and_said(tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(_registry._REGISTRY, "tiny", TINY)
+    argv = ["run", "tiny", "--set", "items=1", f"log_dir={tmp_path}", "--jobs", "10000",
+            "--no-figures", "--out", str(tmp_path / "out")]  # fmt: skip
+    assert main(argv) == 0
+    err = " ".join(capsys.readouterr().err.split())
+    assert "--jobs 10000 capped to" in err and "per worker" in err
+
+
+def _npy_header(shape: tuple[int, ...]) -> bytes:
+    header = io.BytesIO()
+    np.lib.format.write_array_header_1_0(
+        header, {"descr": "<f4", "fortran_order": False, "shape": shape}
+    )
+    return header.getvalue()
+
+
+def test_a_64_gib_sparse_npy_is_refused_before_a_layer_is_read(tmp_path, capsys):
+    path = tmp_path / "huge.npy"
+    shape = (16, 64, 4096, 4096)  # 64 GiB of float32, a layer of 4 GiB
+    header = _npy_header(shape)
+    path.write_bytes(header)
+    os.truncate(path, len(header) + int(np.prod(shape)) * 4)  # sparse: no disk used
+    assert main(["measure", str(path), "--no-figures", "--out", str(tmp_path / "o")]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "measuring one layer" in err and "n_samples=64" in err and "needs about" in err
+
+
+def test_measure_reads_one_layer_at_a_time(tmp_path, monkeypatch):
+    from rankcollapse.cli import measure
+
+    rng = np.random.default_rng(0)
+    states = rng.standard_normal((3, 2, 4, 5)).astype(np.float32)
+    np.save(tmp_path / "acts.npy", states)
+    layers = measure.load_tensors(tmp_path / "acts.npy")["states"]
+    assert layers.shape == (3, 2, 4, 5) and len(layers) == 3
+    assert np.array_equal(layers.read(2).numpy(), states[2])
+    read = []
+    real = np.fromfile
+    monkeypatch.setattr(np, "fromfile", lambda *a, **k: read.append(k["count"]) or real(*a, **k))
+    assert main(["measure", str(tmp_path / "acts.npy"), "--no-figures", "--out",
+                 str(tmp_path / "o")]) == 0  # fmt: skip
+    assert read == [2 * 4 * 5] * 3  # three reads of one layer each, never the whole file
