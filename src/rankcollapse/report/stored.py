@@ -54,6 +54,7 @@ class Manifest(BaseModel):
     n_units: int | None = None
     n_cached: int | None = None
     host: str | None = None
+    overrides: dict[str, Any] = {}  # the run's --set values, as typed (shown by the index)
     packages: dict[str, str] = {}
 
 
