@@ -14,7 +14,7 @@ LAYER = {
     "nets": 2, "hf": 2, "lens": 2,
     "paths": 3, "theory": 3, "monitor": 3,
     "tasks": 4, "train": 4,
-    "plot": 5,
+    "plot": 5, "tracking": 5,
     "experiments": 6,
     "runner": 7, "report": 7, "cli": 7,
 }  # fmt: skip

@@ -20,9 +20,23 @@ pytestmark = pytest.mark.filterwarnings("ignore:HookedTransformer is deprecated:
 
 def hooked(seed: int = 0, **overrides):
     """A 3-layer float64 HookedTransformer (LayerNorm, GELU MLP) of a config, seeded."""
-    sizes = dict(n_layers=3, d_model=16, n_ctx=12, d_head=4, n_heads=4, d_mlp=32, d_vocab=50,
-                 act_fn="gelu", normalization_type="LN", dtype=torch.float64, seed=seed)  # fmt: skip
-    return tl.HookedTransformer(tl.HookedTransformerConfig(**{**sizes, **overrides}))
+    config = tl.HookedTransformerConfig(
+        **{
+            "n_layers": 3,
+            "d_model": 16,
+            "n_ctx": 12,
+            "d_head": 4,
+            "n_heads": 4,
+            "d_mlp": 32,
+            "d_vocab": 50,
+            "act_fn": "gelu",
+            "normalization_type": "LN",
+            "dtype": torch.float64,
+            "seed": seed,
+            **overrides,
+        }
+    )
+    return tl.HookedTransformer(config)
 
 
 def ids(b: int = 2, n: int = 8) -> torch.Tensor:

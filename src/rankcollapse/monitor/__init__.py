@@ -13,7 +13,14 @@ multiples of `every` (rows: step, layer, variant, sample, metric, value, at_floo
 modules so this package needs neither.
 """
 
-from rankcollapse.monitor.logs import CsvLog, MemoryLog, TensorBoardLog, parse_log, read_log
+from rankcollapse.monitor.logs import (
+    CsvLog,
+    MemoryLog,
+    TensorBoardLog,
+    parse_log,
+    read_log,
+    scalars,
+)
 from rankcollapse.monitor.watch import COLUMNS, MONITOR_METRICS, Log, Monitor, watch
 
 __all__ = [
@@ -26,5 +33,6 @@ __all__ = [
     "TensorBoardLog",
     "parse_log",
     "read_log",
+    "scalars",
     "watch",
 ]

@@ -11,12 +11,14 @@ and after every optimiser step the monitor's `every` divides, on the global-zero
 
 from __future__ import annotations
 
+from rankcollapse.errors import missing_extra
+
 try:
     from lightning.pytorch import Callback
 except ImportError:
+    hint = "call monitor.step(step) from the training loop"
     raise ImportError(
-        "rankcollapse.monitor.lightning needs PyTorch Lightning, which is not installed; "
-        "install the extra: pip install 'rankcollapse[lightning]'."
+        str(missing_extra("rankcollapse.monitor.lightning", "lightning", hint))
     ) from None
 
 from rankcollapse.monitor.watch import Monitor

@@ -83,6 +83,14 @@ class Monitor:
             self._start(step)
         return self.measure(step) if step % self.every == 0 else None
 
+    def close(self) -> None:
+        """Call once training ends: every log with a `close` closes (a tracker's log stores
+        its table of rows and heat map, TensorBoard's event file is closed)."""
+        for log in self.logs:
+            close = getattr(log, "close", None)
+            if close is not None:
+                close()
+
     def _start(self, step: int) -> None:
         if isinstance(step, bool) or not isinstance(step, int) or step < 0:
             raise InputError(
