@@ -38,6 +38,10 @@ class MemoryLog:
     def append(self, frame: pd.DataFrame) -> None:
         self.frames.append(frame)
 
+    def for_rank(self, rank: int) -> MemoryLog:
+        """Each process holds its own memory: the log itself."""
+        return self
+
     @property
     def frame(self) -> pd.DataFrame:
         """Every row so far, in step order of arrival (empty with the monitor's columns)."""
@@ -65,6 +69,10 @@ class CsvLog:
     def resume(self, step: int) -> None:
         self.start = step
         self.checked = False
+
+    def for_rank(self, rank: int) -> CsvLog:
+        """The log of one rank (monitor `ranks="every"`): `collapse.csv` -> `collapse.rank1.csv`."""
+        return CsvLog(self.path.with_name(f"{self.path.stem}.rank{rank}{self.path.suffix}"))
 
     def append(self, frame: pd.DataFrame) -> None:
         if not self.checked:
@@ -170,6 +178,10 @@ class TensorBoardLog:
     def resume(self, step: int) -> None:
         self.close()
         self.start = step
+
+    def for_rank(self, rank: int) -> TensorBoardLog:
+        """The log of one rank (monitor `ranks="every"`): the folder `rank<r>/` of `logdir`."""
+        return TensorBoardLog(self.logdir / f"rank{rank}")
 
     def append(self, frame: pd.DataFrame) -> None:
         if self.writer is None:

@@ -31,6 +31,7 @@ from rankcollapse.hf import LayerCapture, LoadedModel, ProbeInputs, as_loaded, r
 from rankcollapse.hf.capture import blocks_captured, modes_kept
 from rankcollapse.hf.variants import check_variant
 from rankcollapse.metrics import get_metric, measure_states, metrics_frame
+from rankcollapse.monitor.distributed import Ranks, check_ranks, local_module, logs_of_rank
 from rankcollapse.variants import Variant, parse_variant
 
 COLUMNS = ("step", "layer", "variant", "sample", "metric", "value", "at_floor")
@@ -59,13 +60,20 @@ class Monitor:
     """Measure at the steps divisible by this."""
     logs: list[Log] = field(default_factory=list)
     """Where each measurement is appended."""
+    ranks: Ranks = 0
+    """Under torch.distributed: the rank that measures, or "every" (per-rank logs)."""
     started: bool = False
     """Whether the first step was seen (the logs were told where the run starts)."""
+    active: bool = True
+    """Whether this process measures (False on the other ranks: their steps do nothing)."""
 
-    def measure(self, step: int) -> pd.DataFrame:
-        """Measure now, whatever the step, and append the rows to every log."""
+    def measure(self, step: int) -> pd.DataFrame | None:
+        """Measure now, whatever the step, and append the rows to every log (None on a rank
+        that does not measure)."""
         if not self.started:
             self._start(step)
+        if not self.active:
+            return None
         frame = self.measure_fn(step)
         for log in self.logs:
             log.append(frame)
@@ -81,7 +89,7 @@ class Monitor:
         """
         if not self.started:
             self._start(step)
-        return self.measure(step) if step % self.every == 0 else None
+        return self.measure(step) if self.active and step % self.every == 0 else None
 
     def close(self) -> None:
         """Call once training ends: every log with a `close` closes (a tracker's log stores
@@ -97,6 +105,8 @@ class Monitor:
                 f"monitor.step takes the number of steps done (an int >= 0), got "
                 f"{step!r}; pass e.g. trainer.global_step."
             )
+        logs = logs_of_rank(self.logs, self.ranks)  # the rank is known once training runs
+        self.active, self.logs = logs is not None, logs or []
         for log in self.logs:
             log.resume(step)
         self.started = True
@@ -118,6 +128,7 @@ def watch(
     n_tokens: int = 64,
     seed: int = 0,
     logs: Sequence[Log] = (),
+    ranks: Ranks = 0,
 ) -> Monitor:
     """A `Monitor` of `model`: resolves metrics, variants, blocks and the held-out batch once.
 
@@ -138,7 +149,12 @@ def watch(
             built-in corpus), or random token ids with `random_tokens`, chosen by `seed`.
         token_mask: (b, n) True for real tokens of `inputs` (None: all real).
         tokenizer: the tokenizer of a Hugging Face model (None: random tokens only).
-        logs: where each measurement goes (`CsvLog`, `TensorBoardLog`, `MemoryLog`).
+        logs: where each measurement goes (`CsvLog`, `TensorBoardLog`, `MemoryLog`,
+            `rankcollapse.tracking.WandbLog` / `MLflowLog`).
+        ranks: under `torch.distributed`, the rank that measures (the others' steps do
+            nothing), or "every": each rank measures into its own logs (a `CsvLog`'s
+            `name.rank<r>.csv`, a `TensorBoardLog`'s `rank<r>/`). A DDP wrapper is measured
+            through its module, never by a collective.
 
     Example:
         >>> from rankcollapse.nets import ToyNet, NetConfig, random_tokens
@@ -150,6 +166,8 @@ def watch(
         >>> monitor.step(5) is None
         True
     """
+    ranks = check_ranks(ranks)
+    model = local_module(model)
     if isinstance(every, bool) or not isinstance(every, int) or every < 1:
         raise ConfigError(f"every must be an int >= 1 (steps between measurements), got {every!r}.")
     names = list(MONITOR_METRICS if metrics is None else metrics)
@@ -175,7 +193,7 @@ def watch(
         measure = _hf_measure(model, names, resolved, inputs, token_mask, tokenizer, held_out)
     else:
         measure = _module_measure(model, names, resolved, blocks, inputs, token_mask)
-    return Monitor(measure, every, list(logs))
+    return Monitor(measure, every, list(logs), ranks)
 
 
 def _hf_measure(model, names, variants, inputs, token_mask, tokenizer, held_out: ProbeInputs):
