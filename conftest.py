@@ -4,7 +4,10 @@ commands' install alone."""
 
 import importlib.util
 
-OPTIONAL = {"src/rankcollapse/monitor/lightning.py": "lightning"}  # module -> what it imports
+OPTIONAL = {  # module -> what it imports
+    "src/rankcollapse/measure/monitor/lightning.py": "lightning",
+    "src/rankcollapse/monitor/lightning.py": "lightning",  # the deprecated name of the above
+}
 
 collect_ignore = [
     path for path, package in OPTIONAL.items() if not importlib.util.find_spec(package)

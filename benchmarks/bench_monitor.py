@@ -23,7 +23,7 @@ import torch
 
 from rankcollapse.experiments import get_experiment
 from rankcollapse.experiments.training_dynamics import arm_net
-from rankcollapse.monitor import MemoryLog, watch
+from rankcollapse.measure.monitor import MemoryLog, watch
 from rankcollapse.nets import CausalLM
 from rankcollapse.tasks import VOCAB_SIZE, byte_windows
 from rankcollapse.train import TrainConfig, train

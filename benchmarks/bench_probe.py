@@ -2,7 +2,7 @@
 
 1. Time, per model (`--models`, default MiniLM pretrained, SmolLM2 pretrained and the
    Qwen2-0.5B-shaped random init): baseline one forward pass with `output_hidden_states=True`;
-   probe `rankcollapse.hf.probe` with the default metric suite (every state metric, float64) on
+   probe `rankcollapse.measure.probe` with the default metric suite (every state metric, float64) on
    the same windows, variant `transformer`. Both measured in the same process, interleaved, best
    of `--repeats`; target ratio <= 1.15. The capture alone (`run_batch` with hooks, no metrics)
    and the metric suite alone on the baseline's hidden states are printed too, to show where the
@@ -59,7 +59,7 @@ def child(name: str, arm: str) -> None:
     """One memory measurement; prints a JSON line."""
     import torch
 
-    from rankcollapse.hf import probe
+    from rankcollapse.measure import probe
 
     loaded, ids, mask = _load(name)
 
@@ -103,7 +103,8 @@ def memory(name: str) -> dict[str, dict]:
 def timing(name: str, repeats: int) -> dict[str, float]:
     import torch
 
-    from rankcollapse.hf import probe, run_batch
+    from rankcollapse.hf import run_batch
+    from rankcollapse.measure import probe
     from rankcollapse.metrics import measure_states
 
     loaded, ids, mask = _load(name)

@@ -44,8 +44,9 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 import torch
 
 from rankcollapse.experiments import get_experiment
-from rankcollapse.hf import ARCHITECTURES, load_model, probe, wrap_model
+from rankcollapse.hf import ARCHITECTURES, load_model, wrap_model
 from rankcollapse.hf.tiny import tiny_model
+from rankcollapse.measure import probe
 from rankcollapse.nets import RankEncoder
 from rankcollapse.tasks import NeighbourTask
 from rankcollapse.train.amsel import train_encoder

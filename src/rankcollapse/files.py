@@ -16,7 +16,8 @@ import secrets
 from pathlib import Path
 from typing import Any
 
-from rankcollapse.errors import OutputError
+from rankcollapse.errors import OutputError, RankCollapseError
+from rankcollapse.reading import MiB, read_json
 
 TMP_SUFFIX = ".tmp"  # temporary files are `.<name>.<random>.tmp` beside their target
 MARKER = ".rankcollapse.json"  # in every output folder: which command wrote it, of which config
@@ -96,7 +97,7 @@ def append_whole(path: str | os.PathLike, data: bytes) -> None:
     all of it or none of it: a write that fails (full disk, interrupt) is cut back.
 
     Only a kill in the middle of the write itself can leave a part behind; readers of an
-    appended file (e.g. `rankcollapse.monitor.CsvLog`) drop such a tail.
+    appended file (e.g. `rankcollapse.measure.monitor.CsvLog`) drop such a tail.
     """
     path = Path(path)
     try:
@@ -255,8 +256,8 @@ def _check_ours(path: Path, shown: str, command: str, config: str | None, chosen
 def read_marker(folder: str | os.PathLike) -> dict | None:
     """The marker of an output folder (command, config, label), or None when it has none."""
     try:
-        value = json.loads((Path(folder) / MARKER).read_bytes()[:4096])
-    except (OSError, ValueError):
+        value = read_json(Path(folder) / MARKER, 4096)
+    except RankCollapseError:  # missing, not a file (a FIFO is never opened), not JSON
         return None
     return value if isinstance(value, dict) and value.get("written_by") == "rankcollapse" else None
 
@@ -264,8 +265,8 @@ def read_marker(folder: str | os.PathLike) -> dict | None:
 def _legacy_run_marker(path: Path) -> dict | None:
     """The marker of a run folder written before markers existed, read from its manifest."""
     try:
-        manifest = json.loads((path / "manifest.json").read_bytes()[:1_000_000])
-    except (OSError, ValueError):
+        manifest = read_json(path / "manifest.json", 64 * MiB)
+    except RankCollapseError:
         return None
     if not isinstance(manifest, dict) or not isinstance(manifest.get("config_hash"), str):
         return None

@@ -7,7 +7,7 @@ and MLflow (`MLflowLog`, the `mlflow` extra).
 
 Each takes the run the training already logs to (W&B: the active `wandb.run`; MLflow: the
 active run) or starts its own. At each measured step it logs the per-layer means under the
-names `TensorBoardLog` uses (`rankcollapse.monitor.scalars`: `<metric>/<variant>/layer_<ll>`);
+names `TensorBoardLog` uses (`rankcollapse.measure.monitor.scalars`: `<metric>/<variant>/layer_<ll>`);
 at `close` the tidy rows of the whole run (the columns of `CsvLog`, one row per step, layer,
 variant, sample and metric) and `plot.training_heatmap` of the first metric as a PNG image,
 then it ends a run it started. A tracker keeps what it has logged: a resumed run logs its
@@ -24,7 +24,7 @@ import pandas as pd
 
 from rankcollapse import plot
 from rankcollapse.errors import missing_extra
-from rankcollapse.monitor import COLUMNS, MemoryLog, scalars
+from rankcollapse.measure.monitor import COLUMNS, MemoryLog, scalars
 
 HEATMAP_NAME = "training-heatmap"
 ROWS_NAME = "collapse-rows"

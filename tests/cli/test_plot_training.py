@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from rankcollapse.cli import main
-from rankcollapse.monitor import CsvLog, watch
+from rankcollapse.measure.monitor import CsvLog, watch
 from rankcollapse.nets import NetConfig, ToyNet, random_tokens
 
 

@@ -41,7 +41,7 @@ def test_a_unit_names_its_mask_by_the_string_and_gets_the_parsed_spec():
 def test_wu_variants_are_typed_end_to_end_and_rows_name_them_within_the_set():
     from rankcollapse.experiments.wu2024_masks import Config
     from rankcollapse.masks import parse_mask_spec
-    from rankcollapse.theory.curves import toy_curves
+    from rankcollapse.measure import toy_curves
     from rankcollapse.variants import VARIANTS
 
     config = Config(variants=["san", "wu:san+ln"])

@@ -12,7 +12,7 @@ import pytest
 from rankcollapse.errors import ConfigError
 from rankcollapse.experiments import get_experiment
 from rankcollapse.experiments.wu2024_temperature import claims, label, summarize
-from rankcollapse.theory.curves import early_drop
+from rankcollapse.theory import early_drop
 
 sys.path.insert(0, str(Path(__file__).parent / "cases"))
 from wu2024_temperature import OVERRIDES, table

@@ -4,6 +4,7 @@ prefix, no pooler), weights in shards, the shipped MiniLM; and the checks name w
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 from transformers import BertConfig, BertForMaskedLM
@@ -52,4 +53,23 @@ def test_a_config_with_fewer_layers_than_the_weights_is_refused_naming_a_tensor(
     config = json.loads((tmp_path / "config.json").read_text())
     (tmp_path / "config.json").write_text(json.dumps({**config, "num_hidden_layers": 1}))
     with pytest.raises(InputError, match=r"tensor 'bert.encoder.layer.1.* has no place for"):
+        check_model_folder(tmp_path)
+
+
+def test_a_tokenizer_json_above_the_config_bound_passes(tmp_path):
+    """A large vocabulary's tokenizer.json is tens of MB (52 MB is seen): it has its own bound,
+    above the 32 MiB of a config."""
+    from rankcollapse.hf.folders import MAX_JSON_BYTES, MAX_TOKENIZER_BYTES
+
+    BertForMaskedLM(BertConfig(**TINY)).save_pretrained(tmp_path)
+    merges = ["a" * 1000] * (MAX_JSON_BYTES // 1000 + 1)
+    (tmp_path / "tokenizer.json").write_text(json.dumps({"model": {"merges": merges}}))
+    assert MAX_JSON_BYTES < (tmp_path / "tokenizer.json").stat().st_size < MAX_TOKENIZER_BYTES
+    check_model_folder(tmp_path)
+
+
+def test_a_fifo_in_a_model_folder_is_refused_unopened(tmp_path):
+    BertForMaskedLM(BertConfig(**TINY)).save_pretrained(tmp_path)
+    os.mkfifo(tmp_path / "vocab.txt")  # transformers would open it and wait for a writer
+    with pytest.raises(InputError, match=r"holds vocab.txt, a named pipe \(FIFO\), not a file"):
         check_model_folder(tmp_path)

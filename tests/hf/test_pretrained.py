@@ -3,8 +3,9 @@
 import pytest
 import torch
 
-from rankcollapse.hf import load_model, load_windows, probe, run_batch
+from rankcollapse.hf import load_model, load_windows, run_batch
 from rankcollapse.masks import from_matrix
+from rankcollapse.measure import probe
 
 pytestmark = pytest.mark.slow
 

@@ -5,8 +5,9 @@ import pytest
 import torch
 
 from rankcollapse.errors import ConfigError, InputError, UnknownNameError
-from rankcollapse.hf import load_model, load_windows, probe, run_batch, wrap_model
+from rankcollapse.hf import load_model, load_windows, run_batch, wrap_model
 from rankcollapse.masks import causal, complete
+from rankcollapse.measure import probe
 from rankcollapse.metrics import measure_states
 
 TEXT = (
@@ -240,7 +241,7 @@ def test_metrics_measured_beside_the_forward_equal_the_suite_on_its_hidden_state
 def test_an_error_in_a_layer_metric_reaches_the_caller(tiny_bert, monkeypatch):
     import importlib
 
-    probe_module = importlib.import_module("rankcollapse.hf.probe")
+    probe_module = importlib.import_module("rankcollapse.measure.probe")
 
     def broken(*args, **kwargs):
         raise InputError("x has 1 NaN values")
@@ -251,8 +252,9 @@ def test_an_error_in_a_layer_metric_reaches_the_caller(tiny_bert, monkeypatch):
 
 
 def test_resolve_probe_parses_names_once_into_typed_values():
-    from rankcollapse.hf import VARIANTS, resolve_probe
+    from rankcollapse.hf import VARIANTS
     from rankcollapse.masks import MaskSpec
+    from rankcollapse.measure import resolve_probe
 
     request = resolve_probe("san,transformer", "causal_window:1", "res_comp_rel,attn_entropy")
     assert request.variants == (VARIANTS["san"], VARIANTS["transformer"])
@@ -291,7 +293,7 @@ def test_a_probe_checks_its_mask_once_for_every_variant_and_batch(tiny_bert, mon
 
 
 def test_the_three_parts_compose_to_the_same_rows_as_probe(tiny_bert):
-    from rankcollapse.hf import ModelSource, ProbeInputs, resolve_probe, run_probe
+    from rankcollapse.measure import ModelSource, ProbeInputs, resolve_probe, run_probe
 
     options = {"random_tokens": True, "n_samples": 2, "n_tokens": 8, "seed": 3}
     request = resolve_probe("san", "causal", ["mu_rel", "attn_entropy"], temperature=2.0)

@@ -1,12 +1,12 @@
-"""hf.curves: Wu's curves of real models, through the probe's parts; an overflowed curve is a
+"""measure.curves: Wu's curves of real models, through the probe's parts; an overflowed curve is a
 `diverged` row, told apart by its exception type."""
 
 import pytest
 import torch
 
 from rankcollapse.errors import InputError
-from rankcollapse.hf import ModelSource, load_cached, real_curves
 from rankcollapse.masks import parse_mask_spec
+from rankcollapse.measure import ModelSource, load_cached, real_curves
 from rankcollapse.variants import VARIANTS
 
 SAN, SAN_SKIP = VARIANTS["wu:san"], VARIANTS["wu:san+skip"]
@@ -36,7 +36,7 @@ def test_real_curves_give_short_variant_names_the_mask_string_and_each_mode():
 def test_an_overflowing_curve_is_one_diverged_row_and_other_errors_propagate(monkeypatch):
     import importlib
 
-    probe_module = importlib.import_module("rankcollapse.hf.probe")
+    probe_module = importlib.import_module("rankcollapse.measure.probe")
     validation = importlib.import_module("rankcollapse._validation")
     loaded = load_cached(TINY)
     mask = parse_mask_spec("complete")

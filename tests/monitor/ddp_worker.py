@@ -19,7 +19,7 @@ import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
-from rankcollapse.monitor import CsvLog, watch
+from rankcollapse.measure.monitor import CsvLog, watch
 from rankcollapse.nets import SAN, SANConfig
 
 

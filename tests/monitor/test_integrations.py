@@ -13,7 +13,7 @@ import pytest
 import torch
 from torch import nn
 
-from rankcollapse.monitor import MemoryLog, watch
+from rankcollapse.measure.monitor import MemoryLog, watch
 from rankcollapse.nets import SAN, NetConfig, SANConfig, ToyNet, random_tokens
 from rankcollapse.train import TrainConfig, train
 
@@ -44,7 +44,7 @@ def test_the_project_training_loop_logs_through_the_monitor_with_one_switch():
 def test_hugging_face_trainer_callback_records_the_expected_steps(tmp_path):
     from transformers import GPT2Config, GPT2LMHeadModel, Trainer, TrainingArguments
 
-    from rankcollapse.monitor.trainer import MonitorCallback
+    from rankcollapse.measure.monitor.trainer import MonitorCallback
 
     torch.manual_seed(0)
     model = GPT2LMHeadModel(GPT2Config(n_embd=32, n_layer=2, n_head=4, vocab_size=64,
@@ -66,7 +66,7 @@ def test_hugging_face_trainer_callback_records_the_expected_steps(tmp_path):
 @pytest.mark.slow
 def test_lightning_callback_records_the_expected_steps():
     pl = pytest.importorskip("lightning.pytorch", reason="the lightning extra is not installed")
-    from rankcollapse.monitor.lightning import MonitorCallback
+    from rankcollapse.measure.monitor.lightning import MonitorCallback
 
     class Regression(pl.LightningModule):
         def __init__(self):
@@ -94,7 +94,7 @@ def test_lightning_callback_records_the_expected_steps():
 @pytest.mark.slow
 def test_the_monitor_imports_without_the_optional_extras():
     code = (
-        "import sys, rankcollapse.monitor\n"
+        "import sys, rankcollapse.measure.monitor\n"
         "extras = [m for m in sys.modules if m.split('.')[0] in ('lightning', 'tensorboard')]\n"
         "assert not extras, extras\n"
     )

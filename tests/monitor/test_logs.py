@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from rankcollapse.errors import InputError
-from rankcollapse.monitor import COLUMNS, CsvLog, read_log, watch
+from rankcollapse.measure.monitor import COLUMNS, CsvLog, read_log, watch
 from rankcollapse.nets import NetConfig, ToyNet, random_tokens
 
 SRC = Path(__file__).resolve().parents[2] / "src"
@@ -26,7 +26,7 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 TRAINING = textwrap.dedent(
     """
     import os, sys, time, torch
-    from rankcollapse.monitor import CsvLog, watch
+    from rankcollapse.measure.monitor import CsvLog, watch
     from rankcollapse.nets import NetConfig, ToyNet, random_tokens
     folder, steps, pause = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
     net = ToyNet(NetConfig(n_layers=2, d_model=8, skip="on", dtype="float32"))
@@ -147,7 +147,7 @@ def test_tensorboard_gets_per_layer_means(tmp_path):
     pytest.importorskip("tensorboard", reason="the tensorboard extra is not installed")
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-    from rankcollapse.monitor import TensorBoardLog
+    from rankcollapse.measure.monitor import TensorBoardLog
 
     net = ToyNet(NetConfig(n_layers=2, d_model=8))
     board = TensorBoardLog(tmp_path / "tb")

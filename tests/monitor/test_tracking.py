@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from rankcollapse.errors import ConfigError
-from rankcollapse.monitor import COLUMNS, scalars, watch
+from rankcollapse.measure.monitor import COLUMNS, scalars, watch
 from rankcollapse.nets import NetConfig, ToyNet, random_tokens
 from rankcollapse.tracking import MLflowLog, WandbLog
 

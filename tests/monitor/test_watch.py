@@ -9,9 +9,9 @@ import torch
 from transformers import GPT2Config, GPT2LMHeadModel
 
 from rankcollapse.errors import ConfigError, InputError, UnknownNameError
-from rankcollapse.hf import probe
+from rankcollapse.measure import probe
+from rankcollapse.measure.monitor import COLUMNS, MemoryLog, watch
 from rankcollapse.metrics import measure_layers
-from rankcollapse.monitor import COLUMNS, MemoryLog, watch
 from rankcollapse.nets import NetConfig, ToyNet, random_tokens
 
 KEY = ["variant", "layer", "sample", "metric"]

@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 
 from rankcollapse.cli import main
 from rankcollapse.errors import RankCollapseError
-from rankcollapse.hf import load_model, probe, tiny_model
+from rankcollapse.hf import load_model, tiny_model
+from rankcollapse.measure import probe
 
 FILES = ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json")
 JSON_VALUES = st.one_of(
@@ -122,7 +123,7 @@ def test_a_mutated_model_folder_loads_or_fails_with_one_clear_line(data, valid_f
         ("tokenizer-only", r"has files \(vocab.txt\) but no config.json"),
         ("bin-only", r"holds pytorch_model.bin but no model.safetensors; only safetensors"),
         ("wrong-shapes", r"has tensor .* of shape \(64,\) .* config.json makes it \(48,\)"),
-        ("deep-config", r"has no usable config.json \(nested too deeply\)"),
+        ("deep-config", r"has no usable config.json \(JSON nested too deeply\)"),
         ("missing-layer", r"has weights without 16 of the \d+ tensors its config.json asks for"),
     ],
 )

@@ -5,8 +5,10 @@ and list the others."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import signal
 import sys
 from pathlib import Path
 
@@ -48,6 +50,31 @@ def without_sha(folder: Path) -> None:
     manifest = json.loads((folder / "manifest.json").read_text())
     del manifest["results_sha256"]
     (folder / "manifest.json").write_text(json.dumps(manifest))
+
+
+def fifo(path: Path) -> None:
+    """`path` replaced by a named pipe: opening it for reading would wait for a writer forever."""
+    path.unlink()
+    os.mkfifo(path)
+
+
+LAUGHS = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join([f'*{chr(97 + i)}'] * 10)}]\n" for i in range(6)
+)  # 10**7 values written out in 8 lines
+
+
+@pytest.fixture(autouse=True)
+def no_hang():
+    """A read that waits (a FIFO opened) fails the test after 60 s instead of hanging it."""
+
+    def hung(*_):
+        raise TimeoutError("a reader waited: a FIFO was opened")
+
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(60)
+    yield
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, previous)
 
 
 DAMAGE = {
@@ -107,6 +134,26 @@ DAMAGE = {
         ),
         "config.yaml is damaged (not the config the manifest's hash names)",
     ),
+    "manifest a FIFO": (
+        lambda f: fifo(f / "manifest.json"),
+        "manifest.json is damaged (a named pipe (FIFO), not a file; it is never opened)",
+    ),
+    "config a FIFO": (
+        lambda f: fifo(f / "config.yaml"),
+        "config.yaml is damaged (a named pipe (FIFO), not a file; it is never opened)",
+    ),
+    "results.csv a FIFO": (
+        lambda f: fifo(f / "results.csv"),
+        "results.csv is damaged (a named pipe (FIFO), not a file; it is never opened)",
+    ),
+    "config billion laughs": (
+        lambda f: (f / "config.yaml").write_text(LAUGHS),
+        "config.yaml is damaged (YAML that expands to more than 100,000 values (aliases))",
+    ),
+    "config nested deep": (
+        lambda f: (f / "config.yaml").write_text("items: " + "[" * 100 + "]" * 100 + "\n"),
+        "config.yaml is damaged (YAML nested more than 64 levels deep)",
+    ),
     "figures a file": (
         lambda f: (shutil.rmtree(f / "figures"), (f / "figures").write_text("x")),
         "figures is damaged (a file where the report's folder belongs); remove it and run",
@@ -125,7 +172,16 @@ def test_report_names_the_damaged_file_and_the_fix_in_one_line(damage, root, cap
     assert re.search(says[2:], err) if says.startswith("r:") else says in err, err
 
 
-@pytest.mark.parametrize("damage", ["manifest a list", "results.csv empty", "config python tag"])
+@pytest.mark.parametrize(
+    "damage",
+    [
+        "manifest a list",
+        "results.csv empty",
+        "config python tag",
+        "manifest a FIFO",
+        "config a FIFO",
+    ],
+)
 def test_index_and_reproduce_skip_a_damaged_run_and_list_the_others(damage, root, capsys):
     damaged, whole = runs(root)
     DAMAGE[damage][0](damaged)

@@ -67,6 +67,17 @@ def test_a_column_of_another_type_is_named_when_the_unit_is_stored(tmp_path):
         save_unit(tmp_path / "u.json", UNIT, rows, 0.5)
 
 
+def deep_body() -> bytes:
+    """A body nested 100,000 deep under a header with its true checksum."""
+    line = b"[" * 100_000 + b"]" * 100_000
+    header = {
+        "format": "rankcollapse-unit",
+        "version": 2,
+        "sha256": hashlib.sha256(line).hexdigest(),
+    }
+    return json.dumps(header).encode() + b"\n" + line + b"\n"
+
+
 @pytest.mark.parametrize(
     "damage, reason",
     [
@@ -74,6 +85,8 @@ def test_a_column_of_another_type_is_named_when_the_unit_is_stored(tmp_path):
         (lambda b: b.replace(b'"seconds":', b'"seconds" :'), "checksum mismatch"),
         (lambda b: b"", "not a unit file"),
         (lambda b: b.replace(b'"version": 2', b'"version": 3'), "version 3"),
+        (lambda b: b"[" * 100_000 + b"]" * 100_000, "not a unit file"),
+        (lambda b: deep_body(), "malformed columns (RecursionError"),
     ],
 )
 def test_damaged_files_read_as_missing_with_the_reason(tmp_path, damage, reason):

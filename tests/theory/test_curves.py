@@ -1,4 +1,4 @@
-"""theory.curves: toy curves share their inputs, and slopes per curve."""
+"""measure.toy_curves: toy curves share their inputs; theory.curve_slopes: slopes per curve."""
 
 import math
 
@@ -7,7 +7,8 @@ import pandas as pd
 import pytest
 
 from rankcollapse.masks import parse_mask_spec
-from rankcollapse.theory.curves import curve_slopes, toy_curves
+from rankcollapse.measure import toy_curves
+from rankcollapse.theory import curve_slopes
 from rankcollapse.variants import VARIANTS
 
 SIZES = {"n_layers": 3, "d_model": 8, "n_tokens": 6, "n_samples": 2, "seed": 0}

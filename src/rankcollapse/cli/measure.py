@@ -16,6 +16,7 @@ from rankcollapse.cli._figures import FigureProcesses
 
 SUFFIXES = (".npy", ".pt", ".safetensors")
 STATE_KEYS = ("states", "hidden_states")
+MAX_STATES_BYTES = 2**62  # no cap on the file: what it would allocate is checked per format
 DIMS = ("layers", "sequences", "tokens", "features")
 
 
@@ -54,9 +55,18 @@ def load_tensors(path: Path) -> dict:
     import torch
 
     from rankcollapse.errors import InputError
+    from rankcollapse.reading import checked_size
 
-    if not path.is_file():
-        raise InputError(f"no file at '{path}'; pass the path of a {', '.join(SUFFIXES)} file.")
+    fix = f"pass the path of a {', '.join(SUFFIXES)} file"
+    checked_size(  # a folder, FIFO or device is refused unopened
+        path,
+        MAX_STATES_BYTES,
+        error=lambda problem: InputError(
+            f"no file at '{path}'; {fix}."
+            if problem == "missing"
+            else f"'{path}' is {problem}; {fix}."
+        ),
+    )
     suffix = path.suffix.lower()
     if suffix not in SUFFIXES:
         raise InputError(f"'{path.name}' has suffix '{suffix}'; supported: {', '.join(SUFFIXES)}.")

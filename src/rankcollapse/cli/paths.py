@@ -205,7 +205,7 @@ def _frozen(args: argparse.Namespace):
         raise ConfigError(f"--n-tokens is {args.tokens}; it must be at least 2.")
     if args.model is not None:
         from rankcollapse.devices import resolve_device, resolve_dtype
-        from rankcollapse.hf import ModelSource, ProbeInputs
+        from rankcollapse.measure import ModelSource, ProbeInputs
         from rankcollapse.paths import freeze_real
 
         device, dtype = resolve_device(args.device), resolve_dtype(args.dtype, float64=True)

@@ -1,6 +1,6 @@
 """`rankcollapse plot-training FILE [FILE ...]`: figures of a monitor's CSV log.
 
-Each FILE is the CSV a `rankcollapse.monitor.CsvLog` wrote during training (columns step,
+Each FILE is the CSV a `rankcollapse.measure.monitor.CsvLog` wrote during training (columns step,
 layer, variant, sample, metric, value, at_floor). Writes, into --out, the layer x step heat
 map (training-heatmap.png/.svg) and the per-layer curves over steps (training-curves.png/.svg)
 of one metric; several files are compared side by side, one panel per file (per variant when
@@ -36,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
 
     from rankcollapse.cli._common import save_figure
     from rankcollapse.cli._console import console
-    from rankcollapse.monitor import read_log
+    from rankcollapse.measure.monitor import read_log
     from rankcollapse.plot import training_curves, training_heatmap
 
     names = [path.stem for path in args.files]

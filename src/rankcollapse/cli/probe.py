@@ -139,7 +139,7 @@ def _probe(args: argparse.Namespace, figures: FigureProcesses) -> int:
     )
     from rankcollapse.cli._console import err_console
     from rankcollapse.devices import resolve_device, resolve_dtype
-    from rankcollapse.hf import ModelSource, ProbeInputs, resolve_probe, run_probe
+    from rankcollapse.measure import ModelSource, ProbeInputs, resolve_probe, run_probe
 
     check_sizes(n_samples=args.samples, n_tokens=args.tokens, batch_size=args.batch_size)
     # Every value is parsed once, here, before any model loads.

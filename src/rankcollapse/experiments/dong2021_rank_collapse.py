@@ -135,7 +135,8 @@ def units(config: Config) -> list[Unit]:
 
 
 def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
-    from rankcollapse.hf import load_model, probe
+    from rankcollapse.hf import load_model
+    from rankcollapse.measure import probe
 
     arm = next(a for a in config.arms if (a.model, a.init) == (unit["model"], unit["init"]))
     device = config.device

@@ -141,7 +141,8 @@ def _toy(config: Config, unit: Unit):
 def _real(config: Config, unit: Unit):
     import torch
 
-    from rankcollapse.hf import ProbeInputs, load_model
+    from rankcollapse.hf import load_model
+    from rankcollapse.measure import ProbeInputs
     from rankcollapse.paths import freeze_real
 
     loaded = load_model(unit["model"], init=unit["init"], seed=unit["seed"], dtype=torch.float64)

@@ -2,7 +2,7 @@
 
 Not one of the three seed papers' experiments: it asks the question they leave open (does the
 collapse a network starts with slow its training, and does training undo it?) with the
-monitor (`rankcollapse.monitor`) on a small GPT-2-shaped model (`rankcollapse.nets.CausalLM`:
+monitor (`rankcollapse.measure.monitor`) on a small GPT-2-shaped model (`rankcollapse.nets.CausalLM`:
 causal attention, GELU MLP of width 4 d_model, learned positions, final LayerNorm) trained by
 the project's loop (Adam) on next-byte prediction of the built-in corpus
 (`rankcollapse.tasks.byte_windows`; the held-out tenth gives the monitor's batch). Arms differ
@@ -48,7 +48,7 @@ from rankcollapse.experiments._registry import (
     seeds_agree,
     toy_sizes,
 )
-from rankcollapse.monitor import MemoryLog, watch
+from rankcollapse.measure.monitor import MemoryLog, watch
 from rankcollapse.nets import CausalLM, NetConfig
 from rankcollapse.plot import line_plot, training_curves, training_heatmap
 from rankcollapse.seeds import stream_seed

@@ -11,7 +11,7 @@ change once `rankcollapse.hf` supports it): pretrained `minilm` (BERT encoder) a
 (`random_init`), unmodified (the `transformer` variant, the model's own mask), eval mode, on
 windows of the built-in corpus. Per layer
 (layer 0 = embedding output; every layer is a raw residual-stream state, never a final-norm
-output: see `rankcollapse.hf.probe`): `numerical_rank`, `min_sv`, `stable_rank`,
+output: see `rankcollapse.measure.probe`): `numerical_rank`, `min_sv`, `stable_rank`,
 `abs_cos_mean`, `mu_rel` and `min_sv_rel` = sigma_min / sigma_max from the metric suite (flagged
 `at_floor` by its floor rule), plus the full normalised singular spectrum sigma_i / sigma_1 of
 the first `n_spectra` samples (metric `sv`, index in column `index`), from a float64 SVD of
@@ -57,7 +57,8 @@ from rankcollapse.experiments._registry import (
     finding,
     register,
 )
-from rankcollapse.hf import MODELS, load_model, probe
+from rankcollapse.hf import MODELS, load_model
+from rankcollapse.measure import probe
 from rankcollapse.metrics import dtype_floor
 from rankcollapse.plot import band_plot, line_plot, singular_spectra
 from rankcollapse.seeds import Seed

@@ -4,7 +4,7 @@ Paper: Wu, Ajorlou, Wang, Jegelka, Jadbabaie, "On the role of attention masks an
 in transformers", NeurIPS 2024 (arXiv 2405.18781): Thm 1 and the masks x components
 experiment (mu against layer on log-log axes); docs/wu2024.md walks through our run.
 
-mu = ||X - 1 mean^T||_F and mu_rel = mu / ||X||_F per layer (`rankcollapse.theory.curves`) for
+mu = ||X - 1 mean^T||_F and mu_rel = mu / ||X||_F per layer (`rankcollapse.measure.curves`) for
 Wu's five variants (pure SAN, SAN+skip, SAN+LN, SAN+skip+LN, transformer; LN = each token
 scaled to unit norm) under the masks complete, causal, window {i-1, i, i+1}, causal window
 {i-1, i}, and the extras sinks:1:1 (token 0 global plus the window) and dilated:1:2 (no center
@@ -51,11 +51,11 @@ from rankcollapse.experiments._registry import (
     for_every,
     register,
 )
-from rankcollapse.hf import MODELS, ModelSource, load_cached, real_curves, text_model_type
+from rankcollapse.hf import MODELS, text_model_type
 from rankcollapse.masks import MaskSpec, parse_mask_spec
+from rankcollapse.measure import ModelSource, load_cached, real_curves, toy_curves
 from rankcollapse.plot import mask_panels
-from rankcollapse.theory import mask_radius, radius_concordance, speed_ratio
-from rankcollapse.theory.curves import curve_slopes, toy_curves
+from rankcollapse.theory import curve_slopes, mask_radius, radius_concordance, speed_ratio
 from rankcollapse.variants import WU_VARIANTS
 
 NAME = "wu2024-masks"

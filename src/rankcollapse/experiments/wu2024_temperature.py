@@ -6,11 +6,11 @@ the softmax scale 1/sqrt(d_QK) for d_QK in `d_qk` (the paper: 1/64, 1, 64):
 
 - `toy`: the toy pure SAN (one head, float64) with `temperature = d_QK`;
 - pretrained `minilm`, `smollm2` (and random-init `bert-base` on request) through
-  `rankcollapse.hf.probe` with the `wu:san` variant, the mask replacing the model's pattern and
+  `rankcollapse.measure.probe` with the `wu:san` variant, the mask replacing the model's pattern and
   the logits divided by T = sqrt(d_QK / d_head) on top of the model's own 1/sqrt(d_head): the
   attention then uses exactly 1/sqrt(d_QK) (d_QK = d_head is the model as trained).
 
-Measured: mu_rel per layer (`rankcollapse.theory.curves`). The early collapse of a curve is
+Measured: mu_rel per layer (`rankcollapse.measure.curves`). The early collapse of a curve is
 the drop of the mean log mu_rel over the first `early_layers` layers, with values at the
 dtype floor clipped to the floor (`early_drop`).
 
@@ -42,10 +42,11 @@ from rankcollapse.experiments._registry import (
     for_every,
     register,
 )
-from rankcollapse.hf import MODELS, ModelSource, head_dim, load_cached, real_curves, text_model_type
+from rankcollapse.hf import MODELS, text_model_type
+from rankcollapse.measure import ModelSource, head_dim, load_cached, real_curves, toy_curves
 from rankcollapse.metrics import dtype_floor
 from rankcollapse.plot import line_plot, mask_panels
-from rankcollapse.theory.curves import early_drop, toy_curves
+from rankcollapse.theory import early_drop
 from rankcollapse.variants import VARIANTS
 
 NAME = "wu2024-temperature"

@@ -14,20 +14,15 @@
 - `run_batch(loaded, input_ids, token_mask, *, on_layer, variant, mask, temperature, train_mode,
   attention)`: one forward pass streaming every layer's states (and attention) to a callback;
   `applied(...)` is the same setup as a context manager for your own hooks.
-- `probe(...)` -> tidy DataFrame of per-layer metrics, composed of three typed parts:
-  `ModelSource` (which model, how it loads), `ProbeInputs` (text windows, padded paragraphs,
-  random ids from the tokenizer or the config's vocabulary, random pixels, a folder of images)
-  and `ProbeRequest` (`resolve_probe`: variants, mask, temperature, metrics by kind), run by
-  `run_probe(loaded, inputs, request)`; `load_windows` / `load_paragraphs` / `sample_corpus` /
-  `load_images` for inputs.
-- `real_curves(loaded, variants, mask, ...)`: Wu et al.'s mu curves of a real model per variant
-  and mode (`load_cached(source)` keeps the last model loaded).
+- Inputs: `load_windows` / `load_paragraphs` / `sample_corpus` / `load_images`.
+
+Measuring a model (the probe, real models' curves, the monitor) is `rankcollapse.measure`,
+one floor up; `hf` is the plumbing it measures through.
 """
 
 from rankcollapse.hf.architectures import ARCHITECTURES, Architecture, architecture_for
 from rankcollapse.hf.attention import AttentionSettings, attention_settings, custom_attention
 from rankcollapse.hf.capture import LayerCapture, applied, run_batch
-from rankcollapse.hf.curves import head_dim, load_cached, real_curves
 from rankcollapse.hf.images import load_images
 from rankcollapse.hf.models import (
     MODELS,
@@ -39,14 +34,6 @@ from rankcollapse.hf.models import (
     text_model_type,
     text_models,
     wrap_model,
-)
-from rankcollapse.hf.probe import (
-    ModelSource,
-    ProbeInputs,
-    ProbeRequest,
-    probe,
-    resolve_probe,
-    run_probe,
 )
 from rankcollapse.hf.qk_rank import qk_ranks
 from rankcollapse.hf.text import load_paragraphs, load_windows, sample_corpus
@@ -72,10 +59,7 @@ __all__ = [
     "AttentionSettings",
     "LayerCapture",
     "LoadedModel",
-    "ModelSource",
     "ModelSpec",
-    "ProbeInputs",
-    "ProbeRequest",
     "Variant",
     "applied",
     "architecture_for",
@@ -83,20 +67,14 @@ __all__ = [
     "attention_settings",
     "custom_attention",
     "describe",
-    "head_dim",
-    "load_cached",
     "load_images",
     "load_model",
     "load_paragraphs",
     "load_windows",
     "model_entry",
     "parse_variant",
-    "probe",
     "qk_ranks",
-    "real_curves",
-    "resolve_probe",
     "run_batch",
-    "run_probe",
     "sample_corpus",
     "text_model_type",
     "text_models",

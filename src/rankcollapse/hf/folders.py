@@ -13,17 +13,19 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from rankcollapse.errors import InputError
+from rankcollapse.reading import MiB, checked_size, read_json, safetensors_header
 
 CONFIG = "config.json"
 WEIGHTS = "model.safetensors"
 WEIGHTS_INDEX = "model.safetensors.index.json"
-MAX_JSON_BYTES = 32 * 2**20  # a config or shard index is kilobytes; more is not one
+MAX_JSON_BYTES = 32 * MiB  # a config or shard index is kilobytes; more is not one
+MAX_TOKENIZER_BYTES = 512 * MiB  # a tokenizer.json of a large vocabulary is tens of MB
+MAX_HEADER_FILE = 2**62  # a weights file's size is the model's; only its header is read
 # Weights in formats that are never read (pickle, or frameworks other than torch).
 UNSAFE_WEIGHTS = ("pytorch_model.bin", "tf_model.h5", "flax_model.msgpack", "model.ckpt.index")
 # Sizes that must be positive integers wherever a config has them (attribute_map resolves
@@ -59,22 +61,13 @@ def _error(folder: Path, problem: str, fix: str = FIX) -> InputError:
     return InputError(f"model folder '{folder}' {problem}; {fix}.")
 
 
-def _read_json(folder: Path, name: str) -> Any:
+def _read_json(folder: Path, name: str, limit: int = MAX_JSON_BYTES) -> Any:
     """The parsed JSON of `folder/name`, or an error saying why it is not usable."""
-    path = folder / name
-    if not path.is_file():
-        kind = "a folder" if path.is_dir() else "missing"
-        raise _error(folder, f"has no usable {name} ({kind})")
-    if path.stat().st_size > MAX_JSON_BYTES:
-        raise _error(folder, f"has no usable {name} ({path.stat().st_size} bytes, not a config)")
-    try:
-        return json.loads(path.read_bytes().decode("utf-8"))
-    except UnicodeDecodeError:
-        raise _error(folder, f"has no usable {name} (not UTF-8 text)") from None
-    except json.JSONDecodeError as err:
-        raise _error(folder, f"has no usable {name} (line {err.lineno}: {err.msg})") from None
-    except RecursionError:
-        raise _error(folder, f"has no usable {name} (nested too deeply)") from None
+    return read_json(
+        folder / name,
+        limit,
+        error=lambda problem: _error(folder, f"has no usable {name} ({problem})"),
+    )
 
 
 def _missing_config(folder: Path) -> InputError:
@@ -246,26 +239,20 @@ def _weight_files(folder: Path) -> list[Path]:
 
 def _tensor_shapes(folder: Path, files: list[Path]) -> dict[str, tuple[int, ...]]:
     """Every tensor's name and shape, from the safetensors headers only (no tensor is read)."""
-    from safetensors import safe_open
-
     shapes: dict[str, tuple[int, ...]] = {}
     for path in files:
-        if not path.is_file():
-            raise _error(
+
+        def damaged(problem: str, name: str = path.name) -> InputError:
+            if problem in ("missing", "a folder where a file belongs"):
+                return _error(folder, f"has no readable {name} ({problem})")
+            return _error(
                 folder,
-                f"has no readable {path.name} ({'a folder' if path.exists() else 'missing'})",
-            )
-        try:
-            with safe_open(path, framework="pt") as f:
-                for name in f.keys():  # noqa: SIM118 - safe_open is no dict
-                    shapes[name] = tuple(f.get_slice(name).get_shape())
-        except Exception as err:  # noqa: BLE001 - SafetensorError, OSError, a bad dtype ...
-            reason = " ".join(str(err).split())[:200] or type(err).__name__
-            raise _error(
-                folder,
-                f"has a damaged {path.name} ({reason})",
+                f"has a damaged {name} ({problem})",
                 "save the model again with save_pretrained(DIR), or copy the file again",
-            ) from None
+            )
+
+        header = safetensors_header(path, MAX_HEADER_FILE, error=damaged)
+        shapes.update((name, shape) for name, (_dtype, shape) in header.items())
     if not shapes:
         raise _error(folder, f"has weights with no tensors in {files[0].name}")
     return shapes
@@ -361,7 +348,7 @@ def _check_tokenizer_files(folder: Path) -> None:
     without checking)."""
     for name in TOKENIZER_JSON:
         if (folder / name).exists():
-            values = _read_json(folder, name)
+            values = _read_json(folder, name, MAX_TOKENIZER_BYTES)
             if not isinstance(values, dict):
                 raise _error(
                     folder,
@@ -392,8 +379,14 @@ def check_model_folder(path: str | Path) -> None:
     folder = Path(path)
     if not folder.is_dir():
         raise InputError(f"model folder '{folder}' does not exist; pass a local model folder.")
-    stamp = tuple(
-        (p.name, p.is_file() and p.stat().st_size, p.stat().st_mtime_ns)
-        for p in sorted(folder.iterdir())
-    )
+    files = sorted(p for p in folder.iterdir() if not p.is_dir())
+    for file in files:  # transformers opens what it finds: a FIFO would wait forever
+        checked_size(
+            file,
+            MAX_HEADER_FILE,
+            error=lambda problem, p=file: _error(
+                folder, f"holds {p.name}, {problem}", "remove it or replace it with the file"
+            ),
+        )
+    stamp = tuple((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in files)
     _checked(folder.resolve(), stamp)

@@ -15,7 +15,7 @@ Example:
 
 from __future__ import annotations
 
-import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,6 +27,7 @@ from rankcollapse.errors import InputError
 from rankcollapse.hf.capture import n_patch_tokens
 from rankcollapse.hf.models import LoadedModel
 from rankcollapse.hf.text import random_pixels
+from rankcollapse.reading import MiB, checked_size, read_json
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg")
 PREPROCESSOR_CONFIG = "preprocessor_config.json"
@@ -57,15 +58,16 @@ def _per_channel(value, channels: int, key: str, where: str) -> tuple[float, ...
 def image_normalisation(model_dir: Path | None, *, channels: int) -> ImageNorm:
     """The normalisation of `model_dir`'s preprocessor config, or ViT's defaults without one."""
     path = None if model_dir is None else Path(model_dir) / PREPROCESSOR_CONFIG
-    if path is None or not path.is_file():
+    if path is None or not path.exists():
         return ImageNorm(mean=(0.5,) * channels, std=(0.5,) * channels)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise InputError(
-            f"{str(path)!r} is not a readable JSON file ({err}); fix it, or remove it to use "
+    data = read_json(
+        path,
+        MAX_PREPROCESSOR_BYTES,
+        error=lambda problem: InputError(
+            f"{str(path)!r} is not a readable JSON file ({problem}); fix it, or remove it to use "
             "ViT's defaults (mean and std 0.5)."
-        ) from err
+        ),
+    )
     if not isinstance(data, dict):
         raise InputError(f"{str(path)!r} holds no JSON object; fix it or remove it.")
     normalise = data.get("do_normalize", True)
@@ -100,6 +102,15 @@ def image_files(folder: Path) -> list[Path]:
 
 
 MAX_PIXELS = 50_000_000  # 7000 x 7000; a photo is at most tens of megapixels
+MAX_IMAGE_BYTES = 1024 * MiB  # a photo file is megabytes (PIL reads only what it decodes)
+MAX_PREPROCESSOR_BYTES = MiB  # a preprocessor config is a few lines
+
+
+def _unreadable_image(path: Path, folder: Path) -> Callable[[str], InputError]:
+    return lambda problem: InputError(
+        f"image {path.name!r} in {str(folder)!r} cannot be read ({problem}); replace it with a "
+        "PNG or JPEG file, or remove it."
+    )
 
 
 def _check_pixels(path: Path, width: int, height: int) -> None:
@@ -146,6 +157,7 @@ def load_images(
     std = torch.tensor(norm.std)[:, None, None]
     pixels = []
     for path in files:
+        checked_size(path, MAX_IMAGE_BYTES, error=_unreadable_image(path, folder))
         try:
             with Image.open(path) as image:  # reads the header only
                 _check_pixels(path, image.width, image.height)

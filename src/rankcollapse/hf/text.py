@@ -8,6 +8,7 @@ the text tokenized without special tokens, so every window holds exactly `n_toke
 
 from __future__ import annotations
 
+import io
 import weakref
 from collections.abc import Callable, Iterator
 from importlib.resources import files
@@ -18,6 +19,7 @@ import torch
 from torch import Tensor
 
 from rankcollapse.errors import InputError
+from rankcollapse.reading import MiB, open_bounded
 
 
 def sample_corpus() -> str:
@@ -31,6 +33,7 @@ def sample_corpus() -> str:
 
 
 CHUNK_CHARS = 2**20  # a text file is read and tokenized this much at a time
+MAX_TEXT_BYTES = 1024 * MiB  # tokenized whole, twice: a GiB takes minutes, more is no probe's
 
 
 def _pieces(text: str | Path | None) -> tuple[Callable[[], Iterator[str]], str]:
@@ -41,15 +44,26 @@ def _pieces(text: str | Path | None) -> tuple[Callable[[], Iterator[str]], str]:
     if text is None:
         return lambda: iter([sample_corpus()]), "the built-in sample corpus"
     if isinstance(text, Path):
-        if not text.is_file():
+        if not text.exists():
             raise InputError(f"text file {str(text)!r} does not exist; pass an existing file.")
         where = f"text file {str(text)!r}"
         return lambda: _nonempty(_file_pieces(text), where), where
     return lambda: _nonempty(iter([text]), "the given text"), "the given text"
 
 
+def _unreadable_text(path: Path) -> Callable[[str], InputError]:
+    return lambda problem: InputError(
+        f"text file {str(path)!r} cannot be read ({problem}); pass a UTF-8 text file."
+    )
+
+
 def _file_pieces(path: Path) -> Iterator[str]:
-    with open(path, encoding="utf-8", errors="replace") as f:
+    """A regular file of at most MAX_TEXT_BYTES (a FIFO or device is refused, never opened),
+    read in pieces: memory does not grow with the file."""
+    with (
+        open_bounded(path, MAX_TEXT_BYTES, error=_unreadable_text(path)) as raw,
+        io.TextIOWrapper(raw, encoding="utf-8", errors="replace") as f,
+    ):
         rest = ""
         while block := f.read(CHUNK_CHARS):
             rest += block

@@ -1,27 +1,28 @@
-"""Watch rank collapse while a model trains.
+"""Deprecated name of `rankcollapse.measure.monitor` (kept for one release): import `watch`,
+the logs and the callbacks from `rankcollapse.measure.monitor` instead."""
 
-    monitor = watch(model, every=50, logs=[CsvLog("collapse.csv")])   # any HF model in memory
-    monitor.step(0)                      # before training: the initialisation
-    ...; optimizer.step(); monitor.step(step)                       # after each step
+import warnings
 
-`watch` checks every option and picks the held-out batch once; `Monitor.step` measures at
-multiples of `every` (rows: step, layer, variant, sample, metric, value, at_floor). Logs:
-`MemoryLog`, `CsvLog` (survives a crash; a resumed run records each step once),
-`TensorBoardLog` (the `tensorboard` extra); `read_log` reads a CSV back. Integrations:
-`rankcollapse.monitor.trainer.MonitorCallback` (Hugging Face Trainer) and
-`rankcollapse.monitor.lightning.MonitorCallback` (the `lightning` extra), imported from their
-modules so this package needs neither.
-"""
-
-from rankcollapse.monitor.logs import (
+from rankcollapse.measure.monitor import (
+    COLUMNS,
+    MONITOR_METRICS,
     CsvLog,
+    Log,
     MemoryLog,
+    Monitor,
     TensorBoardLog,
     parse_log,
     read_log,
     scalars,
+    watch,
 )
-from rankcollapse.monitor.watch import COLUMNS, MONITOR_METRICS, Log, Monitor, watch
+
+warnings.warn(
+    "rankcollapse.monitor is deprecated and goes in the next release; import from "
+    "rankcollapse.measure.monitor instead (same names).",
+    DeprecationWarning,
+    stacklevel=2,
+)
 
 __all__ = [
     "COLUMNS",

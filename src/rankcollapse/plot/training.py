@@ -1,5 +1,5 @@
 """Collapse over training: a layer x step heat map and per-layer curves over steps, from the
-tidy rows of `rankcollapse.monitor` (step, layer, variant, sample, metric, value, at_floor),
+tidy rows of `rankcollapse.measure.monitor` (step, layer, variant, sample, metric, value, at_floor),
 one panel per value of `panel` (an arm, a variant, a run). No I/O."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ def _rows(frame: pd.DataFrame, metric: str, panel: str | None) -> pd.DataFrame:
     if missing:
         raise InputError(
             f"the frame has no column(s) {missing} (columns: {list(frame.columns)}); pass the "
-            "rows a monitor wrote (rankcollapse.monitor.read_log)."
+            "rows a monitor wrote (rankcollapse.measure.monitor.read_log)."
         )
     rows = frame[frame["metric"] == metric]
     if rows.empty:

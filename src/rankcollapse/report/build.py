@@ -23,8 +23,10 @@ from pydantic import BaseModel
 from rankcollapse.errors import InputError
 from rankcollapse.experiments import Claim, Experiment, Summary, get_experiment
 from rankcollapse.files import digest, json_bytes, write_atomic
+from rankcollapse.reading import MiB, open_bounded, read_text
 from rankcollapse.report.html import KEY_META, PAGE_END, render_html
 from rankcollapse.report.stored import (
+    MAX_YAML,
     config_hash,
     damaged,
     read_claims,
@@ -34,6 +36,7 @@ from rankcollapse.report.stored import (
 )
 
 RUN_FILES = ("config.yaml", "manifest.json", "results.csv")
+MAX_PAGE = 1024 * MiB  # a report.html with its figures inlined is megabytes
 
 
 @dataclass
@@ -114,9 +117,10 @@ def build_report(
     )
     claims = [claim_record(claim) for claim in summary.claims]
     write_atomic(out_dir / "claims.json", json_bytes(claims))
+    config_path = out_dir / "config.yaml"
     html = render_html(
         experiment=exp,
-        config_text=(out_dir / "config.yaml").read_text(encoding="utf-8"),
+        config_text=read_text(config_path, MAX_YAML, error=lambda p: damaged(config_path, p)),
         manifest=manifest,
         summary=summary,
         pngs={name: files["png"] for name, files in rendered.items()},
@@ -170,7 +174,7 @@ def stored_report(
     out_dir = Path(out_dir)
     meta = f'<meta name="{KEY_META}" content="{report_key(experiment, manifest, figures=figures)}">'
     try:
-        with open(out_dir / "report.html", "rb") as page:
+        with open_bounded(out_dir / "report.html", MAX_PAGE) as page:
             head = page.read(4096)
             end = PAGE_END.encode()
             page.seek(max(0, page.seek(0, 2) - len(end)))

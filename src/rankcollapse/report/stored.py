@@ -2,7 +2,8 @@
 
 `manifest.json` and `claims.json` are parsed as JSON and checked with pydantic, `config.yaml`
 with the safe YAML loader and the experiment's own config model, `results.csv` for its size,
-line lengths, field counts, column names and column types before pandas reads it. A file that
+line lengths, field counts, column names and column types before pandas reads it; every file
+through `rankcollapse.reading`, within a stated size (a FIFO or device is never opened). A file that
 fails raises `DamagedFileError`, one sentence naming the file, what is wrong and the fix;
 nothing is written. Readers that list many folders (`report --index`, `reproduce`) skip a
 damaged one with a line saying so and list the others.
@@ -11,19 +12,19 @@ damaged one with a line saying so and list the others.
 from __future__ import annotations
 
 import hashlib
-import json
 from pathlib import Path
 from typing import Any, Literal
 
 import pandas as pd
-import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from rankcollapse.errors import InputError, invalid_config
 from rankcollapse.files import digest, read_marker
+from rankcollapse.reading import MiB, check_csv, open_bounded, read_json, read_yaml
 
-MAX_LINE = 1_000_000  # bytes: a results.csv line longer than this is damage, not a row
-MAX_JSON = 64_000_000  # bytes: a manifest or claims file larger than this is not ours
+MAX_JSON = 64 * MiB  # a manifest or claims file larger than this is not ours
+MAX_YAML = MiB  # a config is a few lines; a megabyte of YAML is not one
+MAX_CSV = 1024 * MiB  # a results.csv of a paper preset is megabytes; a GiB is not ours
 FIX = "delete the folder and rerun, or pass another folder"
 
 
@@ -66,30 +67,8 @@ class ClaimRecord(BaseModel):
     verdict: Literal["PASS", "FAIL", "NOT TESTED"] | None = None  # None: written before verdicts
 
 
-def _text(path: Path, limit: int) -> str:
-    """The file's text, or DamagedFileError when it is missing, a folder, huge or not UTF-8."""
-    if path.is_dir():
-        raise damaged(path, "a folder where a file belongs")
-    try:
-        size = path.stat().st_size
-        if size > limit:
-            raise damaged(path, f"{size} bytes, more than the {limit} a file of ours holds")
-        return path.read_bytes().decode("utf-8")
-    except FileNotFoundError:
-        raise damaged(path, "missing") from None
-    except UnicodeDecodeError as err:
-        raise damaged(path, f"not UTF-8 text at byte {err.start}") from None
-    except OSError as err:
-        raise damaged(path, f"unreadable: {err.strerror}") from None
-
-
 def _json(path: Path) -> Any:
-    try:
-        return json.loads(_text(path, MAX_JSON))
-    except ValueError as err:
-        if isinstance(err, DamagedFileError):
-            raise
-        raise damaged(path, f"not JSON: {err}") from None
+    return read_json(path, MAX_JSON, error=lambda problem: damaged(path, problem))
 
 
 def _schema_problem(err: ValidationError) -> str:
@@ -134,13 +113,7 @@ def read_config(folder: str | Path, config_model: type[BaseModel], name: str) ->
     """`folder/config.yaml` (safe loader only: a `!!python` tag is refused, never run) as the
     experiment's config model."""
     path = Path(folder) / "config.yaml"
-    text = _text(path, MAX_JSON)
-    try:
-        values = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        raise damaged(path, f"not valid YAML: {str(err).splitlines()[0]}") from None
-    except RecursionError:
-        raise damaged(path, "YAML nested too deeply") from None
+    values = read_yaml(path, MAX_YAML, error=lambda problem: damaged(path, problem))
     if not isinstance(values, dict):
         raise damaged(path, f"holds a {type(values).__name__}, not a mapping of config keys")
     try:
@@ -152,7 +125,7 @@ def read_config(folder: str | Path, config_model: type[BaseModel], name: str) ->
 def results_sha256(path: str | Path) -> str:
     """sha256 of a results.csv as stored (the manifest records it to detect later edits)."""
     digest = hashlib.sha256()
-    with open(path, "rb") as f:
+    with open_bounded(path, MAX_CSV, error=lambda problem: damaged(Path(path), problem)) as f:
         for block in iter(lambda: f.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
@@ -162,15 +135,11 @@ def read_results(
     path: str | Path, required: tuple[str, ...] = ("metric", "value"), *, sha256: str | None = None
 ) -> pd.DataFrame:
     """A stored `results.csv`, exactly as every unit's rows were (float64 round trip), after
-    checking it: a text file of rows no longer than MAX_LINE, every row with the header's
-    number of fields, the `required` columns present, `value` numbers, `layer` integers,
+    checking it (`reading.check_csv`): at most MAX_CSV bytes, rows of at most a megabyte, every
+    row with the header's number of fields, the `required` columns present, `value` numbers, `layer` integers,
     `at_floor` True/False; `sha256` (from the manifest) when given must match."""
     path = Path(path)
-    if path.is_dir():
-        raise damaged(path, "a folder where a file belongs")
-    if not path.is_file():
-        raise damaged(path, "missing")
-    _check_lines(path)
+    check_csv(path, MAX_CSV, error=lambda problem: damaged(path, problem))
     if sha256 is not None and results_sha256(path) != sha256:
         raise damaged(path, "changed since the run wrote it: its sha256 is not the manifest's")
     # pandas 3 parses floats exactly by default and deprecates the option that pandas 2 needs.
@@ -210,31 +179,6 @@ def _check_column(path: Path, frame: pd.DataFrame, name: str, ok, what: str) -> 
     raise damaged(
         path, f"column {name!r} should hold {what}; line {first + 2} has {frame[name][first]!r}"
     )
-
-
-def _check_lines(path: Path) -> None:
-    """Every line within MAX_LINE bytes and, where it has no quotes, the header's number of
-    fields (pandas would silently fill a truncated row with empty values); the file is read
-    in bounded pieces, never as one huge line."""
-    with open(path, "rb") as f:
-        n_fields = None
-        for number in range(1, 1 << 62):
-            line = f.readline(MAX_LINE + 1)
-            if not line:
-                break
-            if len(line) > MAX_LINE:
-                raise damaged(path, f"line {number} is longer than {MAX_LINE} bytes")
-            if b"\x00" in line:
-                raise damaged(path, f"line {number} holds binary data (a NUL byte)")
-            if b'"' in line or not line.strip():
-                continue
-            fields = line.count(b",") + 1
-            if n_fields is None:
-                n_fields = fields
-            elif fields != n_fields:
-                raise damaged(path, f"line {number} has {fields} of {n_fields} columns")
-        if n_fields is None:
-            raise damaged(path, "empty")
 
 
 def folder_kind(folder: Path) -> str | None:

@@ -26,12 +26,20 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rankcollapse.errors import UnitError
+from rankcollapse.errors import InputError, UnitError
 from rankcollapse.files import canonical_json, write_atomic
+from rankcollapse.reading import MiB, read_bytes
 
 FORMAT, VERSION = "rankcollapse-unit", 2
 SUFFIX = ".json"
 OLD_SUFFIX = ".pkl"  # version 1 unit files were pickles: never read, only reported
+MAX_UNIT_BYTES = 1024 * MiB  # a unit's rows are kilobytes to megabytes; a GiB is not one
+
+
+class _Unusable(InputError):
+    """Why a unit file cannot be read (recorded in the manifest; the unit is recomputed)."""
+
+
 # pandas dtypes a column may have: what results.csv can hold (see experiments' contract)
 DTYPES = ("bool", "object", "str", "string", "float16", "float32", "float64") + tuple(
     f"{sign}int{bits}" for sign in ("", "u") for bits in (8, 16, 32, 64)
@@ -60,16 +68,14 @@ def load_unit(path: Path, unit: dict) -> tuple[tuple[pd.DataFrame, float, dict] 
     The reason is "" for a missing file, else a short phrase for the manifest.
     """
     try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return None, ""
-    except OSError as err:
-        return None, f"unreadable ({err.strerror})"
+        data = read_bytes(path, MAX_UNIT_BYTES, error=_Unusable)
+    except _Unusable as err:  # missing, a folder or FIFO (never opened), huge, unreadable
+        return None, "" if str(err) == "missing" else str(err)
     first, _, rest = data.partition(b"\n")
     try:
         header = json.loads(first)
         fmt, version, checksum = header["format"], header["version"], header["sha256"]
-    except (ValueError, TypeError, KeyError):
+    except (ValueError, TypeError, KeyError, RecursionError):
         return None, "not a unit file of this version (never executed, never unpickled)"
     if (fmt, version) != (FORMAT, VERSION):
         return None, f"unit file format {fmt!r} version {version!r}, not {FORMAT!r} {VERSION}"
@@ -85,7 +91,7 @@ def load_unit(path: Path, unit: dict) -> tuple[tuple[pd.DataFrame, float, dict] 
             index=pd.RangeIndex(body["n_rows"]),
         )
         return (rows, float(body["seconds"]), dict(body["where"])), ""
-    except (ValueError, TypeError, KeyError) as err:
+    except (ValueError, TypeError, KeyError, RecursionError) as err:
         return None, f"malformed columns ({type(err).__name__}: {err})"
 
 

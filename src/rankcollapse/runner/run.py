@@ -20,7 +20,6 @@ import contextlib
 import dataclasses
 import datetime as dt
 import importlib.metadata
-import json
 import platform
 import re
 import sys
@@ -31,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
-import yaml
+import yaml  # writes config.yaml; every read goes through rankcollapse.reading
 from pydantic import BaseModel
 
 from rankcollapse import __version__
@@ -55,7 +54,8 @@ from rankcollapse.files import (
     write_atomic,
 )
 from rankcollapse.presets import DEFAULT_PRESET, PRESETS
-from rankcollapse.report import config_hash, results_sha256
+from rankcollapse.reading import MiB, parse_yaml, read_yaml
+from rankcollapse.report import config_hash, read_manifest, results_sha256
 from rankcollapse.runner._lock import run_lock
 from rankcollapse.runner._store import OLD_SUFFIX, SUFFIX, load_unit, save_unit
 from rankcollapse.runner.backends import (
@@ -150,46 +150,16 @@ def parse_overrides(pairs: Sequence[str], keys: Sequence[str] = ()) -> dict[str,
     return overrides
 
 
-MAX_YAML_BYTES = 2**20  # a config is a few lines; a megabyte of YAML is not one
-MAX_YAML_NODES = 100_000  # values counted as written out (aliases repeat what they name)
+MAX_YAML_BYTES = MiB  # a config is a few lines; a megabyte of YAML is not one
 
 
-def _safe_yaml(text: str, what: str, fix: str) -> Any:
-    """YAML with the safe loader, as one clear ConfigError when it is not a small plain
-    document: a syntax error, nesting deeper than Python recurses, or aliases that expand past
-    MAX_YAML_NODES values ("billion laughs")."""
-    try:
-        value = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        problem = " ".join(str(err).split())
-        raise ConfigError(f"{what} is not valid YAML ({problem}); {fix}") from None
-    except RecursionError:
-        raise ConfigError(f"{what} is nested too deeply to be a config; {fix}") from None
-    if _expanded_size(value) > MAX_YAML_NODES:
-        raise ConfigError(
-            f"{what} expands to more than {MAX_YAML_NODES:,} values (aliases of aliases); {fix}"
-        )
-    return value
-
-
-def _expanded_size(value: Any, budget: int = MAX_YAML_NODES + 1) -> int:
-    """Number of values in `value` written out, counting up to `budget` (then stopping)."""
-    count, stack = 0, [value]
-    while stack and count < budget:
-        item = stack.pop()
-        count += 1
-        if isinstance(item, dict):
-            stack.extend(item.keys())
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-    return count
+def _config_error(what: str, fix: str) -> Callable[[str], ConfigError]:
+    return lambda problem: ConfigError(f"{what} cannot be used ({problem}); {fix}")
 
 
 def _yaml_value(key: str, text: str) -> Any:
-    value = _safe_yaml(
-        text, f"--set {key}={text}", "write a number, a word or a list such as [0, 1]."
-    )
+    fix = "write a number, a word or a list such as [0, 1]."
+    value = parse_yaml(text, error=_config_error(f"--set {key}={text}", fix))
     # YAML 1.1 reads "1e-3" as a string; a number is what anyone typing it means.
     if isinstance(value, str) and re.fullmatch(r"[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+", value):
         return float(value)
@@ -198,17 +168,8 @@ def _yaml_value(key: str, text: str) -> Any:
 
 def load_config_file(path: str | Path) -> dict[str, Any]:
     """The mapping in a YAML config file (merged over the preset by `plan`)."""
-    path = Path(path)
-    if not path.is_file():
-        raise InputError(f"config file {str(path)!r} does not exist; pass a YAML file of keys.")
     fix = "pass a YAML file of keys, e.g. 'n_layers: 4'."
-    if path.stat().st_size > MAX_YAML_BYTES:
-        raise ConfigError(f"config file {str(path)!r} is {path.stat().st_size:,} bytes; {fix}")
-    try:
-        text = path.read_bytes().decode("utf-8")
-    except UnicodeDecodeError:
-        raise ConfigError(f"config file {str(path)!r} is not UTF-8 text; {fix}") from None
-    values = _safe_yaml(text, f"config file {str(path)!r}", fix)
+    values = read_yaml(path, MAX_YAML_BYTES, error=_config_error(f"config file {str(path)!r}", fix))
     if values is None:
         return {}
     if not isinstance(values, dict):
@@ -414,8 +375,8 @@ def earlier_times(plan: Plan) -> list[tuple[Unit, float]]:
     same = {"experiment": plan.experiment.name, "preset": plan.preset}
     for path in sorted(plan.out_dir.parent.glob("*/manifest.json")):
         try:
-            manifest = json.loads(path.read_text())
-        except (OSError, ValueError):
+            manifest = read_manifest(path.parent)
+        except InputError:  # damaged, or a FIFO: no times from it
             continue
         if not isinstance(manifest, dict) or any(manifest.get(k) != v for k, v in same.items()):
             continue

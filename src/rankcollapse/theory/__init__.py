@@ -1,8 +1,5 @@
-"""Bounds and constructions from the three papers.
-
-`rankcollapse.theory.curves` (mu curves of the toy network under a mask, and what the Wu
-experiments read from curves; Wu et al. 2024) is imported on its own; a real model's curves are
-measured by `rankcollapse.hf.real_curves`.
+"""Bounds, rates and constructions from the three papers: formulas only (curves are measured
+by `rankcollapse.measure`; `curve_slopes` and `early_drop` read them, Wu et al. 2024).
 """
 
 from rankcollapse.lazy import lazy_names
@@ -23,12 +20,14 @@ _NAMES = {
     "contraction_factors": "rates",
     "counterexample_basin_arc": "equilibria",
     "counterexample_point_b": "equilibria",
+    "curve_slopes": "rates",
     "first_layer_below": "rates",
     "fit_output_maps": "amsel",
     "fitted_rate": "wu",
     "fixed_point_residual": "equilibria",
     "full_rank_error_two_points": "amsel",
     "full_rank_head": "amsel",
+    "early_drop": "rates",
     "informative": "dong",
     "informative_inputs": "dong",
     "layer_constants": "dong",

@@ -1,5 +1,7 @@
-"""Measured per-layer curves: their statistics and the one measured collapse rate (used by
-every experiment and bound)."""
+"""Measured per-layer curves: their statistics, the one measured collapse rate (used by every
+experiment and bound), and what the Wu experiments read from mu curves of any network
+(`curve_slopes`, `early_drop`; the curves themselves are measured by
+`rankcollapse.measure.toy_curves` and `rankcollapse.measure.real_curves`)."""
 
 from __future__ import annotations
 
@@ -178,3 +180,40 @@ def contraction_factors(curve: pd.DataFrame) -> tuple[float, np.ndarray, pd.Data
     q = run["geo_mean"].to_numpy()[1:] / run["geo_mean"].to_numpy()[:-1]
     ratios = q[1:] / q[:-1]
     return (float(ratios.max()) if len(ratios) else float("nan")), q, run
+
+
+def curve_slopes(results: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+    """The collapse slope (`collapse_rate`) of every curve of mu and mu_rel, one row per group
+    of `by`: slope_mu, slope_mu_rel, fit_layers_mu, fit_layers_mu_rel and `diverged` (a
+    `diverged` row in the group: its slopes are NaN).
+
+    Example:
+        >>> rows = pd.DataFrame({"v": "a", "layer": [0, 1], "sample": 0, "at_floor": False,
+        ...                      "metric": "mu", "value": [1.0, 0.25]})
+        >>> curve_slopes(rows, ["v"])[["v", "slope_mu", "diverged"]].round(4).values.tolist()
+        [['a', -1.3863, False]]
+    """
+    table = results[by].drop_duplicates().reset_index(drop=True)
+    for metric in ("mu", "mu_rel"):
+        rates = collapse_rates(results[results["metric"] == metric], by)
+        rates = rates.rename(columns={"slope": f"slope_{metric}", "n_fit": f"fit_layers_{metric}"})
+        table = table.merge(rates, on=by, how="left")
+    diverged = results.loc[results["metric"] == "diverged", by].drop_duplicates()
+    table = table.merge(diverged.assign(diverged=True), on=by, how="left")
+    table["diverged"] = table["diverged"].eq(True)
+    return table
+
+
+def early_drop(curve: pd.DataFrame, early_layers: int, floor: float) -> float:
+    """log mu_rel(0) - log mu_rel(early_layers) of the mean log over samples, floor-clipped:
+    the early collapse of a curve (Wu et al. 2024, temperature experiment). A curve that
+    reaches the dtype floor early has a finite drop.
+
+    Example:
+        >>> curve = pd.DataFrame({"layer": [0, 1, 2], "value": [1.0, 0.1, 1e-30]})
+        >>> round(early_drop(curve, 2, 1e-15), 4)  # 15 ln 10: the floor caps the drop
+        34.5388
+    """
+    logs = np.log(curve["value"].clip(lower=floor)).groupby(curve["layer"]).mean()
+    last = min(early_layers, int(logs.index.max()))
+    return float(logs.loc[0] - logs.loc[last])

@@ -22,7 +22,7 @@ from rankcollapse.tasks import TaskData, san_config, train_and_eval_data
 from rankcollapse.train.loop import CheckpointStore, TrainConfig, check_store, checkpoint_key, train
 
 if TYPE_CHECKING:
-    from rankcollapse.monitor import Monitor
+    from rankcollapse.measure.monitor import Monitor
 
 
 @dataclass
@@ -57,7 +57,7 @@ def train_model(
     describe the model completely, seed included), `train_config`, the data's bytes and the
     device type (an accelerator's float arithmetic differs from the CPU's). A stored checkpoint
     is used only when its full config is equal to this one. The model ends on `device`. A
-    `monitor` (`rankcollapse.monitor.watch`) records the training; a reused checkpoint trains
+    `monitor` (`rankcollapse.measure.monitor.watch`) records the training; a reused checkpoint trains
     nothing, so it records nothing.
 
     Example:

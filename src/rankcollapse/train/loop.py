@@ -28,10 +28,11 @@ from torch import Tensor, nn
 
 from rankcollapse.errors import ConfigError, InputError
 from rankcollapse.files import canonical_json, write_atomic
+from rankcollapse.reading import MiB, checked_size
 from rankcollapse.seeds import Seed
 
 if TYPE_CHECKING:  # the monitor imports the real-model code; a toy run never needs it
-    from rankcollapse.monitor import Monitor
+    from rankcollapse.measure.monitor import Monitor
 
 
 class TrainConfig(BaseModel):
@@ -86,7 +87,7 @@ def train(
     through the data in a seeded random order, epoch after epoch, with no per-example loops.
     The model and the data move to `device` (the model stays there); the batch order is drawn
     on the CPU, so it is the same on every device, and moves there once per epoch; the host
-    reads the losses once, at the end. A `monitor` (`rankcollapse.monitor.watch`) measures the
+    reads the losses once, at the end. A `monitor` (`rankcollapse.measure.monitor.watch`) measures the
     model before the first step and after each step its interval divides.
 
     Example:
@@ -196,6 +197,9 @@ class MemoryStore:
         self.entries[key] = (canonical_json(config), checkpoint)
 
 
+MAX_CHECKPOINT_BYTES = 16 * 1024 * MiB  # the project's nets are megabytes; 16 GiB is not one
+
+
 class DirectoryStore:
     """A checkpoint store in a folder: `<root>/<key>.pt` holding the config and the checkpoint.
 
@@ -209,11 +213,10 @@ class DirectoryStore:
 
     def load(self, key: str, config: Mapping[str, Any]) -> dict[str, Any] | None:
         path = self.root / f"{key}.pt"
-        if not path.exists():
-            return None
         try:
+            checked_size(path, MAX_CHECKPOINT_BYTES)  # missing, a FIFO (never opened), huge
             stored = torch.load(path, map_location="cpu", weights_only=True)
-        except (RuntimeError, EOFError, OSError, pickle.UnpicklingError):  # corrupt: a miss
+        except (InputError, RuntimeError, EOFError, OSError, pickle.UnpicklingError):  # a miss
             return None
         if stored.get("config") != canonical_json(config):
             return None

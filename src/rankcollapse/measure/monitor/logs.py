@@ -16,7 +16,7 @@ import pandas as pd
 
 from rankcollapse.errors import InputError, missing_extra
 from rankcollapse.files import append_whole, write_atomic
-from rankcollapse.monitor.watch import COLUMNS
+from rankcollapse.measure.monitor.watch import COLUMNS
 
 
 class MemoryLog:
@@ -116,12 +116,13 @@ def parse_log(text: str, path: str | os.PathLike = "the log") -> pd.DataFrame:
     except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as err:
         raise InputError(
             f"{str(path)!r} is not a monitor log ({err}); pass the CSV a "
-            "rankcollapse.monitor.CsvLog wrote."
+            "rankcollapse.measure.monitor.CsvLog wrote."
         ) from None
     if list(frame.columns) != list(COLUMNS):
         raise InputError(
             f"{str(path)!r} has columns {list(frame.columns)}, not a monitor log's "
-            f"{list(COLUMNS)}; pass the CSV a rankcollapse.monitor.CsvLog wrote, or another path."
+            f"{list(COLUMNS)}; pass the CSV a rankcollapse.measure.monitor.CsvLog wrote, or "
+            "another path."
         )
     return frame
 

@@ -1,0 +1,49 @@
+"""Measuring networks: one room for the probe, the curves and the monitor.
+
+- `probe(model, **options)` -> tidy DataFrame of a real model's per-layer metrics, composed of
+  three typed parts: `ModelSource` (which model, how it loads), `ProbeInputs` (text windows,
+  padded paragraphs, random ids from the tokenizer or the config's vocabulary, random pixels,
+  a folder of images) and `ProbeRequest` (`resolve_probe`: variants, mask, temperature,
+  metrics by kind), run by `run_probe(loaded, inputs, request)`.
+- `real_curves(loaded, variants, mask, ...)` and `toy_curves(variants, mask, ...)`: Wu et
+  al.'s mu curves of a real model (`load_cached(source)` keeps the last model loaded) and of
+  the toy network, per variant and mode; `CURVE_METRICS`.
+- `rankcollapse.measure.monitor`: `watch(model, ...)` -> a `Monitor` measuring a held-out
+  batch while a model trains, its logs, and the Trainer and Lightning callbacks
+  (`measure.monitor.trainer`, `measure.monitor.lightning`).
+
+Real models are reached through `rankcollapse.hf` (adapters, loading, hooks, attention), the
+toy network through `rankcollapse.nets`; every layer is measured by `rankcollapse.metrics`.
+"""
+
+from rankcollapse.measure.curves import (
+    CURVE_METRICS,
+    head_dim,
+    load_cached,
+    real_curves,
+    toy_curves,
+)
+from rankcollapse.measure.probe import (
+    CPU,
+    ModelSource,
+    ProbeInputs,
+    ProbeRequest,
+    probe,
+    resolve_probe,
+    run_probe,
+)
+
+__all__ = [
+    "CPU",
+    "CURVE_METRICS",
+    "ModelSource",
+    "ProbeInputs",
+    "ProbeRequest",
+    "head_dim",
+    "load_cached",
+    "probe",
+    "real_curves",
+    "resolve_probe",
+    "run_probe",
+    "toy_curves",
+]

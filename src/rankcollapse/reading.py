@@ -1,0 +1,317 @@
+"""Every file from outside is read here, within a stated bound.
+
+A path is checked with `os.stat` before it is opened: a missing path, a folder and a special
+file (a FIFO, a device, a socket: opening one for reading can wait forever) are refused without
+opening, and a file larger than the caller's bound is refused without reading. The file is then
+opened without blocking, checked again on the open descriptor, and at most `limit` bytes are
+read. Parsers on top: text (UTF-8), JSON, YAML (safe loader, with a nesting depth and an alias
+expansion guard against "billion laughs"), CSV (line length, NUL bytes and field counts, read
+in bounded pieces) and safetensors headers (never the tensors).
+
+Every refusal is one `RankCollapseError` naming the file, what is wrong and the fix: by default
+`UnreadableFileError`; a caller with its own wording passes `error`, a function of the problem
+(e.g. "a folder where a file belongs") that returns the exception to raise.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import math
+import os
+import stat
+import struct
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import IO, Any
+
+from rankcollapse.errors import InputError, RankCollapseError
+
+MiB = 2**20
+MAX_YAML_DEPTH = 64  # a config nests a few levels; deeper is not one
+MAX_YAML_VALUES = 100_000  # values counted as written out (aliases repeat what they name)
+MAX_CSV_LINE = 1_000_000  # bytes: a longer line is damage, not a row
+MAX_SAFETENSORS_HEADER = 100 * MiB  # the format's own limit on its JSON header
+FIX = "pass a regular file of the expected kind"
+
+Error = Callable[[str], RankCollapseError]
+
+
+class UnreadableFileError(InputError):
+    """An outside file that is missing, not a regular file, too large, or not what it holds."""
+
+
+def _default_error(path: Path, fix: str) -> Error:
+    return lambda problem: UnreadableFileError(f"{path} cannot be read ({problem}); {fix}.")
+
+
+def _kind(mode: int) -> str:
+    """What a non-regular file is, in words."""
+    if stat.S_ISDIR(mode):
+        return "a folder where a file belongs"
+    if stat.S_ISFIFO(mode):
+        return "a named pipe (FIFO), not a file; it is never opened"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device, not a file; it is never opened"
+    if stat.S_ISSOCK(mode):
+        return "a socket, not a file; it is never opened"
+    return "not a regular file; it is never opened"
+
+
+def checked_size(path: str | os.PathLike, limit: int, *, error: Error | None = None) -> int:
+    """The size in bytes of the regular file `path`, refused (without opening it) when missing,
+    a folder, a special file or larger than `limit` bytes."""
+    path = Path(path)
+    fail = error or _default_error(path, FIX)
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        raise fail("missing") from None
+    except OSError as err:
+        raise fail(f"unreadable: {err.strerror}") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise fail(_kind(info.st_mode))
+    if info.st_size > limit:
+        raise fail(f"{info.st_size:,} bytes, more than the {limit:,} such a file holds")
+    return info.st_size
+
+
+@contextlib.contextmanager
+def open_bounded(
+    path: str | os.PathLike, limit: int, *, error: Error | None = None
+) -> Iterator[IO[bytes]]:
+    """The regular file `path` opened for reading in binary, after `checked_size`; opened
+    without blocking and checked again on the descriptor (a file swapped for a FIFO between
+    the two is refused too)."""
+    path = Path(path)
+    fail = error or _default_error(path, FIX)
+    checked_size(path, limit, error=fail)
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    except OSError as err:
+        raise fail(f"unreadable: {err.strerror}") from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        raise fail(_kind(info.st_mode))
+    with os.fdopen(fd, "rb") as f:
+        yield f
+
+
+def read_bytes(path: str | os.PathLike, limit: int, *, error: Error | None = None) -> bytes:
+    """At most `limit` bytes: the whole regular file, or a refusal (a file that grew past
+    `limit` while read is refused too)."""
+    fail = error or _default_error(Path(path), FIX)
+    with open_bounded(path, limit, error=fail) as f:
+        try:
+            size = os.fstat(f.fileno()).st_size  # a buffer of the file's size, not of `limit`
+            data = f.read(size + 1)
+            if len(data) > size:  # it grew since
+                data += f.read(limit + 1 - len(data))
+        except OSError as err:
+            raise fail(f"unreadable: {err.strerror}") from None
+    if len(data) > limit:
+        raise fail(f"more than the {limit:,} bytes such a file holds")
+    return data
+
+
+def read_text(path: str | os.PathLike, limit: int, *, error: Error | None = None) -> str:
+    """The UTF-8 text of a regular file of at most `limit` bytes."""
+    fail = error or _default_error(Path(path), FIX)
+    data = read_bytes(path, limit, error=fail)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise fail(f"not UTF-8 text at byte {err.start}") from None
+
+
+def parse_json(text: str | bytes, *, error: Error, **options: Any) -> Any:
+    """JSON text parsed, or `error` with the line and the parser's reason."""
+    try:
+        return json.loads(text, **options)
+    except json.JSONDecodeError as err:
+        raise error(f"not JSON: line {err.lineno}: {err.msg}") from None
+    except RecursionError:
+        raise error("JSON nested too deeply") from None
+    except (ValueError, UnicodeDecodeError) as err:  # parse_constant's refusal, bad bytes
+        raise error(f"not JSON: {err}") from None
+
+
+def read_json(path: str | os.PathLike, limit: int, *, error: Error | None = None) -> Any:
+    """The JSON value of a regular UTF-8 file of at most `limit` bytes."""
+    fail = error or _default_error(Path(path), FIX)
+    return parse_json(read_text(path, limit, error=fail), error=fail)
+
+
+@functools.cache
+def _bounded_loader() -> type:
+    """A safe YAML loader that refuses nesting deeper than MAX_YAML_DEPTH while composing
+    (before Python's own recursion limit is near)."""
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        depth = 0
+
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            self.depth += 1
+            try:
+                if self.depth > MAX_YAML_DEPTH:
+                    raise _TooDeepError
+                return super().compose_node(parent, index)
+            finally:
+                self.depth -= 1
+
+    return Loader
+
+
+class _TooDeepError(Exception):
+    pass
+
+
+def parse_yaml(text: str, *, error: Error) -> Any:
+    """YAML text with the safe loader (a `!!python` tag is refused, never run), or `error` when
+    it is not a small plain document: a syntax error, nesting deeper than MAX_YAML_DEPTH, or
+    aliases that expand past MAX_YAML_VALUES values."""
+    import yaml
+
+    loader = _bounded_loader()(text)  # yaml.load's own steps, with the subclass of SafeLoader
+    try:
+        value = loader.get_single_data()
+    except yaml.YAMLError as err:
+        raise error(f"not valid YAML: {' '.join(str(err).split())}") from None
+    except (_TooDeepError, RecursionError):
+        raise error(f"YAML nested more than {MAX_YAML_DEPTH} levels deep") from None
+    finally:
+        loader.dispose()
+    if _expanded_size(value) > MAX_YAML_VALUES:
+        raise error(f"YAML that expands to more than {MAX_YAML_VALUES:,} values (aliases)")
+    return value
+
+
+def _expanded_size(value: Any, budget: int = MAX_YAML_VALUES + 1) -> int:
+    """Number of values in `value` written out, counting up to `budget` (then stopping)."""
+    count, stack = 0, [value]
+    while stack and count < budget:
+        item = stack.pop()
+        count += 1
+        if isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return count
+
+
+def read_yaml(path: str | os.PathLike, limit: int, *, error: Error | None = None) -> Any:
+    """The YAML value (safe loader, depth and alias guards) of a regular UTF-8 file of at most
+    `limit` bytes."""
+    fail = error or _default_error(Path(path), FIX)
+    return parse_yaml(read_text(path, limit, error=fail), error=fail)
+
+
+def check_csv(
+    path: str | os.PathLike,
+    limit: int,
+    *,
+    max_line: int = MAX_CSV_LINE,
+    error: Error | None = None,
+) -> None:
+    """A CSV file of at most `limit` bytes, read in pieces of at most `max_line` bytes (never
+    as one huge line): no line longer than `max_line`, no NUL byte, at least a header, and
+    every unquoted line with the header's number of fields (pandas silently fills a truncated
+    row with empty values)."""
+    fail = error or _default_error(Path(path), FIX)
+    n_fields = None
+    with open_bounded(path, limit, error=fail) as f:
+        for number in range(1, 1 << 62):
+            line = f.readline(max_line + 1)
+            if not line:
+                break
+            if len(line) > max_line:
+                raise fail(f"line {number} is longer than {max_line:,} bytes")
+            if b"\x00" in line:
+                raise fail(f"line {number} holds binary data (a NUL byte)")
+            if b'"' in line or not line.strip():
+                continue
+            fields = line.count(b",") + 1
+            if n_fields is None:
+                n_fields = fields
+            elif fields != n_fields:
+                raise fail(f"line {number} has {fields} of {n_fields} columns")
+    if n_fields is None:
+        raise fail("empty")
+
+
+DTYPE_BYTES = {
+    "BOOL": 1, "U8": 1, "I8": 1, "F8_E5M2": 1, "F8_E4M3": 1, "I16": 2, "U16": 2, "F16": 2,
+    "BF16": 2, "I32": 4, "U32": 4, "F32": 4, "I64": 8, "U64": 8, "F64": 8,
+}  # fmt: skip
+
+
+def safetensors_header(
+    path: str | os.PathLike, limit: int, *, error: Error | None = None
+) -> dict[str, tuple[str, tuple[int, ...]]]:
+    """name -> (dtype, shape) of every tensor in a safetensors file of at most `limit` bytes,
+    from its header alone (no tensor is read): the header's length within the file and
+    MAX_SAFETENSORS_HEADER, a JSON object of entries with a known dtype, a shape of whole
+    numbers and data offsets that tile the data exactly, as the format requires."""
+    fail = error or _default_error(Path(path), FIX)
+    with open_bounded(path, limit, error=fail) as f:
+        size = os.fstat(f.fileno()).st_size
+        first = f.read(8)
+        if len(first) < 8:
+            raise fail("shorter than a safetensors header")
+        (n_header,) = struct.unpack("<Q", first)
+        if n_header > min(MAX_SAFETENSORS_HEADER, size - 8):
+            raise fail(f"a header of {n_header:,} bytes in a file of {size:,}")
+        header = parse_json(f.read(n_header), error=lambda p: fail(f"header {p}"))
+    if not isinstance(header, dict):
+        raise fail("a header that is not a JSON object")
+    header.pop("__metadata__", None)
+    return _tensor_entries(header, size - 8 - n_header, fail)
+
+
+def _tensor_entries(header: dict, n_data: int, fail: Error) -> dict:
+    """The checked entries of a safetensors header (see `safetensors_header`)."""
+    found, spans = {}, []
+    for name, entry in header.items():
+        try:
+            dtype, shape, (begin, end) = entry["dtype"], entry["shape"], entry["data_offsets"]
+            ok = dtype in DTYPE_BYTES and all(type(n) is int and n >= 0 for n in shape)
+            ok = ok and type(begin) is int and type(end) is int
+        except (TypeError, KeyError, ValueError):
+            ok = False
+        if not ok:
+            raise fail(f"a header entry {str(name)[:80]!r} that is not a tensor's")
+        if end - begin != math.prod(shape) * DTYPE_BYTES[dtype]:
+            raise fail(f"tensor {name!r}: its data offsets do not fit its shape and dtype")
+        found[name] = (dtype, tuple(shape))
+        spans.append((begin, end))
+    position = 0
+    for begin, end in sorted(spans):
+        if begin != position:
+            raise fail("data offsets that leave a gap or overlap")
+        position = end
+    if position != n_data:
+        raise fail(f"{n_data:,} bytes of data where its header names {position:,}")
+    return found
+
+
+__all__ = [
+    "MAX_CSV_LINE",
+    "MAX_YAML_DEPTH",
+    "MAX_YAML_VALUES",
+    "MiB",
+    "UnreadableFileError",
+    "check_csv",
+    "checked_size",
+    "open_bounded",
+    "parse_json",
+    "parse_yaml",
+    "read_bytes",
+    "read_json",
+    "read_text",
+    "read_yaml",
+    "safetensors_header",
+]

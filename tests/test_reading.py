@@ -1,0 +1,168 @@
+"""Every outside file is read through `rankcollapse.reading` within a stated bound: special
+files are refused before they are opened, sizes before they are read, YAML with the safe
+loader and depth and alias guards, CSV line by line, safetensors by their header only."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import struct
+
+import pytest
+import torch
+from safetensors import safe_open
+from safetensors.torch import save_file
+
+from rankcollapse.errors import RankCollapseError
+from rankcollapse.reading import (
+    MAX_YAML_DEPTH,
+    UnreadableFileError,
+    check_csv,
+    parse_yaml,
+    read_bytes,
+    read_json,
+    read_text,
+    read_yaml,
+    safetensors_header,
+)
+
+
+@pytest.fixture(autouse=True)
+def no_hang():
+    """A reader that opens a FIFO would wait forever: fail after 30 s instead."""
+
+    def hung(*_):
+        raise TimeoutError("a reader waited: a FIFO was opened")
+
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(30)
+    yield
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, previous)
+
+
+def error(problem: str) -> RankCollapseError:
+    return RankCollapseError(problem)
+
+
+READERS = [
+    lambda p: read_bytes(p, 100),
+    lambda p: read_text(p, 100),
+    lambda p: read_json(p, 100),
+    lambda p: read_yaml(p, 100),
+    lambda p: check_csv(p, 100),
+    lambda p: safetensors_header(p, 100),
+]
+
+
+@pytest.mark.parametrize("reader", READERS)
+def test_a_fifo_a_device_a_folder_and_a_missing_file_are_refused_unopened(reader, tmp_path):
+    os.mkfifo(tmp_path / "pipe")  # no writer: opening it for reading would block
+    cases = {
+        tmp_path / "pipe": "a named pipe (FIFO), not a file; it is never opened",
+        "/dev/zero": "a device, not a file",
+        tmp_path: "a folder where a file belongs",
+        tmp_path / "missing": "(missing)",
+    }
+    for path, says in cases.items():
+        with pytest.raises(UnreadableFileError, match=r"cannot be read \(") as caught:
+            reader(path)
+        assert says in str(caught.value) and str(path) in str(caught.value)
+
+
+def test_a_file_over_its_bound_is_refused_before_it_is_read(tmp_path):
+    (tmp_path / "big.json").write_text(json.dumps({"x": "y" * 200}))
+    with pytest.raises(UnreadableFileError, match=r"2\d\d bytes, more than the 100 such"):
+        read_json(tmp_path / "big.json", 100)
+    assert read_json(tmp_path / "big.json", 1000) == {"x": "y" * 200}
+
+
+def test_text_that_is_not_utf8_and_json_that_is_not_json_name_the_place(tmp_path):
+    (tmp_path / "bin").write_bytes(b"ab\xff")
+    with pytest.raises(UnreadableFileError, match="not UTF-8 text at byte 2"):
+        read_text(tmp_path / "bin", 10)
+    (tmp_path / "bad.json").write_text('{"a":\n1,}')
+    with pytest.raises(UnreadableFileError, match="not JSON: line 2"):
+        read_json(tmp_path / "bad.json", 100)
+    (tmp_path / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(UnreadableFileError, match="JSON nested too deeply"):
+        read_json(tmp_path / "deep.json", 1_000_000)
+
+
+def test_a_callers_error_carries_its_wording(tmp_path):
+    with pytest.raises(RankCollapseError, match="^missing$"):
+        read_text(tmp_path / "missing", 10, error=error)
+
+
+def test_yaml_is_read_safely_with_depth_and_alias_guards():
+    assert parse_yaml("a: [1, {b: 2}]\n", error=error) == {"a": [1, {"b": 2}]}
+    with pytest.raises(RankCollapseError, match="could not determine a constructor"):
+        parse_yaml("a: !!python/object/apply:os.system [ls]\n", error=error)
+    nested = "a: " + "[" * MAX_YAML_DEPTH + "]" * MAX_YAML_DEPTH
+    with pytest.raises(RankCollapseError, match=f"nested more than {MAX_YAML_DEPTH} levels"):
+        parse_yaml(nested, error=error)
+    assert parse_yaml("a: " + "[" * 10 + "]" * 10, error=error) is not None
+    laughs = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join([f'*{chr(97 + i)}'] * 10)}]\n" for i in range(6)
+    )
+    with pytest.raises(RankCollapseError, match="expands to more than 100,000 values"):
+        parse_yaml(laughs, error=error)
+
+
+def test_a_csv_is_checked_line_by_line(tmp_path):
+    path = tmp_path / "t.csv"
+    path.write_text("a,b\n1,2\n")
+    check_csv(path, 100)
+    cases = {
+        "a,b\n1\n": "line 2 has 1 of 2 columns",
+        "a,b\n1,\x00\n": r"line 2 holds binary data \(a NUL byte\)",
+        "a,b\n" + "1" * 50 + ",2\n": "line 2 is longer than 20 bytes",
+        "": r"\(empty\)",
+    }
+    for text, says in cases.items():
+        path.write_text(text)
+        with pytest.raises(UnreadableFileError, match=says):
+            check_csv(path, 1000, max_line=20)
+
+
+def test_a_safetensors_header_gives_what_safetensors_reads(tmp_path):
+    path = tmp_path / "w.safetensors"
+    save_file({"a": torch.zeros(2, 3), "b": torch.ones(4, dtype=torch.int64),
+               "empty": torch.zeros(0, 5)}, path)  # fmt: skip
+    header = safetensors_header(path, 10_000)
+    with safe_open(path, framework="pt") as f:
+        expected = {name: tuple(f.get_slice(name).get_shape()) for name in f.keys()}  # noqa: SIM118
+    assert {name: shape for name, (_, shape) in header.items()} == expected
+    assert header["b"] == ("I64", (4,))
+
+
+def _with_header(path, header: dict, n_data: int) -> None:
+    text = json.dumps(header).encode()
+    path.write_bytes(struct.pack("<Q", len(text)) + text + b"\0" * n_data)
+
+
+@pytest.mark.parametrize(
+    ("header", "n_data", "says"),
+    [
+        ({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}}, 4, "4 bytes of data"),
+        ({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 4]}}, 4, "do not fit its"),
+        ({"a": {"dtype": "Q9", "shape": [2], "data_offsets": [0, 8]}}, 8, "is not a tensor's"),
+        ({"a": {"dtype": "F32", "shape": [-1], "data_offsets": [0, 8]}}, 8, "is not a tensor's"),
+        ({"a": {"dtype": "F32", "shape": [1], "data_offsets": [4, 8]}}, 8, "leave a gap"),
+        ({"a": [1, 2]}, 8, "is not a tensor's"),
+    ],
+)
+def test_a_damaged_safetensors_header_is_refused(header, n_data, says, tmp_path):
+    _with_header(tmp_path / "w.safetensors", header, n_data)
+    with pytest.raises(UnreadableFileError, match=says):
+        safetensors_header(tmp_path / "w.safetensors", 10_000)
+
+
+def test_a_safetensors_header_longer_than_its_file_is_refused(tmp_path):
+    (tmp_path / "w.safetensors").write_bytes(struct.pack("<Q", 2**40) + b"{}")
+    with pytest.raises(UnreadableFileError, match="a header of 1,099,511,627,776 bytes"):
+        safetensors_header(tmp_path / "w.safetensors", 10_000)
+    (tmp_path / "w.safetensors").write_bytes(b"\x01\x02")
+    with pytest.raises(UnreadableFileError, match="shorter than a safetensors header"):
+        safetensors_header(tmp_path / "w.safetensors", 10_000)
