@@ -17,7 +17,14 @@ import torch
 from torch import nn
 
 from rankcollapse.errors import ConfigError
-from rankcollapse.measure.monitor import CsvLog, MemoryLog, TensorBoardLog, distributed, read_log, watch
+from rankcollapse.measure.monitor import (
+    CsvLog,
+    MemoryLog,
+    TensorBoardLog,
+    distributed,
+    read_log,
+    watch,
+)
 from rankcollapse.nets import NetConfig, ToyNet, random_tokens
 
 ROOT = Path(__file__).resolve().parents[2]

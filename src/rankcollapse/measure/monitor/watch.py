@@ -30,9 +30,9 @@ from rankcollapse.errors import ConfigError, InputError
 from rankcollapse.hf import LayerCapture, LoadedModel, as_loaded, run_batch
 from rankcollapse.hf.capture import blocks_captured, modes_kept
 from rankcollapse.hf.variants import check_variant
+from rankcollapse.measure.monitor.distributed import Ranks, check_ranks, local_module, logs_of_rank
 from rankcollapse.measure.probe import ProbeInputs
 from rankcollapse.metrics import get_metric, measure_states, metrics_frame
-from rankcollapse.measure.monitor.distributed import Ranks, check_ranks, local_module, logs_of_rank
 from rankcollapse.variants import Variant, parse_variant
 
 COLUMNS = ("step", "layer", "variant", "sample", "metric", "value", "at_floor")
