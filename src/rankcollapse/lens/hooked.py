@@ -113,7 +113,8 @@ def as_hooked(model: Any, *, tokenizer: Any = None) -> HookedModel:
     if isinstance(model, HookedModel):
         return model
     tokenizer = tokenizer if tokenizer is not None else getattr(model, "tokenizer", None)
-    name = getattr(model.cfg, "model_name", None) or "hooked-transformer"
+    name = getattr(model.cfg, "model_name", None)
+    name = "hooked-transformer" if name in (None, "", "custom") else name
     return HookedModel(model, name=str(name), tokenizer=tokenizer,
                        info={"architecture": "transformer-lens"})  # fmt: skip
 

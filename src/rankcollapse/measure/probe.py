@@ -29,20 +29,27 @@ from torch import Tensor, nn
 
 from rankcollapse.devices import metrics_device, resolve_device, resolve_dtype
 from rankcollapse.errors import ConfigError, InputError
-from rankcollapse.hf.capture import (
-    LayerCapture,
-    check_attention_settings,
-    run_batch,
-)
+from rankcollapse.hf.capture import LayerCapture
 from rankcollapse.hf.images import pixel_inputs
-from rankcollapse.hf.models import Init, LoadedModel, as_loaded, load_model
+from rankcollapse.hf.models import Init, LoadedModel, load_model
 from rankcollapse.hf.text import (
     load_paragraphs,
     load_windows,
     random_token_ids,
 )
-from rankcollapse.hf.variants import check_variant
 from rankcollapse.masks import MaskSpec, as_mask_spec, causal
+from rankcollapse.measure.kinds import (
+    Measured,
+    check_settings,
+    check_variants,
+    embedding_size,
+    in_memory,
+    is_causal,
+    is_in_memory,
+    n_positions,
+    run_layers,
+    takes_pixels,
+)
 from rankcollapse.metrics import (
     DEFAULT_METRICS,
     get_metric,
@@ -60,11 +67,12 @@ ID_COLUMNS = ["model", "init", "variant", "mask", "temperature", "mode", "layer"
 @dataclass(frozen=True)
 class ModelSource:
     """Which model a probe measures and how it loads: a name of `MODELS`, a local model
-    directory, a `LoadedModel`, or a Hugging Face model in memory (then `tokenizer` is its
+    directory, a `LoadedModel`, or a model in memory (a Hugging Face model, a TransformerLens
+    `HookedTransformer` or an nnsight wrapper of a Hugging Face model; then `tokenizer` is its
     tokenizer and the loading options are ignored). Hashable when `model` is a name, so a
     loader can cache by it."""
 
-    model: str | Path | LoadedModel | nn.Module
+    model: str | Path | LoadedModel | nn.Module | Any
     init: Init = "pretrained"
     seed: int = 0
     device: torch.device = CPU
@@ -75,9 +83,9 @@ class ModelSource:
     """A tokenizer directory replacing a named model's own, or the tokenizer of a model in
     memory."""
 
-    def load(self) -> LoadedModel:
-        if isinstance(self.model, (LoadedModel, nn.Module)):
-            return as_loaded(self.model, tokenizer=self.tokenizer)
+    def load(self) -> Measured:
+        if is_in_memory(self.model):
+            return in_memory(self.model, tokenizer=self.tokenizer)
         return load_model(
             self.model,
             init=self.init,
@@ -105,12 +113,11 @@ class ProbeInputs:
     n_tokens: int = 128
     seed: int = 0
 
-    def build(self, loaded: LoadedModel) -> tuple[Tensor, Tensor]:
+    def build(self, loaded: Measured) -> tuple[Tensor, Tensor]:
         """(input ids or pixels, boolean token mask (b, n)) for this model: text windows,
         padded paragraphs, random token ids (from the tokenizer, or the config's vocabulary
         when there is none), random pixels, or up to `n_samples` images of a folder."""
-        config = loaded.model.config
-        if loaded.arch.inputs == "pixels":
+        if takes_pixels(loaded):
             return pixel_inputs(
                 loaded,
                 text=self.text,
@@ -121,7 +128,7 @@ class ProbeInputs:
             )
         if self.images is not None:
             raise InputError(
-                f"model '{loaded.name}' ({loaded.arch.name}) takes text, not images; drop "
+                f"model '{loaded.name}' takes text, not images; drop "
                 "--images (Python: images=), or pass a vision model (vit)."
             )
         if self.random_tokens:
@@ -133,11 +140,12 @@ class ProbeInputs:
                 n_tokens=self.n_tokens,
                 seed=self.seed,
             )
+        size = embedding_size(loaded)
         if not loaded.has_tokenizer:
             raise InputError(
                 f"model '{loaded.name}' has no tokenizer (its directory holds no tokenizer "
                 "files), so text cannot be tokenized. Pass --random-tokens (random ids from "
-                f"the config's vocabulary of {config.vocab_size}) or a tokenizer directory "
+                f"the config's vocabulary of {size}) or a tokenizer directory "
                 "with --tokenizer DIR (Python: tokenizer=...)."
             )
         if self.padded:
@@ -152,10 +160,10 @@ class ProbeInputs:
                 n_tokens=self.n_tokens,
                 seed=self.seed,
             )
-        if int(ids.max()) >= config.vocab_size:
+        if int(ids.max()) >= size:
             raise InputError(
                 f"the tokenizer of '{loaded.name}' gives ids up to {int(ids.max())} but the "
-                f"model's embedding has {config.vocab_size}; pass the model's own tokenizer "
+                f"model's embedding has {size}; pass the model's own tokenizer "
                 "(--tokenizer DIR) or --random-tokens."
             )
         return ids, mask
@@ -252,9 +260,9 @@ def resolve_mask(mask: MaskSpec | Tensor | None, n_tokens: int) -> tuple[Tensor 
     return mask, "custom"
 
 
-def _check_context(loaded: LoadedModel, n_tokens: int) -> None:
-    limit = getattr(loaded.model.config, "max_position_embeddings", None)
-    if limit is not None and 0 < limit < n_tokens:
+def _check_context(loaded: Measured, n_tokens: int) -> None:
+    limit = n_positions(loaded)
+    if limit is not None and limit < n_tokens:
         raise InputError(
             f"{n_tokens} tokens exceed the context of '{loaded.name}' ({limit} positions); "
             f"pass --n-tokens {limit} or fewer."
@@ -262,7 +270,7 @@ def _check_context(loaded: LoadedModel, n_tokens: int) -> None:
 
 
 def probe(
-    model: str | LoadedModel | nn.Module,
+    model: str | LoadedModel | nn.Module | Any,
     *,
     tokenizer: Any = None,
     init: Init = "pretrained",
@@ -287,10 +295,14 @@ def probe(
     sample, metric).
 
     Args:
-        model: a name of `MODELS`, a local model directory, a `LoadedModel`, or a Hugging Face
-            model in memory (base model or one with a head; used as it is, not copied, and
-            left as it was: hooks and attention implementation restored, also after an error).
-        tokenizer: the tokenizer of a model in memory (None: random tokens only).
+        model: a name of `MODELS`, a local model directory, a `LoadedModel`, or a model in
+            memory, used as it is, not copied, and left as it was (hooks, attention
+            implementation and modes restored, also after an error): a Hugging Face model
+            (base model or one with a head), a TransformerLens `HookedTransformer` (states at
+            its `hook_resid_pre` / `hook_resid_post`, attention at `hook_pattern`), or an
+            nnsight `NNsight` / `LanguageModel` (measured as the model it wraps).
+        tokenizer: the tokenizer of a model in memory (None: the model's own where it holds
+            one, as a HookedTransformer or a LanguageModel does; else random tokens only).
         init: "pretrained" or "random" (ignored when `model` is already loaded).
         variants: names of `VARIANTS` ("san", "san+mlp", "san+skip", "transformer", "wu:..."),
             as a list or "a,b", or resolved `Variant`s (see `resolve_probe`).
@@ -349,20 +361,19 @@ def probe(
     return run_probe(source.load(), inputs, request)
 
 
-def run_probe(loaded: LoadedModel, inputs: ProbeInputs, request: ProbeRequest) -> pd.DataFrame:
+def run_probe(loaded: Measured, inputs: ProbeInputs, request: ProbeRequest) -> pd.DataFrame:
     """The probe of a loaded model: `request` measured on `inputs`, one row per (variant,
     layer, sample, metric); the columns of `probe`."""
-    for variant in request.variants:
-        check_variant(variant, loaded.arch)
-    if loaded.arch.inputs == "tokens":
+    check_variants(loaded, request.variants)
+    if not takes_pixels(loaded):
         _check_context(loaded, inputs.n_tokens)
     input_ids, token_mask = inputs.build(loaded)
     n_samples = len(input_ids)  # a folder may hold fewer images than n_samples
     n_context = token_mask.shape[1]
     attn_mask, mask_label = resolve_mask(request.mask, n_context)
-    check_attention_settings(loaded, attn_mask, n_context, request.temperature)
+    check_settings(loaded, attn_mask, n_context, request.temperature)
     allowed = attn_mask
-    if allowed is None and loaded.arch.causal:
+    if allowed is None and is_causal(loaded):
         allowed = causal(n_context)
     ids = {
         "model": loaded.name,
@@ -387,7 +398,7 @@ def run_probe(loaded: LoadedModel, inputs: ProbeInputs, request: ProbeRequest) -
                 frames,
                 kept[variant.name],
             )
-            run_batch(
+            run_layers(
                 loaded,
                 input_ids[start : start + step],
                 token_mask[start : start + step],

@@ -27,9 +27,10 @@ from torch import Tensor, nn
 
 from rankcollapse.devices import metrics_device
 from rankcollapse.errors import ConfigError, InputError
-from rankcollapse.hf import LayerCapture, LoadedModel, as_loaded, run_batch
+from rankcollapse.hf import LayerCapture, LoadedModel
 from rankcollapse.hf.capture import blocks_captured, modes_kept
-from rankcollapse.hf.variants import check_variant
+from rankcollapse.lens import is_nnsight, unwrap_nnsight
+from rankcollapse.measure.kinds import check_variants, in_memory, knows, n_positions, run_layers
 from rankcollapse.measure.monitor.distributed import Ranks, check_ranks, local_module, logs_of_rank
 from rankcollapse.measure.probe import ProbeInputs
 from rankcollapse.metrics import get_metric, measure_states, metrics_frame
@@ -135,7 +136,9 @@ def watch(
 
     Args:
         model: a Hugging Face model in memory (any family the probe knows; base model or one
-            with a head), a `LoadedModel`, or any torch module together with `blocks`.
+            with a head), a `LoadedModel`, a TransformerLens `HookedTransformer` (its
+            residual-stream hooks), an nnsight wrapper (measured as the model it wraps), a
+            DDP wrapper (measured through its module), or any torch module with `blocks`.
         every: measure at steps 0, every, 2 every, ...
         metrics: state metrics of `rankcollapse.metrics.METRICS` (default `MONITOR_METRICS`).
         variants: names of `rankcollapse variants` ("san", "san+skip", ...), each a separate
@@ -169,6 +172,8 @@ def watch(
     """
     ranks = check_ranks(ranks)
     model = local_module(model)
+    if is_nnsight(model):  # measured as the model it wraps, with its tokenizer
+        model, tokenizer = unwrap_nnsight(model, tokenizer)
     if isinstance(every, bool) or not isinstance(every, int) or every < 1:
         raise ConfigError(f"every must be an int >= 1 (steps between measurements), got {every!r}.")
     names = list(MONITOR_METRICS if metrics is None else metrics)
@@ -198,20 +203,18 @@ def watch(
 
 
 def _hf_measure(model, names, variants, inputs, token_mask, tokenizer, held_out: ProbeInputs):
-    if not isinstance(model, LoadedModel) and not hasattr(
-        getattr(model, "config", None), "model_type"
-    ):
+    if not knows(model):
         raise ConfigError(
-            f"a {type(model).__name__} is not a Hugging Face model; declare its blocks, e.g. "
-            "watch(model, blocks='layers', inputs=batch) (a dotted path to its ModuleList of "
-            "blocks, or the block modules in order)."
+            f"a {type(model).__name__} is not a Hugging Face model, a HookedTransformer or an "
+            "nnsight wrapper; declare its blocks, e.g. watch(model, blocks='layers', "
+            "inputs=batch) (a dotted path to its ModuleList of blocks, or the block modules "
+            "in order)."
         )
-    loaded = as_loaded(model, tokenizer=tokenizer)
-    for variant in variants:
-        check_variant(variant, loaded.arch)
-    limit = getattr(loaded.model.config, "max_position_embeddings", None)
+    loaded = in_memory(model, tokenizer=tokenizer)
+    check_variants(loaded, variants)
+    limit = n_positions(loaded)
     length = held_out.n_tokens if inputs is None else inputs.shape[-1]
-    if isinstance(limit, int) and 0 < limit < length:
+    if limit is not None and limit < length:
         raise InputError(
             f"the held-out batch has {length} tokens but '{loaded.name}' has {limit} positions; "
             f"pass n_tokens={limit} or fewer (or shorter inputs)."
@@ -232,7 +235,7 @@ def _hf_measure(model, names, variants, inputs, token_mask, tokenizer, held_out:
         frames: list[pd.DataFrame] = []
         for variant in variants:
             on_layer = _measure_layer(frames, token_mask, names, step=step, variant=variant.name)
-            run_batch(loaded, inputs, token_mask, on_layer=on_layer, variant=variant)
+            run_layers(loaded, inputs, token_mask, on_layer=on_layer, variant=variant)
         return pd.concat(frames, ignore_index=True)
 
     return measure
