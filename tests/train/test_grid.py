@@ -101,3 +101,25 @@ def test_tail_change_is_zero_on_a_plateau_and_the_relative_fall_otherwise():
     assert tail_change([1.0, 0.8, 0.6, 0.4]) == pytest.approx((0.9 - 0.5) / 0.9)
     assert tail_change([0.5, 0.5, 0.6, 0.6]) == pytest.approx(-0.2)  # rising: negative
     assert math.isnan(tail_change([1.0, 0.5, 0.2]))  # too short to judge
+
+
+def test_a_grid_takes_a_monitor_of_its_model_and_trains_the_same():
+    from rankcollapse.measure.monitor import MemoryLog, watch
+
+    points = [GridPoint(1, 2, 0), GridPoint(4, 1, 0)]
+    held_out = TASK.sample(3, torch.Generator().manual_seed(5))
+    inputs = (held_out.queries[None], held_out.x[None])  # one stream: seed 0
+    log, built = MemoryLog(), []
+
+    def monitor(model):
+        built.append(model)
+        return watch(model, blocks=[model], inputs=inputs, every=20, metrics=["mu_rel"],
+                     logs=[log])  # fmt: skip
+
+    watched = train_grid(TASK, points, SETTINGS, monitor=monitor)
+    plain = train_grid(TASK, points, SETTINGS)
+    pd.testing.assert_frame_equal(watched.final, plain.final)
+    assert len(built) == 1
+    counts = log.frame.groupby(["step", "layer"]).size()
+    assert sorted(counts.index.get_level_values("step").unique()) == [0, 20, 40]
+    assert counts[(0, 1)] == 2 * 3  # layer 1: each configuration's output, 3 held-out sets

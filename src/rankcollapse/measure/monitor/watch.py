@@ -121,7 +121,7 @@ def watch(
     metrics: Sequence[str] | None = None,
     variants: Sequence[str | Variant] = ("transformer",),
     blocks: str | Sequence[nn.Module] | None = None,
-    inputs: Tensor | None = None,
+    inputs: Tensor | tuple[Tensor, ...] | None = None,
     token_mask: Tensor | None = None,
     tokenizer: Any = None,
     text: str | None = None,
@@ -148,8 +148,9 @@ def watch(
             `ModuleList` ("body.blocks") or the modules themselves. Layer 0 is the first
             block's input, layer l the output of block l (the first element of a tuple).
         inputs: the held-out batch itself: token ids (b, n) for a Hugging Face model, or
-            whatever `model(inputs)` takes for a module with `blocks`. None (Hugging Face
-            models only): `n_samples` windows of `n_tokens` tokens of `text` (None: the
+            whatever `model(inputs)` takes for a module with `blocks` (a tuple: the
+            arguments of `model(*inputs)`, e.g. an Amsel grid's queries and points). None
+            (models the probe knows): `n_samples` windows of `n_tokens` tokens of `text` (None: the
             built-in corpus), or random token ids with `random_tokens`, chosen by `seed`.
         token_mask: (b, n) True for real tokens of `inputs` (None: all real).
         tokenizer: the tokenizer of a Hugging Face model (None: random tokens only).
@@ -268,6 +269,7 @@ def _module_measure(model, names, variants, blocks, inputs, token_mask):
             "listed once."
         )
     mask = token_mask.cpu() if token_mask is not None else None
+    arguments = inputs if isinstance(inputs, tuple) else (inputs,)
 
     def measure(step: int) -> pd.DataFrame:
         frames: list[pd.DataFrame] = []
@@ -275,7 +277,7 @@ def _module_measure(model, names, variants, blocks, inputs, token_mask):
         device = next(model.parameters()).device
         with blocks_captured(blocks, on_layer), modes_kept(model), torch.no_grad():
             model.eval()
-            model(inputs.to(device))
+            model(*(x.to(device) for x in arguments))
         return pd.concat(frames, ignore_index=True)
 
     return measure
