@@ -113,3 +113,27 @@ def test_a_sharded_model_is_refused_before_any_step():
 
     with pytest.raises(ConfigError, match="sharded"):
         watch(FullyShardedDataParallel(), blocks="blocks", inputs=torch.zeros(1, 3, 4))
+
+
+@pytest.mark.parametrize(("rank", "rows"), [(0, 4), (1, 0)])
+def test_the_trainer_and_lightning_callbacks_step_every_process_and_the_monitor_picks(
+    monkeypatch, rank, rows
+):
+    from types import SimpleNamespace
+
+    from rankcollapse.measure.monitor.trainer import MonitorCallback as TrainerCallback
+
+    ranked(monkeypatch, rank, 2)
+    callbacks = [(TrainerCallback, lambda cb: cb.on_train_begin(None, SimpleNamespace(
+        global_step=0, is_world_process_zero=rank == 0), None))]  # fmt: skip
+    try:
+        from rankcollapse.measure.monitor.lightning import MonitorCallback as LightningCallback
+    except ImportError:
+        pass  # the lightning extra is missing: the Trainer callback alone
+    else:
+        trainer = SimpleNamespace(global_step=0, is_global_zero=rank == 0)
+        callbacks.append((LightningCallback, lambda cb: cb.on_train_start(trainer, None)))
+    for callback, start in callbacks:
+        log = MemoryLog()
+        start(callback(toy_monitor([log])))
+        assert len(log.frame) == rows, callback.__module__
