@@ -2,7 +2,8 @@
 
 A config's `seed` draws the network's weights; the inputs come from another stream of the
 same seed, so changing the data (more tokens, more samples) never changes the weights. Sampled
-paths (Dong et al. 2021, Sec. 5) have their own stream.
+paths (Dong et al. 2021, Sec. 5) and the circle toy's rollout starts off its training arcs
+(Sec. 6) have their own streams.
 """
 
 from __future__ import annotations
@@ -11,8 +12,8 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-Stream = Literal["weights", "data", "paths"]
-STREAM_OFFSETS: dict[str, int] = {"weights": 0, "data": 10_000, "paths": 20_000}
+Stream = Literal["weights", "data", "paths", "starts"]
+STREAM_OFFSETS: dict[str, int] = {"weights": 0, "data": 10_000, "paths": 20_000, "starts": 30_000}
 MAX_SEED = 2**63 - 1 - max(STREAM_OFFSETS.values())  # every stream's seed fits torch's int64
 Seed = Annotated[int, Field(ge=0, le=MAX_SEED)]
 """A config's seed: 0 to MAX_SEED, so that no generator of any stream overflows in a unit."""

@@ -42,7 +42,10 @@ def test_findings_hold_on_a_tiny_run_and_test_the_bound_at_layer_two(tiny):
     by_id = {c.id: c for c in summarize(config, results).claims}
     assert all(c.passed for c in by_id.values()), [(c.id, c.note) for c in by_id.values()]
     assert "2: " in by_id["bound-holds"].note  # values checked at layer 2, not only layer 1
-    assert all(c.kind == "finding" and c.source for c in by_id.values())
+    assert by_id["bound-holds"].kind == "check"  # gamma = 1 is not the paper's verified gamma
+    assert all(c.source for c in by_id.values())
+    skip = by_id["skip-keeps-residual"]
+    assert skip.kind == "finding" and "pure SAN of the same weights" in skip.note
 
 
 def test_log_ratios_of_a_cubic_sequence_are_three():
@@ -64,6 +67,20 @@ def test_bound_holds_fails_when_layer_two_is_never_above_the_floor():
     floored = table(san={"floor": (False, False, True)})
     claim = {c.id: c for c in claims(config, floored)}["bound-holds"]
     assert not claim.passed and "layer 2: missing" in claim.note
+
+
+def test_bound_holds_is_a_check_that_fails_when_the_bound_is_below_a_layer():
+    config = EXP.make_config("quick", OVERRIDES)
+    claim = {c.id: c for c in claims(config, table())}["bound-holds"]
+    assert claim.kind == "check" and claim.verdict == "PASS"
+    below = table(san={"one_step": [math.nan, -3, -13]})  # layer 2: 1 decade under r_2
+    claim = {c.id: c for c in claims(config, below)}["bound-holds"]
+    assert claim.kind == "check" and claim.verdict == "FAIL" and claim.measured == -1.0
+
+
+def test_skip_levels_must_differ_from_the_informative_levels():
+    with pytest.raises(ConfigError, match="skip_levels share"):
+        EXP.make_config("quick", {"levels": [0.5, 10.0], "skip_levels": [10.0]})
 
 
 def test_bound_holds_ignores_uninformative_sequences():

@@ -8,10 +8,11 @@ import torch
 
 from rankcollapse.errors import ConfigError
 from rankcollapse.experiments import get_experiment
-from rankcollapse.tasks import rollout
+from rankcollapse.nets import CircleNet
+from rankcollapse.tasks import circle_data, previous_pair_inputs, rollout
 
 sys.path.insert(0, str(Path(__file__).parent / "cases"))
-from dong2021_circle import STAY, run, table, variant
+from dong2021_circle import KEPT, MERGING, STAY, run, table, variant
 
 EXP = get_experiment("dong2021-circle")
 
@@ -32,50 +33,75 @@ def test_the_cpu_preset_keeps_the_authors_layer_and_data_and_trains_longer_on_a_
 
 
 def test_merges_count_only_runs_whose_fit_beats_predicting_the_input():
-    # Two runs merge; the first fit is worse than predicting the input (not learned).
+    # Two runs merge off the arcs; the first fit is worse than predicting the input.
     results = table(
-        run("san", 0, 1e-6, mse=3 * STAY), run("san", 1, 1e-6, mse=0.5 * STAY), run("san", 2, 0.9)
-    )
-    claim = _claims(results, variants=["san"])["pure-merges"]
-    assert claim.measured == pytest.approx(1 / 2) and claim.verdict == "PASS"  # 1 of 2 learned
+        run("san", 0, MERGING, mse=3 * STAY), run("san", 1, MERGING, mse=0.5 * STAY),
+        run("san", 2, KEPT),
+    )  # fmt: skip
+    claim = _claims(results, variants=["san"])["pure-merges"]  # seeds 1 and 2: 3/4 and 1/4
+    assert claim.measured == pytest.approx(1 / 2) and claim.verdict == "PASS"
     assert "seed 0: train MSE 6.00e-06 vs input 2.00e-06 (not learned)" in claim.note
-    assert "seed 1: train MSE 1.00e-06 vs input 2.00e-06, distance x1e-06" in claim.note
+    assert "seed 1: train MSE 1.00e-06 vs input 2.00e-06, from the first pair x1" in claim.note
+    assert "off the arcs 75% merged, 25% apart of 4" in claim.note
+
+
+def test_the_first_pair_decides_nothing_the_off_arc_rollouts_do():
+    on_arcs_only = variant("san", [[1.0] * 4] * 3, first=1e-6)  # merges on the arcs only
+    assert _claims(on_arcs_only, variants=["san"])["pure-merges"].verdict == "FAIL"
 
 
 def test_an_untrained_layer_that_merges_supports_no_finding():
-    merged_unlearned = variant("san", [1e-8, 1e-8, 1e-8], mse=10 * STAY)
+    merged_unlearned = variant("san", [MERGING] * 3, mse=10 * STAY)
     claim = _claims(merged_unlearned, variants=["san"])["pure-merges"]
     assert claim.verdict == "NOT TESTED" and claim.untested.startswith("not learned: 0 of 3")
-    apart_unlearned = variant("san+skip", [1.0, 1.0, 1.0], mse=10 * STAY)
+    apart_unlearned = variant("san+skip", [KEPT] * 3, mse=10 * STAY)
     claim = _claims(apart_unlearned, variants=["san+skip"])["skip-keeps-apart"]
     assert claim.verdict == "NOT TESTED"
 
 
-def test_a_diverged_or_missing_run_never_counts_as_kept_apart():
-    results = table(run("san+skip", 0, 50.0, diverged=True), run("san+skip", 1, 0.9))
+def test_a_diverged_rollout_or_missing_run_never_counts_as_kept_apart():
+    gone = (True, False, False, False)
+    results = table(run("san+skip", 0, [50.0, 1.0, 1.0, 1.0], diverged=gone),
+                    run("san+skip", 1, KEPT))  # fmt: skip
     claim = _claims(results, variants=["san+skip"], seeds=[0, 1, 2])["skip-keeps-apart"]
-    assert claim.measured == pytest.approx(1 / 2) and claim.verdict == "PASS"  # seed 2 missing
+    assert claim.measured == pytest.approx(3 / 4) and claim.verdict == "PASS"  # seed 2 missing
     claim = _claims(results, variants=["san+skip"], seeds=[0, 1, 2, 3, 4])["skip-keeps-apart"]
     assert claim.verdict == "NOT TESTED"  # three of five seeds missing: fewer than half learned
-    assert "seed 0: train MSE 1.00e-07 vs input 2.00e-06, diverged" in claim.note
     assert "seed 2: missing" in claim.note
 
 
-def test_kept_apart_needs_a_final_distance_between_half_and_twice_the_start():
-    claims = _claims(variant("san+mlp", [0.51, 0.49, 1.99, 2.01]), variants=["san+mlp"],
-                     seeds=[0, 1, 2, 3])  # fmt: skip
-    assert claims["mlp-keeps-apart"].measured == pytest.approx(2 / 4)
+def test_apart_means_did_not_merge_whatever_the_distance():
+    claims = _claims(variant("san+mlp", [[0.11, 5.0, 20.0, 0.09]]), variants=["san+mlp"],
+                     seeds=[0])  # fmt: skip
+    assert claims["mlp-keeps-apart"].measured == pytest.approx(3 / 4)
+
+
+def test_the_authors_skip_trains_on_the_pair_plus_the_previous_batch_and_sums_its_rollout():
+    data = circle_data(16, radius=0.3)  # 7 pairs
+    shifted = previous_pair_inputs(data, 3)
+    assert torch.equal(shifted.inputs[:3], data.inputs[:3])
+    assert torch.allclose(shifted.inputs[5], data.inputs[5] + data.inputs[2])
+    net = CircleNet("san+skip", d_model=8, seed=1, skip="authors")
+    pure = CircleNet("san", d_model=8, seed=1)
+    assert torch.equal(net(data.inputs), pure(data.inputs))  # the module is f alone
+    path = rollout(lambda x: 0.5 * x, torch.ones(1, 2, 2), 3, radius=1.0, accumulate=True)
+    # s = 1, 1.5, 2.25; recorded f(s) = 0.5, 0.75, 1.125
+    assert path[1:, 0, 0, 0].tolist() == [0.5, 0.75, 1.125]
 
 
 def test_a_unit_records_trajectories_and_the_runs_table_its_outcome(run_quick):
-    overrides = {"n_points": 16, "d_model": 4, "steps": 3, "n_steps": 5, "seeds": [0]}
+    overrides = {"n_points": 16, "d_model": 4, "steps": 3, "n_steps": 5, "seeds": [0],
+                 "n_starts": 2}  # fmt: skip
     config, rows = run_quick(EXP.name, overrides)
     start = rows[(rows["step"] == 0) & (rows["metric"] == "distance")]["value"]
+    off = rows[(rows["start"] > 0) & (rows["metric"] == "relative_final_distance")]
+    assert len(off) == 3 * 2 and off["step"].isna().all()  # two off-arc rollouts per run
     expected = 2 * 0.3 * np.cos(np.pi / 16)  # p_0 and p_7 of 16 points: one step short of opposite
     assert np.allclose(start, expected, atol=1e-6) and len(start) == 3
     assert set(rows["device"]) == {"cpu"}
     distance = rows[rows["metric"] == "distance"].set_index(["variant", "step"])["value"]
-    finals = rows[rows["metric"] == "relative_final_distance"].set_index("variant")["value"]
+    first = rows[(rows["metric"] == "relative_final_distance") & (rows["start"] == 0)]
+    finals = first.set_index("variant")["value"]
     for name in ("san", "san+skip", "san+mlp"):
         assert finals[name] == pytest.approx(distance[name, 5] / distance[name, 0])
     summary = EXP.summarize(config, rows)

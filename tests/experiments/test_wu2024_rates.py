@@ -88,8 +88,9 @@ def test_measured_collapse_stays_under_the_bound_on_a_tiny_run(tiny):
     # 12 layers: no mask's bound reaches a decade below mu(X^0), so the run cannot decide
     bound = found["bound-is-upper"]
     assert bound.verdict == "NOT TESTED" and bound.untested.startswith("preset too small")
-    # Cor 1's rate log(1 - N eps^{2r}) / (2r) is ~1e-4 per layer here: it cannot fail either
-    assert found["cor1-rate-with-ln"].verdict == "NOT TESTED", found["cor1-rate-with-ln"].note
+    # with the unit norm and orthogonal W_V every mask's mu_rel falls (Thm 2, Cor 1)
+    collapse = found["ln-collapses-every-mask"]
+    assert collapse.kind == "finding" and collapse.measured > 0, collapse.note
     assert found["local-masks-slower"].passed, found["local-masks-slower"].note
 
 
@@ -101,3 +102,20 @@ def test_the_causal_mask_stays_under_the_computed_bound_on_a_real_run(run_quick)
     bound = {c.id: c for c in claims(config, results)}["bound-is-upper"]
     assert bound.verdict == "PASS", bound.note
     assert bound.measured < -0.5
+
+
+def test_bound_is_upper_is_a_check_that_still_fails_when_mu_tops_the_bound():
+    config = EXP.make_config("quick", OVERRIDES)
+    under = {c.id: c for c in claims(config, table(complete=0.25, local=0.5))}["bound-is-upper"]
+    assert under.kind == "check" and under.verdict == "PASS"
+    # mu shrinking 0.9 per layer against the bound's 0.5: a layer that is not X A W_V alone
+    over = {c.id: c for c in claims(config, table(complete=0.9, local=0.5))}["bound-is-upper"]
+    assert over.kind == "check" and over.verdict == "FAIL"
+
+
+def test_unit_norm_runs_start_from_non_negative_cosines(tiny):
+    config, results = tiny
+    rows = results[(results["norm"] == "unit") & (results["metric"] == "mu_rel")]
+    assert not rows.empty and (rows["layer"] == config.n_layers).any()
+    drops = {c.id: c for c in claims(config, results)}["ln-collapses-every-mask"].note
+    assert "inputs |Z|" in drops

@@ -26,10 +26,20 @@ Findings (this run's numbers; every one can fail):
 - mlp-doubly-exponential: Cor 3.2's Lipschitz argument: an MLP of Lipschitz constant lambda after
   each layer turns c into lambda H c, so san+mlp still collapses doubly exponentially (its
   contraction factors shrink, as for pure SAN).
-- ln-plays-no-role: Dong et al.'s statement that LayerNorm plays no role (Sec. 3.3): san+ln
-  stays within one decade of pure SAN at every layer above the floor. Wu et al. 2024 refute it
-  (their abstract: "Our result refutes the previous hypothesis that LayerNorm plays no role");
-  where it fails, the note gives the gap.
+- mlp-larger-lambda-slower: Cor 3.2's "slower for a larger lambda": an extra san+mlp arm with
+  the MLP's output weights W_2 times `mlp_gain` (> 1; its lambda grows with it, the attention
+  weights are the same) keeps a larger residual than the gain-1 arm: log10 of the ratio of their
+  geometric means, at the deepest layer where the gain-1 arm is above the floor, is > 0 (a
+  gain arm at the floor counts at its floor value, so it fails).
+- ln-does-not-prevent: LayerNorm does not prevent the collapse (Sec. 3.3: it rescales and
+  shifts each token, a diagonal factor the argument absorbs): the last-layer mean res_comp_rel
+  of san+ln is below 1e-6 (a seed at the floor counts as 0). LN can delay the collapse at random
+  init (the note gives san+ln's lag behind pure SAN per layer); the paper's statement is about
+  its end, not its speed. Wu et al. 2024's refutation of "LayerNorm plays no role" rests on
+  constructed weights (their causal 2-D counterexample, Thm 3's equilibria: wu2024-counterexample
+  and wu2024-equilibria), not on random initialisation, and does not bear on this row.
+  (Formerly ln-plays-no-role: san+ln within one decade of pure SAN at every layer, a reading
+  the paper does not make; at one layer the lag alone is 3 decades.)
 """
 
 from __future__ import annotations
@@ -63,7 +73,6 @@ METRICS = ["res_comp_rel", "mu_rel"]
 SKIP_LEVEL = 1e-3  # "away from 0" (pure SAN ends near 1e-16)
 COLLAPSED_LEVEL = 1e-6  # "collapsed"
 SLOW = 0.5  # "decays slowly": no layer more than halves the residual (SAN: orders of magnitude)
-SAME_DECADE = 1.0  # "no role": san+ln within this many decades of pure SAN
 
 
 class Config(toy_sizes(n_layers=8, n_heads=2, d_model=32, n_tokens=16, n_samples=8)):
@@ -77,6 +86,8 @@ class Config(toy_sizes(n_layers=8, n_heads=2, d_model=32, n_tokens=16, n_samples
     """Seeds of weights and inputs (one unit per variant and seed)."""
     dtype: Literal["float64", "float32"] = "float64"
     """Dtype of the network's weights and states (metrics are float64 either way)."""
+    mlp_gain: float = Field(4.0, gt=1, allow_inf_nan=False)
+    """Factor on W_2 of an extra san+mlp arm (a larger MLP Lipschitz constant, Cor 3.2)."""
 
 
 PRESETS = {
@@ -95,7 +106,14 @@ PRESETS = {
 
 
 def units(config: Config) -> list[Unit]:
-    return [{"variant": v, "seed": s} for v in config.variants for s in config.seeds]
+    """One unit per variant and seed (mlp_gain 1), plus san+mlp at config.mlp_gain."""
+    gains = {v: [1.0, config.mlp_gain] if v == "san+mlp" else [1.0] for v in config.variants}
+    return [
+        {"variant": v, "seed": s, "mlp_gain": g}
+        for v in config.variants
+        for g in gains[v]
+        for s in config.seeds
+    ]
 
 
 def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
@@ -115,6 +133,10 @@ def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
             seed=unit["seed"],
         )
     )
+    if unit["mlp_gain"] != 1.0:  # lambda of the MLP grows with its output weights (Cor 3.2)
+        with torch.no_grad():
+            for block in net.layers:
+                block.mlp_block.mlp.w_2.mul_(unit["mlp_gain"])
     x = random_tokens(
         config.n_samples,
         config.n_tokens,
@@ -180,7 +202,8 @@ def doubly_exponential_claim(
 
 
 def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
-    res = results[results["metric"] == "res_comp_rel"]
+    all_gains = results[results["metric"] == "res_comp_rel"]
+    res = all_gains[all_gains["mlp_gain"] == 1.0]
     per_layer = layer_stats(res, ("variant",))
     last = per_layer[per_layer["layer"] == config.n_layers].set_index("variant")
     found = []
@@ -245,8 +268,10 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
                 "output still converges to rank 1 (Cor 3.2)",
             )
         )
-    if {"san", "san+ln"} <= set(config.variants):
-        found.append(_ln_claim(per_layer))
+    if "san+mlp" in config.variants:
+        found.append(_lambda_claim(config, all_gains[all_gains["variant"] == "san+mlp"]))
+    if "san+ln" in config.variants:
+        found.append(_ln_claim(config, per_layer, per_seed(["san+ln"], "max")))
     return found
 
 
@@ -256,36 +281,70 @@ def _slowest_step(per_layer: pd.DataFrame, variant: str) -> float:
     return float((means[1:] / means[:-1]).min()) if len(means) > 1 else np.nan
 
 
-def _ln_claim(per_layer: pd.DataFrame) -> Claim:
-    """Dong et al.'s 'LayerNorm plays no role', as a gap between san+ln and pure SAN."""
-    wide = per_layer.pivot(index="layer", columns="variant", values="geo_mean")
-    floored = per_layer[per_layer["any_at_floor"].astype(bool)]
-    first_floor = floored.groupby("variant")["layer"].min()
-    last = min(first_floor.get("san", np.inf), first_floor.get("san+ln", np.inf))
-    both = wide[wide.index < last][["san", "san+ln"]].dropna()
-    gap = np.abs(np.log10(both["san+ln"] / both["san"]))
+def _lambda_claim(config: Config, mlp: pd.DataFrame) -> Claim:
+    """Cor 3.2: the san+mlp arm at mlp_gain keeps a larger residual than the gain-1 arm."""
+    stats = layer_stats(mlp, ("mlp_gain",))
+    wide = stats.pivot(index="layer", columns="mlp_gain", values="geo_mean")
+    floored = stats.pivot(index="layer", columns="mlp_gain", values="any_at_floor")
+    gain = config.mlp_gain
+    if {1.0, gain} <= set(wide.columns):
+        above = floored.index[~floored[1.0].astype(bool)]
+        layer = int(above.max()) if len(above) else 0
+        gap = float(np.log10(wide.loc[layer, gain] / wide.loc[layer, 1.0]))
+        per = ", ".join(f"{int(l)}: {np.log10(r):.2g}" for l, r in (wide[gain] / wide[1.0]).items())
+    else:
+        layer, gap, per = 0, np.nan, "an arm is missing"
     return finding(
-        "ln-plays-no-role",
-        "LayerNorm plays no role in the collapse: san+ln stays within a decade of pure SAN.",
-        "largest |log10(san+ln / san)| of the geometric-mean res_comp_rel over the layers "
-        "where neither is at the floor (decades)",
-        float(gap.max()) if len(gap) > 1 else np.nan,
+        "mlp-larger-lambda-slower",
+        "A larger MLP Lipschitz constant lambda slows the collapse (c becomes lambda H c).",
+        f"log10(R(gain {gain:g}) / R(gain 1)) of san+mlp's geometric-mean res_comp_rel at the "
+        "deepest layer where the gain-1 arm is above the dtype floor (decades)",
+        gap if layer > 0 else np.nan,
+        ">",
+        0.0,
+        note=f"at layer {layer}; per layer: {per}; W_2 times {gain:g}, same attention weights",
+        source="Sec. 3.2, Cor 3.2",
+        paper="an MLP of Lipschitz constant lambda turns c into lambda H c: the convergence "
+        "stays doubly exponential, slower for a larger lambda (Cor 3.2)",
+    )
+
+
+def _ln_claim(config: Config, per_layer: pd.DataFrame, seeds: dict) -> Claim:
+    """Dong et al. Sec. 3.3: LayerNorm does not prevent the collapse (san+ln reaches ~0)."""
+    last = per_layer[(per_layer["layer"] == config.n_layers) & (per_layer["variant"] == "san+ln")]
+    wide = per_layer.pivot(index="layer", columns="variant", values="geo_mean")
+    lag = ""
+    if "san" in wide.columns:
+        gap = np.log10(wide["san+ln"] / wide["san"]).dropna()
+        lag = "; san+ln above pure SAN per layer (decades, floor values included): " + ", ".join(
+            f"{int(layer)}: {g:.2g}" for layer, g in gap.items()
+        )
+    return for_every(
+        "ln-does-not-prevent",
+        "LayerNorm does not prevent the collapse: with post-LN and no skip the residual still "
+        "reaches about 0.",
+        "last-layer mean res_comp_rel of san+ln",
+        {"san+ln": float(last["mean"].iloc[0]) if len(last) else np.nan},
         "<",
-        SAME_DECADE,
-        note="gap per layer: "
-        + ", ".join(f"{int(layer)}: {g:.2g}" for layer, g in gap.items())
-        + "; Wu et al. 2024 refute this statement (abstract: 'Our result refutes the previous "
-        "hypothesis that LayerNorm plays no role in the rank collapse of self-attention')",
+        COLLAPSED_LEVEL,
+        expected=["san+ln"],
+        note="per seed, a floor value as 0: "
+        + seeds_agree(seeds, "<", COLLAPSED_LEVEL)
+        + lag
+        + "; a lag is a delay, not a prevention. Wu et al. 2024's refutation of 'LN plays no "
+        "role' uses constructed weights (wu2024-counterexample, wu2024-equilibria), not this "
+        "random init",
         source="Sec. 3.3",
-        paper="layer normalization plays no role in the rank collapse (it rescales tokens, "
-        "a diagonal factor the argument absorbs)",
+        paper="layer normalization rescales and shifts each token, a diagonal factor the "
+        "argument absorbs: it plays no role in preventing the collapse (paraphrase)",
     )
 
 
 def summarize(config: Config, results: pd.DataFrame) -> Summary:
-    per_layer = layer_stats(results[results["metric"] == "res_comp_rel"], ("variant",))
+    gain_one = results[results["mlp_gain"] == 1.0]
+    per_layer = layer_stats(gain_one[gain_one["metric"] == "res_comp_rel"], ("variant",))
     figure = band_plot(
-        results.assign(variant=pd.Categorical(results["variant"], categories=config.variants)),
+        gain_one.assign(variant=pd.Categorical(gain_one["variant"], categories=config.variants)),
         x="layer",
         hue="variant",
         panel="metric",
@@ -300,13 +359,22 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
         "layers where no sequence is at the floor."
     )
     wide = per_layer.pivot(index="layer", columns="variant", values="mean")
+    tables = {
+        "mean res_comp_rel per layer": wide[config.variants]
+        .rename_axis(columns=None)
+        .reset_index(),
+        "per-layer statistics of res_comp_rel": per_layer,
+    }
+    mlp = results[(results["variant"] == "san+mlp") & (results["metric"] == "res_comp_rel")]
+    if len(mlp):
+        gains = layer_stats(mlp, ("mlp_gain",)).pivot(
+            index="layer", columns="mlp_gain", values="geo_mean"
+        )
+        tables["san+mlp geometric-mean res_comp_rel by MLP gain (W_2 factor)"] = (
+            gains.rename(columns=lambda g: f"gain {g:g}").rename_axis(columns=None).reset_index()
+        )
     return Summary(
-        tables={
-            "mean res_comp_rel per layer": wide[config.variants]
-            .rename_axis(columns=None)
-            .reset_index(),
-            "per-layer statistics of res_comp_rel": per_layer,
-        },
+        tables=tables,
         figures={"residual vs layer": figure},
         claims=claims(config, results),
         notes=[floor_note],

@@ -12,8 +12,9 @@ before classifying (`rankcollapse.paths.path_restricted_forward`): with it insid
 classifier sees normalised states in both.
 
 `CircleNet` is the step map of the circle toy (Sec. 6): points -> linear -> LayerNorm -> one
-post-LN attention block (2 heads; + MLP block) -> linear -> points, with the "san+skip" variant
-adding its input points to its output.
+post-LN attention block (2 heads; + MLP block) -> linear -> points; its "san+skip" variant adds
+its input points to its output (skip="step") or, as the authors did, leaves the skip to the data
+and the rollout (skip="authors").
 """
 
 from __future__ import annotations
@@ -165,7 +166,12 @@ class CircleNet(nn.Module):
 
         f(X) = LN(Y + SA(Y)) W_r + b_r,   Y = LN(X W_e + b_e)      (2 heads, post-LN)
         san:       X_next = f(X)
-        san+skip:  X_next = X + f(X)       the skip connection around the recurrent step
+        san+skip:  skip="step":    X_next = X + f(X), the skip around the recurrent step (the
+                                   project's redesign);
+                   skip="authors": the module is f alone; the skip lives in the data (trained
+                                   on X_i + X_{i-B}, `tasks.previous_pair_inputs`) and in the
+                                   rollout (a running sum, `tasks.rollout(accumulate=True)`),
+                                   as in the authors' run_circle.py
         san+mlp:   f with the transformer MLP block after the attention, LN(Z + MLP(Z)) (GELU,
                    hidden width d_model, the authors' intermediate_size)
 
@@ -176,11 +182,18 @@ class CircleNet(nn.Module):
     """
 
     def __init__(
-        self, variant: CircleVariant, *, d_model: int = 32, n_heads: int = 2, seed: int = 0
+        self,
+        variant: CircleVariant,
+        *,
+        d_model: int = 32,
+        n_heads: int = 2,
+        seed: int = 0,
+        skip: Literal["step", "authors"] = "step",
     ) -> None:
         super().__init__()
         generator = torch.Generator().manual_seed(seed)
         self.variant = variant
+        self.adds_input = variant == "san+skip" and skip == "step"
         self.embed = _init_linear(nn.Linear(2, d_model), generator)
         self.embed_norm = nn.LayerNorm(d_model, eps=NORM_EPS)
         self.layer = ToyNet(
@@ -208,4 +221,4 @@ class CircleNet(nn.Module):
 
     def forward(self, points: Tensor) -> Tensor:
         """The next points (b, 2, 2)."""
-        return points + self.step(points) if self.variant == "san+skip" else self.step(points)
+        return points + self.step(points) if self.adds_input else self.step(points)

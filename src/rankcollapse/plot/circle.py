@@ -18,7 +18,7 @@ def _outcome(run: pd.Series) -> str:
         return "not learned"
     if run["diverged"]:
         return "diverged"
-    return "merged" if run["merged"] else ("apart" if run["apart"] else "in between")
+    return "merged" if run["merged"] else "apart"
 
 
 def circle_trajectories(
@@ -33,7 +33,7 @@ def circle_trajectories(
     """Small multiples: a row per variant, a panel per seed, the two token paths and the circle.
 
     `results`: rollout rows (variant, seed, token, step, metric x/y); `table`: one row per run
-    with learned, diverged, merged, apart (its outcome, in each panel's title).
+    with learned, diverged, merged (its outcome from the first training pair, in each panel's title).
     """
     variants = [v for v in variants if v in set(results["variant"])]
     seeds = sorted(set(results["seed"]))
@@ -68,10 +68,9 @@ def circle_distances(
     variants: Sequence[str],
     labels: Mapping[str, str],
     merged: float,
-    apart: float,
 ) -> Figure:
-    """Token distance / starting distance against the step, one line per seed (dotted: the fit
-    did not learn the step), with the merged and apart thresholds the findings use."""
+    """Token distance / starting distance against the step from the first training pair, one
+    line per seed (dotted: the fit did not learn the step), with the merged threshold."""
     distance = results[results["metric"] == "distance"]
     start = distance[distance["step"] == 0].set_index(["variant", "seed"])["value"]
     keys = pd.MultiIndex.from_frame(distance[["variant", "seed"]])
@@ -86,8 +85,8 @@ def circle_distances(
         hue="run",
         panel="variant",
         logy=True,
-        title=f"Dotted: the fit did not beat predicting the input (not learned). Dashed line: "
-        f"merged below {merged}; dash-dot line: apart above {apart}",
+        title=f"From the first training pair. Dotted: the fit did not beat predicting the "
+        f"input (not learned). Dashed line: merged below {merged}",
         ylabel="distance / starting distance",
     )
     learned = table.set_index(["variant", "seed"])["learned"]
@@ -97,6 +96,5 @@ def circle_distances(
             seed = int(str(line.get_label()).removeprefix("seed "))
             line.set(marker="", linestyle="-" if learned.get((variant, seed), False) else ":")
         ax.axhline(merged, color="0.4", ls="--", lw=0.8)
-        ax.axhline(apart, color="0.6", ls="-.", lw=0.8)
         ax.set_xlabel("recurrent step")
     return figure

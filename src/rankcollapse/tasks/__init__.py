@@ -1,7 +1,14 @@
 """Data generators for the learning experiments (seeded streams, trivial baselines)."""
 
 from rankcollapse.tasks._baselines import TaskData, trivial_baselines
-from rankcollapse.tasks.circle import CircleData, circle_data, rollout, rollout_frame
+from rankcollapse.tasks.circle import (
+    CircleData,
+    circle_data,
+    off_arc_starts,
+    previous_pair_inputs,
+    rollout,
+    rollout_frame,
+)
 from rankcollapse.tasks.convex_hull import convex_hull_data, hull_vertex_labels
 from rankcollapse.tasks.memorization import label_ceiling, memorization_data
 from rankcollapse.tasks.named import (
@@ -41,6 +48,8 @@ __all__ = [
     "linear_baseline",
     "memorization_data",
     "nearest_neighbour",
+    "off_arc_starts",
+    "previous_pair_inputs",
     "relative_mse",
     "rollout",
     "rollout_frame",

@@ -85,18 +85,67 @@ def circle_data(n_points: int = 1000, *, radius: float = 0.3) -> CircleData:
     return CircleData(pairs(first).float(), pairs(first + 1).float(), radius)
 
 
+def previous_pair_inputs(data: CircleData, batch_size: int) -> CircleData:
+    """The authors' skip-variant training data: input X_i + X_{i-B} (B = batch_size), target
+    X_{i+1}.
+
+    In run_circle.py the skip arm feeds the model the current mini-batch plus the previous one
+    (unshuffled batches of B consecutive pairs; zeros before the first), so pair i is added to
+    pair i - B, and to nothing for i < B. The rollout that goes with it is
+    `rollout(..., accumulate=True)`.
+
+    Example:
+        >>> data = previous_pair_inputs(circle_data(8, radius=1.0), 2)
+        >>> data.inputs[2].double().round(decimals=3).tolist()  # pair 2 plus pair 0
+        [[1.0, 1.0], [-1.414, 0.0]]
+    """
+    if batch_size < 1:
+        raise ConfigError(f"circle: batch_size must be >= 1, got {batch_size}.")
+    previous = torch.zeros_like(data.inputs)
+    if batch_size < len(data):
+        previous[batch_size:] = data.inputs[:-batch_size]
+    return CircleData(data.inputs + previous, data.targets, data.radius)
+
+
+def off_arc_starts(n_starts: int, *, radius: float, seed: int) -> Tensor:
+    """`n_starts` pairs (n_starts, 2, 2) off the training arcs, float32, deterministic by seed.
+
+    Each token is a point at an independent uniform angle and a radius uniform in
+    [radius / 2, 3 radius / 2]: pairs the training data never show (there the two tokens sit
+    one step short of opposite on the circle), so a rollout from them reads the layer's bias,
+    not the fitted arcs.
+
+    Example:
+        >>> starts = off_arc_starts(3, radius=1.0, seed=0)
+        >>> starts.shape, bool((starts.norm(dim=-1) <= 1.5).all())
+        (torch.Size([3, 2, 2]), True)
+    """
+    generator = torch.Generator().manual_seed(seed)
+    angles = torch.rand(n_starts, 2, generator=generator, dtype=torch.float64) * 2 * math.pi
+    radii = radius * (0.5 + torch.rand(n_starts, 2, generator=generator, dtype=torch.float64))
+    points = radii[..., None] * torch.stack([angles.cos(), angles.sin()], dim=-1)
+    return points.float()
+
+
 DIVERGED = 100.0
 """A trajectory leaving the disc of DIVERGED radii (or turning non-finite) has diverged."""
 
 
 def rollout(
-    step: Callable[[Tensor], Tensor], pairs: Tensor, n_steps: int, *, radius: float
+    step: Callable[[Tensor], Tensor],
+    pairs: Tensor,
+    n_steps: int,
+    *,
+    radius: float,
+    accumulate: bool = False,
 ) -> np.ndarray:
     """Apply `step` to its own output `n_steps` times from `pairs` (s, 2, 2), batched.
 
     Returns float64 (n_steps + 1, s, 2, 2): sample's points at every step, the start first.
     Once a start's points leave the disc of radius `DIVERGED * radius` (or turn non-finite)
     that start has diverged: its later steps are NaN, while the other starts go on.
+    `accumulate`: the authors' skip rollout (run_circle.py): a running state s_0 = pairs,
+    s_{t+1} = s_t + step(s_t), and the recorded points are the outputs step(s_t).
 
     Example:
         >>> path = rollout(lambda x: 2 * x, torch.ones(1, 2, 2), 8, radius=1.0)
@@ -106,15 +155,17 @@ def rollout(
     trajectory = np.full((n_steps + 1, *pairs.shape), np.nan)
     trajectory[0] = pairs.double().cpu().numpy()
     alive = torch.ones(len(pairs), dtype=torch.bool, device=pairs.device)
-    current = pairs
+    current = state = pairs
     with torch.no_grad():
         for index in range(1, n_steps + 1):
-            current = step(current)
+            current = step(state)
+            state = state + current if accumulate else current
             outside = (current.abs() > DIVERGED * radius).flatten(1).any(dim=1)
             alive &= torch.isfinite(current).flatten(1).all(dim=1) & ~outside
             if not alive.any():
                 break
             current = torch.where(alive[:, None, None], current, torch.zeros_like(current))
+            state = torch.where(alive[:, None, None], state, torch.zeros_like(state))
             kept = alive.cpu().numpy()
             trajectory[index, kept] = current[alive].double().cpu().numpy()
     return trajectory

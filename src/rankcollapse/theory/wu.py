@@ -119,7 +119,7 @@ def rate_unit_norm(eps: float, r: int, n_centers: int) -> float:
         >>> round(rate_unit_norm(0.5, 1, 1), 4)
         -0.1438
     """
-    factor = min(n_centers * eps ** (2 * r), 1.0 - 1e-300)
+    factor = min(n_centers * eps ** (2 * r), math.nextafter(1.0, 0.0))  # log1p(-1) is -inf
     return math.log1p(-factor) / (2 * r)
 
 

@@ -13,17 +13,20 @@ CURVES = {
     "san+ln": [0.5, 0.2, 5e-3, 4e-8],  # within a decade of pure SAN at every layer
     "transformer": [0.5, 0.48, 0.46, 0.44],
 }
+MLP_GAIN = [0.5, 0.2, 5e-3, 1e-6]  # san+mlp at mlp_gain 4: behind the gain-1 arm (slower)
 
 
-def table(**changes: list[float]) -> pd.DataFrame:
+def table(gain: list[float] = MLP_GAIN, **changes: list[float]) -> pd.DataFrame:
+    curves = [(variant, 1.0, values) for variant, values in {**CURVES, **changes}.items()]
     rows = [
-        (variant, seed, layer, sample, "res_comp_rel", value * (1 + 0.1 * sample), value < FLOOR)
-        for variant, values in {**CURVES, **changes}.items()
+        (variant, gain_, seed, layer, sample, "res_comp_rel", value * (1 + 0.1 * sample),
+         value < FLOOR)
+        for variant, gain_, values in [*curves, ("san+mlp", 4.0, gain)]
         for seed in (0, 1)
         for layer, value in enumerate(values)
         for sample in (0, 1)
-    ]
-    columns = ["variant", "seed", "layer", "sample", "metric", "value", "at_floor"]
+    ]  # fmt: skip
+    columns = ["variant", "mlp_gain", "seed", "layer", "sample", "metric", "value", "at_floor"]
     return pd.DataFrame(rows, columns=columns)
 
 
@@ -49,9 +52,17 @@ CASES = {
         failing=table(**{"san+mlp": [0.5, 0.05, 5e-3, 5e-4]}),  # x0.1 per layer: exponential
         overrides=OVERRIDES,
     ),
-    # failing: the audit's measurement, san+ln 7 decades above pure SAN at layer 3
-    "ln-plays-no-role": Case(
-        passing=table(),
+    # failing: the gain-4 arm ends 4 decades below the gain-1 arm (what a gain applied to the
+    # wrong weights, e.g. W_1 before a saturating tanh, can give)
+    "mlp-larger-lambda-slower": Case(
+        passing=table(),  # layer 3: 1e-6 against 1e-10, +4 decades
+        failing=table(gain=[0.5, 0.05, 1e-5, 1e-14]),
+        overrides=OVERRIDES,
+    ),
+    # failing: san+ln keeps 0.08 at layer 3, as a norm that brings a skip in (pre-LN with
+    # X + SA(LN(X))) or Wu's constructed equilibria would
+    "ln-does-not-prevent": Case(
+        passing=table(),  # san+ln ends at 4e-8
         failing=table(**{"san+ln": [0.5, 0.3, 0.15, 0.08]}),
         overrides=OVERRIDES,
     ),
