@@ -5,7 +5,7 @@ STAMP  := $(VENV)/.installed
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: demo test bench clean
+.PHONY: demo test test-shuffled bench clean
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -27,6 +27,11 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest -n 2 --durations=15
+
+# The suite in a random order (a new seed each time; pytest prints it: rerun one order with
+# --random-order-seed=N).
+test-shuffled: $(STAMP)
+	$(PY) -m pytest -n 2 --random-order-bucket=global
 
 bench: $(STAMP)
 	for f in benchmarks/bench_*.py; do $(PY) $$f || exit 1; done

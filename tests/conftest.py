@@ -3,6 +3,12 @@
 Besides the offline variables, every test runs with outgoing connections to any address but
 this machine's loopback refused (`no_network`), so a code path that reaches for a hub fails
 its test instead of passing on a machine that happens to be online.
+
+Every draw a test makes is seeded: through its own `torch.Generator().manual_seed(...)` or
+the `rng` fixture (a fresh generator per test), never the global stream, whose state depends
+on which tests ran before (`make test-shuffled` runs the suite in random order);
+tests/test_seeded_draws.py checks it. Property tests draw their examples from a seed their
+source fixes (the `seeded` Hypothesis profile); `HYPOTHESIS_PROFILE=explore` draws new ones.
 """
 
 import ipaddress
@@ -14,6 +20,15 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("MPLBACKEND", "Agg")
+
+try:
+    from hypothesis import settings
+except ImportError:  # the dev extra brings it
+    pass
+else:
+    settings.register_profile("seeded", derandomize=True, database=None)
+    settings.register_profile("explore", derandomize=False)
+    settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "seeded"))
 
 
 class NetworkBlocked(OSError):
@@ -52,3 +67,11 @@ def no_network(monkeypatch):
 
     monkeypatch.setattr(socket.socket, "connect", connect)
     monkeypatch.setattr(socket.socket, "connect_ex", connect_ex)
+
+
+@pytest.fixture
+def rng():
+    """A torch generator seeded afresh for each test: its draws never depend on test order."""
+    import torch
+
+    return torch.Generator().manual_seed(0)

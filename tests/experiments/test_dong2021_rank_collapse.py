@@ -146,3 +146,15 @@ def test_decoders_and_models_come_from_the_registry():
     config = EXP.make_config("quick", {"arms": [{"model": m, "init": "random"} for m in causal]})
     assert [a.model for a in config.arms] == causal
     assert exp.decoders(a.model for a in config.arms) == causal
+
+
+def test_the_figure_draws_collapse_on_a_log_axis_with_the_float32_floor():
+    """1e-3 next to 1 reads as 0 on a linear axis: the residual spans decades, so log."""
+    from rankcollapse.metrics import dtype_floor
+
+    figure = EXP.summarize(EXP.make_config("quick"), table()).figures["residual vs layer"]
+    axes = [ax for ax in figure.axes if ax.get_visible()]
+    assert axes and all(ax.get_yscale() == "log" for ax in axes)
+    floor = dtype_floor(EXP.make_config("quick").dtype)
+    lines = [ln for ax in axes for ln in ax.get_lines() if list(ln.get_ydata()) == [floor] * 2]
+    assert lines  # the floor line sits at the float32 floor, the relative metric's own floor

@@ -101,3 +101,17 @@ def test_probe_variant_typo_fails_before_any_model_loads(monkeypatch, capsys):
     for bad, message in (("--mask", "windw:1"), ("--metrics", "res_comp_rl")):
         assert main(["probe", "minilm", bad, message]) == 2
         assert "Did you mean" in capsys.readouterr().err
+
+
+def test_the_families_title_says_dong_authors_is_not_for_every_family():
+    from rankcollapse.cli.variants import families_title, family_rows
+    from rankcollapse.hf import VARIANTS
+
+    rows = family_rows()
+    n_yes = sum(row["dong-authors"] == "yes" for row in rows)
+    assert 0 < n_yes < len(rows)
+    title = families_title(rows, VARIANTS)
+    assert title == (
+        "model families (qk-rank and the dong and wu variants work for every family; "
+        f"dong-authors:* for the {n_yes} of {len(rows)} marked yes)"
+    )

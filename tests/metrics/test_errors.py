@@ -18,8 +18,8 @@ STATE_METRICS = [name for name, info in METRICS.items() if info.kind == "states"
 
 
 @pytest.mark.parametrize("name", STATE_METRICS)
-def test_wrong_mask_shape_names_both_shapes_and_the_fix(name):
-    x = torch.randn(4, 128, 8)
+def test_wrong_mask_shape_names_both_shapes_and_the_fix(name, rng):
+    x = torch.randn(4, 128, 8, generator=rng)
     with pytest.raises(
         InputError,
         match=r"mask has shape \(4, 127\) but x has 128 tokens "
@@ -28,8 +28,8 @@ def test_wrong_mask_shape_names_both_shapes_and_the_fix(name):
         METRICS[name].fn(x, torch.ones(4, 127, dtype=torch.bool))
 
 
-def test_nan_and_inf_are_counted_and_the_first_is_located():
-    x = torch.randn(3, 6, 4)
+def test_nan_and_inf_are_counted_and_the_first_is_located(rng):
+    x = torch.randn(3, 6, 4, generator=rng)
     x[1, 5, 0] = float("nan")
     x[1, 5, 2] = float("nan")
     x[2, 0, 1] = float("inf")
@@ -41,26 +41,26 @@ def test_nan_and_inf_are_counted_and_the_first_is_located():
         mu(x)
 
 
-def test_nan_in_a_pad_is_ignored():
-    x = torch.randn(2, 5, 3)
+def test_nan_in_a_pad_is_ignored(rng):
+    x = torch.randn(2, 5, 3, generator=rng)
     mask = torch.ones(2, 5, dtype=torch.bool)
     mask[0, 4] = False
     x[0, 4] = float("nan")
     assert torch.isfinite(mu(x, mask)).all()
 
 
-def test_sequence_with_fewer_than_two_real_tokens_is_rejected():
+def test_sequence_with_fewer_than_two_real_tokens_is_rejected(rng):
     mask = torch.ones(3, 5, dtype=torch.bool)
     mask[2, 1:] = False
     with pytest.raises(InputError, match=r"1 real token\(s\) in sample 2 .*at least 2 real tokens"):
-        mu(torch.randn(3, 5, 4), mask)
+        mu(torch.randn(3, 5, 4, generator=rng), mask)
     with pytest.raises(InputError, match=r"x has 1 token\(s\) per sequence.*at least 2 tokens"):
-        mu(torch.randn(3, 1, 4))
+        mu(torch.randn(3, 1, 4, generator=rng))
 
 
-def test_zero_features_are_rejected():
+def test_zero_features_are_rejected(rng):
     with pytest.raises(InputError, match=r"x has d = 0 features \(x.shape=\(2, 5, 0\)\)"):
-        mu(torch.randn(2, 5, 0))
+        mu(torch.randn(2, 5, 0, generator=rng))
 
 
 def test_integer_states_are_rejected_with_the_conversion():
@@ -77,36 +77,36 @@ def test_non_tensor_and_flat_inputs_are_rejected():
         mu(torch.ones(5))
 
 
-def test_integer_zero_one_masks_are_accepted_and_others_rejected():
-    x = torch.randn(2, 4, 3)
+def test_integer_zero_one_masks_are_accepted_and_others_rejected(rng):
+    x = torch.randn(2, 4, 3, generator=rng)
     as_int = torch.tensor([[1, 1, 1, 0], [1, 1, 1, 1]])
     assert torch.equal(mu(x, as_int), mu(x, as_int.bool()))
     with pytest.raises(InputError, match="mask has dtype torch.float32.*boolean"):
         mu(x, as_int.float())
 
 
-def test_unknown_metric_name_lists_known_names_and_suggests_the_closest():
+def test_unknown_metric_name_lists_known_names_and_suggests_the_closest(rng):
     with pytest.raises(UnknownNameError, match="unknown metric 'mu_rell'.*Did you mean 'mu_rel'"):
         get_metric("mu_rell")
     with pytest.raises(UnknownNameError, match="unknown metric 'stable_rnk'.*Known: res_comp_rel"):
-        measure_states(torch.randn(2, 3, 4), metrics=["stable_rnk"])
+        measure_states(torch.randn(2, 3, 4, generator=rng), metrics=["stable_rnk"])
 
 
-def test_a_metric_of_the_other_kind_points_to_the_right_suite():
+def test_a_metric_of_the_other_kind_points_to_the_right_suite(rng):
     with pytest.raises(
         UnknownNameError,
         match="'attn_entropy' is an attention metric; measure it with measure_attention",
     ):
-        measure_states(torch.randn(2, 3, 4), metrics=["attn_entropy"])
+        measure_states(torch.randn(2, 3, 4, generator=rng), metrics=["attn_entropy"])
     with pytest.raises(
         UnknownNameError, match="'mu' is a state metric; measure it with measure_states"
     ):
         measure_attention(torch.full((3, 3), 1 / 3), metrics=["mu"])
 
 
-def test_bad_source_dtype_is_rejected():
+def test_bad_source_dtype_is_rejected(rng):
     with pytest.raises(InputError, match="source_dtype is torch.int32"):
-        measure_states(torch.randn(2, 3, 4), source_dtype=torch.int32)
+        measure_states(torch.randn(2, 3, 4, generator=rng), source_dtype=torch.int32)
 
 
 def test_attention_rows_must_sum_to_one_over_real_keys():
@@ -136,15 +136,15 @@ def test_attention_must_be_square_nonnegative_and_leave_every_query_a_key():
         attn_entropy(torch.eye(2), edges=torch.ones(2, 2, dtype=torch.int64))
 
 
-def test_per_head_attention_takes_a_broadcast_mask():
-    a = torch.softmax(torch.randn(2, 4, 5, 5), -1)
+def test_per_head_attention_takes_a_broadcast_mask(rng):
+    a = torch.softmax(torch.randn(2, 4, 5, 5, generator=rng), -1)
     mask = torch.ones(2, 5, dtype=torch.bool)
     assert attn_entropy(a, mask[:, None, :]).shape == (2, 4)
 
 
-def test_metrics_frame_rejects_ids_that_clash_with_result_columns():
+def test_metrics_frame_rejects_ids_that_clash_with_result_columns(rng):
     with pytest.raises(InputError, match=r"id column\(s\) \['sample'\] clash"):
-        metrics_frame(measure_states(torch.randn(2, 3, 4), metrics=["mu"]), sample=1)
+        metrics_frame(measure_states(torch.randn(2, 3, 4, generator=rng), metrics=["mu"]), sample=1)
 
 
 @pytest.mark.parametrize(
@@ -158,10 +158,10 @@ def test_metrics_frame_rejects_ids_that_clash_with_result_columns():
     ids=["no-samples", "no-samples-inner", "no-tokens", "no-width"],
 )
 @pytest.mark.parametrize("name", STATE_METRICS + ["suite"])
-def test_empty_states_are_a_clear_error(shape, message, name):
+def test_empty_states_are_a_clear_error(shape, message, name, rng):
     call = measure_states if name == "suite" else METRICS[name].fn
     with pytest.raises(InputError, match=message):
-        call(torch.randn(shape))
+        call(torch.randn(shape, generator=rng))
 
 
 def test_empty_attention_is_a_clear_error():

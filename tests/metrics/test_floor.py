@@ -35,7 +35,11 @@ def _measure(name: str, collapsed: bool) -> torch.Tensor:
     if METRICS[name].kind == "states":
         x = _collapsed_states(1e-12 if collapsed else 1.0)
         return measure_states(x, metrics=[name], source_dtype=torch.float32)[name].at_floor
-    logits = torch.zeros(2, 5, 5) if collapsed else 4 * torch.randn(2, 5, 5)
+    logits = (
+        torch.zeros(2, 5, 5)
+        if collapsed
+        else 4 * torch.randn(2, 5, 5, generator=torch.Generator().manual_seed(1))
+    )
     return measure_attention(torch.softmax(logits, -1), metrics=[name])[name].at_floor
 
 
@@ -113,6 +117,8 @@ def test_summary_has_one_row_per_ids_layer_and_metric_in_first_seen_order():
         "q50",
         "q90",
         "share_at_floor",
+        "n_at_floor",
+        "mean_above_floor",
         "mean_is_signal",
     ]
     assert summary[["layer", "metric"]].values.tolist() == [
@@ -136,6 +142,20 @@ def test_summary_counts_the_share_at_the_floor_and_a_mixed_mean_is_no_signal():
     values = frame[(frame.layer == 1) & (frame.metric == "mu_rel")]["value"]
     assert summary.loc[(1, "mu_rel"), "mean"] == pytest.approx(values.mean(), rel=1e-15)
     assert summary.loc[(1, "mu_rel"), "q50"] == pytest.approx(np.quantile(values, 0.5))
+    flags = frame[(frame.layer == 1) & (frame.metric == "mu_rel")]["at_floor"]
+    assert summary.loc[(1, "mu_rel"), "n_at_floor"] == 3
+    above = summary.loc[(1, "mu_rel"), "mean_above_floor"]
+    assert above == pytest.approx(values[~flags].mean(), rel=1e-15) and above > 1e-3
+    layer0 = summary.loc[(0, "mu_rel")]
+    assert layer0["mean_above_floor"] == pytest.approx(layer0["mean"], rel=1e-15)
+
+
+def test_the_mean_above_the_floor_is_nan_when_every_sample_is_at_it():
+    frame = pd.DataFrame({"layer": 4, "sample": [0, 1], "metric": "min_sv_rel",
+                          "value": [1e-9, 2e-9], "at_floor": True})  # fmt: skip
+    row = summarize_samples(frame).iloc[0]
+    assert row["n_at_floor"] == 2 and row["share_at_floor"] == 1.0
+    assert math.isnan(row["mean_above_floor"]) and row["mean"] == pytest.approx(1.5e-9)
 
 
 def test_summary_takes_any_quantiles():

@@ -103,7 +103,7 @@ def test_chunked_passes_equal_one_pass_over_the_batch(monkeypatch):
 
 
 @pytest.mark.parametrize("call", [min_sv, lambda x: measure_states(x)], ids=["min_sv", "suite"])
-def test_metrics_run_on_one_thread_and_restore_the_thread_count(call, monkeypatch):
+def test_metrics_run_on_one_thread_and_restore_the_thread_count(call, monkeypatch, rng):
     seen = []
     eigvalsh = torch.linalg.eigvalsh
     monkeypatch.setattr(
@@ -112,7 +112,7 @@ def test_metrics_run_on_one_thread_and_restore_the_thread_count(call, monkeypatc
     before = torch.get_num_threads()
     torch.set_num_threads(2)
     try:
-        call(torch.randn(3, 6, 4))
+        call(torch.randn(3, 6, 4, generator=rng))
         assert seen and set(seen) == {1}
         assert torch.get_num_threads() == 2
         with pytest.raises(InputError, match="NaN"):
@@ -151,9 +151,9 @@ def test_a_suite_split_over_threads_equals_the_suite_on_one_thread(threads, monk
         assert torch.equal(split[name].at_floor, alone[name].at_floor), name
 
 
-def test_errors_of_a_split_suite_name_the_sample_in_the_whole_batch(monkeypatch):
+def test_errors_of_a_split_suite_name_the_sample_in_the_whole_batch(monkeypatch, rng):
     monkeypatch.setattr(_tokens, "MIN_RUN_ELEMENTS", 1)
-    x = torch.randn(6, 5, 4)
+    x = torch.randn(6, 5, 4, generator=rng)
     x[5, 2, 1] = float("nan")
     before = torch.get_num_threads()
     try:
@@ -164,9 +164,9 @@ def test_errors_of_a_split_suite_name_the_sample_in_the_whole_batch(monkeypatch)
         torch.set_num_threads(before)
 
 
-def test_a_nan_met_in_a_later_chunk_names_its_sample_in_the_whole_batch(monkeypatch):
+def test_a_nan_met_in_a_later_chunk_names_its_sample_in_the_whole_batch(monkeypatch, rng):
     monkeypatch.setattr(_tokens, "CHUNK_BYTES", 1)  # every sequence its own chunk
-    x = torch.randn(4, 5, 3)
+    x = torch.randn(4, 5, 3, generator=rng)
     mask = torch.ones(4, 5, dtype=torch.bool)
     mask[1, 3:] = False
     x[1, 4, 0] = float("nan")  # in a pad: never read

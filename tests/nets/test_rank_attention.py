@@ -48,11 +48,14 @@ def test_hardmax_is_the_zero_temperature_limit_of_softmax():
     assert hardmax(torch.tensor([3.0, 1.0, 2.0])).tolist() == [1.0, 0.0, 0.0]
 
 
-def test_stacked_configurations_compute_what_their_own_layers_compute():
+def test_stacked_configurations_compute_what_their_own_layers_compute(rng):
     ranks, heads, seeds = [1, 3, 6, 2], [4, 2, 1, 1], [0, 0, 5, 7]
     stack = StackedRankAttention(6, d_qk=ranks, n_heads=heads, seeds=seeds, dtype=F64)
     assert stack.streams == [0, 5, 7]  # one data stream per seed
-    y, x = torch.randn(3, 3, 2, 6, dtype=F64), torch.randn(3, 3, 5, 6, dtype=F64)
+    y, x = (
+        torch.randn(3, 3, 2, 6, dtype=F64, generator=rng),
+        torch.randn(3, 3, 5, 6, dtype=F64, generator=rng),
+    )
     out = stack(y, x)
     for c, (r, h, s) in enumerate(zip(ranks, heads, seeds, strict=True)):
         alone = RankAttention(6, d_qk=r, n_heads=h, seed=s, dtype=F64)
@@ -64,11 +67,14 @@ def test_stacked_configurations_compute_what_their_own_layers_compute():
 @pytest.mark.parametrize("hard", [False, True])
 @pytest.mark.parametrize("lead", [(), (2, 3)])
 def test_stacked_configurations_agree_with_their_own_layers_for_hardmax_and_any_leading_axes(
-    hard, lead
+    hard, lead, rng
 ):
     ranks, heads, seeds = [2, 1, 6], [3, 2, 1], [4, 4, 1]
     stack = StackedRankAttention(6, d_qk=ranks, n_heads=heads, seeds=seeds, hard=hard, dtype=F64)
-    y, x = torch.randn(2, *lead, 3, 6, dtype=F64), torch.randn(2, *lead, 5, 6, dtype=F64)
+    y, x = (
+        torch.randn(2, *lead, 3, 6, dtype=F64, generator=rng),
+        torch.randn(2, *lead, 5, 6, dtype=F64, generator=rng),
+    )
     out = stack(y, x)
     assert out.shape == (3, *lead, 3, 6)
     for c, (r, h, s) in enumerate(zip(ranks, heads, seeds, strict=True)):
@@ -77,9 +83,11 @@ def test_stacked_configurations_agree_with_their_own_layers_for_hardmax_and_any_
         assert torch.allclose(out[c], alone(y[stream], x[stream]), atol=1e-13)
 
 
-def test_one_configurations_loss_reaches_only_its_own_heads():
+def test_one_configurations_loss_reaches_only_its_own_heads(rng):
     stack = StackedRankAttention(4, d_qk=[1, 4], n_heads=[3, 1], seeds=[0, 0])
-    stack(torch.randn(1, 3, 2, 4), torch.randn(1, 3, 5, 4))[0].square().sum().backward()
+    stack(torch.randn(1, 3, 2, 4, generator=rng), torch.randn(1, 3, 5, 4, generator=rng))[
+        0
+    ].square().sum().backward()
     for grad, owner in (
         (stack.w_q.grad, stack.row_config),
         (stack.w_k.grad, stack.row_config),
@@ -112,8 +120,8 @@ def test_stacked_lists_must_describe_the_same_configurations():
         StackedRankAttention(4, d_qk=[1, 2], n_heads=[1], seeds=[0])
 
 
-def test_encoder_is_seeded_and_its_width_multiplier_adds_attention_modules():
-    x = torch.nn.functional.normalize(torch.randn(3, 5, 8), dim=-1)
+def test_encoder_is_seeded_and_its_width_multiplier_adds_attention_modules(rng):
+    x = torch.nn.functional.normalize(torch.randn(3, 5, 8, generator=rng), dim=-1)
     a, b = (
         RankEncoder(8, n_heads=2, n_layers=2, d_ff=16, seed=3),
         RankEncoder(8, n_heads=2, n_layers=2, d_ff=16, seed=3),

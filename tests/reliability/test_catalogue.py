@@ -76,7 +76,9 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> Path:
         np.save(folder / f"{name}.npy", array)
     (folder / "broken.pt").write_bytes(b"not a torch file")
     (folder / "notes.txt").write_text("hello")
-    save_file({"a": torch.randn(2, 4, 3), "b": torch.randn(2, 4, 3)}, folder / "two.safetensors")
+    draw = torch.Generator().manual_seed(0)
+    two = {"a": torch.randn(2, 4, 3, generator=draw), "b": torch.randn(2, 4, 3, generator=draw)}
+    save_file(two, folder / "two.safetensors")
     (folder / "bad.yaml").write_text("n_layers: [1, 2\n")
     (folder / "list.yaml").write_text("- 1\n- 2\n")
     (folder / "empty-dir").mkdir()

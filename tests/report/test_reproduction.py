@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -87,3 +88,28 @@ def test_not_tested_and_beyond_are_counted_apart_and_old_claims_still_read(tmp_p
     paper_part, beyond_part = markdown.split("## Beyond the papers")
     assert "| b1 |" in beyond_part.split("## The runs")[0] and "| b1 |" not in paper_part
     assert "NOT TESTED: not learned: the rank-1 arm sits at its baseline" in paper_part
+
+
+def test_a_run_that_reused_its_units_shows_their_summed_time(tmp_path: Path) -> None:
+    from rankcollapse.report.reproduction import reproduction_markdown
+
+    _store(tmp_path, "toy-collapse", "quick", "a", [_claim("f1", "finding", True, 0.25)],
+           finished="2026-01-01T00:00:01+00:00")  # fmt: skip
+    manifest = json.loads((tmp_path / "toy-collapse" / "a" / "manifest.json").read_text())
+    manifest["unit_seconds"] = 127.4  # every unit reused: 1 s of wall time
+    (tmp_path / "toy-collapse" / "a" / "manifest.json").write_text(json.dumps(manifest))
+    table = reproduction_table(tmp_path)
+    row = table[table["experiment"] == "toy-collapse"].iloc[0]
+    assert (row["seconds"], row["unit_seconds"]) == (1.0, 127.4)
+    assert "| toy-collapse | quick | 127 | 1 | 1 / 0 / 0 | 0/0 |" in reproduction_markdown(table)
+
+
+def test_the_why_column_keeps_a_reading_width(tmp_path: Path) -> None:
+    from rankcollapse.report.reproduction import reproduction_html
+
+    claim = {**_claim("f1", "finding", False, 3.0), "note": "the margin is inside the spread"}
+    _store(tmp_path, "toy-collapse", "quick", "a", [claim])
+    page = reproduction_html(reproduction_table(tmp_path))
+    assert '<td class="col-why">the margin is inside the spread</td>' in page
+    assert int(re.search(r"td\.col-why \{ min-width: (\d+)em", page).group(1)) >= 16
+    assert "body { max-width: 110em; }" in page

@@ -21,24 +21,41 @@ if TYPE_CHECKING:
 
 def print_layer_means(df: pd.DataFrame, title: str, keys: tuple[str, ...] = ("layer",)) -> None:
     """Tables of the mean over samples of every metric: a row per `keys` (model, variant,
-    layer), a column per metric, split so each fits the terminal (`print_fitted`).
-
-    A mean whose samples all sit at the dtype floor is shown as '<floor'; '-' where a metric
-    has no value (attention metrics at layer 0). Keys with one value are left to the title.
+    layer), a column per metric, split so each fits the terminal (`print_fitted`); cells as
+    `summary_cells` writes them. Keys with one value are left to the title.
     """
     shown = [k for k in keys if k == keys[-1] or df[k].nunique() > 1]
-    metric_names = list(dict.fromkeys(df["metric"]))
-    means = df.pivot_table(
-        index=shown, columns="metric", values="value", aggfunc="mean", sort=False
-    ).reindex(columns=metric_names)
-    floors = df.pivot_table(index=shown, columns="metric", values="at_floor", aggfunc="all")
-    floors = floors.reindex(index=means.index, columns=metric_names)
-    rows = [index if isinstance(index, tuple) else (index,) for index in means.index]
-    columns = {
-        name: [cell(means.loc[index, name], floors.loc[index, name]) for index in means.index]
-        for name in metric_names
-    }
+    rows, columns = summary_cells(df, shown, "metric")
     print_fitted(title, shown, [[str(v) for v in row] for row in rows], columns)
+
+
+def summary_cells(
+    df: pd.DataFrame, rows: list[str], column: str
+) -> tuple[list[tuple], dict[str, list[str]]]:
+    """The cells of a table of means over samples: a row per value of `rows`, a column per
+    value of `column` (both in first-seen order), each cell the `cell` of its group's
+    `metrics.summarize_samples` row, so a table says what the figure of the same rows says.
+
+    Example:
+        >>> import pandas as pd
+        >>> df = pd.DataFrame({"layer": 2, "metric": "min_sv_rel", "sample": [0, 1, 2, 3],
+        ...                    "value": [3e-6, 1e-9, 1e-9, 1e-9], "at_floor": [0, 1, 1, 1]})
+        >>> summary_cells(df, ["layer"], "metric")
+        ([(2,)], {'min_sv_rel': ['3e-06 (3/4 <floor)']})
+    """
+    from rankcollapse.metrics import summarize_samples
+
+    flags = df.get("at_floor", False)
+    parts = df.assign(at_floor=flags)[[*rows, column, "value", "at_floor"]]
+    summary = summarize_samples(parts, quantiles=())
+    keys = [tuple(k) for k in summary[rows].itertuples(index=False)]
+    order = list(dict.fromkeys(keys))
+    names = list(dict.fromkeys(summary[column]))
+    table: dict[str, dict[tuple, str]] = {str(name): {} for name in names}
+    for key, row in zip(keys, summary.itertuples(index=False)):
+        text = cell(row.mean_above_floor, row.n_at_floor, row.n_samples)
+        table[str(getattr(row, column))][key] = text
+    return order, {name: [part.get(key, "-") for key in order] for name, part in table.items()}
 
 
 def print_fitted(
@@ -75,14 +92,18 @@ def print_fitted(
         console.print(table)
 
 
-def cell(mean: float, all_at_floor: object) -> str:
-    """A table cell: '-' where there is no value, '<floor' where every sample sits at the
-    dtype floor, else the value to 3 significant digits (as reports show it)."""
-    import pandas as pd
+def cell(mean_above_floor: float, n_at_floor: int, n_samples: int) -> str:
+    """A table cell (as reports show it): '-' where there is no value, '<floor' where every
+    sample sits at the dtype floor, else the mean of the samples above the floor to 3
+    significant digits, followed by the share at the floor when some are ('3e-06 (28/32
+    <floor)'): a floor value is rounding noise, never averaged into a mean."""
 
-    if pd.isna(mean):
+    if n_samples and n_at_floor == n_samples:
+        return "<floor"
+    if not n_samples or math.isnan(mean_above_floor):
         return "-"
-    return "<floor" if all_at_floor is True or all_at_floor == 1 else f"{mean:.3g}"
+    share = f" ({n_at_floor}/{n_samples} <floor)" if n_at_floor else ""
+    return f"{mean_above_floor:.3g}{share}"
 
 
 def write_collapse_outputs(

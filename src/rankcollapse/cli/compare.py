@@ -112,7 +112,7 @@ def _short(folder: Path, dirs: list[Path]) -> str:
 def run(args: argparse.Namespace) -> int:
     from rich.text import Text
 
-    from rankcollapse.cli._common import cell, output_folder, print_fitted, save_figure
+    from rankcollapse.cli._common import output_folder, print_fitted, save_figure, summary_cells
     from rankcollapse.cli._console import console
     from rankcollapse.errors import InputError
     from rankcollapse.files import write_atomic
@@ -149,21 +149,11 @@ def run(args: argparse.Namespace) -> int:
     table = frame.pivot_table(
         index=keys, columns="series", values="value", aggfunc="mean", sort=False
     )
-    if "at_floor" in frame:
-        floors = (
-            frame.assign(at_floor=frame["at_floor"].fillna(False).astype(bool))
-            .pivot_table(index=keys, columns="series", values="at_floor", aggfunc="all", sort=False)
-            .reindex(index=table.index, columns=table.columns)
-        )
-    else:
-        floors = table.notna() & False
     out = output.claim()
     save_figure(fig, out / "compare")
     write_atomic(out / "compare.csv", table.reset_index().to_csv(index=False).encode())
-    rows = [[str(metric), str(layer)] for metric, layer in table.index]
-    columns = {
-        str(name): [cell(v, f) for v, f in zip(table[name], floors[name])] for name in table.columns
-    }
+    index, columns = summary_cells(frame, keys, "series")
+    rows = [[str(metric), str(layer)] for metric, layer in index]
     print_fitted("mean per layer", keys, rows, columns)
     console.print(Text(f"wrote {out / 'compare.png'} (+ .svg) and {out / 'compare.csv'}"))
     return 0

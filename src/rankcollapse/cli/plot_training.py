@@ -34,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
     from rich.markup import escape
     from rich.table import Table
 
-    from rankcollapse.cli._common import save_figure
+    from rankcollapse.cli._common import save_figure, summary_cells
     from rankcollapse.cli._console import console
     from rankcollapse.measure.monitor import read_log
     from rankcollapse.plot import training_curves, training_heatmap
@@ -56,14 +56,10 @@ def run(args: argparse.Namespace) -> int:
         table.add_column(column, justify="right")
     key = panel or "run"
     for name, rows in frame[frame.metric == args.metric].groupby(key, sort=False):
-        last = rows[rows.layer == rows.layer.max()].groupby("step")["value"].mean()
-        table.add_row(
-            escape(str(name)),
-            str(last.index[0]),
-            f"{last.iloc[0]:.3g}",
-            str(last.index[-1]),
-            f"{last.iloc[-1]:.3g}",
-        )
+        last = rows[rows.layer == rows.layer.max()].sort_values("step", kind="stable")
+        steps, cells = summary_cells(last, ["step"], "metric")
+        values = cells[args.metric]
+        table.add_row(escape(str(name)), str(steps[0][0]), values[0], str(steps[-1][0]), values[-1])
     console.print(table)
     console.print(
         f"wrote {escape(str(out / 'training-heatmap.png'))} and "

@@ -22,8 +22,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--index",
         action="store_true",
-        help="write DIR/index.html: experiment, preset, date, findings passed and a link per "
-        "run (default: off)",
+        help="write DIR/index.html: experiment, preset, --set overrides, date, findings (pass, "
+        "fail, not tested) and a link per run, then the other commands' outputs (default: off)",
     )
     parser.set_defaults(func=run)
 

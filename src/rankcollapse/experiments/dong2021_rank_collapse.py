@@ -39,7 +39,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from rankcollapse.devices import Device, Dtype
 from rankcollapse.experiments._registry import Claim, Experiment, Summary, Unit, for_every, register
 from rankcollapse.hf.models import MODELS, text_model_type
-from rankcollapse.plot import band_plot
+from rankcollapse.plot import band_plot, spans_decades
 from rankcollapse.seeds import Seed
 from rankcollapse.theory import at_layer, first_layer_below, layer_stats, layers_above
 from rankcollapse.variants import AUTHORS_VARIANTS, DONG_VARIANTS, variant_type
@@ -308,12 +308,14 @@ def notes(config: Config, results: pd.DataFrame, table: pd.DataFrame) -> list[st
 def summarize(config: Config, results: pd.DataFrame) -> Summary:
     table = layer_means(results)
     data = results[results["metric"] == METRIC]  # arms and variants in the order they ran
+    signal = data.loc[~data["at_floor"].astype(bool), "value"]
     figure = band_plot(
         data.assign(model=data["model"] + " (" + data["init"] + ")"),
         x="layer",
         hue="variant",
         panel="model",
-        logy=False,
+        logy=spans_decades(signal),  # SAN's fall from 1 to 1e-3 would read as 0 on a linear axis
+        floor=config.dtype,
         ylabel="relative residual",
         title=f"Relative residual {METRIC} per layer over {config.n_samples} windows of "
         f"{config.n_tokens} tokens",

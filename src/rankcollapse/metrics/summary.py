@@ -3,8 +3,8 @@
 A mean over sequences mixes signal with rounding noise as soon as one sequence sits at the
 floor of its dtype (say 7 of 16 sequences at 1e-7 and 9 near 0.9 average to 0.4, a value
 no sequence has). `summarize_samples` reports, per (ids..., layer, metric), the mean and
-quantiles over sequences together with the share of sequences at the floor, and says whether
-the mean is signal (no sequence at the floor). Figures draw a mean only where it is signal and
+quantiles over sequences together with the share of sequences at the floor, the mean of the
+sequences above it, and says whether the mean is signal (no sequence at the floor). Figures draw a mean only where it is signal and
 the share at the floor (or the sequences one by one) elsewhere.
 """
 
@@ -33,7 +33,9 @@ def summarize_samples(
 
     Returns:
         DataFrame: group columns, then n_samples, mean, the quantile columns, share_at_floor
-        (fraction of sequences flagged at the floor) and mean_is_signal (True iff none is).
+        (fraction of sequences flagged at the floor), n_at_floor (their count),
+        mean_above_floor (mean over the others; NaN when every one is at the floor) and
+        mean_is_signal (True iff none is).
 
     Example:
         >>> frame = pd.DataFrame({"layer": [3, 3], "sample": [0, 1], "metric": ["mu_rel"] * 2,
@@ -41,6 +43,8 @@ def summarize_samples(
         >>> row = summarize_samples(frame, quantiles=(0.5,)).iloc[0]
         >>> int(row["n_samples"]), float(row["share_at_floor"]), bool(row["mean_is_signal"])
         (2, 0.5, False)
+        >>> int(row["n_at_floor"]), float(row["mean_above_floor"])
+        (1, 0.9)
     """
     missing = [column for column in ("metric", "value", "at_floor") if column not in frame]
     if missing:
@@ -52,17 +56,25 @@ def summarize_samples(
     if not all(0.0 <= level <= 1.0 for level in levels):
         raise InputError(f"quantiles must lie in [0, 1], got {tuple(quantiles)}.")
     keys = [column for column in frame.columns if column not in PER_SAMPLE]
-    grouped = frame.groupby(keys, sort=False, dropna=False)
+    floored = frame["at_floor"].eq(True)  # a missing flag is no floor
+    grouped = frame.assign(_floored=floored, _above=frame["value"].where(~floored)).groupby(
+        keys, sort=False, dropna=False
+    )
     summary = grouped.agg(
         n_samples=("value", "size"),
         mean=("value", "mean"),
-        share_at_floor=("at_floor", "mean"),
+        share_at_floor=("_floored", "mean"),
+        n_at_floor=("_floored", "sum"),
+        mean_above_floor=("_above", "mean"),
     )
     for level in levels:
         summary.insert(
-            len(summary.columns) - 1, f"q{100 * level:g}", grouped["value"].quantile(level)
+            summary.columns.get_loc("share_at_floor"),
+            f"q{100 * level:g}",
+            grouped["value"].quantile(level),
         )
     summary["share_at_floor"] = summary["share_at_floor"].astype(float)
+    summary["n_at_floor"] = summary["n_at_floor"].astype(int)
     summary["mean_is_signal"] = summary["share_at_floor"] == 0.0
     return summary.reset_index()
 

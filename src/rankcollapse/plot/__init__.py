@@ -33,6 +33,7 @@ _NAMES = {
     "products_figure": "paths",
     "render": "style",
     "singular_spectra": "spectra",
+    "spans_decades": "curves",
     "style": "style",
     "words": "style",
     "wu_bound_figure": "bounds",

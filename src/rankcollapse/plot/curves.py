@@ -28,6 +28,7 @@ from rankcollapse.plot.floor import Floor, floor_of
 from rankcollapse.plot.style import (
     FLOOR_COLOR,
     MAX_SERIES,
+    PANEL_HEIGHT,
     RC,
     context,
     fraction,
@@ -53,6 +54,9 @@ SHRINKING = {
     "min_sv_rel",
     "attn_dist_uniform",
 }
+# Metrics in the units of the states (`METRICS[name].relative` is set): a relative dtype floor
+# is no value on their axis, so their floor markers sit at the axis bottom and no floor line.
+ABSOLUTE = {"res_comp", "mu", "min_sv"}
 # Metrics that never sit at a floor (means of cosines, ranks): always a linear axis.
 BOUNDED = {
     "cos_mean",
@@ -273,8 +277,8 @@ def _legend_columns(fig: Figure, labels: list[str]) -> int:
 
 
 def _outer_labels(axes: list, values: pd.Series, *, logx: bool) -> None:
-    """x limits from all the data (floor markers included); the x label and tick labels only
-    on the lowest panel of each column."""
+    """x limits from all the data (floor markers included); the x label and tick labels on
+    the lowest panel of each column (above an empty cell too), on no other."""
     finite = pd.to_numeric(values, errors="coerce").dropna()
     if not finite.empty and not logx:
         low, high = finite.min(), finite.max()
@@ -290,9 +294,10 @@ def _outer_labels(axes: list, values: pd.Series, *, logx: bool) -> None:
         ):
             lowest[column] = ax
     for ax in axes:
-        if ax is not lowest[ax.get_subplotspec().colspan.start]:
+        bottom = ax is lowest[ax.get_subplotspec().colspan.start]
+        if not bottom:
             ax.set_xlabel("")
-            ax.tick_params(labelbottom=False)
+        ax.tick_params(labelbottom=bottom)
 
 
 def _suptitle(fig: Figure, title: str | None) -> None:
@@ -491,54 +496,39 @@ def layers(
             labels = data[by].astype(object).fillna("-").astype(str)
             data = data.assign(**{hue: labels.agg(" / ".join, axis=1)})
     hues = ordered_values(data[hue]) if hue else [None]
-    # more than MAX_SERIES series: small multiples, a panel per (metric, series)
+    # more than MAX_SERIES series: small multiples, a panel per (metric, series), each metric
+    # starting a row of its own and sharing one y axis (labelled once per row)
     multiples = len(hues) > MAX_SERIES
-    panels = [(name, h) for name in names for h in (hues if multiples else [None])]
+    panels = _panels(names, hues if multiples else [None])
     mark = floor_of(floor)
     with context():
-        fig, axes = new_figure(len(panels), sharey=False)
-        logs = []
+        fig, slots = new_figure(len(panels), sharey=False)
+        for ax, panel in zip(slots, panels):
+            ax.set_visible(panel is not None)
+        axes = [ax for ax, panel in zip(slots, panels) if panel is not None]
+        panels = [panel for panel in panels if panel is not None]
+        logs = {}
         for (name, h), ax in zip(panels, axes):
             rows = data[data["metric"] == name]
-            logy = (
+            logs[ax] = (
                 name not in BOUNDED
                 and _log_scale(rows, "value", True, "at_floor")
-                and (name in SHRINKING or _spans_decades(rows["value"]))
+                and (name in SHRINKING or spans_decades(rows["value"]))
             )
-            logs.append(logy)
-            if h is not None:
-                rows = rows[rows[hue] == h]
-            _draw_panel(
+            series = hue if multiples else None  # small multiples: this panel's series only
+            _layer_panel(
                 ax,
-                rows,
-                x="layer",
-                y="value",
+                rows if h is None else rows[rows[hue] == h],
+                logy=logs[ax],
                 hue=None if multiples else hue,
                 hues=[None] if multiples else hues,
-                logy=logy,
-                band="quantile",
-                floor_column="at_floor",
-                floor=mark,
+                mark=mark,
+                heading=_series_label(h) if series else (words(name) if len(names) > 1 else None),
+                ylabel=words(name) if multiples or len(names) == 1 else None,
             )
-            parts = [words(name)] if len(names) > 1 else []
-            parts += [_series_label(h)] if multiples else []
-            if parts:  # wrapped to its panel's width
-                width = ax.get_position().width * fig.get_figwidth() * 72
-                ax.set_title(_wrap(": ".join(parts), width, RC["axes.titlesize"]))
-            left = len(panels) == 1 or (len(names) == 1 and axes.index(ax) % _n_cols(fig) == 0)
-            _finish_axes(
-                ax,
-                rows["layer"],
-                x="layer",
-                logx=False,
-                logy=logy,
-                ylabel=words(name) if len(names) == 1 and left else None,
-                y_values=rows["value"],
-            )
-        for logy in (True, False):
-            part = [ax for ax, lg in zip(axes, logs) if lg == logy]
-            sub = Floor(mark.value, mark.label, [p for p in mark.points if p[0] in part])
-            _place_floor_points(fig, sub, part, logy=logy)
+        _floor_points(fig, mark, axes, logs, [name for name, _ in panels])
+        if multiples:
+            _share_y(axes, [name for name, _ in panels])
         _outer_labels(axes, data["layer"], logx=False)
         several = (data.groupby([c for c in ("layer", "metric", hue) if c]).size() > 1).any()
         legend_title = words(hue) if hue and not multiples else None
@@ -547,6 +537,81 @@ def layers(
     return fig
 
 
-def _spans_decades(values: pd.Series) -> bool:
+def _layer_panel(
+    ax, rows: pd.DataFrame, *, logy: bool, hue, hues: list, mark: Floor, heading, ylabel
+) -> None:
+    """One panel of `layers`: its series, its title wrapped to its width, the y label on the
+    left column only (wrapped to the panel's height)."""
+    _draw_panel(
+        ax,
+        rows,
+        x="layer",
+        y="value",
+        hue=hue,
+        hues=hues,
+        logy=logy,
+        band="quantile",
+        floor_column="at_floor",
+        floor=mark,
+    )
+    fig = ax.get_figure()
+    if heading:
+        width = ax.get_position().width * fig.get_figwidth() * 72
+        ax.set_title(_wrap(heading, width, RC["axes.titlesize"]))
+    if ylabel and ax.get_subplotspec().colspan.start == 0:
+        ylabel = _wrap(ylabel, 0.9 * PANEL_HEIGHT * 72, RC["axes.labelsize"])
+    else:
+        ylabel = None
+    _finish_axes(
+        ax, rows["layer"], x="layer", logx=False, logy=logy, ylabel=ylabel, y_values=rows["value"]
+    )
+
+
+def _panels(names: list, hues: list, n_cols: int = 3) -> list:
+    """(metric, series) per panel; with several series, each metric's panels fill whole rows
+    of `n_cols` (None: an empty cell), so a metric's panels share rows and a y label."""
+    if hues == [None]:
+        return [(name, None) for name in names]
+    cols = min(len(hues), n_cols)
+    pad = [None] * (-len(hues) % cols)
+    return [p for name in names for p in [*((name, h) for h in hues), *pad]][: -len(pad) or None]
+
+
+def _floor_points(fig: Figure, mark: Floor, axes: list, logs: dict, names: list) -> None:
+    """Floor markers: at the dtype's floor value on relative metrics' axes (one group per
+    scale), at the bottom of each axis of a metric in the states' units (ABSOLUTE)."""
+    absolute = [ax for ax, name in zip(axes, names) if name in ABSOLUTE]
+    for logy in (True, False):
+        part = [ax for ax in axes if logs[ax] == logy and ax not in absolute]
+        _place_floor_points(fig, _points_in(mark, part, mark.value), part, logy=logy)
+    for ax in absolute:
+        _place_floor_points(fig, _points_in(mark, [ax], None), [ax], logy=logs[ax])
+    if mark.value is not None and any(p[0] in absolute for p in mark.points):
+        mark.label += " (on an absolute metric: its axis bottom)"
+
+
+def _points_in(mark: Floor, axes: list, value: float | None) -> Floor:
+    return Floor(value, mark.label, [p for p in mark.points if p[0] in axes])
+
+
+def _share_y(axes: list, names: list) -> None:
+    """One y range per metric over its panels (the widest), tick labels on the left column."""
+    for name in dict.fromkeys(names):
+        group = [ax for ax, n in zip(axes, names) if n == name]
+        lows, highs = zip(*(ax.get_ylim() for ax in group))
+        for ax in group:
+            ax.set_ylim(min(lows), max(highs))
+            if ax.get_subplotspec().colspan.start:
+                ax.tick_params(labelleft=False)
+
+
+def spans_decades(values: pd.Series) -> bool:
+    """True when the positive values span two decades or more: a linear axis would draw the
+    smaller ones as 0 (1e-3 next to 1), so they go on a log axis.
+
+    Example:
+        >>> spans_decades(pd.Series([1.0, 0.3, 1e-3])), spans_decades(pd.Series([1.0, 0.05]))
+        (True, False)
+    """
     positive = values[values > 0]
-    return not positive.empty and positive.max() / positive.min() >= 100
+    return bool(not positive.empty and positive.max() / positive.min() >= 100)

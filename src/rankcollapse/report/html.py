@@ -42,6 +42,7 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; }
 td.pass { background: #d9f2d9; color: #165c16; font-weight: bold; }
 td.fail { background: #f8d7d7; color: #8a1111; font-weight: bold; }
 td.not-tested { background: #eeeeee; color: #555; font-weight: bold; }
+table.claims td.why { min-width: 14em; }
 .summary { padding: .6em 1em; background: #eef3fa; border-radius: 4px; }
 .summary p { margin: .3em 0; }
 .verdict-pass { color: #165c16; font-weight: bold; } .verdict-fail { color: #8a1111; font-weight: bold; }
@@ -247,7 +248,7 @@ def _claims_table(claims: list[Claim]) -> str:
             "<tr>"
             + "".join(f"<td>{escape(str(cell))}</td>" for cell in cells)
             + f'<td class="{verdict.lower().replace(" ", "-")}">{verdict}</td>'
-            + f"<td>{escape(why)}</td></tr>"
+            + f'<td class="why">{escape(why)}</td></tr>'
         )
     rows.append("</table></div>")
     return "\n".join(rows)

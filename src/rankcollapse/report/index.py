@@ -1,10 +1,13 @@
-"""An index page of every stored run under a results folder: experiment, preset, date,
-findings passed, and a relative link to each report (so the folder can be moved or zipped).
+"""An index page of every stored run under a results folder: experiment, preset and `--set`
+overrides, date, findings (how many pass, fail and are not tested; a FAIL red, NOT TESTED
+grey), and a relative link to each report (so the folder can be moved or zipped); then the
+folders of the other commands.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import json
 from collections.abc import Callable
 from html import escape
 from pathlib import Path
@@ -41,9 +44,11 @@ def run_rows(root: Path, notify: Notify | None = None) -> list[dict[str, Any]]:
             {
                 "experiment": manifest.get("experiment", folder.name),
                 "preset": manifest.get("preset"),
+                "overrides": manifest.get("overrides") or {},
                 "finished": manifest.get("finished") or manifest.get("started"),
                 "n_findings": len(findings),
                 "n_passed": counts["PASS"],
+                "n_failed": counts["FAIL"],
                 "n_untested": counts["NOT TESTED"],
                 "link": (folder / "report.html").relative_to(root).as_posix(),
             }
@@ -51,26 +56,34 @@ def run_rows(root: Path, notify: Notify | None = None) -> list[dict[str, Any]]:
     return rows
 
 
-# The figure each kind of output folder is seen by (its other files sit beside it).
+# The file each kind of output folder is seen by, a name pattern (its other files sit beside
+# it; the first match in name order).
 MAIN_FILE = {
     "simulate": "collapse.png",
     "measure": "collapse.png",
     "probe": "collapse.png",
     "compare": "compare.png",
     "qk-rank": "qk_ranks.csv",
+    "paths-count": "paths.png",
+    "paths-decompose": "components.png",
+    "paths-products": "products.png",
+    "plot-training": "training-heatmap*.png",
 }
 
 
 def output_rows(root: Path) -> list[dict[str, Any]]:
-    """One row per output folder of simulate, measure, probe, qk-rank and compare under
-    `root` (known by its marker, or by its parent's name for an older one)."""
+    """One row per output folder of simulate, measure, probe, qk-rank, compare, paths and
+    plot-training under `root` (known by its marker, or by its parent's name for an older
+    one)."""
     rows = []
     for folder in sorted(p for p in root.rglob("*") if p.is_dir()):
         kind = folder_kind(folder)
         if kind is None and folder.parent.name in MAIN_FILE:  # written before markers
             kind = folder.parent.name
-        main = folder / MAIN_FILE.get(str(kind), "")
-        if kind not in MAIN_FILE or not main.is_file():
+        if kind not in MAIN_FILE:
+            continue
+        main = next((p for p in sorted(folder.glob(MAIN_FILE[kind])) if p.is_file()), None)
+        if main is None:
             continue
         label = (read_marker(folder) or {}).get("label") or ""
         finished = dt.datetime.fromtimestamp(main.stat().st_mtime, dt.UTC)
@@ -92,15 +105,14 @@ def render_index(
     folders of the other commands (simulate, probe, compare, ...) by kind."""
     rows = sorted(rows, key=lambda r: (r["experiment"], str(r["finished"])))
     n_all = sum(r["n_passed"] == r["n_findings"] for r in rows)
-    header = ("experiment", "preset", "finished (UTC)", "findings passed", "report")
+    n_failed = sum(bool(r.get("n_failed")) for r in rows)
+    header = ("experiment", "preset", "--set", "finished (UTC)", "findings", "report")
     body = ["<tr>" + "".join(f"<th>{h}</th>" for h in header) + "</tr>"]
     for r in rows:
-        verdict = "pass" if r["n_passed"] == r["n_findings"] else "fail"
         body.append(
             f"<tr><td>{escape(str(r['experiment']))}</td><td>{escape(str(r['preset']))}</td>"
-            f"<td>{escape(str(r['finished']))}</td>"
-            f'<td class="{verdict}">{r["n_passed"]} of {r["n_findings"]}'
-            f"{_untested(r)}</td>"
+            f"<td>{escape(_settings(r.get('overrides') or {}))}</td>"
+            f"<td>{escape(str(r['finished']))}</td>{_findings_cell(r)}"
             f'<td><a href="{escape(r["link"])}">{escape(r["link"])}</a></td></tr>'
         )
     return "\n".join(
@@ -109,7 +121,7 @@ def render_index(
             '<html lang="en"><head><meta charset="utf-8">',
             f"<title>{escape(title)}</title><style>{STYLE}</style></head><body>",
             f"<h1>{escape(title)}</h1>",
-            f'<p class="summary">{len(rows)} runs; every finding passed in {n_all} of them.</p>',
+            f'<p class="summary">{_summary(len(rows), n_all, n_failed)}</p>',
             '<table class="runs">',
             *body,
             "</table>",
@@ -137,8 +149,41 @@ def _outputs_table(rows: list[dict[str, Any]]) -> list[str]:
     return [*lines, "</table>"]
 
 
-def _untested(row: dict[str, Any]) -> str:
-    return f" ({row['n_untested']} not tested)" if row.get("n_untested") else ""
+def _summary(n_runs: int, n_all: int, n_failed: int) -> str:
+    return (
+        f"{n_runs} runs; every finding passed in {n_all} of them, a finding failed in {n_failed}."
+    )
+
+
+def _findings_cell(row: dict[str, Any]) -> str:
+    """'2 of 4 pass, 1 fail, 1 not tested' (zero counts left out): red with a FAIL, grey with
+    a NOT TESTED and no FAIL, green when every finding passed.
+
+    Example:
+        >>> _findings_cell({"n_findings": 3, "n_passed": 0, "n_failed": 1, "n_untested": 2})
+        '<td class="fail">0 of 3 pass, 1 fail, 2 not tested</td>'
+    """
+    failed, untested = row.get("n_failed", 0), row.get("n_untested", 0)
+    verdict = "fail" if failed else ("not-tested" if untested else "pass")
+    text = f"{row['n_passed']} of {row['n_findings']} pass"
+    text += f", {failed} fail" if failed else ""
+    text += f", {untested} not tested" if untested else ""
+    return f'<td class="{verdict}">{text}</td>'
+
+
+def _settings(overrides: dict[str, Any]) -> str:
+    """The `--set` overrides of a run as typed: 'n_layers=4 variants=["san"]', or '-'.
+
+    Example:
+        >>> _settings({"n_layers": 4, "masks": ["causal", "window:1"]})
+        'n_layers=4 masks=["causal", "window:1"]'
+    """
+    if not overrides:
+        return "-"
+    return " ".join(
+        f"{key}={value if isinstance(value, str) else json.dumps(value)}"
+        for key, value in overrides.items()
+    )
 
 
 def write_index(root: str | Path, notify: Notify | None = None) -> Path:

@@ -43,6 +43,7 @@ COLUMNS = [
     "result",
     "why",
     "seconds",
+    "unit_seconds",
     "checks",
 ]
 
@@ -55,7 +56,8 @@ class StoredRun:
     experiment: str
     preset: str
     finished: str
-    seconds: float
+    seconds: float  # wall time, started to finished
+    unit_seconds: float = float("nan")  # the units' own times, summed (reused ones too)
 
     @property
     def claims(self) -> list[dict[str, Any]]:
@@ -80,6 +82,7 @@ def stored_runs(results_root: str | Path, notify: Notify | None = None) -> list[
                 continue
             read_claims(folder)
             seconds = _seconds(manifest.get("started"), manifest.get("finished"))
+            unit_seconds = manifest.get("unit_seconds")
         except DamagedFileError as err:
             if notify:
                 notify(f"skipped {folder}: {err}")
@@ -91,6 +94,7 @@ def stored_runs(results_root: str | Path, notify: Notify | None = None) -> list[
                 manifest.get("preset", "?"),
                 manifest.get("finished") or "",
                 seconds,
+                float(unit_seconds) if isinstance(unit_seconds, int | float) else float("nan"),
             )
         )
     return runs
@@ -138,6 +142,7 @@ def reproduction_table(
                     "preset": run.preset,
                     "result": "checks only",
                     "seconds": run.seconds,
+                    "unit_seconds": run.unit_seconds,
                     "checks": checks_text,
                 }
             )
@@ -157,11 +162,12 @@ def reproduction_table(
                     "why": claim.get("untested")
                     or (claim.get("note", "") if verdict == "FAIL" else ""),
                     "seconds": run.seconds,
+                    "unit_seconds": run.unit_seconds,
                     "checks": checks_text,
                 }
             )
     table = pd.DataFrame(rows, columns=COLUMNS)
-    text = [c for c in COLUMNS if c != "seconds"]
+    text = [c for c in COLUMNS if c not in ("seconds", "unit_seconds")]
     table[text] = table[text].astype(object).fillna("")  # an empty table's columns are float
     return table
 
@@ -228,18 +234,30 @@ def reproduction_markdown(table: pd.DataFrame) -> str:
         "",
         "## The runs",
         "",
-        "| experiment | preset | wall seconds (manifest) | pass / fail / not tested | checks hold |",
-        "|---|---|---|---|---|",
+        "A run that reused stored units takes little wall time: its units' own times, summed,",
+        "say what computing it costs.",
+        "",
+        (
+            "| experiment | preset | unit seconds (summed) | wall seconds "
+            "| pass / fail / not tested | checks hold |"
+        ),
+        "|---|---|---|---|---|---|",
     ]
     for name, rows in table[table["result"] != "not run"].groupby("experiment", sort=False):
         first = rows.iloc[0]
         counts = verdict_counts(rows[rows["finding"] != ""].assign(kind="finding"))
         verdicts = " / ".join(str(n) for n in counts.values())
         lines.append(
-            f"| {name} | {first['preset']} | {first['seconds']:g} | {verdicts} | "
+            f"| {name} | {first['preset']} | {_secs(first['unit_seconds'])} | "
+            f"{_secs(first['seconds'])} | {verdicts} | "
             f"{first['checks'] or '-'} |"
         )
     return "\n".join(lines) + "\n"
+
+
+def _secs(value: float) -> str:
+    """Seconds to 3 significant digits, '-' when not known (a manifest of an older version)."""
+    return "-" if pd.isna(value) else f"{value:.3g}"
 
 
 VERDICT_CLASS = {"PASS": "pass", "FAIL": "fail", "NOT TESTED": "untested", "not run": "notrun"}
@@ -247,13 +265,18 @@ VERDICT_STYLE = (
     "td.untested { background: #fff3cd; color: #6b4e00; } td.notrun { color: #777; } "
     "td.pass, td.fail, td.untested, td.notrun { white-space: nowrap; }"
 )
+# The page is as wide as the window (up to 110em) and the prose columns keep a reading width,
+# the table scrolling sideways in a narrow window: "why" was squeezed to about 90 px.
+WIDE_STYLE = (
+    "body { max-width: 110em; } td.col-why { min-width: 18em; } td.col-paper { min-width: 16em; }"
+)
 
 
 def reproduction_html(table: pd.DataFrame, links: dict[str, str] | None = None) -> str:
     """The table as one self-contained HTML page in the reports' style: verdicts coloured,
     each experiment linked to its report (`links`: experiment -> relative path)."""
     links = links or {}
-    shown = [c for c in table.columns if c not in ("seconds", "checks", "kind")]
+    shown = [c for c in table.columns if c not in ("seconds", "unit_seconds", "checks", "kind")]
     head = "".join(f"<th>{escape(c)}</th>" for c in shown)
     body = []
     for row in table.to_dict("records"):
@@ -263,6 +286,7 @@ def reproduction_html(table: pd.DataFrame, links: dict[str, str] | None = None) 
             if column == "experiment" and row[column] in links:
                 text = f'<a href="{escape(links[row[column]])}">{text}</a>'
             css = VERDICT_CLASS.get(str(row[column]), "") if column == "result" else ""
+            css = css or (f"col-{column}" if f"td.col-{column}" in WIDE_STYLE else "")
             cells.append(f'<td class="{css}">{text}</td>' if css else f"<td>{text}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
     return "\n".join(
@@ -270,7 +294,7 @@ def reproduction_html(table: pd.DataFrame, links: dict[str, str] | None = None) 
             "<!DOCTYPE html>",
             '<html lang="en"><head><meta charset="utf-8">',
             "<title>rankcollapse: reproduction</title>",
-            f"<style>{STYLE}{VERDICT_STYLE}</style></head><body>",
+            f"<style>{STYLE}{VERDICT_STYLE}{WIDE_STYLE}</style></head><body>",
             "<h1>Reproduction table</h1>",
             f'<p class="summary">{escape(_counts(table))}</p>',
             f'<div class="scroll"><table><tr>{head}</tr>',
