@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 
 from rankcollapse.errors import ConfigError
+from rankcollapse.experiments import amsel2024_depth as depth
 from rankcollapse.experiments import get_experiment
 from rankcollapse.experiments.amsel2024_depth import runs
 from rankcollapse.experiments.amsel2024_rank_vs_heads import grid_points, resolve_rank
@@ -41,23 +42,26 @@ def _claims(name: str, overrides: dict, table: pd.DataFrame) -> dict:
 DEPTH = _cases("amsel2024_depth")
 
 
-def test_depth_cpu_preset_trains_two_depths_at_the_papers_batch_on_the_full_schedule():
+def test_depth_cpu_preset_trains_one_and_three_layers_with_scratch_on_the_full_schedule():
     exp = get_experiment("amsel2024-depth")
     cpu = exp.make_config("cpu")
-    assert cpu.n_layers == [1, 2] and cpu.contexts == [4, 16] and cpu.batch_size == 256
+    assert cpu.n_layers == [1, 3] and cpu.contexts == [4, 8] and cpu.batch_size == 256
+    assert cpu.scratch and depth.width(cpu) == 8 + 8  # Thm 5's positions: rank-1 H = 16
     assert cpu.patience * 50 > cpu.steps  # no early stop: every run ends its cosine schedule
-    assert cpu.steps > 5 * exp.make_config("quick").steps
+    assert cpu.steps >= 2.5 * exp.make_config("quick").steps
     # the gates stay those of every preset
     quick = exp.make_config("quick")
-    gates = ("plateau_tail", "plateau_tol", "learn_margin", "eval_samples")
+    gates = ("plateau_tail", "plateau_tol", "learn_margin", "eval_samples", "approach")
     assert all(getattr(cpu, key) == getattr(quick, key) for key in gates)
     assert "The cpu preset" in sys.modules[exp.run_unit.__module__].__doc__  # its departures
+    units = exp.units(cpu)
+    assert {u["n_heads"] for u in units} == {16, 1} and len(units) == 2 * (2 + 1)
 
 
 def test_depth_runs_measure_the_tail_of_each_loss_curve():
     config = get_experiment("amsel2024-depth").make_config("quick", DEPTH.OVERRIDES)
-    table = runs(config, DEPTH.table(DEPTH.HELPS, stalled={(8, 2, 4, 1)}))
-    stalled = table[(table.n_points == 8) & (table.n_layers == 2) & (table.n_heads == 4)]
+    table = runs(config, DEPTH.table(DEPTH.HELPS, stalled={(8, 2, DEPTH.R, 1)}))
+    stalled = table[(table.n_points == 8) & (table.n_layers == 2) & (table.n_heads == DEPTH.R)]
     # FLAT's last four points 0.31, 0.3, 0.3, 0.3: (0.305 - 0.3) / 0.305; FALLING's: 0.65 -> 0.45
     assert stalled.set_index("seed").tail_change.to_dict() == pytest.approx(
         {0: 0.005 / 0.305, 1: 0.2 / 0.65}
@@ -67,21 +71,32 @@ def test_depth_runs_measure_the_tail_of_each_loss_curve():
     assert full.error.tolist() == pytest.approx([0.05, 0.06])  # seeds 0 and 1
 
 
-def test_depth_findings_compute_the_ratios_from_the_seed_means():
+def test_depth_findings_compute_the_gap_closure_from_the_seed_means():
     claims = _claims("amsel2024-depth", DEPTH.OVERRIDES, DEPTH.table(DEPTH.HELPS))
-    # depth gain at N=2: 0.105 / 0.405; at N=8: 0.605 / 0.605
-    assert claims["depth-helps-short-more"].measured == pytest.approx(0.105 / 0.405)
-    assert "2 of 2 seeds agree" in claims["depth-helps-short-more"].note
-    # full rank at N=8: 0.205 against the best rank-1 depth 0.605
-    assert claims["full-rank-needed-long"].measured == pytest.approx(0.205 / 0.605)
+    short = (0.405 - 0.105) / (0.405 - 0.055)  # N=2: rank 1 at 1 and 2 layers, full rank
+    long = (0.605 - 0.605) / (0.605 - 0.205)  # N=8: depth gains nothing
+    assert claims["depth-approaches-full-rank-short"].measured == pytest.approx(short)
+    assert claims["full-rank-needed-long"].measured == pytest.approx(long)
+    assert claims["depth-helps-short-more"].measured == pytest.approx(short - long)
+    assert "2 of 2 seeds agree" in claims["depth-approaches-full-rank-short"].note
+    assert "N=2: rank 1 0.405 (1 layer(s)) -> 0.105 (2), full rank 0.055" in (
+        claims["depth-approaches-full-rank-short"].note
+    )
     assert all(c.passed and c.source for c in claims.values())
 
 
+def test_depth_closure_without_a_gap_is_nan_and_fails():
+    assert math.isnan(depth.closure(0.05, 0.04, 0.05))
+    flat = {**DEPTH.HELPS, (8, 1, DEPTH.R): 0.2, (8, 2, DEPTH.R): 0.2}  # rank 1 = full rank
+    claims = _claims("amsel2024-depth", DEPTH.OVERRIDES, DEPTH.table(flat))
+    assert claims["full-rank-needed-long"].verdict == "FAIL"
+
+
 def test_depth_run_that_has_not_converged_leaves_the_finding_untested_and_is_named():
-    table = DEPTH.table(DEPTH.HELPS, stalled={(2, 2, 4, 0)})
+    table = DEPTH.table(DEPTH.HELPS, stalled={(2, 2, DEPTH.R, 0)})
     claims = _claims("amsel2024-depth", DEPTH.OVERRIDES, table)
-    helps = claims["depth-helps-short-more"]
-    assert helps.verdict == "NOT TESTED" and helps.untested.startswith("preset too small: 1 of 8")
+    helps = claims["depth-approaches-full-rank-short"]
+    assert helps.verdict == "NOT TESTED" and helps.untested.startswith("preset too small: 1 of 6")
     assert "N=2, 2 layer(s), rank 1, seed 0: error 0.1 (baseline 0.5), tail +30.8%" in (
         helps.untested
     )  # (0.65 - 0.45) / 0.65
@@ -91,9 +106,8 @@ def test_depth_run_that_has_not_converged_leaves_the_finding_untested_and_is_nam
 def test_depth_plateau_at_the_baseline_is_not_learning():
     claims = _claims("amsel2024-depth", DEPTH.OVERRIDES, DEPTH.table(DEPTH.AT_BASELINE))
     helps, full = claims["depth-helps-short-more"], claims["full-rank-needed-long"]
-    # every curve is flat, but the deep rank-1 arm at N=2 (0.56, 0.57) is not below 0.9 x 0.5
-    assert helps.verdict == "NOT TESTED" and helps.untested.startswith("not learned: 2 of 2")
-    # the full-rank arm at N=8 (0.6, 0.61) is not below 0.9 x 0.62 either
+    # the full-rank arm at N=8 (0.6, 0.61) is not below 0.9 x 0.62: no reference to approach
+    assert helps.verdict == "NOT TESTED" and helps.untested.startswith("not learned: 2 of 4")
     assert full.verdict == "NOT TESTED" and "full rank" in full.untested
 
 
@@ -103,6 +117,19 @@ def test_depth_missing_run_fails_rather_than_being_skipped():
     claims = _claims("amsel2024-depth", DEPTH.OVERRIDES, table)
     assert not claims["depth-helps-short-more"].passed
     assert not claims["full-rank-needed-long"].passed
+    assert claims["depth-approaches-full-rank-short"].passed  # N=2 is complete
+
+
+def test_depth_run_trains_rank_one_heads_on_the_scratch_width(run_quick):
+    overrides = {"d_model": 4, "contexts": [2, 3], "n_layers": [1, 2], "steps": 60,
+                 "eval_samples": 64, "batch_size": 16, "d_ff": 8}  # fmt: skip
+    config, results = run_quick("amsel2024-depth", overrides)
+    final = results[results.metric == "eval_rel_mse"]
+    assert set(final.n_heads) == {4 + 3, 1} and set(final.d_qk) == {1, 7}
+    assert final.value.notna().all() and len(final) == 2 * 3
+    ids = {c.id for c in get_experiment("amsel2024-depth").claims(config, results)}
+    assert ids == {"depth-approaches-full-rank-short", "full-rank-needed-long",
+                   "depth-helps-short-more"}  # fmt: skip
 
 
 # amsel2024-encoder ----------------------------------------------------------------------------
@@ -208,6 +235,18 @@ def test_constructions_findings_measure_the_hand_made_errors():
     assert claims["full-rank-beats-low-rank"].measured == pytest.approx(1.05e-4 / 0.42)
     assert claims["low-rank-worsens-with-d"].measured == pytest.approx(0.63 - 0.42)
     assert claims["hardmax-exact"].kind == "check" and claims["hardmax-exact"].passed
+
+
+def test_constructions_vote_is_a_check_of_the_construction_named_per_width():
+    # the vote's second step is an argmax over pick counts, not attention: a check, not a finding
+    good = _claims("amsel2024-constructions", CONSTRUCTIONS.OVERRIDES, CONSTRUCTIONS.table())
+    vote = good["depth-vote-beats-one-layer"]
+    # vote of 8 heads (0.2, 0.22 at d = 3; 0.3, 0.33 at d = 5) over one layer (0.42; 0.63)
+    assert vote.kind == "check" and vote.passed
+    assert vote.measured == pytest.approx(0.315 / 0.63) and "d=3: 0.5" in vote.note
+    bad = CONSTRUCTIONS.table(vote_h8=(0.2, 0.7))  # with too few heads for d the vote loses
+    vote = _claims("amsel2024-constructions", CONSTRUCTIONS.OVERRIDES, bad)
+    assert not vote["depth-vote-beats-one-layer"].passed
 
 
 def test_constructions_curve_that_rises_fails_and_is_named():

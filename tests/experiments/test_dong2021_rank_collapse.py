@@ -12,7 +12,7 @@ from rankcollapse.experiments import get_experiment
 from rankcollapse.theory import layers_above
 
 sys.path.insert(0, str(Path(__file__).parent / "cases"))
-from dong2021_rank_collapse import table
+from dong2021_rank_collapse import SMOLLM2_SAN, table
 
 EXP = get_experiment("dong2021-rank-collapse")
 
@@ -70,7 +70,7 @@ def test_findings_read_the_hand_made_means():
     by_id = {c.id: c for c in exp.claims(config, table())}
     assert by_id["init-san-collapses"].measured == pytest.approx(2e-6)  # worst: bert-base
     assert by_id["init-skip-stays"].measured == pytest.approx(0.4 / 0.5)  # bert-base, layer 2
-    assert by_id["pretrained-san-collapses"].measured == 3  # MiniLM only
+    assert by_id["pretrained-san-collapses"].measured == 3  # MiniLM and SmolLM2 at layer 3
     assert by_id["pretrained-transformer-keeps"].measured == pytest.approx(0.5)
     assert all(c.kind == "finding" and c.source == "Sec. 4, Fig. 1" for c in by_id.values())
 
@@ -81,6 +81,24 @@ def test_a_handful_is_a_number_of_layers():
     claim = {c.id: c for c in exp.claims(strict, late)}["pretrained-san-collapses"]
     assert not claim.passed and "minilm: layer 5 of 6" in claim.note
     assert {c.id: c for c in exp.claims(loose, late)}["pretrained-san-collapses"].passed
+
+
+def test_every_pretrained_model_decides_san_collapse_and_a_missing_one_fails():
+    config = EXP.make_config("quick")
+    late = table({("smollm2", "pretrained", "san"): SMOLLM2_SAN})
+    claim = {c.id: c for c in exp.claims(config, late)}["pretrained-san-collapses"]
+    assert claim.verdict == "FAIL" and claim.measured == 13
+    assert "smollm2: layer 13 of 13 (causal decoder, not in the paper)" in claim.note
+    assert "minilm: layer 3 of 6;" in claim.note
+    gone = table(drop=(("smollm2", "pretrained", "san"),))
+    claim = {c.id: c for c in exp.claims(config, gone)}["pretrained-san-collapses"]
+    assert claim.verdict == "FAIL" and "smollm2: NaN or diverged" in claim.note
+    nan = table({("smollm2", "pretrained", "san"): [1.0, float("nan"), float("nan"), 0.1]})
+    assert not {c.id: c for c in exp.claims(config, nan)}["pretrained-san-collapses"].passed
+    excluded = EXP.make_config("quick", {"san_excluded": {"smollm2": "causal decoder"}})
+    claim = {c.id: c for c in exp.claims(excluded, late)}["pretrained-san-collapses"]
+    assert claim.verdict == "PASS" and claim.measured == 3
+    assert "excluded by config (1): smollm2 (causal decoder)" in claim.note
 
 
 def test_a_missing_model_leaves_a_for_every_finding_untested():
@@ -96,7 +114,7 @@ def test_the_notes_name_the_arms_run_and_the_causal_decoders():
     assert summary.notes[0].startswith(
         "Arms run: minilm (pretrained), smollm2 (pretrained), minilm (random), bert-base (random)"
     )
-    assert any("smollm2: inf of 3" in note for note in summary.notes)
+    assert not any("smollm2" in note for note in summary.notes[1:])  # in the finding now
 
 
 def test_a_residual_above_one_is_explained_with_mu_rel_and_stable_rank():

@@ -132,5 +132,24 @@ def test_encoder_is_seeded_and_its_width_multiplier_adds_attention_modules(rng):
     assert n_attention == 4
     out = wide(x)  # post-norm with unit normalisation: every output row has norm g = 1
     assert torch.allclose(out.norm(dim=-1), torch.ones(3, 5), atol=1e-5)
-    with pytest.raises(ConfigError, match="n_heads=3 must divide d_model=8"):
+    with pytest.raises(ConfigError, match="n_heads=3 must divide the width d_model"):
         RankEncoder(8, n_heads=3, n_layers=1)
+
+
+def test_encoder_scratch_dimensions_carry_each_tokens_position_and_are_dropped_at_the_end():
+    x = torch.nn.functional.normalize(
+        torch.randn(3, 4, 8, generator=torch.Generator().manual_seed(0)), dim=-1
+    )
+    scratch = RankEncoder(8, n_heads=12, n_layers=2, d_ff=16, positions=4, seed=0)
+    assert scratch.d_qk == 1 and scratch.layers[0].self_attn.embed_dim == 12
+    out = scratch(x)
+    assert out.shape == (3, 4, 8)
+    # the position one-hot breaks permutation equivariance: swapping two tokens changes outputs
+    swapped = scratch(x[:, [1, 0, 2, 3]])
+    assert not torch.allclose(swapped[:, [1, 0, 2, 3]], out, atol=1e-4)
+    plain = RankEncoder(8, n_heads=8, n_layers=1, d_ff=16, seed=0)
+    assert torch.allclose(plain(x[:, [1, 0, 2, 3]])[:, [1, 0, 2, 3]], plain(x), atol=1e-5)
+    with pytest.raises(ConfigError, match="5 tokens but 4 position dimensions"):
+        scratch(torch.randn(1, 5, 8))
+    with pytest.raises(ConfigError, match="must divide the width d_model \\+ positions = 12"):
+        RankEncoder(8, n_heads=8, n_layers=1, positions=4)

@@ -22,13 +22,15 @@ construction, not the theorem:
   query-key parameters) beats every random mixture with as many (H r >= d): ratio < 1.
 - low-rank-worsens-with-d: rank-1 heads' error at the largest H grows with d: error at the
   largest d minus at the smallest, > 0.
-Finding (a constructed test of the depth result, Sec. 6, Thm 5, at N = 2):
-- depth-vote-beats-one-layer: the same H random rank-1 hardmax heads in two layers (each head
-  picks a point, the next layer returns the point most heads picked) beat the best one-layer
-  mixture of random rank-1 heads (fitted output maps) at any H: error ratio < 1 for every d.
-Checks (Fact 1's own construction, so they hold by design):
-- full-rank-falls: for every d, the full-rank error falls monotonically in t, below 1e-3 at the
-  largest t.
+Checks (constructions, so they hold by design; they guard the code, not the paper):
+- depth-vote-beats-one-layer: the same H random rank-1 hardmax heads vote (each picks a point)
+  and an argmax over the pick counts returns the point most heads picked; it beats the best
+  one-layer mixture of random rank-1 heads (fitted output maps) at any H: error ratio < 1 for
+  every d. The second step is computed directly, not by an attention layer, so this checks
+  the voting idea behind Thm 5 (Sec. 6, N = 2), not the theorem: with too few heads for d
+  (e.g. d = 8, H = 4) the vote loses; the trained test of depth is amsel2024-depth.
+- full-rank-falls (Fact 1's construction): for every d, the full-rank error falls
+  monotonically in t, below 1e-3 at the largest t.
 - hardmax-exact: the hardmax full-rank head is exact (error 0).
 """
 
@@ -152,30 +154,33 @@ def _low_rank_errors(results: pd.DataFrame) -> pd.DataFrame:
     return low.assign(total_rank=low.d_qk * low.n_heads)
 
 
-def _depth_claim(config: Config, results: pd.DataFrame, errors: pd.DataFrame) -> Claim:
-    """The constructed depth test: two layers of H rank-1 heads (a vote, then the majority)
-    against the best one-layer mixture of the same heads at any H."""
+def _depth_check(config: Config, results: pd.DataFrame, errors: pd.DataFrame) -> Claim:
+    """The vote construction: H rank-1 heads pick points, then an argmax over the pick counts
+    (computed directly, not by an attention layer), against the best one-layer mixture of the
+    same heads at any H. A check of the construction, not a test of Thm 5."""
     votes = results[(results.part == "low-rank") & (results.metric == "rel_mse_vote")]
     vote = votes[votes.n_heads == max(config.n_heads)].groupby("d_model").value.mean()
     one_layer = errors[errors.d_qk == 1].groupby(["d_model", "n_heads"]).value.mean()
     best = one_layer.groupby(level="d_model").min()
-    ratios = {f"d={d}": float(vote.get(d, np.nan) / best.get(d, np.nan)) for d in best.index}
+    widths = [d for d in config.low_rank_d_models if 1 < d]
+    ratios = {d: float(vote.get(d, np.nan) / best.get(d, np.nan)) for d in widths}
+    worst = max(ratios.values(), default=np.nan)  # NaN if any width has no value
+    worst = np.nan if any(np.isnan(v) for v in ratios.values()) else worst
     curve = votes.groupby(["d_model", "n_heads"]).value.mean()
-    return for_every(
+    return check(
         "depth-vote-beats-one-layer",
-        f"two layers of {max(config.n_heads)} random rank-1 heads (they vote, the next layer "
-        "takes the majority) beat the best one-layer mixture of such heads at any H",
+        f"the majority vote of {max(config.n_heads)} random rank-1 hardmax heads (each picks a "
+        "point; an argmax over the pick counts, not an attention layer, returns the most "
+        "picked) beats the best one-layer mixture of such heads at any H: the construction "
+        "behind Thm 5's depth idea (Sec. 6), N = 2",
         f"vote error at H={max(config.n_heads)} / least one-layer rank-1 error over H, worst d",
-        ratios,
+        float(worst),
         "<",
         1.0,
-        expected=[f"d={d}" for d in config.low_rank_d_models if 1 < d],
-        note="vote error by (d, H): "
+        note="ratio by d: "
+        + ", ".join(f"d={d}: {v:.3g}" for d, v in ratios.items())
+        + "; vote error by (d, H): "
         + ", ".join(f"({d}, {h}): {v:.3g}" for (d, h), v in curve.items()),
-        source="Sec. 6, Thm 5 (a construction in its spirit, N = 2)",
-        paper='"for short context lengths, adding depth allows the target to be approximated '
-        'by low-rank attention" (abstract): rank-1 heads vote, the next layer takes the '
-        "majority",
     )
 
 
@@ -239,7 +244,7 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
             beyond=True,
         )
     )
-    out.append(_depth_claim(config, results, errors))
+    out.append(_depth_check(config, results, errors))
     rank1 = errors[(errors.d_qk == 1) & (errors.n_heads == max(config.n_heads))]
     rank1 = rank1.groupby("d_model").value.mean()
     if len(config.low_rank_d_models) >= 2:

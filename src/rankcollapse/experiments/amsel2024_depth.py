@@ -2,47 +2,62 @@
 
 Paper: Amsel, Yehudai, Bruna, "On the benefits of rank in attention layers" (arXiv 2407.16153,
 2024), Thm 5 (for short contexts, depth lets polynomially many rank-1 heads approximate the
-nearest-neighbour target: the heads vote, the next layer takes the majority) and Conjecture 6
-(for long contexts full rank stays necessary, whatever the depth).
-Model: `rankcollapse.nets.RankEncoder` (torch's encoder layers, unit normalisation) with H = d
-heads of rank 1 at each of `n_layers`, and one full-rank head (H = 1, rank d) at one layer as
-the reference, on the farthest-point target with N short and N long. Trained on fresh samples
-(AdamW, a longer warm-up than the other experiments: deeper models can collapse to the zero
-predictor at lr 0.01; the paper preset lowers lr to 0.001), scored by held-out relative MSE
-(the zero predictor scores 1).
+nearest-neighbour target: the heads vote, the next layer takes the majority, with extra
+concatenated positional dimensions) and Conjecture 6 (for long contexts full rank stays
+necessary, whatever the depth).
+Model: `rankcollapse.nets.RankEncoder` (torch's encoder layers, unit normalisation) with Thm
+5's scratch dimensions (`scratch`: each token carries a one-hot of its position in P = the
+longest context extra coordinates, so the layers have width d + P; the output is the first d
+coordinates), rank-1 heads (H = d + P) at each of `n_layers`, and one full-rank head (H = 1,
+rank d + P) at one layer as the reference, on the farthest-point target with N short and N
+long. Every arm sees the same inputs. Trained on fresh samples (AdamW, a longer warm-up than
+the other experiments: deeper models can collapse to the zero predictor at lr 0.01), scored by
+held-out relative MSE (the zero predictor scores 1).
 
-Depth benefits need long training (the paper trains 100k steps), so both findings are decided
-only on arms that trained: a run has *converged* when its training loss moved by less than
-`plateau_tol` (relative) over the last `plateau_tail` of its curve (`train.tail_change`), and
-has *learned* when its held-out error is below (1 - `learn_margin`) times the error of the best
-predictor that selects nothing (a y_i + b mean_j x_j, fitted on other samples: the trivial
-baseline). A plateau at the baseline is not learning. A finding whose arms did not converge, or
-whose reference arm did not learn, is NOT TESTED, and its reason names those runs.
+How close depth brings rank-1 heads to full rank, at context N: the share of the one-layer gap
+that the deepest rank-1 model closes, closure(N) = (e_1 - e_D) / (e_1 - e_F), with e_1 and
+e_D the rank-1 errors at the fewest and the most layers and e_F the full-rank head's (means over
+seeds): 0 when depth gains nothing, 1 when it reaches full rank (NaN when e_1 <= e_F: no gap).
 
-Findings (errors are means over seeds; the note gives each seed's value, how many agree, and
-the error of the best predictor that selects nothing, a y_i + b mean_j x_j, on the same samples):
-- depth-helps-short-more (Thm 5): going from the fewest to the most layers, rank-1 heads'
-  error falls more for the shortest context than for the longest: ratio(short) / ratio(long)
-  with ratio = error(most layers) / error(fewest); expected < 1. Needs the deepest rank-1 arm
-  at the short context to have learned (Thm 5 says it can).
-- full-rank-needed-long (Conjecture 6): at the longest context, one full-rank head at one layer
-  beats rank-1 heads at every depth: error(full rank) / least rank-1 error over depths; < 1.
-  Needs the full-rank arm to have learned (rank-1 arms at the baseline are then the evidence).
+Gates (depth benefits need long training: the paper trains 100k steps): a run has *converged*
+when its training loss moved by less than `plateau_tol` (relative) over the last
+`plateau_tail` of its curve (`train.tail_change`), and has *learned* when its held-out error is
+below (1 - `learn_margin`) times the error of the best predictor that selects nothing (a y_i +
+b mean_j x_j, fitted on other samples: the trivial baseline). A finding whose full-rank
+reference did not learn, or whose runs did not converge, is NOT TESTED, its reason naming them.
 
-The cpu preset trains the arms past their gates on a 2-core CPU (quick does not: its deep rank-1
-arm at N=4 stays at the no-selection baseline and its full-rank runs are still falling when the
-600 steps end). Its departures from the paper (Sec. 7: d = 64, N in {4, 16, 64, 256}, 1 to 5
-layers, AdamW lr 0.01, betas (0.9, 0.95), batch 256, warm-up then cosine decay, 100k steps, MLP
-width 2048, seeds 0-4): d = 8 (so H = 8 rank-1 heads), N in {4, 16}, 1 and 2 layers (Thm 5's
-construction has two), MLP width 128, 4000 steps with 200 of warm-up, lr 0.003 (quick's 0.01
-leaves the deep rank-1 arm at N=4 on the baseline; at 0.003 or 0.001 it settles at 0.51-0.52
-against 0.59, after 3000 steps of batch 256, 6000 of batch 64 or 20,000 of batch 64 alike),
-three seeds, no early stop (patience above the curve's length), and the final held-out error
-rather than the minimum over training. Kept: AdamW without weight decay, betas (0.9, 0.95),
-batch 256, linear warm-up then cosine decay, fresh samples every step, unit normalisation.
+Findings (each note gives the closure per seed, how many seeds agree, and the errors):
+- depth-approaches-full-rank-short (Thm 5): at the shortest context, depth closes more than
+  `approach` (one half) of the gap: closure(short) > 1/2.
+- full-rank-needed-long (Conjecture 6): at the longest context it does not: closure(long) <
+  1/2, so one full-rank head at one layer stays well ahead of rank-1 heads at every depth.
+- depth-helps-short-more (Thm 5 against Conjecture 6): depth closes a larger share of the gap
+  at the shortest context than at the longest: closure(short) - closure(long) > 0.
+
+The cpu preset decides them on a 2-core CPU (quick does not: its 600 steps leave the runs
+falling, NOT TESTED). Its departures from the paper (Sec. 7: d = 64, N in {4, 16, 64, 256}, 1 to
+5 layers, AdamW lr 0.01, betas (0.9, 0.95), batch 256, warm-up then cosine decay, 100k steps,
+MLP width 2048, seeds 0-4, no scratch dimensions): d = 8 with 8 scratch dimensions (so H = 16
+rank-1 heads), N in {4, 8}, 1 and 3 layers, MLP width 128, 1500 steps with 150 of warm-up, lr
+0.003 (deep rank-1 models at lr 0.01 can collapse to the zero predictor), one seed (a 3-layer
+run at N = 8 takes about 20 minutes on a 2-core machine shared by eight processes), no early
+stop (patience above the curve's length), and the final held-out error rather than the minimum
+over training. Kept: AdamW without weight decay, betas (0.9, 0.95), batch 256, linear warm-up
+then cosine decay, fresh samples every step, unit normalisation. Exploratory runs (one seed,
+torch's encoder on one idle core, not this module): without scratch dimensions depth gains
+rank-1 heads almost nothing at either N (2500 steps, 1 -> 3 layers: 0.545 -> 0.553 at N = 4,
+0.595 -> 0.568 at N = 16; full rank 0.093 and 0.119); with 16 of them, 0.446 -> 0.254 at N = 4
+(full rank 0.056: closure 0.49) and 0.562 -> 0.478 at N = 16 (full rank 0.065: closure 0.17);
+with 8 and 2000 steps, 0.363 -> 0.236 at N = 3 (full rank 0.060: closure 0.42).
+The cpu preset itself (21 minutes with 2 workers under a load of about 15): at N = 4 rank 1
+0.489 -> 0.376 with full rank 0.099 (closure 0.29, so depth-approaches-full-rank-short
+fails: 1500 steps leave depth far from full rank, where the paper's Thm 5 says a construction
+exists); at N = 8 0.599 -> 0.519 with full rank 0.126 (closure 0.17); difference 0.12.
 """
 
 from __future__ import annotations
+
+import math
 
 import pandas as pd
 from pydantic import Field
@@ -71,7 +86,12 @@ class Config(EncoderConfig):
     contexts: list[int] = Field(default_factory=lambda: [4, 16], min_length=1)
     """Points per set N: short and long contexts."""
     n_layers: list[int] = Field(default_factory=lambda: [1, 2, 3], min_length=1)
-    """Encoder depths of the rank-1 models (rank-1 heads: H = d)."""
+    """Encoder depths of the rank-1 models (rank-1 heads: H = the width d + P)."""
+    scratch: bool = True
+    """Thm 5's scratch dimensions: each token carries a one-hot of its position in P = the
+    longest context extra coordinates (false: none, P = 0)."""
+    approach: float = Field(0.5, gt=0, lt=1)
+    """Share of the one-layer rank-1 gap to full rank that depth must close to approach it."""
     warmup: int = Field(200, ge=0)
     """Linear warm-up steps (longer than the others: deeper models can collapse to 0)."""
     plateau_tail: float = Field(0.2, gt=0, le=1)
@@ -83,7 +103,8 @@ class Config(EncoderConfig):
 
 
 PRESETS = {
-    "quick": {"seeds": [0, 1]},
+    # quick: the pipeline in about 2 minutes; 600 steps leave the runs falling (NOT TESTED)
+    "quick": {"n_layers": [1, 2], "seeds": [0]},
     "paper": {
         "d_model": 32,
         "contexts": [2, 4, 16, 64],
@@ -97,17 +118,16 @@ PRESETS = {
         "patience": 200,
         "eval_samples": 16384,
     },
-    # quick leaves the deep rank-1 arm at N=4 on the no-selection baseline and the full-rank
-    # runs still falling; this trains both past their gates (18 runs of 4000 steps: 44 minutes
-    # on 2 cores under a load of about 20, roughly 10 idle; the module docstring, "The cpu
-    # preset", lists each departure from the paper).
+    # trains every arm past its gates on 2 cores (the module docstring, "The cpu preset",
+    # lists each departure from the paper and the time it takes)
     "cpu": {
-        "n_layers": [1, 2],
-        "seeds": [0, 1, 2],
-        "steps": 4000,
+        "contexts": [4, 8],
+        "n_layers": [1, 3],
+        "seeds": [0],
+        "steps": 1500,
         "batch_size": 256,
         "lr": 0.003,
-        "warmup": 200,
+        "warmup": 150,
         "patience": 1000,
     },
 }
@@ -115,7 +135,7 @@ PRESETS = {
 
 def units(config: Config) -> list[Unit]:
     rank_one = [
-        {"n_points": n, "n_layers": n_layers, "n_heads": config.d_model, "seed": s}
+        {"n_points": n, "n_layers": n_layers, "n_heads": width(config), "seed": s}
         for n in config.contexts
         for n_layers in config.n_layers
         for s in config.seeds
@@ -129,12 +149,22 @@ def units(config: Config) -> list[Unit]:
 
 
 def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
-    frame = train_farthest_encoder(config, **unit)
+    frame = train_farthest_encoder(config, **unit, positions=positions(config))
     for key, value in reversed(unit.items()):
         frame.insert(0, key, value)
-    frame.insert(3, "d_qk", config.d_model // unit["n_heads"])
+    frame.insert(3, "d_qk", width(config) // unit["n_heads"])
     frame["device"] = str(config.device)
     return frame
+
+
+def positions(config: Config) -> int:
+    """Scratch dimensions per token: the longest context with `scratch`, else 0."""
+    return max(config.contexts) if config.scratch else 0
+
+
+def width(config: Config) -> int:
+    """The layers' width d + P, which is also the number of rank-1 heads."""
+    return config.d_model + positions(config)
 
 
 def runs(config: Config, results: pd.DataFrame) -> pd.DataFrame:
@@ -151,7 +181,7 @@ def runs(config: Config, results: pd.DataFrame) -> pd.DataFrame:
 
 
 def _names(config: Config, runs: pd.DataFrame) -> str:
-    kind = lambda r: "rank 1" if r.n_heads == config.d_model else "full rank"
+    kind = lambda r: "rank 1" if r.n_heads == width(config) else "full rank"
     return "; ".join(
         f"N={r.n_points}, {r.n_layers} layer(s), {kind(r)}, seed {r.seed}: error {r.error:.3g} "
         f"(baseline {r.baseline:.3g}), tail {r.tail_change:+.1%}"
@@ -179,81 +209,125 @@ def _untested(config: Config, used: pd.DataFrame, must_learn: pd.DataFrame) -> s
     return ""
 
 
+def closure(shallow: float, deep: float, full: float) -> float:
+    """Share of the one-layer rank-1 gap to full rank that depth closes: (e_1 - e_D) / (e_1 -
+    e_F); NaN when there is no gap (e_1 <= e_F) or a value is missing.
+
+    Example:
+        >>> closure(0.45, 0.25, 0.05), closure(0.05, 0.04, 0.05)
+        (0.5, nan)
+    """
+    gap = shallow - full
+    return float((shallow - deep) / gap) if gap > 0 else math.nan
+
+
+def _closures(config: Config, table: pd.DataFrame) -> tuple[dict, dict, pd.DataFrame]:
+    """closure(N) of the seed means per context, per (N, seed), and the errors (seed x cell)."""
+    shallow, deep = min(config.n_layers), max(config.n_layers)
+    arms = {"e1": (width(config), shallow), "eD": (width(config), deep), "eF": (1, 1)}
+    cells = {
+        (n, name): table[
+            (table.n_points == n) & (table.n_heads == heads) & (table.n_layers == layers)
+        ]
+        .set_index("seed")
+        .error
+        for n in config.contexts
+        for name, (heads, layers) in arms.items()
+    }
+    errors = pd.DataFrame(cells).reindex(index=config.seeds)  # a missing run: NaN, fails
+    mean = errors.mean(skipna=False)
+    by_n = {n: closure(mean[(n, "e1")], mean[(n, "eD")], mean[(n, "eF")]) for n in config.contexts}
+    per_seed = {
+        (n, seed): closure(row[(n, "e1")], row[(n, "eD")], row[(n, "eF")])
+        for seed, row in errors.iterrows()
+        for n in config.contexts
+    }
+    return by_n, per_seed, errors
+
+
 def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
     table = runs(config, results)
-    rank1 = table[table.n_heads == config.d_model]
-    by_seed = rank1.pivot_table(index="seed", columns=["n_points", "n_layers"], values="error")
     short, long = min(config.contexts), max(config.contexts)
     shallow, deep = min(config.n_layers), max(config.n_layers)
+    if short == long or shallow == deep:
+        return []  # one context or one depth: nothing to compare
+    by_n, per_seed, errors = _closures(config, table)
+    mean = errors.mean()
     linear = results[results.metric == "linear_rel_mse"].groupby("n_points").value.mean()
-    baseline = "; no-selection baseline (a y_i + b mean_j x_j): " + ", ".join(
-        f"N={n}: {v:.3g}" for n, v in linear.items()
+    said = lambda n: (
+        f"N={n}: rank 1 {mean[(n, 'e1')]:.3g} ({shallow} layer(s)) -> {mean[(n, 'eD')]:.3g} "
+        f"({deep}), full rank {mean[(n, 'eF')]:.3g}, no-selection baseline "
+        f"{linear.get(n, math.nan):.3g}, closure {by_n[n]:.3g}"
     )
-    out = []
-    if short < long and shallow < deep:
-        cells = pd.MultiIndex.from_product([[short, long], [shallow, deep]])
-        errors = by_seed.reindex(index=config.seeds, columns=cells)  # missing run: NaN, fails
-        gain = lambda e, n: e[(n, deep)] / e[(n, shallow)]
-        per_seed = (gain(errors, short) / gain(errors, long)).to_dict()
-        mean = errors.mean(skipna=False)
-        value = float(gain(mean, short) / gain(mean, long))
-        note = (
-            f"ratio at N={short}: {gain(mean, short):.3g}, at N={long}: {gain(mean, long):.3g}; "
-            + seeds_agree(per_seed, "<", 1.0)
-            + f"; rank-1 errors {rank1.error.min():.3g} to {rank1.error.max():.3g}"
-            + baseline
-        )
-        used = rank1[rank1.n_points.isin([short, long]) & rank1.n_layers.isin([shallow, deep])]
-        reference = rank1[(rank1.n_points == short) & (rank1.n_layers == deep)]
-        out.append(
-            finding(
-                "depth-helps-short-more",
-                f"from {shallow} to {deep} layers, rank-1 heads gain more on short contexts "
-                "than on long ones",
-                f"error ratio ({deep} / {shallow} layers) at N={short} over that at N={long}",
-                value,
-                "<",
-                1.0,
-                note=note,
-                source="Sec. 6, Thm 5",
-                paper='"for short context lengths, adding depth allows the target to be '
-                'approximated by low-rank attention" (abstract): poly(d) rank-1 heads in two '
-                "layers",
-                untested=_untested(config, used, reference),
-            )
-        )
-    at_long = table[table.n_points == long]
-    full = at_long[at_long.n_heads == 1].set_index("seed").error.reindex(config.seeds)
-    rank1_long = (
-        rank1[rank1.n_points == long]
-        .pivot_table(index="seed", columns="n_layers", values="error")
-        .reindex(index=full.index, columns=config.n_layers)  # a missing depth: NaN, fails
+    seeds = lambda n, relation: seeds_agree(
+        {s: per_seed[(n, s)] for s in config.seeds}, relation, config.approach
     )
-    per_seed = (full / rank1_long.min(axis=1, skipna=False)).to_dict()
-    value = float(full.mean() / rank1_long.mean(skipna=False).min(skipna=False))
-    note = seeds_agree(per_seed, "<", 1.0) + f"; rank-1 depths {config.n_layers}" + baseline
-    used = at_long[at_long.n_heads.isin([1, config.d_model])]
-    out.append(
+    used = lambda ns: table[
+        table.n_points.isin(ns)
+        & (
+            ((table.n_heads == width(config)) & table.n_layers.isin([shallow, deep]))
+            | (table.n_heads == 1)
+        )
+    ]
+    reference = lambda ns: table[table.n_points.isin(ns) & (table.n_heads == 1)]
+    quantity = f"closure = (e_{shallow} - e_{deep}) / (e_{shallow} - e_full)"
+    source, paper5 = (
+        "Sec. 6, Thm 5",
+        (
+            '"for short context lengths, adding depth allows the target to be approximated by '
+            'low-rank attention" (abstract): poly(d) rank-1 heads in two layers, with positional '
+            "scratch dimensions"
+        ),
+    )
+    paper6 = '"For long contexts, we conjecture that full-rank attention is necessary" (abstract)'
+    gap = by_n[short] - by_n[long]
+    per_gap = {s: per_seed[(short, s)] - per_seed[(long, s)] for s in config.seeds}
+    return [
+        finding(
+            "depth-approaches-full-rank-short",
+            f"at N={short}, going from {shallow} to {deep} layers, rank-1 heads close more than "
+            f"{config.approach:g} of their gap to one full-rank head",
+            f"{quantity} at N={short}",
+            by_n[short],
+            ">",
+            config.approach,
+            note=f"{said(short)}; " + seeds(short, ">"),
+            source=source,
+            paper=paper5,
+            untested=_untested(config, used([short]), reference([short])),
+        ),
         finding(
             "full-rank-needed-long",
-            f"at N={long}, one full-rank head beats rank-1 heads at every depth",
-            f"full-rank error / least rank-1 error over depths, N={long}",
-            value,
+            f"at N={long}, going from {shallow} to {deep} layers, rank-1 heads close less than "
+            f"{config.approach:g} of their gap to one full-rank head",
+            f"{quantity} at N={long}",
+            by_n[long],
             "<",
-            1.0,
-            note=note,
+            config.approach,
+            note=f"{said(long)}; " + seeds(long, "<"),
             source="Sec. 6, Conjecture 6",
-            paper='"For long contexts, we conjecture that full-rank attention is necessary" '
-            "(abstract)",
-            untested=_untested(config, used, at_long[at_long.n_heads == 1]),
-        )
-    )
-    return out
+            paper=paper6,
+            untested=_untested(config, used([long]), reference([long])),
+        ),
+        finding(
+            "depth-helps-short-more",
+            f"depth closes a larger share of the rank-1 gap to full rank at N={short} than at "
+            f"N={long}",
+            f"closure at N={short} minus closure at N={long}",
+            gap,
+            ">",
+            0.0,
+            note=f"{said(short)}; {said(long)}; " + seeds_agree(per_gap, ">", 0.0),
+            source="Sec. 6, Thm 5 and Conjecture 6",
+            paper=paper5 + "; " + paper6,
+            untested=_untested(config, used([short, long]), reference([short, long])),
+        ),
+    ]
 
 
 def summarize(config: Config, results: pd.DataFrame) -> Summary:
     rank = lambda frame: frame.n_heads.map(
-        lambda h: "rank 1" if h == config.d_model else "full rank"
+        lambda h: "rank 1" if h == width(config) else "full rank"
     )
     final = results[results.metric == "eval_rel_mse"]
     final = final.assign(model=rank(final) + ", N=" + final.n_points.astype(str))
@@ -262,7 +336,9 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
         model=rank(curves) + ", " + curves.n_layers.astype(str) + " layer(s)",
         context="N=" + curves.n_points.astype(str),
     )
-    figures = depth_figures(final, curves, d_model=config.d_model, n_layers=config.n_layers)
+    figures = depth_figures(
+        final, curves, d_model=config.d_model, n_layers=config.n_layers, positions=positions(config)
+    )
     table = runs(config, results)
     errors = (
         table.groupby(["n_points", "n_heads", "n_layers"])

@@ -24,13 +24,24 @@ maps' scale does not enter).
 
 Findings (pure SAN, eval mode):
 - san-collapses-every-mask: mu_rel has a negative slope for every model and mask with a
-  center node (a diverged or missing curve fails it; a missing one leaves it NOT TESTED).
+  center node (a diverged curve fails it; a missing one leaves it NOT TESTED). The note names
+  the deciding member (the largest slope); when that slope is within one standard deviation of
+  its per-sample slopes of 0, one input could flip the sign: NOT TESTED (preset too small).
 - local-masks-slower@model: the slowest radius-1 mask collapses faster than the fastest mask of
   radius > 1 (speed ratio of mu_rel slopes > 1; only defined when both are negative).
 Beyond the paper (Thm 1 is an upper bound and orders only the bounds, not the measured rates):
 - rate-follows-radius@model: most mask pairs of different radius (share > 0.5) have slopes
   ordered by radius.
-SAN+LN at random init is a measurement (mu_rel at the last layer per mask), not a finding.
+Findings (LayerNorm at random init, Wu's masks x components experiment; the paper does not say
+whether dropout was on, so one finding per mode):
+- ln-slows-collapse@mode: for every random-init real model (BERT-base, 12 layers and deep) and
+  every mask, SAN+LN keeps the tokens further apart than pure SAN: log mu_rel(san+ln) - log
+  mu_rel(san) > 0 at the deepest layer before either curve reaches the dtype floor (`ln_gaps`:
+  the same layer for both; fitting each curve's slope up to its own floor compared SAN's
+  layers 0-1 with SAN+LN's 0-2 and made LN look twice as fast, -5.7 against -2.7 per layer
+  on BERT-base's complete mask). The deciding member is named; a gap within one standard
+  deviation of its per-sample gaps of 0 is NOT TESTED. The paper plots mu, whose fall without
+  LN is partly the shrinking norm; mu_rel measures the lost rank only.
 """
 
 from __future__ import annotations
@@ -38,11 +49,13 @@ from __future__ import annotations
 import math
 from typing import Literal
 
+import numpy as np
 import pandas as pd
 from pydantic import Field
 
 from rankcollapse.experiments._curves import CORE_MASKS, CurvesConfig, WuVariant
 from rankcollapse.experiments._registry import (
+    TOO_SMALL,
     Claim,
     Experiment,
     Summary,
@@ -55,7 +68,13 @@ from rankcollapse.hf import MODELS, text_model_type
 from rankcollapse.masks import MaskSpec, parse_mask_spec
 from rankcollapse.measure import ModelSource, load_cached, real_curves, toy_curves
 from rankcollapse.plot import mask_panels
-from rankcollapse.theory import curve_slopes, mask_radius, radius_concordance, speed_ratio
+from rankcollapse.theory import (
+    collapse_rates,
+    curve_slopes,
+    mask_radius,
+    radius_concordance,
+    speed_ratio,
+)
 from rankcollapse.variants import WU_VARIANTS
 
 NAME = "wu2024-masks"
@@ -117,7 +136,7 @@ def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
         )
     else:
         name = "bert-base" if model == DEEP else model
-        init = MODELS[name].default_init
+        init = init_of(model)
         deep = config.deep_n_layers if model == DEEP else None
         dtype = config.model_dtype(model)
         source = ModelSource(name, init, config.seed, device, dtype, n_layers=deep)
@@ -142,6 +161,156 @@ def modes_of(config: Config, model: str) -> list[str]:
     return ["eval"] if model == "toy" else list(config.modes)
 
 
+def init_of(model: str) -> str:
+    """The init a model runs at: the toy at random, a real one at its registry default (the
+    deep BERT: BERT-base's, random)."""
+    return (
+        "random" if model == "toy" else MODELS["bert-base" if model == DEEP else model].default_init
+    )
+
+
+def _sample_spread(results: pd.DataFrame, variant: str) -> dict[str, float]:
+    """Per model/mode/mask member: the standard deviation of the per-sample mu_rel slopes of
+    `variant` (NaN with one sample): how far one input's rate strays from another's."""
+    rows = results[(results["metric"] == "mu_rel") & (results["variant"] == variant)]
+    per_sample = collapse_rates(rows, [*BY, "sample"])
+    spread = per_sample.groupby(BY, sort=False)["slope"].std()
+    return {f"{model}/{mode}/{mask}": v for (model, mode, _, mask), v in spread.items()}
+
+
+def _deciding(members: dict, expected: list[str], excluded: dict, worst=max) -> str | None:
+    """The member whose value decides a for-every finding (the worst finite one), or None."""
+    values = {
+        k: members[k]
+        for k in expected
+        if k not in excluded and members.get(k) is not None and not math.isnan(members[k])
+    }
+    return worst(values, key=values.get) if values else None
+
+
+def _san_claim(config: Config, results: pd.DataFrame, members: dict, arms: list) -> Claim:
+    """san-collapses-every-mask, its deciding member named; NOT TESTED when that member's
+    slope is within one standard deviation of the per-sample slopes of 0."""
+    radii = {
+        (m, k): mask_radius(k, tokens_of(config, m)) for m in config.models for k in config.masks
+    }
+    expected = [f"{m}/{mode}/{k}" for m, mode in arms for k in config.masks]
+    excluded = {
+        f"{m}/{mode}/{k}": "no center node" if radii[m, k] == math.inf else "dropout (train)"
+        for m, mode in arms
+        for k in config.masks
+        if radii[m, k] == math.inf or mode == "train"
+    }
+    spread = _sample_spread(results, "san")
+    decider = _deciding(members, expected, excluded)
+    note, untested = "", ""
+    if decider is not None:
+        slope, sd = members[decider], spread.get(decider, math.nan)
+        note = f"deciding member {decider}: slope {slope:.3g}, per-sample sd {sd:.2g}"
+        if slope < 0 and abs(slope) <= sd:  # a negative slope that one sample could flip
+            untested = (
+                f"{TOO_SMALL}: the deciding member {decider}'s slope {slope:.3g} is within one "
+                f"standard deviation ({sd:.2g}) of its per-sample slopes of 0; more samples "
+                "(n_samples) would decide it"
+            )
+    return for_every(
+        "san-collapses-every-mask",
+        "Pure SAN collapses exponentially under every quasi-strongly connected mask.",
+        "largest collapse slope of mu_rel per layer (model/mode/mask); < 0 is collapse",
+        members,
+        "<",
+        0.0,
+        expected=expected,
+        excluded=excluded,
+        note=note,
+        untested=untested,
+        source=SOURCE,
+        paper=PAPER,
+    )
+
+
+def ln_gaps(results: pd.DataFrame) -> pd.DataFrame:
+    """Per model, mode and mask: how far LayerNorm keeps pure SAN's tokens apart, at the same
+    layer, on random-init curves.
+
+    Formula: gap = mean_s log mu_rel(SAN+LN) - mean_s log mu_rel(SAN) at layer l*, the deepest
+    layer before either curve has a sample at the dtype floor (a floor value is rounding, and
+    fitting each curve up to its own floor compares different layers); > 0: LN slowed the
+    collapse. sd: the standard deviation over samples of the per-sample gap at l*.
+    Columns: model, mode, mask, layer (l*), gap, sd, ln, san (the two geometric means).
+    """
+    rows = results[(results["metric"] == "mu_rel") & results["variant"].isin(["san", "san+ln"])]
+    rows = rows[rows["init"] == "random"].assign(
+        log=np.log(rows["value"].astype(float).clip(lower=1e-300)),
+        floor=rows["at_floor"].astype(bool),
+    )
+    out = []
+    for (model, mode, mask), part in rows.groupby(["model", "mode", "mask"], sort=False):
+        floored = part[part["floor"]].groupby("variant")["layer"].min()
+        deepest = part.groupby("variant")["layer"].max()
+        if len(deepest) < 2:
+            continue  # one variant only: no comparison
+        layer = min(floored.get(v, deepest[v] + 1) - 1 for v in deepest.index)
+        at = part[part["layer"] == max(layer, 0)].pivot_table(
+            index="sample", columns="variant", values="log", aggfunc="mean"
+        )
+        per_sample = at["san+ln"] - at["san"]
+        out.append(
+            (model, mode, mask, max(layer, 0), per_sample.mean(), per_sample.std(),
+             math.exp(at["san+ln"].mean()), math.exp(at["san"].mean()))
+        )  # fmt: skip
+    return pd.DataFrame(out, columns=["model", "mode", "mask", "layer", "gap", "sd", "ln", "san"])
+
+
+def _ln_claims(config: Config, results: pd.DataFrame) -> list[Claim]:
+    """ln-slows-collapse@mode: at random init, LN keeps pure SAN's tokens further apart
+    (`ln_gaps` > 0) for every random-init real model and mask, one finding per mode; the
+    deciding member is named, and NOT TESTED when its gap is within one sd of 0."""
+    models = [m for m in config.models if m != "toy" and init_of(m) == "random"]
+    if not models or not {"san", "san+ln"} <= {v.short for v in config.variants}:
+        return []
+    gaps = ln_gaps(results[results["model"].isin(models)])
+    found = []
+    for mode in config.modes:
+        part = gaps[gaps["mode"] == mode]
+        members = {f"{r.model}/{r.mask}": r.gap for r in part.itertuples()}
+        expected = [f"{m}/{k}" for m in models for k in config.masks]
+        decider = _deciding(members, expected, {}, worst=min)
+        note, untested = "", ""
+        if decider is not None:
+            row = part[part["model"] + "/" + part["mask"] == decider].iloc[0]
+            note = f"deciding member {decider}: gap {row.gap:.3g}, per-sample sd {row.sd:.2g}; "
+            if row.gap > 0 and row.gap <= row.sd:
+                untested = (
+                    f"{TOO_SMALL}: the deciding member {decider}'s gap {row.gap:.3g} is within "
+                    f"one standard deviation ({row.sd:.2g}) of its per-sample gaps of 0"
+                )
+        said = "; ".join(
+            f"{r.model}/{r.mask} at layer {r.layer}: san+ln {r.ln:.3g}, san {r.san:.3g}"
+            for r in part.itertuples()
+        )
+        found.append(
+            for_every(
+                f"ln-slows-collapse@{mode}",
+                f"At random initialisation ({mode} mode), LayerNorm slows pure SAN's collapse: "
+                "SAN+LN's tokens stay further apart than SAN's under every mask.",
+                "least log mu_rel(SAN+LN) - log mu_rel(SAN) at the deepest layer before either "
+                "reaches the floor (model/mask); > 0: LN slows collapse",
+                members,
+                ">",
+                0.0,
+                expected=expected,
+                note=note + "mu_rel (geometric mean): " + said,
+                untested=untested,
+                source="Sec. 6 (masks x components, random init)",
+                paper="LayerNorm changes the picture at random initialisation: with LN the "
+                "tokens of pure attention stop collapsing (the paper does not say whether "
+                "dropout was on)",
+            )
+        )
+    return found
+
+
 def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
     slopes = curve_slopes(results.astype({"at_floor": bool}), BY)
     san = slopes[slopes["variant"] == "san"]
@@ -153,27 +322,7 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
     radii = {
         (m, k): mask_radius(k, tokens_of(config, m)) for m in config.models for k in config.masks
     }
-    expected = [f"{m}/{mode}/{k}" for m, mode in arms for k in config.masks]
-    excluded = {
-        f"{m}/{mode}/{k}": "no center node" if radii[m, k] == math.inf else "dropout (train)"
-        for m, mode in arms
-        for k in config.masks
-        if radii[m, k] == math.inf or mode == "train"
-    }
-    found = [
-        for_every(
-            "san-collapses-every-mask",
-            "Pure SAN collapses exponentially under every quasi-strongly connected mask.",
-            "largest collapse slope of mu_rel per layer (model/mode/mask); < 0 is collapse",
-            members,
-            "<",
-            0.0,
-            expected=expected,
-            excluded=excluded,
-            source=SOURCE,
-            paper=PAPER,
-        )
-    ]
+    found = [_san_claim(config, results, members, arms), *_ln_claims(config, results)]
     for model, mode in arms:
         if mode == "train":  # dropout on the attention: rows not stochastic, Thm 1 does not apply
             continue
@@ -265,8 +414,9 @@ NOTE_SLOPES = (
     "shrinking norm from lost rank (without LN much of mu's decay is the norm)."
 )
 NOTE_LN = (
-    "SAN+LN at random init is stated as measured: whether it keeps mu_rel away from 0 depends "
-    "on the mode (dropout) and the mask; the paper does not say which mode it ran."
+    "SAN+LN at random init: ln-slows-collapse@eval and @train state, per mode, whether LN slows "
+    "the collapse; the paper does not say which mode it ran (the table gives mu_rel at the last "
+    "layer)."
 )
 
 register(

@@ -4,6 +4,9 @@ torch's own `TransformerEncoderLayer`s, post-norm with both norms replaced by th
 normalisation x -> g x / ||x|| (one learnable gain g), ReLU MLP, no dropout, raw unit vectors
 in and out (no embedding, no head). H heads per layer have query-key rank d / H (torch ties
 them); the width multiplier m puts m attention modules side by side per layer, averaged.
+Optional scratch dimensions (Sec. 6, Thm 5's construction): P extra coordinates appended to
+every token, holding a one-hot of its position, so the layers run at width d + P and heads
+have rank (d + P) / H; the output is the first d coordinates.
 """
 
 from __future__ import annotations
@@ -68,11 +71,16 @@ class RankEncoder(nn.Module):
 
     n_layers torch encoder layers, H heads of rank d / H each, `width_multiplier` m parallel
     attention modules per layer (m = 1, 8, 64 give d^2, d^2.5, d^3 query-key parameters at
-    d = 64); no embedding, no head.
+    d = 64); no embedding, no head. With `positions` = P > 0, token i enters as [x_i; e_i]
+    (e_i the i-th unit vector of R^P: Thm 5's scratch dimensions), the layers have width
+    d + P and H heads of rank (d + P) / H, and the output keeps the first d coordinates.
 
     Example:
         >>> RankEncoder(8, n_heads=2, n_layers=1, d_ff=16, seed=0)(torch.randn(3, 5, 8)).shape
         torch.Size([3, 5, 8])
+        >>> scratch = RankEncoder(8, n_heads=12, n_layers=1, d_ff=16, positions=4)
+        >>> scratch.d_qk, scratch(torch.randn(3, 4, 8)).shape  # rank-1 heads at width 12
+        (1, torch.Size([3, 4, 8]))
     """
 
     def __init__(
@@ -83,28 +91,45 @@ class RankEncoder(nn.Module):
         n_layers: int,
         d_ff: int = 2048,
         width_multiplier: int = 1,
+        positions: int = 0,
         seed: int = 0,
     ) -> None:
         super().__init__()
-        if d_model % max(n_heads, 1) or n_heads < 1:
+        width = d_model + positions
+        if positions < 0 or n_heads < 1 or width % n_heads:
             raise ConfigError(
-                f"n_heads={n_heads} must divide d_model={d_model} (torch's heads have rank "
-                f"d / H); pass a divisor of {d_model}."
+                f"n_heads={n_heads} must divide the width d_model + positions = {width} "
+                f"(torch's heads have rank width / H; positions={positions} >= 0); pass a "
+                f"divisor of {width}."
             )
         if n_layers < 1 or width_multiplier < 1 or d_ff < 1:
             raise ConfigError(
                 f"n_layers={n_layers}, width_multiplier={width_multiplier}, d_ff={d_ff}: "
                 "each must be >= 1."
             )
-        self.n_heads, self.d_qk = n_heads, d_model // n_heads
+        self.n_heads, self.d_qk, self.d_model, self.positions = (
+            n_heads,
+            width // n_heads,
+            d_model,
+            positions,
+        )
         with torch.random.fork_rng():
             torch.manual_seed(seed)  # torch's layers draw from the global generator
             self.layers = nn.ModuleList(
-                UnitNormEncoderLayer(d_model, n_heads, d_ff, width_multiplier)
+                UnitNormEncoderLayer(width, n_heads, d_ff, width_multiplier)
                 for _ in range(n_layers)
             )
 
     def forward(self, x: Tensor) -> Tensor:
+        if self.positions:
+            n = x.shape[-2]
+            if n > self.positions:
+                raise ConfigError(
+                    f"{n} tokens but {self.positions} position dimensions; build the encoder "
+                    f"with positions >= {n}."
+                )
+            onehot = torch.eye(n, self.positions, dtype=x.dtype, device=x.device)
+            x = torch.cat([x, onehot.expand(*x.shape[:-1], self.positions)], dim=-1)
         for layer in self.layers:
             x = layer(x)
-        return x
+        return x[..., : self.d_model]

@@ -35,11 +35,18 @@ def construction_figures(
 
 
 def depth_figures(
-    final: pd.DataFrame, curves: pd.DataFrame, *, d_model: int, n_layers: list[int]
+    final: pd.DataFrame,
+    curves: pd.DataFrame,
+    *,
+    d_model: int,
+    n_layers: list[int],
+    positions: int = 0,
 ) -> dict[str, Figure]:
     """Held-out error against the number of layers (one line per `model` column: rank and N)
-    and the training loss curves (one panel per `context`), to judge convergence.
+    and the training loss curves (one panel per `context`), to judge convergence; `positions`
+    scratch dimensions widen the layers to d + positions (rank-1 heads: H = d + positions).
     """
+    width = f"d={d_model}" + (f" + {positions} scratch" if positions else "")
     figures = {
         "error_vs_layers": band_plot(
             final,
@@ -47,7 +54,7 @@ def depth_figures(
             hue="model",
             logy=True,
             floor_column=None,
-            title=f"d={d_model}: rank-1 heads (H=d) vs one full-rank head (1 layer)",
+            title=f"{width}: rank-1 heads (H = width) vs one full-rank head (1 layer)",
             ylabel="held-out relative MSE (zero predictor: 1)",
         ),
         "loss_curves": line_plot(

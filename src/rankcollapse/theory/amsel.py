@@ -90,8 +90,10 @@ def random_low_rank_heads(
 
 
 def rank_one_vote(construction: Construction, queries: Tensor, x: Tensor) -> Tensor:
-    """Two layers of the rank-1 hardmax heads of `construction`: they vote, the next layer
-    returns the point most of them chose (the depth idea of Amsel et al. 2024, Sec. 6, Thm 5).
+    """The majority vote of the rank-1 hardmax heads of `construction`: each head picks a
+    point, and an argmax over the pick counts (computed directly, not by an attention layer)
+    returns the point most of them chose (the voting idea behind Amsel et al. 2024, Sec. 6,
+    Thm 5, whose second layer is attention).
 
     Formula: head h picks j_h = argmax_j (u_h . y)(u_h . x_j) (its rank-1 score); the output is
     x_{j*} with j* = argmax_j #{h : j_h = j} (ties: the first). For N = 2, head h agrees with

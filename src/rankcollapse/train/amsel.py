@@ -182,15 +182,18 @@ def train_farthest_encoder(
     n_layers: int,
     seed: int,
     width_multiplier: int = 1,
+    positions: int = 0,
 ) -> pd.DataFrame:
-    """Train one `RankEncoder` of `config`'s width on the farthest-point task with `n_points`
-    points per set; its curve and final rows (the caller adds its identifying columns)."""
+    """Train one `RankEncoder` of `config`'s width (plus `positions` scratch dimensions holding
+    each token's position, Thm 5) on the farthest-point task with `n_points` points per set;
+    its curve and final rows (the caller adds its identifying columns)."""
     model = RankEncoder(
         config.d_model,
         n_heads=n_heads,
         n_layers=n_layers,
         d_ff=config.d_ff,
         width_multiplier=width_multiplier,
+        positions=positions,
         seed=seed,
     )
     task = NeighbourTask(config.d_model, n_points, target="farthest")

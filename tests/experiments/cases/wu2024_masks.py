@@ -10,22 +10,31 @@ OVERRIDES = {"models": ["toy"], "masks": ["complete", "window:1"], "toy": {"n_to
 
 
 def curve(
-    mask: str, slope: float, *, n_layers: int = 4, growth: float = 0.0, mode: str = "eval"
+    mask: str,
+    slope: float,
+    *,
+    n_layers: int = 4,
+    growth: float = 0.0,
+    mode: str = "eval",
+    variant: str = "san",
+    spread: float = 0.0,
 ) -> pd.DataFrame:
-    """mu_rel = exp(slope * layer) of pure SAN on the toy, two samples; mu = mu_rel times a
-    norm that grows by e^growth per layer (amplifying value maps)."""
+    """mu_rel = exp(slope * layer) of `variant` on the toy, two samples (their slopes slope -
+    spread and slope + spread); mu = mu_rel times a norm that grows by e^growth per layer
+    (amplifying value maps)."""
     layer = np.repeat(np.arange(n_layers + 1), 2)
+    sample = np.tile([0, 1], n_layers + 1)
     rows = pd.DataFrame(
         {
             "layer": layer,
-            "sample": np.tile([0, 1], n_layers + 1),
-            "value": np.exp(slope * layer),
+            "sample": sample,
+            "value": np.exp((slope + spread * (2 * sample - 1)) * layer),
             "at_floor": False,
         }
     )
     mu = rows.assign(metric="mu", value=rows["value"] * np.exp(growth * layer))
     both = pd.concat([mu, rows.assign(metric="mu_rel")])
-    return both.assign(model="toy", init="random", variant="san", mask=mask, mode=mode)
+    return both.assign(model="toy", init="random", variant=variant, mask=mask, mode=mode)
 
 
 def diverged(mask: str) -> pd.DataFrame:
@@ -45,7 +54,8 @@ CASES = {
         passing=table(curve("complete", -2.0, growth=3.0), curve("window:1", -0.5, growth=3.0)),
         failing=table(curve("complete", -2.0), diverged("window:1")),
         overrides=OVERRIDES,
-        untested=table(curve("complete", -2.0)),  # window:1 never ran
+        # the window decides it: slope -0.0056 (the audit's), samples at -0.0306 and +0.0194
+        untested=table(curve("complete", -2.0), curve("window:1", -0.0056, spread=0.025)),
     ),
     "local-masks-slower@toy/eval": Case(
         passing=table(curve("complete", -2.0), curve("window:1", -0.5)),
@@ -76,4 +86,35 @@ REVERSED = minilm(curve("complete", -0.4), curve("window:1", -0.5))
 CASES |= {
     "local-masks-slower@minilm/eval": Case(WITH_TRAIN, REVERSED, REAL),
     "rate-follows-radius@minilm/eval": Case(WITH_TRAIN, REVERSED, REAL),
+}
+
+
+# LayerNorm at random init: BERT-base under two masks, SAN and SAN+LN, eval and train mode
+LN = {"models": ["bert-base"], "masks": ["complete", "window:1"], "n_tokens": 8}
+
+
+def bert(ln: float, *, ln_complete: float | None = None, window: float = -1.0) -> pd.DataFrame:
+    """Random-init BERT-base, both modes: SAN's mu_rel slope -6.2 under the complete mask and
+    `window` under window:1; SAN+LN's `ln` under both (`ln_complete`: under the complete mask
+    in eval mode)."""
+    parts = []
+    for mode in ("eval", "train"):
+        for mask, san in (("complete", -6.2), ("window:1", window)):
+            eval_complete = (mode, mask) == ("eval", "complete") and ln_complete is not None
+            with_ln = ln_complete if eval_complete else ln
+            parts += [
+                curve(mask, san, mode=mode),
+                curve(mask, with_ln, mode=mode, variant="san+ln"),
+            ]
+    return table(*parts).assign(model="bert-base", init="random")
+
+
+CASES |= {
+    # passing: LN keeps the tokens apart (Wu's reading); failing: with LN the complete mask
+    # falls twice as fast, a log gap of 4 x (-13.1 + 6.2) at layer 4 (in the quick run both
+    # modes fail by less: -0.07 at bert-base/sinks:1:1 in eval, -0.09 at causal in train)
+    "ln-slows-collapse@eval": Case(bert(-0.5), bert(-0.5, ln_complete=-13.1), LN),
+    "ln-slows-collapse@train": Case(bert(-0.5), bert(-13.1), LN),
+    "local-masks-slower@bert-base/eval": Case(bert(-0.5), bert(-0.5, window=-7.0), LN),
+    "rate-follows-radius@bert-base/eval": Case(bert(-0.5), bert(-0.5, window=-7.0), LN),
 }
