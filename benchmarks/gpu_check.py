@@ -45,7 +45,7 @@ import torch
 
 from rankcollapse.experiments import get_experiment
 from rankcollapse.hf import ARCHITECTURES, load_model, wrap_model
-from rankcollapse.hf.tiny import tiny_model
+from rankcollapse.hf.models import tiny_model
 from rankcollapse.measure import probe
 from rankcollapse.nets import RankEncoder
 from rankcollapse.tasks import NeighbourTask

@@ -138,7 +138,7 @@ def test_layers_measured_on_cuda_one_at_a_time_match_cpu():
 @cuda
 def test_tiny_family_probed_on_cuda_matches_cpu():
     from rankcollapse.hf import wrap_model
-    from rankcollapse.hf.tiny import tiny_model
+    from rankcollapse.hf.models import tiny_model
     from rankcollapse.measure import probe
 
     settings = {

@@ -115,3 +115,56 @@ def test_the_private_import_check_finds_cross_package_imports_only():
 @pytest.mark.parametrize("path", [p for p in MODULES if package(p) == "report"], ids=module_id)
 def test_report_never_imports_the_runner(path):
     assert "runner" not in imported_packages(path), "runner uses report, never the reverse"
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(SRC.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def module_graph() -> dict[str, set[str]]:
+    """Module -> the modules it imports (at any depth of the file), package __init__s left out:
+    a package re-exports its modules, which is no circle."""
+    paths = {module_name(p): p for p in SRC.rglob("*.py") if p.name != "__init__.py"}
+    graph = {}
+    for name, path in paths.items():
+        imported = imported_modules(path.read_text())
+        graph[name] = {m for m in imported if m in paths and m != name}
+    return graph
+
+
+def cycle(graph: dict[str, set[str]]) -> list[str]:
+    """One import circle of `graph` (a path that comes back to its start), or []."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+
+    def visit(node: str, path: list[str]) -> list[str]:
+        state[node] = 1
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == 1:
+                return [*path[path.index(nxt) :], nxt]
+            if nxt not in state and (found := visit(nxt, [*path, nxt])):
+                return found
+        state[node] = 2
+        return []
+
+    for start in sorted(graph):
+        if start not in state and (found := visit(start, [start])):
+            return found
+    return []
+
+
+def test_no_module_imports_itself_back_through_others():
+    assert cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert cycle({"a": {"b"}, "b": set()}) == []
+    assert cycle(module_graph()) == [], "an import circle: move the shared part down a module"
+
+
+def test_no_module_imports_a_private_name_of_another_module():
+    """`from rankcollapse.x import _name` reaches past x's public face (its own helpers aside)."""
+    found = []
+    for path in MODULES:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("rankcollapse"):
+                names = [a.name for a in node.names if a.name.startswith("_")]
+                found += [f"{module_id(path)}: {node.module}.{n}" for n in names if n[1] != "_"]
+    assert found == []

@@ -138,7 +138,7 @@ def test_unknown_preset_lists_the_presets():
 
 def test_a_nested_typo_names_the_full_key_and_the_allowed_nested_keys():
     with pytest.raises(
-        ConfigError, match=r"'net.dpeth'. Did you mean 'depth'\? Keys: net.depth, net.norm"
+        ConfigError, match=r"'net.dpeth'. Did you mean 'net.depth'\? Keys: net.depth, net.norm"
     ):
         make().make_config("quick", {"net.dpeth": 3})
     with pytest.raises(ConfigError, match=r"'extra_net.nrom'.*Keys: extra_net.depth"):

@@ -4,11 +4,11 @@ import pytest
 import torch
 
 from rankcollapse.hf import wrap_model
-from rankcollapse.hf.tiny import VOCAB, tiny_config
+from rankcollapse.hf.registry import VOCAB, tiny_config
 
 
 def tiny_model(arch: str, attn_implementation: str = "eager"):
-    """`rankcollapse.hf.tiny`'s model of `arch` with the attention implementation asked for."""
+    """`rankcollapse.hf.models.tiny_model`'s model of `arch` with the attention implementation asked for."""
     import transformers
 
     config = tiny_config(arch)

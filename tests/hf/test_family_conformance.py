@@ -16,8 +16,9 @@ import torch
 from rankcollapse.errors import ConfigError
 from rankcollapse.hf import ARCHITECTURES, VARIANTS, run_batch, wrap_model
 from rankcollapse.hf.architectures import block_list, submodule
+from rankcollapse.hf.models import tiny_model
 from rankcollapse.hf.qk_rank import qk_ranks
-from rankcollapse.hf.tiny import VOCAB, tiny_model
+from rankcollapse.hf.registry import VOCAB
 from rankcollapse.paths import decompose_real
 
 FAMILIES = sorted(ARCHITECTURES)

@@ -10,7 +10,7 @@ from rankcollapse.cli import main
 from rankcollapse.errors import InputError
 from rankcollapse.hf import wrap_model
 from rankcollapse.hf.images import image_normalisation, load_images
-from rankcollapse.hf.tiny import tiny_model
+from rankcollapse.hf.models import tiny_model
 from rankcollapse.measure import probe
 
 

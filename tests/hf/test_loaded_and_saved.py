@@ -6,7 +6,8 @@ import torch
 from rankcollapse.devices import resolve_device, resolve_dtype
 from rankcollapse.errors import ConfigError, InputError
 from rankcollapse.hf import load_model, run_batch, wrap_model
-from rankcollapse.hf.tiny import VOCAB, tiny_config, tiny_model
+from rankcollapse.hf.models import tiny_model
+from rankcollapse.hf.registry import VOCAB, tiny_config
 from rankcollapse.measure import probe
 
 

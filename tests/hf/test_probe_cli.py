@@ -5,7 +5,7 @@ import pytest
 
 from rankcollapse.cli import main
 from rankcollapse.hf import ARCHITECTURES, MODELS
-from rankcollapse.hf.tiny import tiny_model
+from rankcollapse.hf.models import tiny_model
 
 
 @pytest.mark.slow  # loads MiniLM and draws a figure

@@ -21,8 +21,47 @@ def test_the_san_classifies_the_normalised_output_of_its_body():
     with torch.no_grad():
         by_hand = model.classifier(plain_layer_norm(model.body(model.embed(tokens)).output))
         assert torch.equal(model(tokens), by_hand)
-        # positions are added to the token embedding
-        assert torch.equal(model.embed(tokens), model.embedding(tokens) + model.positions)
+        # positions are added to the token embedding, then the authors' Linear + LayerNorm
+        summed = model.embedding(tokens) + model.positions
+        assert torch.equal(model.embed(tokens), model.embed_norm(model.embed_linear(summed)))
+
+
+def _dropout_san(rate: float) -> SAN:
+    return SAN(SANConfig(inputs="tokens", vocab_size=10, n_classes=10, n_positions=8, n_layers=2,
+                         d_model=8, dropout=rate))  # fmt: skip
+
+
+def test_dropout_acts_in_training_mode_in_the_authors_four_places_and_not_in_eval_mode():
+    model = _dropout_san(0.5)
+    tokens = torch.randint(10, (4, 8), generator=torch.Generator().manual_seed(1))
+    dropouts = [m for m in model.modules() if isinstance(m, torch.nn.Dropout)]
+    # one module for the embedding and the classifier input, two per layer (P and SA before
+    # the skip-add)
+    assert len(dropouts) == 1 + 2 * 2 and all(m.p == 0.5 for m in dropouts)
+    with torch.no_grad():
+        model.train()
+        torch.manual_seed(0)
+        first = model(tokens)
+        second = model(tokens)
+        assert not torch.allclose(first, second)  # fresh masks on every call
+        model.eval()
+        assert torch.equal(model(tokens), model(tokens))
+        # eval mode is the model without dropout
+        assert torch.allclose(model(tokens), _dropout_san(0.0).eval()(tokens), atol=1e-6)
+
+
+def test_each_dropout_place_is_on_the_path_it_names():
+    model = _dropout_san(0.5).train()
+    tokens = torch.randint(10, (4, 8), generator=torch.Generator().manual_seed(1))
+    seen = []
+    for name, module in model.named_modules():
+        if isinstance(module, torch.nn.Dropout):
+            module.register_forward_hook(lambda m, i, o, name=name: seen.append(name))
+    with torch.no_grad():
+        model(tokens)
+    assert seen == ["dropout", "body.blocks.0.attn.probs_dropout",
+                    "body.blocks.0.branch_dropout", "body.blocks.1.attn.probs_dropout",
+                    "body.blocks.1.branch_dropout", "dropout"]  # fmt: skip
 
 
 def test_same_seed_same_weights_other_seed_other_weights():

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from rankcollapse.cli import main
-from rankcollapse.hf.tiny import tiny_model
+from rankcollapse.hf.models import tiny_model
 
 
 def test_count_writes_exact_counts(tmp_path):

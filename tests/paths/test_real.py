@@ -8,7 +8,8 @@ from torch import nn
 
 from rankcollapse.errors import UnknownNameError
 from rankcollapse.hf import ARCHITECTURES, run_batch, wrap_model
-from rankcollapse.hf.tiny import VOCAB, tiny_model
+from rankcollapse.hf.models import tiny_model
+from rankcollapse.hf.registry import VOCAB
 from rankcollapse.paths import (
     DECOMPOSABLE,
     decompose_by_length,

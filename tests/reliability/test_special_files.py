@@ -74,3 +74,11 @@ def test_a_fifo_as_a_stored_report_rebuilds_it(tmp_path):
     (tmp_path / "run" / "report.html").unlink()
     os.mkfifo(tmp_path / "run" / "report.html")
     assert stored_report(tmp_path / "run", TINY, manifest) is None
+
+
+def test_a_fifo_in_a_tokenizer_folder_is_refused(tmp_path):
+    from rankcollapse.hf.models import load_tokenizer
+
+    os.mkfifo(tmp_path / "tokenizer.json")
+    with pytest.raises(InputError, match=r"holds tokenizer.json, a named pipe \(FIFO\)"):
+        load_tokenizer(tmp_path)

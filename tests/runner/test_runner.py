@@ -151,7 +151,7 @@ def test_a_typo_in_a_config_file_names_the_key_and_the_allowed_keys(tmp_path):
     config_file = tmp_path / "c.yaml"
     config_file.write_text("net:\n  dpeth: 5\n")
     with pytest.raises(
-        ConfigError, match=r"no config key 'net.dpeth'.*'depth'.*net.depth, net.norm"
+        ConfigError, match=r"no config key 'net.dpeth'.*'net.depth'.*net.depth, net.norm"
     ):
         plan(TINY, config_file=config_file)
 

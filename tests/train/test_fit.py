@@ -24,12 +24,25 @@ def test_a_tiny_training_run_lowers_the_loss():
 
 def test_training_is_deterministic_by_seed():
     data = convex_hull_data(64, seed=0)
-    config = SANConfig(inputs="points", n_classes=2, **TINY)
-    runs = [
-        train(SAN(config), data.inputs, data.targets, TrainConfig(steps=5, seed=3))
-        for _ in range(2)
-    ]
+    config = SANConfig(inputs="points", n_classes=2, **TINY)  # with the authors' dropout 0.1
+    models = [SAN(config), SAN(config)]
+    torch.manual_seed(123)
+    before = torch.get_rng_state()
+    runs = [train(m, data.inputs, data.targets, TrainConfig(steps=5, seed=3)) for m in models]
     assert runs[0] == runs[1]
+    assert torch.equal(torch.get_rng_state(), before)  # the caller's generator is left alone
+    other = train(SAN(config), data.inputs, data.targets, TrainConfig(steps=5, seed=4))
+    assert other != runs[0]
+
+
+def test_training_runs_with_dropout_and_ends_in_eval_mode():
+    data = convex_hull_data(64, seed=0)
+    model = SAN(SANConfig(inputs="points", n_classes=2, dropout=0.5, **TINY))
+    seen = []
+    model.dropout.register_forward_hook(lambda m, i, o: seen.append(m.training))
+    train(model, data.inputs, data.targets, TrainConfig(steps=2))
+    assert seen == [True] * 4  # embedding and classifier input, 2 steps: dropout active
+    assert not model.training and not any(m.training for m in model.modules())
 
 
 def test_a_checkpoint_is_reused_only_for_the_same_config(tmp_path):

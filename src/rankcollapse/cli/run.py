@@ -116,12 +116,16 @@ def run(args: argparse.Namespace) -> int:
         )
     keys = [] if args.name == "all" else list(get_experiment(args.name).config.model_fields)
     overrides = parse_overrides(args.overrides, keys)
+    here = not args.address  # a cluster's devices are not visible from here
     if args.name == "all":
         root = args.out or Path("results")
         names = experiments_with_preset(args.preset)
-        plans = [plan(n, args.preset, overrides, args.config, results_root=root) for n in names]
+        plans = [
+            plan(n, args.preset, overrides, args.config, results_root=root, devices_here=here)
+            for n in names
+        ]
     else:
-        plans = [plan(args.name, args.preset, overrides, args.config, out=args.out)]
+        plans = [plan(args.name, args.preset, overrides, args.config, args.out, devices_here=here)]
     # Every config is valid, every unit list built and every folder writable and ours: only
     # now does work start.
     for p in plans:

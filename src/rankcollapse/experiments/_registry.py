@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import importlib
 import math
+import sys
 import typing
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -376,13 +377,18 @@ class Experiment:
     registry-wide test runs it on hand-made tables where each finding passes and fails."""
 
     def make_config(
-        self, preset: str = DEFAULT_PRESET, overrides: Mapping[str, Any] | None = None
+        self,
+        preset: str | None = DEFAULT_PRESET,
+        *values: Mapping[str, Any],
+        devices_here: bool = False,
     ) -> BaseModel:
-        """Validate a preset plus overrides; a typo or out-of-range value raises ConfigError.
-
-        `overrides` may be nested ({"net": {"n_layers": 4}}) or use dotted keys ({"net.n_layers": 4});
-        they are merged key by key over the preset. Unknown keys at any depth are named
-        together with the allowed keys before pydantic sees the values.
+        """The one resolution of a config, wherever its values come from: `values` (a config
+        file's mapping, `--set` overrides, a Python dict, a stored run's config.yaml) merged in
+        order over the preset (None: the config's defaults, for a stored run), key by key;
+        nested ({"net": {"n_layers": 4}}) or dotted ({"net.n_layers": 4}) keys alike. Unknown
+        keys at any depth are named with the allowed keys, then pydantic checks the values; with
+        `devices_here`, every device the config names must be visible on this machine (a run
+        that starts here; a stored config names the device it ran on).
 
         Example:
             >>> from pydantic import ConfigDict
@@ -393,19 +399,54 @@ class Experiment:
             ...                  lambda c: [], lambda c, u: None, lambda c, r: Summary())
             >>> exp.make_config("paper", {"n_layers": 3}).n_layers
             3
-            >>> exp.make_config(overrides={"n_layer": 3})
+            >>> exp.make_config("quick", {"n_layer": 3})
             Traceback (most recent call last):
             ...
             rankcollapse.errors.ConfigError: demo has no config key 'n_layer'. Did you mean 'n_layers'? Keys: n_layers.
         """
-        if preset not in self.presets:
+        if preset is not None and preset not in self.presets:
             raise unknown_name(f"preset of {self.name}", preset, self.presets)
-        values = merge_values(self.presets[preset], nest_dotted(overrides or {}))
-        _check_keys(self.name, self.config, values, prefix="")
+        merged = merge_values(self.presets[preset] if preset else {}, merged_values(*values))
+        _check_keys(self.name, self.config, merged, prefix="")
         try:
-            return self.config(**values)
+            config = self.config(**merged)
         except ValidationError as err:
             raise invalid_config(f"config for {self.name}", err, self.config.model_fields) from None
+        if devices_here:
+            _check_devices_visible(self.name, config)
+        return config
+
+
+def merged_values(*values: Mapping[str, Any]) -> dict[str, Any]:
+    """Several mappings of config values (nested or dotted keys) merged in order.
+
+    Example:
+        >>> merged_values({"net.n_layers": 4, "seeds": [0]}, {"net": {"d_model": 8}})
+        {'net': {'n_layers': 4, 'd_model': 8}, 'seeds': [0]}
+    """
+    merged: dict[str, Any] = {}
+    for layer in values:
+        merged = merge_values(merged, nest_dotted(layer))
+    return merged
+
+
+def _check_devices_visible(name: str, config: BaseModel, prefix: str = "") -> None:
+    """Every `torch.device` of `config` (nested configs too) visible here, or a ConfigError
+    naming its key. Without torch loaded the config holds no device (parsing one loads
+    torch): nothing to check, and torch stays unloaded (a fully stored run needs none)."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return
+    from rankcollapse.devices import resolve_device
+
+    for key, value in config:
+        if isinstance(value, torch.device):
+            try:
+                resolve_device(value)
+            except ConfigError as err:
+                raise ConfigError(f"{name}: {prefix}{key}: {err}") from None
+        elif isinstance(value, BaseModel):
+            _check_devices_visible(name, value, f"{prefix}{key}.")
 
 
 def nest_dotted(values: Mapping[str, Any]) -> dict[str, Any]:
@@ -452,10 +493,10 @@ def _check_keys(name: str, model: type[BaseModel], values: Mapping[str, Any], pr
     fields = model.model_fields
     for key, value in values.items():
         if key not in fields:
-            allowed = ", ".join(prefix + f for f in fields)
+            allowed = [prefix + f for f in fields]
             raise ConfigError(
                 f"{name} has no config key '{prefix}{key}'."
-                f"{did_you_mean(str(key), fields)} Keys: {allowed}."
+                f"{did_you_mean(prefix + str(key), allowed)} Keys: {', '.join(allowed)}."
             )
         sub = _submodel(fields[key].annotation)
         if sub is not None and isinstance(value, Mapping):

@@ -43,7 +43,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from rankcollapse.devices import Device, Dtype
 from rankcollapse.experiments._registry import Claim, Experiment, Summary, Unit, for_every, register
-from rankcollapse.hf.models import MODELS, text_model_type
+from rankcollapse.hf import MODELS, text_model_type
 from rankcollapse.plot import band_plot, spans_decades
 from rankcollapse.seeds import Seed
 from rankcollapse.theory import at_layer, first_layer_below, layer_stats, layers_above

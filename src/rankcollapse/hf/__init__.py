@@ -1,12 +1,14 @@
 """Real Hugging Face models through declarative adapters, hooks and a custom attention function.
 
 - `load_model(name, *, init, seed, dtype, device, n_layers, config_overrides, tokenizer)` -> `LoadedModel`
-  (model in eval mode, tokenizer or None, `Architecture` adapter, provenance `info`); `MODELS`
-  is the model registry (family, sizes, causal, decomposable, default init; `text_model_type`
-  is a config field of its text models); `wrap_model` / `as_loaded` take a model already in
-  memory (base model or one with a head), without a copy.
+  (model in eval mode, tokenizer or None, `Architecture` adapter, provenance `info`);
+  `wrap_model` / `as_loaded` take a model already in memory (base model or one with a head),
+  without a copy (`hf.models`, the loader).
+- `MODELS` is the model registry (family, sizes, causal, decomposable, default init, a preset's
+  config; `text_model_type` is a config field of its text models) and `tiny_config(family)` a
+  2-layer config of any family (`hf.registry`, data only); `tiny_model(family)` builds it.
 - `ARCHITECTURES`: one adapter per family (where it keeps its blocks, attention, q/k/v/o, MLP
-  and norms, and its quirks); `tiny_model(family)` builds a 2-layer random model of any family.
+  and norms, the class that holds them, and its quirks).
 - `VARIANTS` (Dong's `san`, `san+mlp`, `san+skip`, `transformer`; Wu's `wu:*`; the authors'
   own surgery `dong-authors:*`; the vocabulary of `rankcollapse.variants`, re-exported with
   `parse_variant`), applied by hooks with `variant_applied`; `describe(variant, arch)` says
@@ -24,20 +26,17 @@ from rankcollapse.hf.architectures import ARCHITECTURES, Architecture, architect
 from rankcollapse.hf.attention import AttentionSettings, attention_settings, custom_attention
 from rankcollapse.hf.capture import LayerCapture, applied, run_batch
 from rankcollapse.hf.images import load_images
-from rankcollapse.hf.models import (
+from rankcollapse.hf.models import LoadedModel, as_loaded, load_model, tiny_model, wrap_model
+from rankcollapse.hf.qk_rank import qk_ranks
+from rankcollapse.hf.registry import (
     MODELS,
-    LoadedModel,
     ModelSpec,
-    as_loaded,
-    load_model,
     model_entry,
     text_model_type,
     text_models,
-    wrap_model,
+    tiny_config,
 )
-from rankcollapse.hf.qk_rank import qk_ranks
 from rankcollapse.hf.text import load_paragraphs, load_windows, sample_corpus
-from rankcollapse.hf.tiny import tiny_model
 from rankcollapse.hf.variants import describe, variant_applied
 from rankcollapse.variants import (
     AUTHORS_VARIANTS,
@@ -78,6 +77,7 @@ __all__ = [
     "sample_corpus",
     "text_model_type",
     "text_models",
+    "tiny_config",
     "tiny_model",
     "variant_applied",
     "wrap_model",

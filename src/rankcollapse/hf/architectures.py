@@ -509,6 +509,22 @@ def architecture_for(model_type: str, config: Any = None) -> Architecture:
     )
 
 
+def declared(config: Any) -> bool:
+    """Whether an adapter of `ARCHITECTURES` declares `config.model_type`."""
+    return any(config.model_type in a.model_types for a in ARCHITECTURES.values())
+
+
+def model_class_of(config: Any) -> Any:
+    """The transformers class that holds the blocks: AutoModel, or the adapter's own (T5's
+    encoder)."""
+    import transformers
+
+    arch = architecture_for(config.model_type, config) if declared(config) else None
+    if arch is not None and arch.model_class:
+        return getattr(transformers, arch.model_class)
+    return transformers.AutoModel
+
+
 def infer_architecture(model: nn.Module) -> Architecture | None:
     """Llama's adapter when a model's blocks have Llama's layout, whatever its `model_type`.
 

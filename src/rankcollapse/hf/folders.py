@@ -262,9 +262,9 @@ def _meta_model(config: Any) -> Any:
     """The base model the loader would build, on the meta device (no memory)."""
     import torch
 
-    from rankcollapse.hf.models import _model_class
+    from rankcollapse.hf.architectures import model_class_of
 
-    cls = _model_class(config)
+    cls = model_class_of(config)
     with torch.device("meta"), _quiet_transformers():
         return cls.from_config(config) if hasattr(cls, "from_config") else cls(config)
 
@@ -379,8 +379,16 @@ def check_model_folder(path: str | Path) -> None:
     folder = Path(path)
     if not folder.is_dir():
         raise InputError(f"model folder '{folder}' does not exist; pass a local model folder.")
+    files = _regular_files(folder)
+    stamp = tuple((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in files)
+    _checked(folder.resolve(), stamp)
+
+
+def _regular_files(folder: Path) -> list[Path]:
+    """The files of `folder`, each a regular file (transformers opens what it finds: a FIFO or
+    device would wait forever or never end), else an error naming it."""
     files = sorted(p for p in folder.iterdir() if not p.is_dir())
-    for file in files:  # transformers opens what it finds: a FIFO would wait forever
+    for file in files:
         checked_size(
             file,
             MAX_HEADER_FILE,
@@ -388,5 +396,12 @@ def check_model_folder(path: str | Path) -> None:
                 folder, f"holds {p.name}, {problem}", "remove it or replace it with the file"
             ),
         )
-    stamp = tuple((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in files)
-    _checked(folder.resolve(), stamp)
+    return files
+
+
+def check_tokenizer_folder(path: str | Path) -> None:
+    """A tokenizer folder's files before transformers reads them: regular files only, the
+    JSON ones JSON objects within their bound."""
+    folder = Path(path)
+    _regular_files(folder)
+    _check_tokenizer_files(folder)

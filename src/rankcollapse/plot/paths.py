@@ -88,7 +88,7 @@ def path_accuracy_figure(
 ) -> Figure:
     """Accuracy against path length k >= 1, one line per n_paths (band: std over repeats and
     seeds), k = 0 hollow; the full model, the baselines and the margin a best length must clear
-    (above the best of the trivial baselines and k = 0, `floors` per task).
+    (above the paper's baseline, `floors` per task).
 
     `paths`: rows (task, n_paths, length, value); `reference`: per task (index) the full model
     and the baselines; Dong, Cordonnier, Loukas 2021, Sec. 5, Fig. 4.

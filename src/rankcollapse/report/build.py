@@ -78,7 +78,7 @@ def build_report(
         except InputError as err:
             raise damaged(out_dir / "manifest.json", str(err).rstrip(".")) from None
     exp = experiment
-    config = read_config(out_dir, exp.config, exp.name)
+    config = read_config(out_dir, exp)
     if manifest.get("config_hash") not in (None, config_hash(exp.name, config)):
         raise damaged(out_dir / "config.yaml", "not the config the manifest's hash names")
     results = read_results(out_dir / "results.csv", sha256=manifest.get("results_sha256"))
@@ -187,7 +187,7 @@ def stored_report(
         tables = {  # checked as results.csv is: a damaged table rebuilds the report
             p.stem: read_results(p, required=()) for p in sorted((out_dir / "tables").glob("*.csv"))
         }
-        config = read_config(out_dir, experiment.config, experiment.name)
+        config = read_config(out_dir, experiment)
         results = read_results(out_dir / "results.csv", sha256=manifest.get("results_sha256"))
     except (InputError, OSError, ValueError, TypeError, KeyError):  # anything amiss: rebuild
         return None

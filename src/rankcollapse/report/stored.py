@@ -13,14 +13,17 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from rankcollapse.errors import InputError, invalid_config
+from rankcollapse.errors import ConfigError, InputError
 from rankcollapse.files import digest, read_marker
 from rankcollapse.reading import MiB, check_csv, open_bounded, read_json, read_yaml
+
+if TYPE_CHECKING:
+    from rankcollapse.experiments import Experiment
 
 MAX_JSON = 64 * MiB  # a manifest or claims file larger than this is not ours
 MAX_YAML = MiB  # a config is a few lines; a megabyte of YAML is not one
@@ -109,17 +112,17 @@ def read_claims(folder: str | Path) -> list[dict[str, Any]]:
         raise damaged(path, _schema_problem(err)) from None
 
 
-def read_config(folder: str | Path, config_model: type[BaseModel], name: str) -> BaseModel:
-    """`folder/config.yaml` (safe loader only: a `!!python` tag is refused, never run) as the
-    experiment's config model."""
+def read_config(folder: str | Path, experiment: Experiment) -> BaseModel:
+    """`folder/config.yaml` (safe loader only: a `!!python` tag is refused, never run) resolved
+    as every config is (`Experiment.make_config`, no preset: the stored config is whole)."""
     path = Path(folder) / "config.yaml"
     values = read_yaml(path, MAX_YAML, error=lambda problem: damaged(path, problem))
     if not isinstance(values, dict):
         raise damaged(path, f"holds a {type(values).__name__}, not a mapping of config keys")
     try:
-        return config_model.model_validate(values)
-    except ValidationError as err:
-        raise damaged(path, str(invalid_config(name, err, config_model.model_fields))) from None
+        return experiment.make_config(None, values)
+    except ConfigError as err:
+        raise damaged(path, str(err).rstrip(".")) from None
 
 
 def results_sha256(path: str | Path) -> str:

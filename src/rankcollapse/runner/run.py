@@ -42,8 +42,7 @@ from rankcollapse.experiments import (
     Unit,
     experiment_names,
     get_experiment,
-    merge_values,
-    nest_dotted,
+    merged_values,
 )
 from rankcollapse.files import (
     canonical_json,
@@ -187,12 +186,16 @@ def plan(
     config_file: str | Path | None = None,
     out: str | Path | None = None,
     results_root: str | Path = "results",
+    *,
+    devices_here: bool = True,
 ) -> Plan:
-    """Resolve and validate the config and build the unit list; nothing runs, nothing is written."""
+    """Resolve and validate the config (`Experiment.make_config`: the config file's values,
+    then `overrides`, over the preset; with `devices_here`, its devices visible on this
+    machine) and build the unit list; nothing runs, nothing is written."""
     exp = name if isinstance(name, Experiment) else get_experiment(name)
-    values = load_config_file(config_file) if config_file is not None else {}
-    values = merge_values(nest_dotted(values), nest_dotted(dict(overrides or {})))
-    config = exp.make_config(preset, values)
+    file_values = load_config_file(config_file) if config_file is not None else {}
+    values = merged_values(file_values, overrides or {})
+    config = exp.make_config(preset, values, devices_here=devices_here)
     units = exp.units(config)
     if not units:
         raise ConfigError(f"{exp.name} has no units of work for this config; check its lists.")
@@ -231,7 +234,7 @@ def run_experiment(
     else `jobs` worker processes) or "ray" (`address` joins a cluster); see `backends`.
     `figures=False` draws no figure (the report has its claims and tables).
     """
-    p = plan(name, preset, overrides, config_file, out, results_root)
+    p = plan(name, preset, overrides, config_file, out, results_root, devices_here=not address)
     return execute(
         p, jobs, progress, backend=backend, address=address, notify=notify, figures=figures
     )
@@ -268,9 +271,10 @@ def run_all(
     workers (a Ray instance or a process pool), longest expected first (`execute_all`).
     """
     plans = [
-        plan(name, preset, overrides, config_file, results_root=results_root)
+        plan(name, preset, overrides, config_file, results_root=results_root,
+             devices_here=not address)
         for name in experiments_with_preset(preset)
-    ]
+    ]  # fmt: skip
     return execute_all(plans, jobs, progress, backend=backend, address=address, notify=notify)
 
 

@@ -63,10 +63,17 @@ def train_and_eval_data(
 
 
 def san_config(
-    data: TaskData, *, n_layers: int, n_heads: int, d_model: int, seed: int
+    data: TaskData,
+    *,
+    n_layers: int,
+    n_heads: int,
+    d_model: int,
+    seed: int,
+    dropout: float = 0.1,
 ) -> SANConfig:
     """The SAN of Sec. 5 for `data`: points embedded by an MLP (convex hull), token ids by a
-    table; learned positions for sorting only (the class of position i is the i-th smallest).
+    table; learned positions for sorting only (the class of position i is the i-th smallest);
+    training-time dropout `dropout` (the authors' 0.1).
 
     Example:
         >>> data = task_data("sorting", 2, seed=0, n_tokens=5)
@@ -82,6 +89,7 @@ def san_config(
         n_layers=n_layers,
         n_heads=n_heads,
         d_model=d_model,
+        dropout=dropout,
         seed=seed,
     )
 

@@ -118,6 +118,9 @@ class TaskSetup(BaseModel):
     """Sequences per step."""
     lr: float = Field(1e-3, gt=0)
     """Adam learning rate."""
+    dropout: float = Field(0.1, ge=0, lt=1)
+    """Training-time dropout in the authors' four places (embedding, attention probabilities,
+    attention output, classifier input); off at evaluation. 0: none."""
 
     @model_validator(mode="after")
     def _width_splits_into_heads(self) -> TaskSetup:
@@ -159,7 +162,7 @@ def train_on_task(
     train_data, held_out = train_and_eval_data(
         task, setup.n_train, setup.n_eval, seed=data_seed, n_tokens=setup.n_tokens
     )
-    sizes = setup.model_dump(include={"n_layers", "n_heads", "d_model"})
+    sizes = setup.model_dump(include={"n_layers", "n_heads", "d_model", "dropout"})
     config = san_config(train_data, **sizes, seed=stream_seed(seed, "weights"))
     schedule = TrainConfig(
         **setup.model_dump(include={"steps", "batch_size", "lr"}), seed=data_seed

@@ -87,8 +87,10 @@ def train(
     through the data in a seeded random order, epoch after epoch, with no per-example loops.
     The model and the data move to `device` (the model stays there); the batch order is drawn
     on the CPU, so it is the same on every device, and moves there once per epoch; the host
-    reads the losses once, at the end. A `monitor` (`rankcollapse.measure.monitor.watch`) measures the
-    model before the first step and after each step its interval divides.
+    reads the losses once, at the end. Dropout and any other draw from torch's global generator
+    are seeded by `config.seed` inside a fork of it (the caller's state is restored). A
+    `monitor` (`rankcollapse.measure.monitor.watch`) measures the model before the first step
+    and after each step its interval divides.
 
     Example:
         >>> model = nn.Linear(1, 2)
@@ -114,21 +116,25 @@ def train(
     model.train()
     if monitor is not None:
         monitor.step(0)
-    for step in range(1, config.steps + 1):
-        if len(order) < batch_size:  # a new epoch: reshuffle
-            order = torch.randperm(len(inputs), generator=generator).to(device)
-        batch, order = order[:batch_size], order[batch_size:]
-        for group in optimizer.param_groups:
-            group["lr"] = config.lr_at(step - 1)
-        loss = loss_fn(model(inputs[batch]), targets[batch])
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-        losses.append(loss.detach())
-        if monitor is not None:
-            monitor.step(step)
+    # Dropout draws from torch's global generator: seeded here, inside a fork that restores the
+    # caller's state afterwards, so a model with dropout trains the same way every time.
+    with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
+        torch.manual_seed(config.seed)
+        for step in range(1, config.steps + 1):
+            if len(order) < batch_size:  # a new epoch: reshuffle
+                order = torch.randperm(len(inputs), generator=generator).to(device)
+            batch, order = order[:batch_size], order[batch_size:]
+            for group in optimizer.param_groups:
+                group["lr"] = config.lr_at(step - 1)
+            loss = loss_fn(model(inputs[batch]), targets[batch])
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            losses.append(loss.detach())
+            if monitor is not None:
+                monitor.step(step)
     model.eval()
-    return torch.stack(losses).tolist()
+    return torch.stack(losses).tolist() if losses else []
 
 
 def warmup_cosine(lr: float, step: int, steps: int, warmup: int) -> float:
