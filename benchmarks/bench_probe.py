@@ -4,14 +4,15 @@
    Qwen2-0.5B-shaped random init): baseline one forward pass with `output_hidden_states=True`;
    probe `rankcollapse.measure.probe` with the default metric suite (every state metric, float64) on
    the same windows, variant `transformer`. Both measured in the same process, interleaved, best
-   of `--repeats`; target ratio <= 1.15. The capture alone (`run_batch` with hooks, no metrics)
+   of `--repeats`; target ratio <= 1.2. The capture alone (`run_batch` with hooks, no metrics)
    and the metric suite alone on the baseline's hidden states are printed too, to show where the
    cost sits. Sizes: 32 x 128 tokens, except the Qwen2 shape at 8 x 256.
 2. Memory, per model: each arm runs in its own subprocess: load the model, warm up,
    `malloc_trim(0)`, reset the kernel's peak-RSS counter (`echo 5 > /proc/self/clear_refs`), run,
    then read the peak (VmHWM) minus the resident size before the run. tracemalloc cannot see
    torch's allocations, and the model load's own peak would hide the forward's, hence the reset.
-   Target: probe peak < baseline peak.
+   Target: probe peak <= 0.5 x baseline peak (the probe runs about 1024 tokens per forward
+   pass, `measure.layers.MAX_TOKENS`, and measures each layer as it arrives).
 
 Run: `.venv/bin/python benchmarks/bench_probe.py [--models minilm smollm2 qwen2-0.5b]` (several
 minutes on 2 cores; the Qwen2 shape alone is about half of it).
@@ -143,7 +144,7 @@ def report(name: str, repeats: int, skip_memory: bool) -> None:
     print(f"  capture alone (hooks, no metrics)  : {t['capture']:.2f} s")
     print(f"  metric suite alone ({t['layers'] + 1} states)    : {t['suite']:.2f} s")
     print(
-        f"  ratio probe / forward              : {t['probe'] / t['forward']:.2f} (target <= 1.15)"
+        f"  ratio probe / forward              : {t['probe'] / t['forward']:.2f} (target <= 1.2)"
     )
     if skip_memory:
         return
@@ -152,7 +153,7 @@ def report(name: str, repeats: int, skip_memory: bool) -> None:
     print(f"  peak RSS above the loaded model ({m['probe']['before_mb']:.0f} MB loaded):")
     print(f"    forward with output_hidden_states : {base:.0f} MB")
     print(f"    probe (streaming, default suite)   : {mine:.0f} MB")
-    print(f"    ratio probe / baseline             : {mine / base:.2f} (target < 1)")
+    print(f"    ratio probe / baseline             : {mine / base:.2f} (target <= 0.5)")
 
 
 def main() -> None:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # kept out of `rankcollapse --version`
@@ -60,6 +62,38 @@ def missing_extra(what: str, extra: str, instead: str) -> ConfigError:
         f"{what} needs the {extra} extra, which is not installed; install it with "
         f"{install_extra(extra)} (in the checkout), or {instead}."
     )
+
+
+_COMMAND_LINE: ContextVar[bool] = ContextVar("command_line", default=False)
+
+
+@contextmanager
+def command_line_words() -> Iterator[None]:
+    """Inside this block (a command of the CLI) `option` spells options as flags."""
+    token = _COMMAND_LINE.set(True)
+    try:
+        yield
+    finally:
+        _COMMAND_LINE.reset(token)
+
+
+def option(name: str, value: object = True) -> str:
+    """An option as the caller writes it, for the "how to fix it" of an error: a keyword
+    argument from Python (`n_tokens=32`, `random_tokens=True`), a flag on the command line
+    (`--n-tokens 32`, `--random-tokens`; inside `command_line_words`). A str value is a
+    placeholder, written as it is; None names the option alone.
+
+    Example:
+        >>> option("n_tokens", 32), option("random_tokens"), option("mask", None)
+        ('n_tokens=32', 'random_tokens=True', 'mask=')
+        >>> with command_line_words():
+        ...     option("n_tokens", 32), option("random_tokens"), option("mask", None)
+        ('--n-tokens 32', '--random-tokens', '--mask')
+    """
+    if _COMMAND_LINE.get():
+        flag = "--" + name.replace("_", "-")
+        return flag if value is True or value is None else f"{flag} {value}"
+    return f"{name}=" if value is None else f"{name}={value}"
 
 
 def did_you_mean(name: str, known: Iterable[str]) -> str:

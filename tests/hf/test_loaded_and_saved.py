@@ -62,7 +62,7 @@ def test_directory_without_tokenizer_takes_random_ids_from_its_config_vocabulary
 
 
 def test_text_without_tokenizer_says_to_pass_random_tokens_or_a_tokenizer(saved):
-    with pytest.raises(InputError, match="no tokenizer.*--random-tokens.*--tokenizer DIR"):
+    with pytest.raises(InputError, match="no tokenizer.*random_tokens=True.*tokenizer=DIR"):
         probe(str(saved / "bert"), n_samples=2, n_tokens=6)
 
 

@@ -241,7 +241,7 @@ def test_metrics_measured_beside_the_forward_equal_the_suite_on_its_hidden_state
 def test_an_error_in_a_layer_metric_reaches_the_caller(tiny_bert, monkeypatch):
     import importlib
 
-    probe_module = importlib.import_module("rankcollapse.measure.probe")
+    probe_module = importlib.import_module("rankcollapse.measure.layers")
 
     def broken(*args, **kwargs):
         raise InputError("x has 1 NaN values")

@@ -36,7 +36,7 @@ def test_real_curves_give_short_variant_names_the_mask_string_and_each_mode():
 def test_an_overflowing_curve_is_one_diverged_row_and_other_errors_propagate(monkeypatch):
     import importlib
 
-    probe_module = importlib.import_module("rankcollapse.measure.probe")
+    probe_module = importlib.import_module("rankcollapse.measure.layers")
     validation = importlib.import_module("rankcollapse._validation")
     loaded = load_cached(TINY)
     mask = parse_mask_spec("complete")

@@ -20,7 +20,7 @@ os.environ.setdefault("TQDM_DISABLE", "1")
 
 from rankcollapse import __version__
 from rankcollapse.cli._common import typed_numbers
-from rankcollapse.errors import RankCollapseError
+from rankcollapse.errors import RankCollapseError, command_line_words
 from rankcollapse.process import fast_imports
 
 # command -> (its module in this package, its help line); add yours here.
@@ -93,7 +93,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 0
     try:
-        return int(args.func(args) or 0)
+        with command_line_words():  # errors name flags, not keyword arguments
+            return int(args.func(args) or 0)
     except RankCollapseError as err:
         from rich.text import Text
 

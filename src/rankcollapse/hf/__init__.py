@@ -15,8 +15,12 @@
   exactly what each removes.
 - `run_batch(loaded, input_ids, token_mask, *, on_layer, variant, mask, temperature, train_mode,
   attention)`: one forward pass streaming every layer's states (and attention) to a callback;
-  `applied(...)` is the same setup as a context manager for your own hooks.
-- Inputs: `load_windows` / `load_paragraphs` / `sample_corpus` / `load_images`.
+  `applied(...)` is the same setup as a context manager for your own hooks;
+  `blocks_captured(blocks, on_layer)` the same capture on the blocks of any module, and
+  `modes_kept(model)` puts every submodule's mode back. The checks before a forward pass:
+  `check_variant(variant, arch)`, `check_attention_settings(loaded, mask, n_tokens, T)`.
+- Inputs: `load_windows` / `load_paragraphs` / `sample_corpus` / `load_images`;
+  `random_token_ids`, `pixel_inputs`.
 
 Measuring a model (the probe, real models' curves, the monitor) is `rankcollapse.measure`,
 one floor up; `hf` is the plumbing it measures through.
@@ -24,20 +28,28 @@ one floor up; `hf` is the plumbing it measures through.
 
 from rankcollapse.hf.architectures import ARCHITECTURES, Architecture, architecture_for
 from rankcollapse.hf.attention import AttentionSettings, attention_settings, custom_attention
-from rankcollapse.hf.capture import LayerCapture, applied, run_batch
-from rankcollapse.hf.images import load_images
+from rankcollapse.hf.capture import (
+    LayerCapture,
+    applied,
+    blocks_captured,
+    check_attention_settings,
+    modes_kept,
+    run_batch,
+)
+from rankcollapse.hf.images import load_images, pixel_inputs
 from rankcollapse.hf.models import LoadedModel, as_loaded, load_model, tiny_model, wrap_model
 from rankcollapse.hf.qk_rank import qk_ranks
 from rankcollapse.hf.registry import (
     MODELS,
+    Init,
     ModelSpec,
     model_entry,
     text_model_type,
     text_models,
     tiny_config,
 )
-from rankcollapse.hf.text import load_paragraphs, load_windows, sample_corpus
-from rankcollapse.hf.variants import describe, variant_applied
+from rankcollapse.hf.text import load_paragraphs, load_windows, random_token_ids, sample_corpus
+from rankcollapse.hf.variants import check_variant, describe, variant_applied
 from rankcollapse.variants import (
     AUTHORS_VARIANTS,
     DONG_VARIANTS,
@@ -56,6 +68,7 @@ __all__ = [
     "WU_VARIANTS",
     "Architecture",
     "AttentionSettings",
+    "Init",
     "LayerCapture",
     "LoadedModel",
     "ModelSpec",
@@ -64,6 +77,9 @@ __all__ = [
     "architecture_for",
     "as_loaded",
     "attention_settings",
+    "blocks_captured",
+    "check_attention_settings",
+    "check_variant",
     "custom_attention",
     "describe",
     "load_images",
@@ -71,8 +87,11 @@ __all__ = [
     "load_paragraphs",
     "load_windows",
     "model_entry",
+    "modes_kept",
     "parse_variant",
+    "pixel_inputs",
     "qk_ranks",
+    "random_token_ids",
     "run_batch",
     "sample_corpus",
     "text_model_type",

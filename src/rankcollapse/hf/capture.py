@@ -22,11 +22,11 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from rankcollapse.errors import ConfigError
-from rankcollapse.hf.architectures import ARCHITECTURES, block_list, submodule
+from rankcollapse.errors import ConfigError, option
+from rankcollapse.hf.architectures import ARCHITECTURES, Architecture, block_list, submodule
 from rankcollapse.hf.attention import AttentionSettings, attention_settings
 from rankcollapse.hf.models import LoadedModel
-from rankcollapse.hf.variants import variant_applied
+from rankcollapse.hf.variants import check_variant, variant_applied
 from rankcollapse.masks import check_mask
 from rankcollapse.variants import Variant, parse_variant
 
@@ -60,7 +60,8 @@ def check_attention_settings(
         with_interface = [a.name for a in ARCHITECTURES.values() if a.attention_interface]
         raise ConfigError(
             f"model '{loaded.name}' ({loaded.arch.name}) does not support masks or temperature: "
-            f"{loaded.arch.notes}. Drop --mask/--temperature, or use a model of "
+            f"{loaded.arch.notes}. Drop {option('mask', None)} and {option('temperature', None)}"
+            ", or use a model of "
             f"{', '.join(with_interface)}."
         )
     if mask is not None:
@@ -94,13 +95,19 @@ def applied(
     temperature: float = 1.0,
     train_mode: bool = False,
     record: Callable | None = None,
+    check: bool = True,
 ) -> Iterator[None]:
     """Inside this block, `loaded.model` runs with the variant, mask, temperature and mode.
 
-    `record(module, probs)` receives every attention call's probabilities (custom attention).
-    The model's own attention implementation is kept when nothing needs the custom one.
+    A variant given by name is parsed here; `check` checks it is defined for this family
+    (False: the caller checked it once for all its batches). `record(module, probs)` receives
+    every attention call's probabilities (custom attention). The model's own attention
+    implementation is kept when nothing needs the custom one.
     """
-    variant = parse_variant(variant)
+    if not isinstance(variant, Variant):
+        variant = parse_variant(variant)
+    if check:
+        check_variant(variant, loaded.arch)
     model = loaded.model
     custom = loaded.arch.attention_interface and (
         mask is not None or temperature != 1.0 or record is not None
@@ -183,8 +190,9 @@ def run_batch(
         temperature: softmax temperature (logits / T on top of the model's scaling).
         train_mode: run with dropout on (the model is put back in its previous mode afterwards).
         attention: also capture each block's attention probabilities.
-        check: check the mask and temperature here (`check_attention_settings`); False when
-            the caller checked them once for all its batches, as `run_probe` does.
+        check: check the variant, mask and temperature here (`check_variant`,
+            `check_attention_settings`); False when the caller checked them once for all its
+            batches, as `run_probe` and the monitor do.
     """
     arch, model = loaded.arch, loaded.model
     device = loaded.device
@@ -198,7 +206,36 @@ def run_batch(
     if mask is not None:
         mask = mask.to(device)
     blocks = block_list(model, arch)
-    state = {"probs": None}
+    with (
+        _attention_recorded(arch, blocks, attention) as (take_probs, record),
+        blocks_captured(blocks, on_layer, seq_first=arch.seq_first, probs=take_probs),
+        applied(
+            loaded,
+            variant=variant,
+            mask=mask,
+            token_mask=token_mask,
+            temperature=temperature,
+            train_mode=train_mode,
+            record=record,
+            check=check,
+        ),
+        torch.no_grad(),
+    ):
+        if pixels:
+            model(pixel_values=input_ids.to(loaded.dtype))
+        else:
+            model(input_ids=input_ids, attention_mask=token_mask.long())
+
+
+@contextmanager
+def _attention_recorded(
+    arch: Architecture, blocks: Sequence[nn.Module], attention: bool
+) -> Iterator[tuple[Callable[[], Tensor | None], Callable | None]]:
+    """(the attention probabilities of the block that just ran, or None; the `record` of the
+    custom attention function, or None). Without `attention` nothing is recorded; a model
+    without the attention interface is hooked where its adapter keeps the probabilities
+    (`probs_at`), hooks removed on leaving."""
+    state: dict[str, Tensor | None] = {"probs": None}
 
     def take_probs() -> Tensor | None:
         probs, state["probs"] = state["probs"], None
@@ -216,25 +253,8 @@ def run_batch(
         for block in blocks:
             probs_module = submodule(submodule(block, arch.attention), arch.probs_at)
             handles.append(probs_module.register_forward_hook(record_at))
-    use_record = record if attention and arch.attention_interface else None
     try:
-        with (
-            blocks_captured(blocks, on_layer, seq_first=arch.seq_first, probs=take_probs),
-            applied(
-                loaded,
-                variant=variant,
-                mask=mask,
-                token_mask=token_mask,
-                temperature=temperature,
-                train_mode=train_mode,
-                record=use_record,
-            ),
-            torch.no_grad(),
-        ):
-            if pixels:
-                model(pixel_values=input_ids.to(loaded.dtype))
-            else:
-                model(input_ids=input_ids, attention_mask=token_mask.long())
+        yield take_probs, (record if attention and arch.attention_interface else None)
     finally:
         for handle in handles:
             handle.remove()

@@ -18,7 +18,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from rankcollapse.errors import InputError
+from rankcollapse.errors import InputError, option
 from rankcollapse.reading import MiB, open_bounded
 
 
@@ -153,7 +153,8 @@ def random_token_ids(
     if len(vocab) == 0:
         raise InputError(
             f"no token ids to draw from: vocabulary of {vocab_size} ids, {len(special)} special; "
-            "pass a model whose config has vocab_size > 0, or a tokenizer (--tokenizer DIR)."
+            f"pass a model whose config has vocab_size > 0, or a tokenizer "
+            f"({option('tokenizer', 'DIR')})."
         )
     gen = torch.Generator().manual_seed(seed)
     ids = vocab[torch.randint(len(vocab), (n_samples, n_tokens), generator=gen)]
@@ -203,8 +204,9 @@ def load_windows(
     if tokenizer is None:
         raise InputError(
             "no tokenizer to cut text into windows (a model directory saved without tokenizer "
-            "files, or a vision model); pass a tokenizer, or random token ids (--random-tokens) "
-            "for a text model, images (--images DIR) or random pixels for a vision model."
+            f"files, or a vision model); pass a tokenizer, or random token ids "
+            f"({option('random_tokens')}) for a text model, images ({option('images', 'DIR')}) "
+            "or random pixels for a vision model."
         )
     if random_tokens:
         return random_token_ids(
@@ -222,7 +224,8 @@ def load_windows(
         raise InputError(
             f"{where} has {n_ids} tokens with this tokenizer, enough for {n_windows} windows "
             f"of {n_tokens}, but {n_samples} x {n_tokens} = {n_samples * n_tokens} were requested. "
-            "Pass a longer text, or fewer samples (--n-samples) or tokens (--n-tokens)."
+            f"Pass a longer text, or fewer samples ({option('n_samples', None)}) or tokens "
+            f"({option('n_tokens', None)})."
         )
     chosen = torch.randperm(n_windows, generator=gen)[:n_samples].sort().values
     windows = _windows(pieces(), chosen.tolist(), n_tokens)

@@ -71,7 +71,7 @@ from torch import nn
 
 from rankcollapse.errors import ConfigError
 from rankcollapse.hf.architectures import Architecture, block_list, submodule
-from rankcollapse.variants import Variant, parse_variant
+from rankcollapse.variants import Variant
 
 
 def describe(variant: Variant, arch: Architecture) -> str:
@@ -234,10 +234,9 @@ def check_variant(variant: Variant, arch: Architecture) -> None:
 
 
 @contextmanager
-def variant_applied(model: nn.Module, arch: Architecture, variant: Variant | str) -> Iterator[None]:
-    """Apply `variant` to every block of a base model with hooks; remove them afterwards."""
-    variant = parse_variant(variant)
-    check_variant(variant, arch)
+def variant_applied(model: nn.Module, arch: Architecture, variant: Variant) -> Iterator[None]:
+    """Apply `variant` to every block of a base model with hooks; remove them afterwards.
+    The caller checked it once for this family (`check_variant`, as `applied` does)."""
     handles = []
     try:
         for block in block_list(model, arch):

@@ -146,11 +146,10 @@ def train_grid(
 ) -> GridResult:
     """Train every configuration of `points` on `task` at once (float32), one optimiser step each.
 
-    `monitor` (`rankcollapse.measure.monitor.watch`) is called with the grid's model once it is
-    built, e.g. `lambda model: watch(model, blocks=[model], inputs=(queries, x), logs=...)`
-    (states: the queries, then every configuration's output, samples running over
-    configurations x held-out sets); it measures before the first step and after each step
-    its interval divides (steps count from 1), and is closed at the end.
+    `monitor` is called with the grid's model once it is built and returns a
+    `rankcollapse.measure.monitor.Monitor` (e.g. one whose measure function measures every
+    configuration's output on held-out sets); it measures before the first step and after each
+    step its interval divides (steps count from 1), and is closed at the end.
 
     The model trains on `device` (cpu, cuda, mps or auto), where its data are drawn too (no host
     work per step; an accelerator draws other batches than the CPU from the same seeds), and

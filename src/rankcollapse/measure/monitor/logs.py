@@ -9,14 +9,18 @@ arrives. A resumed training run therefore records each step once.
 from __future__ import annotations
 
 import io
+import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
-from rankcollapse.errors import InputError, missing_extra
+from rankcollapse.errors import ConfigError, InputError, missing_extra
 from rankcollapse.files import append_whole, write_atomic
 from rankcollapse.measure.monitor.watch import COLUMNS
+from rankcollapse.reading import MAX_CSV_LINE, MiB, open_bounded, read_json
 
 
 class MemoryLog:
@@ -50,21 +54,62 @@ class MemoryLog:
         return pd.concat(self.frames, ignore_index=True)
 
 
+LOG_LIMIT = 256 * MiB
+"""The largest monitor log read back (about 4 million rows); a longer run starts a new log."""
+SETUP_LIMIT = MiB
+SETUP_FORMAT = "rankcollapse monitor log setup"
+KEY = ["layer", "variant", "sample", "metric"]
+
+
 class CsvLog:
-    """The tidy rows appended to one CSV file (columns `COLUMNS`), one measurement at a time.
+    """The tidy rows appended to one CSV file (columns `COLUMNS`), one measurement at a time,
+    with the monitor's setup beside it (`<file>.setup.json`: metrics, variants, model, held-out
+    batch; written atomically before the first row).
 
     Each measurement is appended in one synced write, all of it or none of it
-    (`rankcollapse.files.append_whole`). Before the first append of a run the file is checked:
-    a partial last line or a last step with fewer rows than a measurement has (a kill during
-    the write) is dropped, as is every step at or after the run's start (`resume`); a file of
-    another monitor setup (other rows per step) or of another format is refused, never
-    overwritten.
+    (`rankcollapse.files.append_whole`). `watch` checks an existing file once (`check`): a log
+    of another setup, a foreign or damaged file (read within `LOG_LIMIT` bytes through
+    `rankcollapse.reading`) is refused, naming what differs, and never trimmed, continued or
+    overwritten. Before the first append of a run, a partial last step (a kill during the
+    write) and every step at or after the run's start (`resume`) are dropped.
     """
 
     def __init__(self, path: str | os.PathLike) -> None:
         self.path = Path(path)
         self.start = 0
         self.checked = False
+        self.setup: dict[str, Any] | None = None
+
+    @property
+    def setup_path(self) -> Path:
+        """Where the setup of the monitor writing this log is kept."""
+        return self.path.with_name(self.path.name + ".setup.json")
+
+    def check(self, setup: Mapping[str, Any]) -> None:
+        """Refuse this log if it holds another monitor's rows (`setup`: plain JSON values).
+        A log without a setup file (an older version's) is checked by the metrics and
+        variants its rows name, and gets the setup file with its next row."""
+        setup = json.loads(json.dumps(dict(setup)))
+        if self.path.is_dir() or not self.path.parent.is_dir():
+            where = "is a folder" if self.path.is_dir() else "is in a folder that does not exist"
+            raise ConfigError(
+                f"CsvLog({str(self.path)!r}) {where}; pass the path of a CSV file in an "
+                "existing folder."
+            )
+        if os.path.lexists(self.setup_path):
+            stored = read_json(self.setup_path, SETUP_LIMIT, error=_error(self.setup_path))
+            if not isinstance(stored, dict) or stored.pop("format", None) != SETUP_FORMAT:
+                raise _error(self.setup_path)("not the setup file of a monitor log")
+            _same_setup(self, stored, setup)
+        elif os.path.lexists(self.path):
+            rows = read_log(self.path)
+            if len(rows):
+                named = {
+                    "metrics": sorted(set(rows["metric"])),
+                    "variants": sorted(set(rows["variant"])),
+                }
+                _same_setup(self, named, {key: sorted(setup[key]) for key in named})
+        self.setup = setup
 
     def resume(self, step: int) -> None:
         self.start = step
@@ -76,65 +121,139 @@ class CsvLog:
 
     def append(self, frame: pd.DataFrame) -> None:
         if not self.checked:
-            self._keep_before_start(len(frame))
+            self._keep_before_start(frame)
             self.checked = True
+        if self.setup is not None and not os.path.lexists(self.setup_path):
+            record = {"format": SETUP_FORMAT, **self.setup}
+            write_atomic(self.setup_path, (json.dumps(record, indent=1) + "\n").encode())
         new = not self.path.exists() or self.path.stat().st_size == 0
         append_whole(self.path, frame[list(COLUMNS)].to_csv(index=False, header=new).encode())
 
-    def _keep_before_start(self, rows_per_step: int) -> None:
-        """Drop a killed write's tail and every row at or after `start`; check the rest."""
-        if not self.path.exists():
+    def _keep_before_start(self, frame: pd.DataFrame) -> None:
+        """Drop a killed write's last step and every row at or after `start`; a step whose
+        rows are not those of `frame` (another setup, a damaged file) is refused."""
+        if not os.path.lexists(self.path):
             return
-        text = self.path.read_text(encoding="utf-8")
-        stored = parse_log(text, self.path)
-        counts = stored.groupby("step").size()
-        partial = counts.index[-1] if len(counts) and counts.iloc[-1] < rows_per_step else None
-        other = counts[(counts != rows_per_step) & (counts.index != partial)]
-        if len(other):
+        stored = read_log(self.path)
+        expected = pd.MultiIndex.from_frame(frame[KEY].astype({"layer": int, "sample": int}))
+        inside = pd.MultiIndex.from_frame(stored[KEY]).isin(expected)
+        counts = stored.groupby("step", sort=False).size()
+        partial = counts.index[-1] if len(counts) and counts.iloc[-1] < len(expected) else None
+        other = counts[(counts != len(expected)) & (counts.index != partial)]
+        if not inside.all() or len(other):
+            row = stored[~inside].iloc[0] if not inside.all() else None
+            what = (
+                f"a row ({', '.join(f'{k} {row[k]}' for k in KEY)}) this monitor never writes"
+                if row is not None
+                else f"{int(other.iloc[0])} rows at step {other.index[0]}, not this "
+                f"monitor's {len(expected)} per step"
+            )
             raise InputError(
-                f"{str(self.path)!r} holds {int(other.iloc[0])} rows at step {other.index[0]} but "
-                f"this monitor measures {rows_per_step} per step (other metrics, variants, layers "
-                "or held-out batch); pass another file, or delete this one to start afresh."
+                f"{str(self.path)!r} holds {what} (other metrics, variants, layers or held-out "
+                "batch, or a damaged file); pass another file, or delete it (and its "
+                ".setup.json) to start afresh. Nothing was changed."
             )
         keep = stored[(stored["step"] < self.start) & (stored["step"] != partial)]
-        if len(keep) < len(stored) or not text.endswith("\n"):
+        if len(keep) < len(stored) or len(keep) == 0 or not _ends_with_newline(self.path):
             write_atomic(self.path, keep.to_csv(index=False).encode())
 
 
+def _same_setup(log: CsvLog, stored: Mapping[str, Any], setup: Mapping[str, Any]) -> None:
+    """Refuse `log` when the setup it was written with differs, naming each difference."""
+    differ = [
+        f"{key}: the log's {stored.get(key)!r}, this monitor's {setup.get(key)!r}"
+        for key in sorted(set(stored) | set(setup))
+        if stored.get(key) != setup.get(key)
+    ]
+    if differ:
+        raise InputError(
+            f"{str(log.path)!r} is the log of another monitor setup ({'; '.join(differ)}); "
+            "pass another file, e.g. CsvLog('collapse-2.csv'), or delete it and "
+            f"{log.setup_path.name!r} to start afresh. Nothing was changed."
+        )
+
+
+def _ends_with_newline(path: Path) -> bool:
+    with open_bounded(path, LOG_LIMIT, error=_error(path)) as f:
+        size = os.fstat(f.fileno()).st_size
+        f.seek(max(size - 1, 0))
+        return size == 0 or f.read(1) == b"\n"
+
+
+def _error(path: Path):
+    """The refusal of a file that cannot be a monitor log, in the reader's words."""
+    return lambda problem: InputError(
+        f"{str(path)!r} cannot be read as a monitor log ({problem}); pass the CSV a "
+        "monitor wrote (CsvLog(path)), or another path."
+    )
+
+
 def parse_log(text: str, path: str | os.PathLike = "the log") -> pd.DataFrame:
-    """The rows of a monitor's CSV text, without a partial last line (a killed write).
+    """The rows of a monitor's CSV text, without a partial last line (a killed write); a
+    text that is not a monitor log (other columns, a step, layer or sample that is not a whole
+    number >= 0, steps going back, a flag not True/False) is refused.
 
     Example:
         >>> parse_log("step,layer,variant,sample,metric,value,at_floor\\n"
         ...           "0,0,transformer,0,mu_rel,0.5,False\\n0,1,transf").shape
         (1, 7)
     """
+    fail = _error(Path(path))
     if not text.endswith("\n"):
         text = text[: text.rfind("\n") + 1]
+    if not text.strip():
+        return pd.DataFrame({c: pd.Series(dtype=object) for c in COLUMNS})
     try:
-        frame = pd.read_csv(io.StringIO(text)) if text.strip() else pd.DataFrame(columns=COLUMNS)
-    except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as err:
-        raise InputError(
-            f"{str(path)!r} is not a monitor log ({err}); pass the CSV a "
-            "rankcollapse.measure.monitor.CsvLog wrote."
-        ) from None
+        frame = pd.read_csv(io.StringIO(text), dtype={"variant": str, "metric": str})
+    except (pd.errors.ParserError, ValueError) as err:
+        raise fail(" ".join(str(err).split())) from None
     if list(frame.columns) != list(COLUMNS):
         raise InputError(
             f"{str(path)!r} has columns {list(frame.columns)}, not a monitor log's "
             f"{list(COLUMNS)}; pass the CSV a rankcollapse.measure.monitor.CsvLog wrote, or "
             "another path."
         )
+    for column in ("step", "layer", "sample"):
+        values = pd.to_numeric(frame[column], errors="coerce")
+        bad = values.isna() | (values < 0) | (values % 1 != 0)
+        if bad.any():
+            line = int(bad.to_numpy().argmax()) + 2
+            raise fail(
+                f"line {line}: {column} {str(frame[column].iloc[line - 2])!r} is not a whole number >= 0"
+            )
+        frame[column] = values.astype("int64")
+    if (frame["step"].diff() < 0).any():
+        raise fail("its steps go back; a monitor writes them in order")
+    flags = frame["at_floor"].astype(str)
+    if not flags.isin(["True", "False"]).all():
+        raise fail("its at_floor column holds values other than True and False")
+    frame["at_floor"] = flags == "True"
+    frame["value"] = pd.to_numeric(frame["value"], errors="coerce")
     return frame
 
 
 def read_log(path: str | os.PathLike) -> pd.DataFrame:
-    """A monitor's CSV file as a tidy frame (a clear error for a missing or foreign file)."""
+    """A monitor's CSV file as a tidy frame. Read through `rankcollapse.reading` within
+    `LOG_LIMIT` bytes, lines of at most `reading.MAX_CSV_LINE` bytes, never a folder, FIFO
+    or device; anything that is not a monitor log is a clear error."""
     path = Path(path)
-    if not path.is_file():
-        raise InputError(
-            f"{str(path)!r} is not a file; pass the CSV a monitor wrote (CsvLog(path))."
-        )
-    return parse_log(path.read_text(encoding="utf-8"), path)
+    fail = _error(path)
+    lines = []
+    with open_bounded(path, LOG_LIMIT, error=fail) as f:
+        for number in range(1, 1 << 62):
+            line = f.readline(MAX_CSV_LINE + 1)
+            if not line:
+                break
+            if len(line) > MAX_CSV_LINE:
+                raise fail(f"line {number} is longer than {MAX_CSV_LINE:,} bytes")
+            if b"\x00" in line:
+                raise fail(f"line {number} holds binary data (a NUL byte)")
+            lines.append(line)
+    try:
+        text = b"".join(lines).decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise fail(f"not UTF-8 text: {err.reason} at byte {err.start}") from None
+    return parse_log(text, path)
 
 
 def scalars(frame: pd.DataFrame) -> list[tuple[int, str, float]]:

@@ -17,6 +17,9 @@ float64, floor flags of the model's dtype) as soon as the block has run.
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -25,16 +28,14 @@ import pandas as pd
 import torch
 from torch import Tensor, nn
 
-from rankcollapse.devices import metrics_device
-from rankcollapse.errors import ConfigError, InputError
-from rankcollapse.hf import LayerCapture, LoadedModel
-from rankcollapse.hf.capture import blocks_captured, modes_kept
+from rankcollapse.errors import ConfigError, InputError, RankCollapseError
+from rankcollapse.hf import LayerCapture, blocks_captured, modes_kept
 from rankcollapse.lens import is_nnsight, unwrap_nnsight
-from rankcollapse.measure.kinds import check_variants, in_memory, knows, n_positions, run_layers
+from rankcollapse.measure.kinds import Measured, embedding_size, in_memory, knows, takes_pixels
+from rankcollapse.measure.layers import LayerMeasure, check_model, measure_batch, prepare_batch
 from rankcollapse.measure.monitor.distributed import Ranks, check_ranks, local_module, logs_of_rank
-from rankcollapse.measure.probe import ProbeInputs
-from rankcollapse.metrics import get_metric, measure_states, metrics_frame
-from rankcollapse.variants import Variant, parse_variant
+from rankcollapse.measure.probe import ProbeInputs, ProbeRequest, resolve_probe
+from rankcollapse.variants import Variant
 
 COLUMNS = ("step", "layer", "variant", "sample", "metric", "value", "at_floor")
 MONITOR_METRICS = ("res_comp_rel", "mu_rel", "stable_rank")
@@ -42,7 +43,9 @@ MONITOR_METRICS = ("res_comp_rel", "mu_rel", "stable_rank")
 
 
 class Log(Protocol):
-    """Where a monitor's measurements go (`MemoryLog`, `CsvLog`, `TensorBoardLog`)."""
+    """Where a monitor's measurements go (`MemoryLog`, `CsvLog`, `TensorBoardLog`). A log may
+    also have `check(setup)`, which `watch` calls once: it refuses a log that holds another
+    monitor setup (`setup`: metrics, variants, model, inputs; plain JSON values)."""
 
     def resume(self, step: int) -> None:
         """The run (re)starts at `step`: what was recorded at it or later is dropped (at the
@@ -62,36 +65,32 @@ class Monitor:
     """Measure at the steps divisible by this."""
     logs: list[Log] = field(default_factory=list)
     """Where each measurement is appended."""
+    last: int | None = None
+    """The last step seen (None before the first: then the logs are told where the run
+    starts)."""
     ranks: Ranks = 0
     """Under torch.distributed: the rank that measures, or "every" (per-rank logs)."""
-    started: bool = False
-    """Whether the first step was seen (the logs were told where the run starts)."""
     active: bool = True
     """Whether this process measures (False on the other ranks: their steps do nothing)."""
 
-    def measure(self, step: int) -> pd.DataFrame | None:
-        """Measure now, whatever the step, and append the rows to every log (None on a rank
-        that does not measure)."""
-        if not self.started:
-            self._start(step)
-        if not self.active:
-            return None
-        frame = self.measure_fn(step)
-        for log in self.logs:
-            log.append(frame)
-        return frame
+    def measure(self, step: int) -> pd.DataFrame:
+        """Measure now, whatever the step (steps still only go forward), and append the rows
+        to every log."""
+        self._advance(step)
+        return self._record(step) if self.active else None
 
     def step(self, step: int) -> pd.DataFrame | None:
         """Call after each optimiser step (`step` = steps done; 0 before training): measures
         at multiples of `every` and returns the rows, else None.
 
-        The first step a monitor sees is where its run starts: rows the logs hold at that step
-        or later came from a run that was killed (or is being redone) and are dropped, so a
-        resumed run records each step once.
+        `step` is an int >= 0 that only goes forward: a step equal to or before the last one
+        seen is refused (InputError), nothing measured nor logged. The first step a monitor
+        sees is where its run starts: rows the logs hold at that step or later came from a
+        run that was killed (or is being redone) and are dropped, so a resumed run (a new
+        `watch`) records each step once.
         """
-        if not self.started:
-            self._start(step)
-        return self.measure(step) if self.active and step % self.every == 0 else None
+        self._advance(step)
+        return self._record(step) if self.active and step % self.every == 0 else None
 
     def close(self) -> None:
         """Call once training ends: every log with a `close` closes (a tracker's log stores
@@ -101,27 +100,42 @@ class Monitor:
             if close is not None:
                 close()
 
-    def _start(self, step: int) -> None:
+    def _record(self, step: int) -> pd.DataFrame:
+        frame = self.measure_fn(step)
+        for log in self.logs:
+            log.append(frame)
+        return frame
+
+    def _advance(self, step: int) -> None:
+        """Check `step` (every call) and, at the first, tell the logs where the run starts."""
         if isinstance(step, bool) or not isinstance(step, int) or step < 0:
             raise InputError(
                 f"monitor.step takes the number of steps done (an int >= 0), got "
-                f"{step!r}; pass e.g. trainer.global_step."
+                f"{step!r} ({type(step).__name__}); pass e.g. trainer.global_step."
             )
-        logs = logs_of_rank(self.logs, self.ranks)  # the rank is known once training runs
-        self.active, self.logs = logs is not None, logs or []
-        for log in self.logs:
-            log.resume(step)
-        self.started = True
+        if self.last is not None and step <= self.last:
+            raise InputError(
+                f"monitor.step({step}) comes after step {self.last}: steps only go forward, "
+                "each recorded once (nothing was measured). Call it once per optimiser step "
+                "with the steps done; a run restarted from a checkpoint gets a new monitor, "
+                "watch(...) again, whose logs drop what they hold from its first step on."
+            )
+        if self.last is None:
+            logs = logs_of_rank(self.logs, self.ranks)  # the rank is known once training runs
+            self.active, self.logs = logs is not None, logs or []
+            for log in self.logs:
+                log.resume(step)
+        self.last = step
 
 
 def watch(
-    model: nn.Module | LoadedModel,
+    model: nn.Module | Measured | Any,
     *,
     every: int = 50,
-    metrics: Sequence[str] | None = None,
-    variants: Sequence[str | Variant] = ("transformer",),
+    metrics: str | Sequence[str] | None = None,
+    variants: str | Sequence[str | Variant] = ("transformer",),
     blocks: str | Sequence[nn.Module] | None = None,
-    inputs: Tensor | tuple[Tensor, ...] | None = None,
+    inputs: Tensor | None = None,
     token_mask: Tensor | None = None,
     tokenizer: Any = None,
     text: str | None = None,
@@ -137,10 +151,12 @@ def watch(
     Args:
         model: a Hugging Face model in memory (any family the probe knows; base model or one
             with a head), a `LoadedModel`, a TransformerLens `HookedTransformer` (its
-            residual-stream hooks), an nnsight wrapper (measured as the model it wraps), a
-            DDP wrapper (measured through its module), or any torch module with `blocks`.
+            residual-stream hooks), an nnsight wrapper (the model it wraps), a DDP wrapper
+            (its module), or any torch module together with `blocks`.
         every: measure at steps 0, every, 2 every, ...
-        metrics: state metrics of `rankcollapse.metrics.METRICS` (default `MONITOR_METRICS`).
+        metrics: metric names of `rankcollapse.metrics.METRICS`, a list or "a,b" (default
+            `MONITOR_METRICS`); attention metrics for a Hugging Face model (averaged over
+            heads, as the probe does).
         variants: names of `rankcollapse variants` ("san", "san+skip", ...), each a separate
             forward on the same weights (Hugging Face models; other modules: "transformer",
             the model as it is).
@@ -148,18 +164,21 @@ def watch(
             `ModuleList` ("body.blocks") or the modules themselves. Layer 0 is the first
             block's input, layer l the output of block l (the first element of a tuple).
         inputs: the held-out batch itself: token ids (b, n) for a Hugging Face model, or
-            whatever `model(inputs)` takes for a module with `blocks` (a tuple: the
-            arguments of `model(*inputs)`, e.g. an Amsel grid's queries and points). None
-            (models the probe knows): `n_samples` windows of `n_tokens` tokens of `text` (None: the
+            whatever `model(inputs)` takes for a module with `blocks`. None (Hugging Face
+            models only): `n_samples` windows of `n_tokens` tokens of `text` (None: the
             built-in corpus), or random token ids with `random_tokens`, chosen by `seed`.
         token_mask: (b, n) True for real tokens of `inputs` (None: all real).
         tokenizer: the tokenizer of a Hugging Face model (None: random tokens only).
         logs: where each measurement goes (`CsvLog`, `TensorBoardLog`, `MemoryLog`,
-            `rankcollapse.tracking.WandbLog` / `MLflowLog`).
+            `rankcollapse.tracking.WandbLog` / `MLflowLog`), a list.
         ranks: under `torch.distributed`, the rank that measures (the others' steps do
             nothing), or "every": each rank measures into its own logs (a `CsvLog`'s
             `name.rank<r>.csv`, a `TensorBoardLog`'s `rank<r>/`). A DDP wrapper is measured
             through its module, never by a collective.
+
+    Everything is checked here, once: a bad option, block, batch or log raises a
+    `RankCollapseError` naming it; a module with declared blocks runs one forward pass of
+    the held-out batch here, to check that every block runs once and gives states.
 
     Example:
         >>> from rankcollapse.nets import ToyNet, NetConfig, random_tokens
@@ -171,24 +190,13 @@ def watch(
         >>> monitor.step(5) is None
         True
     """
+    check_scalars(every=every, n_samples=n_samples, n_tokens=n_tokens, seed=seed)
     ranks = check_ranks(ranks)
     model = local_module(model)
     if is_nnsight(model):  # measured as the model it wraps, with its tokenizer
         model, tokenizer = unwrap_nnsight(model, tokenizer)
-    if isinstance(every, bool) or not isinstance(every, int) or every < 1:
-        raise ConfigError(f"every must be an int >= 1 (steps between measurements), got {every!r}.")
-    names = list(MONITOR_METRICS if metrics is None else metrics)
-    for name in names:
-        if get_metric(name).kind != "states":
-            raise ConfigError(
-                f"the monitor measures state metrics; '{name}' is an attention metric. Measure "
-                "attention with `rankcollapse probe` on a saved checkpoint, or drop it."
-            )
-    if not names:
-        raise ConfigError("the monitor needs at least one metric; see `rankcollapse metrics`.")
-    resolved = [parse_variant(v) for v in variants]
-    if not resolved:
-        raise ConfigError("the monitor needs at least one variant, e.g. ['transformer'].")
+    request = resolve_probe(variants, None, MONITOR_METRICS if metrics is None else metrics)
+    logs = checked_logs(logs)
     if blocks is None:
         held_out = ProbeInputs(
             text=text,
@@ -197,13 +205,69 @@ def watch(
             n_tokens=n_tokens,
             seed=seed,
         )  # the batch drawn when `inputs` is None
-        measure = _hf_measure(model, names, resolved, inputs, token_mask, tokenizer, held_out)
+        measure, found = _hf_measure(model, request, inputs, token_mask, tokenizer, held_out)
     else:
-        measure = _module_measure(model, names, resolved, blocks, inputs, token_mask)
-    return Monitor(measure, every, list(logs), ranks)
+        measure, found = _module_measure(model, request, blocks, inputs, token_mask)
+    setup = {"metrics": list(request.metrics), "variants": [v.name for v in request.variants]}
+    for log in logs:
+        if callable(getattr(log, "check", None)):
+            log.check({**setup, **found})
+    return Monitor(measure, every, logs, ranks=ranks)
 
 
-def _hf_measure(model, names, variants, inputs, token_mask, tokenizer, held_out: ProbeInputs):
+def check_scalars(**values: Any) -> None:
+    """Each value an int (not a bool): `every`, `n_samples` >= 1, `n_tokens` >= 2, `seed` >= 0."""
+    least = {"every": 1, "n_samples": 1, "n_tokens": 2, "seed": 0}
+    for name, value in values.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value < least[name]:
+            raise ConfigError(
+                f"{name} must be an int >= {least[name]}, got {value!r}"
+                + (" (steps between measurements)." if name == "every" else ".")
+            )
+
+
+def checked_logs(logs: Any) -> list[Log]:
+    """`logs` as a list, each with `resume(step)` and `append(frame)`."""
+
+    def is_log(log: Any) -> bool:
+        return callable(getattr(log, "resume", None)) and callable(getattr(log, "append", None))
+
+    if isinstance(logs, (str, bytes, os.PathLike)) or is_log(logs):
+        raise ConfigError(
+            f"logs takes a list of logs, got {logs!r}; write e.g. logs=[CsvLog('collapse.csv')]."
+        )
+    try:
+        found = list(logs)
+    except TypeError:
+        raise ConfigError(
+            f"logs takes a list of logs, got a {type(logs).__name__}; write e.g. "
+            "logs=[CsvLog('collapse.csv')]."
+        ) from None
+    for k, log in enumerate(found):
+        if not is_log(log):
+            raise ConfigError(
+                f"logs[{k}] is {log!r}, not a log (an object with resume(step) and "
+                "append(frame)): MemoryLog(), CsvLog(path), TensorBoardLog(folder)."
+            )
+    return found
+
+
+def digest(*tensors: Tensor | None) -> str:
+    """sha256 of the tensors' dtypes, shapes and bytes: names the held-out batch in a setup."""
+    h = hashlib.sha256()
+    for x in tensors:
+        if x is None:
+            h.update(b"none")
+            continue
+        x = x.detach().cpu().contiguous()
+        h.update(json.dumps([str(x.dtype), list(x.shape)]).encode())
+        h.update(x.reshape(-1).view(torch.uint8).numpy().tobytes())  # host
+    return h.hexdigest()
+
+
+def _hf_measure(model, request: ProbeRequest, inputs, token_mask, tokenizer, held_out):
+    """The measurement of a Hugging Face model (the probe's checks, batch and forward
+    passes) and its part of the setup."""
     if not knows(model):
         raise ConfigError(
             f"a {type(model).__name__} is not a Hugging Face model, a HookedTransformer or an "
@@ -212,94 +276,227 @@ def _hf_measure(model, names, variants, inputs, token_mask, tokenizer, held_out:
             "in order)."
         )
     loaded = in_memory(model, tokenizer=tokenizer)
-    check_variants(loaded, variants)
-    limit = n_positions(loaded)
-    length = held_out.n_tokens if inputs is None else inputs.shape[-1]
-    if limit is not None and limit < length:
-        raise InputError(
-            f"the held-out batch has {length} tokens but '{loaded.name}' has {limit} positions; "
-            f"pass n_tokens={limit} or fewer (or shorter inputs)."
-        )
     if inputs is None:
+        check_model(loaded, request.variants, held_out.n_tokens)
         inputs, token_mask = held_out.build(loaded)
-    elif token_mask is None:
-        token_mask = torch.ones(inputs.shape[:2], dtype=torch.bool)
-    if token_mask.shape != inputs.shape[:2] or token_mask.dtype != torch.bool:
+    else:
+        inputs, token_mask = checked_tokens(loaded, inputs, token_mask)
+        check_model(loaded, request.variants, inputs.shape[-1])
+    batch = prepare_batch(loaded, request, inputs.cpu(), token_mask.cpu())
+    config = getattr(loaded.model, "config", None) or getattr(loaded.model, "cfg", None)
+    setup = {
+        "model": {
+            "class": type(loaded.model).__name__,
+            "name": loaded.name,
+            "n_layers": loaded.n_layers,
+            "d_model": getattr(config, "hidden_size", getattr(config, "d_model", None)),
+        },
+        "inputs": {
+            "shape": list(batch.input_ids.shape),
+            "sha256": digest(batch.input_ids, batch.token_mask),
+        },
+    }
+
+    def measure(step: int) -> pd.DataFrame:
+        frames = measure_batch(loaded, batch, request, {"step": step})
+        return pd.concat(frames, ignore_index=True)[list(COLUMNS)]
+
+    return measure, setup
+
+
+def checked_tokens(loaded: Measured, inputs: Any, token_mask: Any) -> tuple[Tensor, Tensor]:
+    """A user's held-out token ids (b >= 1, n >= 2, whole numbers within the vocabulary) and
+    their boolean mask (None: all real), or a clear error."""
+    if takes_pixels(loaded):
         raise InputError(
-            f"token_mask has shape {tuple(token_mask.shape)} and dtype {token_mask.dtype} but "
-            f"inputs have shape {tuple(inputs.shape)}; pass a boolean mask of shape "
-            f"{tuple(inputs.shape[:2])} (True for real tokens) or none."
+            f"'{loaded.name}' takes pixels; its held-out batch is drawn by "
+            "the monitor: drop inputs= (random pixels, chosen by seed)."
         )
-    inputs, token_mask = inputs.cpu(), token_mask.cpu()
+    if not isinstance(inputs, Tensor) or inputs.ndim != 2 or min(inputs.shape) < 1:
+        what = f"shape {tuple(inputs.shape)}" if isinstance(inputs, Tensor) else type(inputs)
+        raise InputError(
+            f"inputs must be token ids, a torch.Tensor of shape (b, n), got {what}; e.g. "
+            "tokenizer(texts, return_tensors='pt')['input_ids']."
+        )
+    if inputs.dtype == torch.bool or inputs.is_floating_point() or inputs.is_complex():
+        raise InputError(
+            f"inputs holds {inputs.dtype} values, not token ids; pass whole numbers "
+            "(torch.long), e.g. inputs.long() if they are ids."
+        )
+    low, high = int(inputs.min()), int(inputs.max())
+    vocab = embedding_size(loaded)
+    if low < 0 or (isinstance(vocab, int) and high >= vocab):
+        raise InputError(
+            f"inputs holds token ids from {low} to {high} but '{loaded.name}' has a vocabulary "
+            f"of {vocab} (ids 0 to {vocab - 1 if isinstance(vocab, int) else '?'}); pass ids "
+            "from its own tokenizer."
+        )
+    if token_mask is None:
+        token_mask = torch.ones(inputs.shape, dtype=torch.bool)
+    if (
+        not isinstance(token_mask, Tensor)
+        or token_mask.shape != inputs.shape
+        or token_mask.dtype != torch.bool
+    ):
+        shape = tuple(token_mask.shape) if isinstance(token_mask, Tensor) else None
+        raise InputError(
+            f"token_mask has shape {shape} and dtype {getattr(token_mask, 'dtype', None)} but "
+            f"inputs have shape {tuple(inputs.shape)}; pass a boolean mask of shape "
+            f"{tuple(inputs.shape)} (True for real tokens) or none."
+        )
+    if int(token_mask.sum(dim=1).min()) < 2:
+        raise InputError(
+            "token_mask leaves a sequence with fewer than 2 real tokens; every held-out "
+            "sequence needs at least 2 (a metric compares tokens)."
+        )
+    return inputs.long(), token_mask
+
+
+def _module_measure(model, request: ProbeRequest, blocks, inputs, token_mask):
+    """The measurement of any module through the capture hooks on its declared blocks (one
+    forward pass here checks them), and its part of the setup."""
+    if [v.name for v in request.variants] != ["transformer"]:
+        raise ConfigError(
+            f"variants {[v.name for v in request.variants]} are defined for Hugging Face models "
+            "only; a module with declared blocks is measured as it is (variants=['transformer'])."
+        )
+    if request.attention_metrics:
+        raise ConfigError(
+            f"{list(request.attention_metrics)} are attention metrics, measured on the "
+            "attention a Hugging Face model's hooks capture; a module with declared blocks "
+            "gives states only. Drop them, or watch a Hugging Face model."
+        )
+    if not isinstance(inputs, Tensor):
+        raise ConfigError(
+            "a module with declared blocks needs its held-out batch as a torch.Tensor: pass "
+            "inputs= (what model(inputs) takes), e.g. a few sequences the model does not "
+            f"train on; got {type(inputs).__name__}."
+        )
+    if token_mask is not None and (
+        not isinstance(token_mask, Tensor) or token_mask.dtype != torch.bool
+    ):
+        raise InputError(
+            f"token_mask must be a boolean torch.Tensor (b, n), True for real tokens, got "
+            f"{getattr(token_mask, 'dtype', type(token_mask).__name__)}; or pass none."
+        )
+    blocks = module_blocks(model, blocks)
+    mask = None if token_mask is None else token_mask.cpu()
+    _dry_run(model, blocks, inputs, mask)
+    setup = {
+        "model": {"class": type(model).__name__, "n_blocks": len(blocks)},
+        "inputs": {"shape": list(inputs.shape), "sha256": digest(inputs, mask)},
+    }
 
     def measure(step: int) -> pd.DataFrame:
         frames: list[pd.DataFrame] = []
-        for variant in variants:
-            on_layer = _measure_layer(frames, token_mask, names, step=step, variant=variant.name)
-            run_layers(loaded, inputs, token_mask, on_layer=on_layer, variant=variant)
-        return pd.concat(frames, ignore_index=True)
-
-    return measure
-
-
-def _module_measure(model, names, variants, blocks, inputs, token_mask):
-    if [v.name for v in variants] != ["transformer"]:
-        raise ConfigError(
-            f"variants {[v.name for v in variants]} are defined for Hugging Face models only; "
-            "a module with declared blocks is measured as it is (variants=['transformer'])."
+        ids = {"step": step, "variant": "transformer"}
+        _forward(
+            model, blocks, inputs, LayerMeasure(request.state_metrics, (), ids, mask, frames=frames)
         )
-    if inputs is None:
+        return pd.concat(frames, ignore_index=True)[list(COLUMNS)]
+
+    return measure, setup
+
+
+def module_blocks(model: Any, blocks: Any) -> list[nn.Module]:
+    """The declared blocks of `model`: distinct modules of it, in order, at least one."""
+    if not isinstance(model, nn.Module):
         raise ConfigError(
-            "a module with declared blocks needs its held-out batch: pass inputs= (what "
-            "model(inputs) takes), e.g. a few sequences the model does not train on."
+            f"model must be a torch module (nn.Module), got a {type(model).__name__}."
         )
-    if isinstance(blocks, str):
+    path = blocks if isinstance(blocks, str) else None
+    if path is not None:
         try:
-            blocks = list(model.get_submodule(blocks))
+            blocks = model.get_submodule(path)
         except (AttributeError, TypeError) as err:
             raise ConfigError(
-                f"{type(model).__name__} has no module list at '{blocks}' ({err}); pass the "
+                f"{type(model).__name__} has no module list at '{path}' ({err}); pass the "
                 "dotted path of its blocks (e.g. 'layers', 'body.blocks') or the modules."
             ) from None
-    blocks = list(blocks)
+    try:
+        blocks = list(blocks)
+    except TypeError:
+        where = f"at '{path}' is a" if path is not None else "blocks is a"
+        raise ConfigError(
+            f"{type(model).__name__}: {where} {type(blocks).__name__}, not a list of blocks; "
+            "pass the dotted path of a ModuleList (e.g. 'layers') or the modules in order."
+        ) from None
+    odd = [k for k, b in enumerate(blocks) if not isinstance(b, nn.Module)]
+    if odd:
+        raise ConfigError(
+            f"blocks[{odd[0]}] is {blocks[odd[0]]!r}, not a module; pass the block modules in "
+            "order or the dotted path of their ModuleList."
+        )
     if not blocks or len({id(b) for b in blocks}) != len(blocks):
         raise ConfigError(
             f"blocks must be distinct modules, in order, at least one; got {len(blocks)} "
             f"({len({id(b) for b in blocks})} distinct). A block reused at every layer is "
             "listed once."
         )
-    mask = token_mask.cpu() if token_mask is not None else None
-    arguments = inputs if isinstance(inputs, tuple) else (inputs,)
-
-    def measure(step: int) -> pd.DataFrame:
-        frames: list[pd.DataFrame] = []
-        on_layer = _measure_layer(frames, mask, names, step=step, variant="transformer")
-        device = next(model.parameters()).device
-        with blocks_captured(blocks, on_layer), modes_kept(model), torch.no_grad():
-            model.eval()
-            model(*(x.to(device) for x in arguments))
-        return pd.concat(frames, ignore_index=True)
-
-    return measure
-
-
-def _measure_layer(
-    frames: list[pd.DataFrame],
-    token_mask: Tensor | None,
-    names: list[str],
-    *,
-    step: int,
-    variant: str,
-) -> Callable[[LayerCapture], None]:
-    """The callback that measures each captured layer into `frames` (metrics float64 on the
-    states' device, MPS: the CPU; floor flags of the states' dtype)."""
-
-    def on_layer(capture: LayerCapture) -> None:
-        where = metrics_device(capture.states.device)
-        mask = None if token_mask is None else token_mask.to(where)
-        values = measure_states(
-            capture.states.to(where), mask, metrics=names, source_dtype=capture.states.dtype
+    own = {id(m) for m in model.modules()}
+    outside = [k for k, b in enumerate(blocks) if id(b) not in own]
+    if outside:
+        raise ConfigError(
+            f"blocks[{outside[0]}] (a {type(blocks[outside[0]]).__name__}) is not a module of "
+            f"this {type(model).__name__}; pass blocks of the model being watched, e.g. "
+            "blocks='layers'."
         )
-        frames.append(metrics_frame(values, step=step, layer=capture.layer, variant=variant))
+    return blocks
 
-    return on_layer
+
+def _forward(model: nn.Module, blocks: list[nn.Module], inputs: Tensor, on_layer) -> None:
+    """One forward pass of `inputs` in eval mode under no_grad, each block's states to
+    `on_layer`; every module's mode and every hook put back."""
+    param = next(model.parameters(), None)
+    device = inputs.device if param is None else param.device
+    with blocks_captured(blocks, on_layer), modes_kept(model), torch.no_grad():
+        model.eval()
+        model(inputs.to(device))
+
+
+def _dry_run(model: nn.Module, blocks: list[nn.Module], inputs: Tensor, mask: Tensor | None):
+    """One forward pass at watch(): the held-out batch runs, each block once, and every
+    layer is a float tensor (b, n, d) matching `mask`; else a clear error."""
+    seen: list[int] = []
+
+    def check(c: LayerCapture) -> None:
+        block = blocks[min(c.layer, len(blocks)) - 1]
+        where = f"layer {c.layer} (" + (
+            "the first block's input)"
+            if c.layer == 0
+            else f"the output of blocks[{c.layer - 1}], a {type(block).__name__})"
+        )
+        x = c.states
+        if not isinstance(x, Tensor):
+            raise InputError(
+                f"{where} is a {type(x).__name__}, not a tensor of states (b, n, d); declare "
+                "as blocks the modules whose output is the residual stream (a tensor, or a "
+                "tuple whose first element is one)."
+            )
+        if x.ndim != 3 or not x.is_floating_point():
+            raise InputError(
+                f"{where} has shape {tuple(x.shape)} and dtype {x.dtype}, not float states "
+                "(b, n, d); declare as blocks the modules whose output is the residual stream."
+            )
+        if mask is not None and tuple(x.shape[:2]) != tuple(mask.shape):
+            raise InputError(
+                f"token_mask has shape {tuple(mask.shape)} but {where} has (b, n) = "
+                f"{tuple(x.shape[:2])}; pass a boolean mask of that shape, or none."
+            )
+        seen.append(c.layer)
+
+    try:
+        _forward(model, blocks, inputs, check)
+    except RankCollapseError:
+        raise
+    except Exception as err:  # noqa: BLE001 - the user's model on the user's batch
+        raise InputError(
+            f"the held-out batch does not run through the {type(model).__name__} "
+            f"({type(err).__name__}: {err}); pass inputs= that model(inputs) takes."
+        ) from None
+    if seen != list(range(len(blocks) + 1)):
+        raise ConfigError(
+            f"a forward pass of the held-out batch gave layers {seen[:10]} from "
+            f"{len(blocks)} blocks, not each block once in order; declare the blocks the "
+            "model runs once each, in order (a block reused at every layer is listed once)."
+        )

@@ -1,0 +1,228 @@
+"""The one per-layer measurement of the probe and the monitor: the checks a model and a batch
+pass before any forward pass, and the `on_layer` callback that measures each captured layer.
+
+`run_probe` and the monitor's `watch` call `check_model` (every variant defined for the
+model's family; a text model's context long enough) and `prepare_batch` (the attention mask
+injected, the pattern attended with, mask and temperature checked once) before the first
+forward; `measure_batch` then runs each variant over the batch (in chunks of `batch_size`),
+streaming every layer to a `LayerMeasure`, which measures it at once (metrics float64 on the
+states' device, MPS: the CPU; floor flags of the states' dtype) and drops the states.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+import torch
+from torch import Tensor
+
+from rankcollapse.devices import metrics_device
+from rankcollapse.errors import InputError, option
+from rankcollapse.hf import LayerCapture
+from rankcollapse.masks import MaskSpec, causal
+from rankcollapse.measure.kinds import (
+    Measured,
+    check_settings,
+    check_variants,
+    is_causal,
+    n_positions,
+    run_layers,
+    takes_pixels,
+)
+from rankcollapse.metrics import measure_attention, measure_states, metrics_frame
+from rankcollapse.variants import Variant
+
+ProbeRequest = Any
+"""A `rankcollapse.measure.ProbeRequest` (named here by type only: `measure.probe` imports this
+module, never the reverse)."""
+
+
+def check_model(loaded: Measured, variants: Sequence[Variant], n_tokens: int) -> None:
+    """Fail before any work when a variant is not defined for this model's family, or a text
+    model has fewer positions than `n_tokens`."""
+    check_variants(loaded, variants)
+    limit = n_positions(loaded)
+    if not takes_pixels(loaded) and limit is not None and limit < n_tokens:
+        raise InputError(
+            f"{n_tokens} tokens exceed the context of '{loaded.name}' ({limit} positions); "
+            f"pass {option('n_tokens', limit)} or fewer tokens."
+        )
+
+
+@dataclass(frozen=True)
+class Batch:
+    """A checked batch of one model: what each forward pass of `measure_batch` feeds it."""
+
+    input_ids: Tensor
+    """(b, n) token ids, or (b, channels, height, width) pixels."""
+    token_mask: Tensor
+    """(b, n) True for real tokens."""
+    mask: Tensor | None
+    """The (n, n) attention mask injected in every layer (None: the model's own pattern)."""
+    mask_label: str
+    """The mask's name in the rows: its spec, "model" or "custom"."""
+    allowed: Tensor | None
+    """The pattern attended with (the injected mask, causal for a decoder's own), None = every
+    real pair: the edges of the attention metrics."""
+
+
+def resolve_mask(mask: MaskSpec | Tensor | None, n_tokens: int) -> tuple[Tensor | None, str]:
+    """(boolean (n, n) mask or None, its label); None keeps the model's own pattern ("model")."""
+    if mask is None:
+        return None, "model"
+    if isinstance(mask, MaskSpec):
+        return mask.build(n_tokens), str(mask)
+    return mask, "custom"
+
+
+def prepare_batch(
+    loaded: Measured, request: ProbeRequest, input_ids: Tensor, token_mask: Tensor
+) -> Batch:
+    """The batch with the request's attention mask and temperature checked for this model."""
+    n_context = token_mask.shape[1]
+    mask, label = resolve_mask(request.mask, n_context)
+    check_settings(loaded, mask, n_context, request.temperature)
+    allowed = causal(n_context) if mask is None and is_causal(loaded) else mask
+    return Batch(input_ids, token_mask, mask, label, allowed)
+
+
+MAX_TOKENS = 1024
+"""Tokens per forward pass when a request names no batch size (eval mode): the forward's own
+activations and the metrics' float64 copies stay those of about 1024 tokens however many
+samples a probe or monitor measures (each sample's rows do not depend on the split)."""
+
+
+def samples_per_pass(request: ProbeRequest, n_samples: int, n_tokens: int) -> int:
+    """`request.batch_size`, else as many samples as hold `MAX_TOKENS` tokens; in train mode
+    all at once (dropout masks are drawn per forward pass, so a split would change them)."""
+    if request.batch_size:
+        return request.batch_size
+    if request.train_mode:
+        return n_samples
+    return max(1, MAX_TOKENS // n_tokens)
+
+
+def measure_batch(
+    loaded: Measured,
+    batch: Batch,
+    request: ProbeRequest,
+    ids: dict[str, Any],
+    kept: dict[str, list[list[Tensor]]] | None = None,
+) -> list[pd.DataFrame]:
+    """Per-layer rows (`ids`, variant, layer, sample, metric, value, at_floor) of every variant
+    of `request` on `batch`, `samples_per_pass` samples per forward pass, in the order of one
+    pass over all samples (per variant and layer: state metrics, then attention metrics, each
+    over samples); with `kept`, also every layer's states per variant (chunks per layer)."""
+    n_samples, n_tokens = batch.token_mask.shape
+    step = samples_per_pass(request, n_samples, n_tokens)
+    order = {name: k for k, name in enumerate((*request.state_metrics, *request.attention_metrics))}
+    frames: list[pd.DataFrame] = []
+    for variant in request.variants:
+        layers = None if kept is None else kept.setdefault(variant.name, [])
+        chunks: list[list[pd.DataFrame]] = []
+        for start in range(0, n_samples, step):
+            chunk = slice(start, start + step)
+            on_layer = LayerMeasure(
+                request.state_metrics,
+                request.attention_metrics,
+                {**ids, "variant": variant.name},
+                batch.token_mask[chunk],
+                batch.allowed,
+                start,
+                [],
+                layers,
+            )
+            run_layers(
+                loaded,
+                batch.input_ids[chunk],
+                batch.token_mask[chunk],
+                on_layer=on_layer,
+                variant=variant,
+                mask=batch.mask,
+                temperature=request.temperature,
+                train_mode=request.train_mode,
+                attention=bool(request.attention_metrics),
+                check=False,  # checked once, by prepare_batch
+            )
+            chunks.append(on_layer.frames)
+        frames += _one_pass_order(chunks, order)
+    return frames
+
+
+def _one_pass_order(chunks: list[list[pd.DataFrame]], order: dict[str, int]) -> list[pd.DataFrame]:
+    """The frames of several passes (each a frame per layer and kind, metric-major) as one
+    pass over all samples would give them: per layer and kind, metric-major, then sample."""
+    if len(chunks) == 1:
+        return chunks[0]
+    return [
+        pd.concat(parts, ignore_index=True).sort_values(
+            "metric", key=lambda names: names.map(order), kind="stable"
+        )
+        for parts in zip(*chunks, strict=True)
+    ]
+
+
+@dataclass
+class LayerMeasure:
+    """The `on_layer` callback of one forward pass: measures each layer as it arrives, appending
+    its rows (`ids`, layer, sample offset by `start`, metric, value, at_floor) to `frames` and,
+    when `kept` is a list, its states (a host copy) to `kept[layer]`."""
+
+    state_metrics: Sequence[str]
+    attention_metrics: Sequence[str]
+    ids: dict[str, Any]
+    token_mask: Tensor | None
+    """(b, n) True for real tokens (None: all real)."""
+    allowed: Tensor | None = None
+    """The (n, n) pattern attended with, for the attention metrics (None: every real pair)."""
+    start: int = 0
+    frames: list[pd.DataFrame] = field(default_factory=list)
+    kept: list[list[Tensor]] | None = None
+
+    def __call__(self, c: LayerCapture) -> None:
+        where = metrics_device(c.states.device)
+        layer_ids = {**self.ids, "layer": c.layer}
+        token_mask = None if self.token_mask is None else self.token_mask.to(where)
+        if self.state_metrics:
+            values = measure_states(
+                c.states.to(where),
+                token_mask,
+                metrics=list(self.state_metrics),
+                source_dtype=c.states.dtype,
+            )
+            self._add(metrics_frame(values, **layer_ids))
+        if self.attention_metrics and c.attention is not None:
+            probs = c.attention.to(where)
+            if token_mask is None:
+                token_mask = torch.ones(probs.shape[0], probs.shape[-1], dtype=torch.bool)
+            allowed = None if self.allowed is None else self.allowed.to(where)
+            values = attention_values(probs, token_mask.to(where), allowed, self.attention_metrics)
+            self._add(metrics_frame(values, **layer_ids))
+        if self.kept is not None:
+            if len(self.kept) <= c.layer:
+                self.kept.append([])
+            self.kept[c.layer].append(c.states.detach().to("cpu", copy=True))
+
+    def _add(self, frame: pd.DataFrame) -> None:
+        if self.start:
+            frame["sample"] = frame["sample"] + self.start
+        self.frames.append(frame)
+
+
+def attention_values(
+    probs: Tensor, token_mask: Tensor, allowed: Tensor | None, names: Sequence[str]
+) -> dict[str, Any]:
+    """Attention metrics of (b, h, n, n) probabilities per sample, averaged over heads (the
+    share at the floor: any head at it); pairs outside `allowed` and pads are no edges."""
+    mask = token_mask[:, None, :]  # (b, 1, n): the same real tokens for every head
+    edges = mask[..., None, :] & mask[..., :, None]  # (b, 1, n, n)
+    if allowed is not None:
+        edges = edges & allowed
+    values = measure_attention(probs, mask, edges=edges, metrics=list(names))
+    return {
+        name: type(mv)(value=mv.value.mean(dim=1), at_floor=mv.at_floor.any(dim=1))
+        for name, mv in values.items()
+    }
