@@ -39,6 +39,7 @@ def test_wandb_offline_run_holds_every_row_every_scalar_and_the_heatmap(tmp_path
     )
     monkeypatch.setenv("WANDB_MODE", "offline")
     monkeypatch.setenv("WANDB_SILENT", "true")
+    monkeypatch.chdir(tmp_path)  # W&B writes its debug logs under ./wandb as well
     run = wandb.init(project="rankcollapse-test", dir=str(tmp_path))
     files = tmp_path.joinpath(run.dir)
     log = WandbLog(run)
