@@ -11,10 +11,10 @@ LAYER = {
     "errors": 0, "files": 0, "seeds": 0, "devices": 0, "presets": 0, "_validation": 0, "data": 0,
     "lazy": 0, "variants": 0, "process": 0, "reading": 0, "sizes": 0,
     "metrics": 1, "masks": 1,
-    "nets": 2, "hf": 2,
+    "nets": 2, "hf": 2, "lens": 2,
     "paths": 3, "theory": 3, "measure": 3,
     "tasks": 4, "train": 4, "monitor": 4,
-    "plot": 5,
+    "plot": 5, "tracking": 5,
     "experiments": 6,
     "runner": 7, "report": 7, "cli": 7,
 }  # fmt: skip

@@ -1,7 +1,12 @@
-"""The README's promises: every experiment is listed, and the two setup commands are the real ones."""
+"""The README's promises: every experiment is listed, the two setup commands are the real ones,
+and every Python block runs as written (blocks needing an extra skip with the reason)."""
 
 import re
+import tomllib
+from dataclasses import dataclass
 from pathlib import Path
+
+import pytest
 
 from rankcollapse.experiments import experiment_names
 
@@ -42,3 +47,61 @@ def test_readme_experiment_table_gives_quick_and_paper_times_for_every_experimen
         not_run = r"not run( \(\d+ of \d+ units stored\))?"
         assert re.fullmatch(f"~?{time}( \\(estimate\\))?|{not_run}", cells[4]), (name, cells[4])
         assert cells[4].startswith("~") == cells[4].endswith("(estimate)"), (name, cells[4])
+
+
+@dataclass(frozen=True)
+class Block:
+    """A Python block of the README: where it starts and the extras it needs."""
+
+    line: int
+    needs: tuple[str, ...]
+    code: str
+
+
+FENCE = re.compile(
+    r"(?:<!-- needs: (?P<needs>[\w, -]+) -->\n)?```python\n(?P<code>.*?)^```",
+    re.DOTALL | re.MULTILINE,
+)
+MODULE_OF_EXTRA = {"lightning": "lightning", "tensorboard": "tensorboard", "wandb": "wandb",
+                   "mlflow": "mlflow", "nnsight": "nnsight", "transformer-lens": "transformer_lens",
+                   "ray": "ray"}  # fmt: skip
+
+
+def python_blocks() -> list[Block]:
+    readme = (ROOT / "README.md").read_text()
+    return [
+        Block(
+            readme.count("\n", 0, m.start("code")) + 1,
+            tuple(n.strip() for n in (m["needs"] or "").split(",") if n.strip()),
+            m["code"],
+        )
+        for m in FENCE.finditer(readme)
+    ]
+
+
+def test_every_python_block_is_found_and_its_extras_are_the_project_s():
+    readme = (ROOT / "README.md").read_text()
+    blocks = python_blocks()
+    assert len(blocks) == readme.count("```python")
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
+    for block in blocks:
+        assert set(block.needs) <= set(extras) & set(MODULE_OF_EXTRA), block.line
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+@pytest.mark.parametrize("block", python_blocks(), ids=lambda b: f"README.md-line-{b.line}")
+def test_a_readme_python_block_runs_as_written(block, tmp_path, monkeypatch):
+    """Each block alone, in a fresh namespace and an empty folder: its imports written out."""
+    for extra in block.needs:
+        pytest.importorskip(
+            MODULE_OF_EXTRA[extra],
+            reason=f'this README block needs the {extra} extra (pip install -e ".[{extra}]")',
+        )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    code = compile(block.code, f"README.md, line {block.line}", "exec")
+    exec(code, {"__name__": "readme"})  # noqa: S102 (the README's own code, as a reader runs it)

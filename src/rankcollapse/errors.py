@@ -40,6 +40,30 @@ class OutputError(RankCollapseError):
     """An output file or folder that cannot be written (read-only, full, not a folder)."""
 
 
+def install_extra(extra: str) -> str:
+    """The one command that installs an optional extra; the package is installed from its
+    checkout, so the command is run there.
+
+    Example:
+        >>> install_extra("wandb")
+        'pip install -e ".[wandb]"'
+    """
+    return f'pip install -e ".[{extra}]"'
+
+
+def missing_extra(what: str, extra: str, instead: str) -> ConfigError:
+    """The one error for an optional extra that is not installed.
+
+    Example:
+        >>> print(missing_extra("WandbLog", "wandb", "log to a CsvLog"))
+        WandbLog needs the wandb extra, which is not installed; install it with pip install -e ".[wandb]" (in the checkout), or log to a CsvLog.
+    """
+    return ConfigError(
+        f"{what} needs the {extra} extra, which is not installed; install it with "
+        f"{install_extra(extra)} (in the checkout), or {instead}."
+    )
+
+
 _COMMAND_LINE: ContextVar[bool] = ContextVar("command_line", default=False)
 
 

@@ -94,8 +94,9 @@ def test_lightning_callback_records_the_expected_steps():
 @pytest.mark.slow
 def test_the_monitor_imports_without_the_optional_extras():
     code = (
-        "import sys, rankcollapse.measure.monitor\n"
-        "extras = [m for m in sys.modules if m.split('.')[0] in ('lightning', 'tensorboard')]\n"
+        "import sys, rankcollapse.measure.monitor, rankcollapse.lens, rankcollapse.tracking\n"
+        "optional = ('lightning', 'tensorboard', 'transformer_lens', 'nnsight', 'wandb', 'mlflow')\n"
+        "extras = [m for m in sys.modules if m.split('.')[0] in optional]\n"
         "assert not extras, extras\n"
     )
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}

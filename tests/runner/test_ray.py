@@ -137,7 +137,8 @@ def test_ray_backend_without_ray_names_the_extra(tmp_path, monkeypatch):
         return real_import(name, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "__import__", no_ray)
-    with pytest.raises(ConfigError, match=r'needs Ray.*pip install -e "\.\[ray\]"'):
+    extra = r'--backend ray needs the ray extra.*pip install -e "\.\[ray\]"'
+    with pytest.raises(ConfigError, match=extra):
         run_experiment(TINY, overrides={"log_dir": str(tmp_path)}, backend="ray", jobs=2)
     assert not (tmp_path / "calls.log").exists()
 

@@ -134,3 +134,22 @@ def test_training_follows_the_schedule(monkeypatch):
     monkeypatch.setattr(torch.optim, "Adam", Spy)
     train(SAN(SANConfig(inputs="points", n_classes=2, **TINY)), data.inputs, data.targets, config)
     assert seen == [config.lr_at(step) for step in range(4)]
+
+
+def test_the_path_effectiveness_training_takes_a_monitor_of_its_san():
+    from rankcollapse.measure.monitor import MemoryLog, watch
+    from rankcollapse.train import TaskSetup, train_on_task
+
+    setup = TaskSetup(n_train=8, n_eval=4, n_tokens=5, n_layers=2, d_model=4, steps=4,
+                      batch_size=4)  # fmt: skip
+    log = MemoryLog()
+    ids = torch.randint(5, (2, 5), generator=torch.Generator().manual_seed(0))
+
+    def monitor(san):
+        return watch(san, blocks="body.blocks", inputs=ids, every=2, metrics=["mu_rel"],
+                     logs=[log])  # fmt: skip
+
+    watched, _ = train_on_task("sorting", setup, seed=0, monitor=monitor)
+    plain, _ = train_on_task("sorting", setup, seed=0)
+    assert watched.losses == plain.losses
+    assert log.frame.groupby("step").size().to_dict() == {0: 3 * 2, 2: 3 * 2, 4: 3 * 2}

@@ -101,3 +101,29 @@ def test_tail_change_is_zero_on_a_plateau_and_the_relative_fall_otherwise():
     assert tail_change([1.0, 0.8, 0.6, 0.4]) == pytest.approx((0.9 - 0.5) / 0.9)
     assert tail_change([0.5, 0.5, 0.6, 0.6]) == pytest.approx(-0.2)  # rising: negative
     assert math.isnan(tail_change([1.0, 0.5, 0.2]))  # too short to judge
+
+
+def test_a_grid_takes_a_monitor_of_its_model_and_trains_the_same():
+    from rankcollapse.measure.monitor import MemoryLog, Monitor
+    from rankcollapse.metrics import measure_states, metrics_frame
+
+    points = [GridPoint(1, 2, 0), GridPoint(4, 1, 0)]
+    held_out = TASK.sample(3, torch.Generator().manual_seed(5))
+    log, built = MemoryLog(), []
+
+    def monitor(model):  # each configuration's output on 3 held-out sets, as "layer 1"
+        built.append(model)
+
+        def measure(step):
+            with torch.no_grad():
+                out = model(held_out.queries[None], held_out.x[None])  # (C, 3, q, d)
+            values = measure_states(out.double(), metrics=["mu_rel"])
+            return metrics_frame(values, step=step, layer=1, variant="transformer")
+
+        return Monitor(measure, every=20, logs=[log])
+
+    watched = train_grid(TASK, points, SETTINGS, monitor=monitor)
+    plain = train_grid(TASK, points, SETTINGS)
+    pd.testing.assert_frame_equal(watched.final, plain.final)
+    assert len(built) == 1
+    assert log.frame.groupby("step").size().to_dict() == {0: 2 * 3, 20: 2 * 3, 40: 2 * 3}

@@ -21,14 +21,17 @@ from torch import Tensor
 
 from rankcollapse.devices import metrics_device
 from rankcollapse.errors import InputError, option
-from rankcollapse.hf import (
-    LayerCapture,
-    LoadedModel,
-    check_attention_settings,
-    check_variant,
-    run_batch,
-)
+from rankcollapse.hf import LayerCapture
 from rankcollapse.masks import MaskSpec, causal
+from rankcollapse.measure.kinds import (
+    Measured,
+    check_settings,
+    check_variants,
+    is_causal,
+    n_positions,
+    run_layers,
+    takes_pixels,
+)
 from rankcollapse.metrics import measure_attention, measure_states, metrics_frame
 from rankcollapse.variants import Variant
 
@@ -37,13 +40,12 @@ ProbeRequest = Any
 module, never the reverse)."""
 
 
-def check_model(loaded: LoadedModel, variants: Sequence[Variant], n_tokens: int) -> None:
+def check_model(loaded: Measured, variants: Sequence[Variant], n_tokens: int) -> None:
     """Fail before any work when a variant is not defined for this model's family, or a text
     model has fewer positions than `n_tokens`."""
-    for variant in variants:
-        check_variant(variant, loaded.arch)
-    limit = getattr(loaded.model.config, "max_position_embeddings", None)
-    if loaded.arch.inputs == "tokens" and isinstance(limit, int) and 0 < limit < n_tokens:
+    check_variants(loaded, variants)
+    limit = n_positions(loaded)
+    if not takes_pixels(loaded) and limit is not None and limit < n_tokens:
         raise InputError(
             f"{n_tokens} tokens exceed the context of '{loaded.name}' ({limit} positions); "
             f"pass {option('n_tokens', limit)} or fewer tokens."
@@ -77,13 +79,13 @@ def resolve_mask(mask: MaskSpec | Tensor | None, n_tokens: int) -> tuple[Tensor 
 
 
 def prepare_batch(
-    loaded: LoadedModel, request: ProbeRequest, input_ids: Tensor, token_mask: Tensor
+    loaded: Measured, request: ProbeRequest, input_ids: Tensor, token_mask: Tensor
 ) -> Batch:
     """The batch with the request's attention mask and temperature checked for this model."""
     n_context = token_mask.shape[1]
     mask, label = resolve_mask(request.mask, n_context)
-    check_attention_settings(loaded, mask, n_context, request.temperature)
-    allowed = causal(n_context) if mask is None and loaded.arch.causal else mask
+    check_settings(loaded, mask, n_context, request.temperature)
+    allowed = causal(n_context) if mask is None and is_causal(loaded) else mask
     return Batch(input_ids, token_mask, mask, label, allowed)
 
 
@@ -104,7 +106,7 @@ def samples_per_pass(request: ProbeRequest, n_samples: int, n_tokens: int) -> in
 
 
 def measure_batch(
-    loaded: LoadedModel,
+    loaded: Measured,
     batch: Batch,
     request: ProbeRequest,
     ids: dict[str, Any],
@@ -133,7 +135,7 @@ def measure_batch(
                 [],
                 layers,
             )
-            run_batch(
+            run_layers(
                 loaded,
                 batch.input_ids[chunk],
                 batch.token_mask[chunk],

@@ -33,7 +33,6 @@ from rankcollapse.errors import ConfigError, InputError, option
 from rankcollapse.hf import (
     Init,
     LoadedModel,
-    as_loaded,
     load_model,
     load_paragraphs,
     load_windows,
@@ -41,6 +40,13 @@ from rankcollapse.hf import (
     random_token_ids,
 )
 from rankcollapse.masks import MaskSpec, as_mask_spec
+from rankcollapse.measure.kinds import (
+    Measured,
+    embedding_size,
+    in_memory,
+    is_in_memory,
+    takes_pixels,
+)
 from rankcollapse.measure.layers import check_model, measure_batch, prepare_batch
 from rankcollapse.metrics import DEFAULT_METRICS, get_metric
 from rankcollapse.variants import Variant, parse_variant
@@ -68,9 +74,9 @@ class ModelSource:
     """A tokenizer directory replacing a named model's own, or the tokenizer of a model in
     memory."""
 
-    def load(self) -> LoadedModel:
-        if isinstance(self.model, (LoadedModel, nn.Module)):
-            return as_loaded(self.model, tokenizer=self.tokenizer)
+    def load(self) -> Measured:
+        if is_in_memory(self.model):
+            return in_memory(self.model, tokenizer=self.tokenizer)
         return load_model(
             self.model,
             init=self.init,
@@ -98,12 +104,12 @@ class ProbeInputs:
     n_tokens: int = 128
     seed: int = 0
 
-    def build(self, loaded: LoadedModel) -> tuple[Tensor, Tensor]:
+    def build(self, loaded: Measured) -> tuple[Tensor, Tensor]:
         """(input ids or pixels, boolean token mask (b, n)) for this model: text windows,
         padded paragraphs, random token ids (from the tokenizer, or the config's vocabulary
         when there is none), random pixels, or up to `n_samples` images of a folder."""
-        config = loaded.model.config
-        if loaded.arch.inputs == "pixels":
+        size = None if takes_pixels(loaded) else embedding_size(loaded)
+        if takes_pixels(loaded):
             return pixel_inputs(
                 loaded,
                 text=self.text,
@@ -114,7 +120,7 @@ class ProbeInputs:
             )
         if self.images is not None:
             raise InputError(
-                f"model '{loaded.name}' ({loaded.arch.name}) takes text, not images; drop "
+                f"model '{loaded.name}' takes text, not images; drop "
                 f"{option('images', 'DIR')}, or pass a vision model (vit)."
             )
         if self.random_tokens:
@@ -140,18 +146,18 @@ class ProbeInputs:
                 n_tokens=self.n_tokens,
                 seed=self.seed,
             )
-        if int(ids.max()) >= config.vocab_size:
+        if int(ids.max()) >= size:
             raise InputError(
                 f"the tokenizer of '{loaded.name}' gives ids up to {int(ids.max())} but the "
-                f"model's embedding has {config.vocab_size}; pass the model's own tokenizer "
+                f"model's embedding has {size}; pass the model's own tokenizer "
                 f"({option('tokenizer', 'DIR')}) or {option('random_tokens')}."
             )
         return ids, mask
 
 
-def _no_tokenizer(loaded: LoadedModel) -> InputError:
+def _no_tokenizer(loaded: Measured) -> InputError:
     """Text asked of a model without a tokenizer: the fix in the caller's words."""
-    vocabulary = f"random ids from the config's vocabulary of {loaded.model.config.vocab_size}"
+    vocabulary = f"random ids from the config's vocabulary of {embedding_size(loaded)}"
     if loaded.init == "in-memory":
         return InputError(
             f"model '{loaded.name}' is in memory without a tokenizer, so text cannot be "
@@ -348,7 +354,7 @@ def probe(
     return run_probe(source.load(), inputs, request)
 
 
-def run_probe(loaded: LoadedModel, inputs: ProbeInputs, request: ProbeRequest) -> pd.DataFrame:
+def run_probe(loaded: Measured, inputs: ProbeInputs, request: ProbeRequest) -> pd.DataFrame:
     """The probe of a loaded model: `request` measured on `inputs`, one row per (variant,
     layer, sample, metric); the columns of `probe`."""
     check_model(loaded, request.variants, inputs.n_tokens)

@@ -13,6 +13,7 @@ from rankcollapse.measure.monitor import (
     TensorBoardLog,
     parse_log,
     read_log,
+    scalars,
     watch,
 )
 
@@ -33,5 +34,6 @@ __all__ = [
     "TensorBoardLog",
     "parse_log",
     "read_log",
+    "scalars",
     "watch",
 ]

@@ -60,11 +60,11 @@ from typing import Any
 import pandas as pd
 from pydantic import BaseModel
 
-from rankcollapse.errors import ConfigError
+from rankcollapse.errors import ConfigError, install_extra, missing_extra
 from rankcollapse.process import cpu_cores, fast_imports
 
 BACKENDS = ("process", "ray")
-RAY_EXTRA = 'pip install -e ".[ray]"'
+RAY_EXTRA = install_extra("ray")
 
 
 @dataclass(frozen=True)
@@ -383,10 +383,7 @@ def _import_ray() -> Any:
     try:
         import ray
     except ImportError:
-        raise ConfigError(
-            f"--backend ray needs Ray, which is not installed; install the extra: {RAY_EXTRA} "
-            "(or pip install 'ray>=2.9'), or use --backend process."
-        ) from None
+        raise missing_extra("--backend ray", "ray", "use --backend process") from None
     return ray
 
 

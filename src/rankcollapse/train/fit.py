@@ -8,6 +8,7 @@ bytes, device type), so the same settings reuse the weights and other settings n
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -138,8 +139,14 @@ def train_on_task(
     seed: int,
     store: CheckpointStore | None = None,
     device: torch.device | str = "cpu",
+    monitor: Callable[[SAN], Monitor] | None = None,
 ) -> tuple[TrainedModel, TaskData]:
     """Train the SAN of `task` (`rankcollapse.tasks.san_config`) as `setup` says.
+
+    `monitor` (`rankcollapse.measure.monitor.watch`) is called with the SAN once it is built,
+    e.g. `lambda san: watch(san, blocks="body.blocks", inputs=ids, logs=...)`; it measures the
+    training as `train` says (a checkpoint reused from `store` trains nothing, so it records
+    nothing), and is closed at the end.
 
     Weights come from the "weights" stream of `seed`; the data and the batch order from its
     "data" stream (`rankcollapse.seeds.stream_seed`). Returns the trained model and the
@@ -160,13 +167,18 @@ def train_on_task(
     schedule = TrainConfig(
         **setup.model_dump(include={"steps", "batch_size", "lr"}), seed=data_seed
     )
+    model = SAN(config)
+    watching = monitor(model) if monitor is not None else None
     trained = train_model(
-        SAN(config),
+        model,
         config.model_dump(),
         train_data.inputs,
         train_data.targets,
         schedule,
         store=store,
         device=device,
+        monitor=watching,
     )
+    if watching is not None:
+        watching.close()
     return trained, held_out

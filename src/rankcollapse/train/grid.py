@@ -16,8 +16,9 @@ trivial predictor 0 scores 1 on the same samples).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pandas as pd
 import torch
@@ -28,6 +29,9 @@ from rankcollapse.errors import ConfigError
 from rankcollapse.nets.rank_attention import StackedRankAttention, check_rank_heads
 from rankcollapse.tasks.neighbours import NeighbourTask, relative_mse
 from rankcollapse.train.loop import warmup_cosine
+
+if TYPE_CHECKING:  # a grid run without a monitor never imports the real-model code
+    from rankcollapse.measure.monitor import Monitor
 
 
 @dataclass(frozen=True)
@@ -138,8 +142,14 @@ def train_grid(
     hard: bool = False,
     keep_model: bool = False,
     device: str = "cpu",
+    monitor: Callable[[StackedRankAttention], Monitor] | None = None,
 ) -> GridResult:
     """Train every configuration of `points` on `task` at once (float32), one optimiser step each.
+
+    `monitor` is called with the grid's model once it is built and returns a
+    `rankcollapse.measure.monitor.Monitor` (e.g. one whose measure function measures every
+    configuration's output on held-out sets); it measures before the first step and after each
+    step its interval divides (steps count from 1), and is closed at the end.
 
     The model trains on `device` (cpu, cuda, mps or auto), where its data are drawn too (no host
     work per step; an accelerator draws other batches than the CPU from the same seeds), and
@@ -172,6 +182,9 @@ def train_grid(
     since_best = torch.zeros(n_configs, dtype=torch.long)
     steps_run = torch.zeros(n_configs, dtype=torch.long, device=where)
     window, curve_rows = [], []
+    watching = monitor(model) if monitor is not None else None
+    if watching is not None:
+        watching.step(0)
     for step in range(settings.steps):
         queries, x, target = _batch(streams)
         target = target[model.config_stream]  # (C, b, q, d): each configuration's stream
@@ -180,6 +193,8 @@ def train_grid(
         per_config.sum().backward()  # each term reaches only its own configuration's heads
         optimiser.step(settings.lr_at(step), active)
         steps_run += active
+        if watching is not None:
+            watching.step(step + 1)
         trivial = target.square().sum(-1).flatten(1).mean(1)  # the zero predictor, same samples
         window.append(per_config.detach() / trivial)
         if (step + 1) % settings.log_every == 0:
@@ -194,6 +209,8 @@ def train_grid(
             active &= (since_best < settings.patience).to(where)  # plateau: stop this one
             if not active.any():
                 break
+    if watching is not None:
+        watching.close()
     curves = pd.DataFrame(curve_rows, columns=["d_qk", "n_heads", "seed", "step", "value"])
     curves = curves.astype({"d_qk": int, "n_heads": int, "seed": int, "step": int, "value": float})
     curves.insert(4, "metric", "train_rel_mse")

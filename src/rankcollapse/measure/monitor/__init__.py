@@ -7,7 +7,9 @@
 `watch` checks every option and picks the held-out batch once; `Monitor.step` measures at
 multiples of `every` (rows: step, layer, variant, sample, metric, value, at_floor). Logs:
 `MemoryLog`, `CsvLog` (survives a crash; a resumed run records each step once),
-`TensorBoardLog` (the `tensorboard` extra); `read_log` reads a CSV back. Integrations:
+`TensorBoardLog` (the `tensorboard` extra), and `rankcollapse.tracking`'s `WandbLog` and
+`MLflowLog`; `read_log` reads a CSV back, `scalars` gives the per-layer means the trackers
+log. Under torch.distributed one rank measures, or each into its own logs (`distributed`). Integrations:
 `rankcollapse.measure.monitor.trainer.MonitorCallback` (Hugging Face Trainer) and
 `rankcollapse.measure.monitor.lightning.MonitorCallback` (the `lightning` extra), imported from
 their modules so this package needs neither. (`rankcollapse.monitor` is the deprecated name of
@@ -20,6 +22,7 @@ from rankcollapse.measure.monitor.logs import (
     TensorBoardLog,
     parse_log,
     read_log,
+    scalars,
 )
 from rankcollapse.measure.monitor.watch import COLUMNS, MONITOR_METRICS, Log, Monitor, watch
 
@@ -33,5 +36,6 @@ __all__ = [
     "TensorBoardLog",
     "parse_log",
     "read_log",
+    "scalars",
     "watch",
 ]

@@ -6,17 +6,21 @@
     L.Trainer(callbacks=[MonitorCallback(monitor)]).fit(module, loader)
 
 It measures when training starts (step 0, or the checkpoint's step when the trainer resumes)
-and after every optimiser step the monitor's `every` divides, on the global-zero process only.
+and after every optimiser step the monitor's `every` divides; on several processes the monitor
+measures on its rank (rank 0 by default, `watch(..., ranks=)`); its logs close when training
+ends.
 """
 
 from __future__ import annotations
 
+from rankcollapse.errors import missing_extra
+
 try:
     from lightning.pytorch import Callback
 except ImportError:
+    hint = "call monitor.step(step) from the training loop"
     raise ImportError(
-        "rankcollapse.measure.monitor.lightning needs PyTorch Lightning, which is not "
-        "installed; install the extra: pip install 'rankcollapse[lightning]'."
+        str(missing_extra("rankcollapse.measure.monitor.lightning", "lightning", hint))
     ) from None
 
 from rankcollapse.measure.monitor.watch import Monitor
@@ -35,8 +39,11 @@ class MonitorCallback(Callback):
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
         self._step(trainer)
 
+    def on_train_end(self, trainer, pl_module) -> None:
+        self.monitor.close()
+
     def _step(self, trainer) -> None:
         # with gradient accumulation several batches end at one optimiser step: measure once
-        if trainer.is_global_zero and trainer.global_step != self.last:
+        if trainer.global_step != self.last:
             self.last = trainer.global_step
             self.monitor.step(trainer.global_step)

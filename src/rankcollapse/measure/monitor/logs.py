@@ -17,7 +17,7 @@ from typing import Any
 
 import pandas as pd
 
-from rankcollapse.errors import ConfigError, InputError
+from rankcollapse.errors import ConfigError, InputError, missing_extra
 from rankcollapse.files import append_whole, write_atomic
 from rankcollapse.measure.monitor.watch import COLUMNS
 from rankcollapse.reading import MAX_CSV_LINE, MiB, open_bounded, read_json
@@ -41,6 +41,10 @@ class MemoryLog:
 
     def append(self, frame: pd.DataFrame) -> None:
         self.frames.append(frame)
+
+    def for_rank(self, rank: int) -> MemoryLog:
+        """Each process holds its own memory: the log itself."""
+        return self
 
     @property
     def frame(self) -> pd.DataFrame:
@@ -110,6 +114,10 @@ class CsvLog:
     def resume(self, step: int) -> None:
         self.start = step
         self.checked = False
+
+    def for_rank(self, rank: int) -> CsvLog:
+        """The log of one rank (monitor `ranks="every"`): `collapse.csv` -> `collapse.rank1.csv`."""
+        return CsvLog(self.path.with_name(f"{self.path.stem}.rank{rank}{self.path.suffix}"))
 
     def append(self, frame: pd.DataFrame) -> None:
         if not self.checked:
@@ -248,9 +256,31 @@ def read_log(path: str | os.PathLike) -> pd.DataFrame:
     return parse_log(text, path)
 
 
+def scalars(frame: pd.DataFrame) -> list[tuple[int, str, float]]:
+    """(step, name, value): the mean over the held-out samples not at the dtype floor of each
+    (step, variant, metric, layer), named `<metric>/<variant>/layer_<ll>`, the scalar names of
+    `TensorBoardLog` and the trackers' logs; a layer whose every sample is at the floor has
+    none (never a floor value averaged as signal).
+
+    Example:
+        >>> rows = pd.DataFrame({"step": 5, "layer": [1, 1], "variant": "san", "sample": [0, 1],
+        ...                      "metric": "mu_rel", "value": [0.2, 1e-9],
+        ...                      "at_floor": [False, True]})
+        >>> scalars(rows)
+        [(5, 'mu_rel/san/layer_01', 0.2)]
+    """
+    signal = frame[~frame["at_floor"].astype(bool)]
+    keys = ["step", "variant", "metric", "layer"]
+    means = signal.groupby(keys, sort=False)["value"].mean()
+    return [
+        (int(step), f"{metric}/{variant}/layer_{int(layer):02d}", float(value))
+        for (step, variant, metric, layer), value in means.items()
+    ]
+
+
 class TensorBoardLog:
-    """Per-layer means over the held-out samples as TensorBoard scalars,
-    `<metric>/<variant>/layer_<l>` at each measured step (needs the `tensorboard` extra).
+    """Per-layer means over the held-out samples (`scalars`) as TensorBoard scalars,
+    `<metric>/<variant>/layer_<ll>` at each measured step (needs the `tensorboard` extra).
 
     A resumed run purges the events from its start step on (TensorBoard's `purge_step`).
     """
@@ -259,10 +289,7 @@ class TensorBoardLog:
         try:
             from torch.utils.tensorboard import SummaryWriter
         except ImportError:
-            raise ConfigError(
-                "TensorBoardLog needs TensorBoard, which is not installed; install the extra "
-                "(pip install 'rankcollapse[tensorboard]') or log to a CsvLog only."
-            ) from None
+            raise missing_extra("TensorBoardLog", "tensorboard", "log to a CsvLog only") from None
         self.logdir = Path(logdir)
         self.writer_class = SummaryWriter
         self.writer = None
@@ -272,12 +299,15 @@ class TensorBoardLog:
         self.close()
         self.start = step
 
+    def for_rank(self, rank: int) -> TensorBoardLog:
+        """The log of one rank (monitor `ranks="every"`): the folder `rank<r>/` of `logdir`."""
+        return TensorBoardLog(self.logdir / f"rank{rank}")
+
     def append(self, frame: pd.DataFrame) -> None:
         if self.writer is None:
             self.writer = self.writer_class(str(self.logdir), purge_step=self.start)
-        means = frame.groupby(["step", "variant", "metric", "layer"], sort=False)["value"].mean()
-        for (step, variant, metric, layer), value in means.items():
-            self.writer.add_scalar(f"{metric}/{variant}/layer_{layer:02d}", value, int(step))
+        for step, name, value in scalars(frame):
+            self.writer.add_scalar(name, value, step)
         self.writer.flush()
 
     def close(self) -> None:

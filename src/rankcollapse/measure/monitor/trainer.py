@@ -6,7 +6,9 @@
                       callbacks=[MonitorCallback(watch(model, tokenizer=tok, logs=[CsvLog(path)]))])
 
 It measures at the start of training (step 0, or the checkpoint's step when the trainer
-resumes) and after every optimiser step the monitor's `every` divides, on the main process only.
+resumes) and after every optimiser step the monitor's `every` divides; on several processes
+the monitor measures on its rank (rank 0 by default, `watch(..., ranks=)`), and closes its logs
+when training ends.
 """
 
 from __future__ import annotations
@@ -17,15 +19,17 @@ from rankcollapse.measure.monitor.watch import Monitor
 
 
 class MonitorCallback(TrainerCallback):
-    """Calls `monitor.step(state.global_step)` when training starts and after each step."""
+    """Calls `monitor.step(state.global_step)` when training starts and after each step on
+    every process (the monitor picks its rank), and `monitor.close()` when it ends."""
 
     def __init__(self, monitor: Monitor) -> None:
         self.monitor = monitor
 
     def on_train_begin(self, args, state, control, **kwargs):
-        if state.is_world_process_zero:
-            self.monitor.step(state.global_step)
+        self.monitor.step(state.global_step)
 
     def on_step_end(self, args, state, control, **kwargs):
-        if state.is_world_process_zero:
-            self.monitor.step(state.global_step)
+        self.monitor.step(state.global_step)
+
+    def on_train_end(self, args, state, control, **kwargs):
+        self.monitor.close()

@@ -29,8 +29,11 @@ import torch
 from torch import Tensor, nn
 
 from rankcollapse.errors import ConfigError, InputError, RankCollapseError
-from rankcollapse.hf import LayerCapture, LoadedModel, as_loaded, blocks_captured, modes_kept
+from rankcollapse.hf import LayerCapture, blocks_captured, modes_kept
+from rankcollapse.lens import is_nnsight, unwrap_nnsight
+from rankcollapse.measure.kinds import Measured, embedding_size, in_memory, knows, takes_pixels
 from rankcollapse.measure.layers import LayerMeasure, check_model, measure_batch, prepare_batch
+from rankcollapse.measure.monitor.distributed import Ranks, check_ranks, local_module, logs_of_rank
 from rankcollapse.measure.probe import ProbeInputs, ProbeRequest, resolve_probe
 from rankcollapse.variants import Variant
 
@@ -65,12 +68,16 @@ class Monitor:
     last: int | None = None
     """The last step seen (None before the first: then the logs are told where the run
     starts)."""
+    ranks: Ranks = 0
+    """Under torch.distributed: the rank that measures, or "every" (per-rank logs)."""
+    active: bool = True
+    """Whether this process measures (False on the other ranks: their steps do nothing)."""
 
     def measure(self, step: int) -> pd.DataFrame:
         """Measure now, whatever the step (steps still only go forward), and append the rows
         to every log."""
         self._advance(step)
-        return self._record(step)
+        return self._record(step) if self.active else None
 
     def step(self, step: int) -> pd.DataFrame | None:
         """Call after each optimiser step (`step` = steps done; 0 before training): measures
@@ -83,7 +90,15 @@ class Monitor:
         `watch`) records each step once.
         """
         self._advance(step)
-        return self._record(step) if step % self.every == 0 else None
+        return self._record(step) if self.active and step % self.every == 0 else None
+
+    def close(self) -> None:
+        """Call once training ends: every log with a `close` closes (a tracker's log stores
+        its table of rows and heat map, TensorBoard's event file is closed)."""
+        for log in self.logs:
+            close = getattr(log, "close", None)
+            if close is not None:
+                close()
 
     def _record(self, step: int) -> pd.DataFrame:
         frame = self.measure_fn(step)
@@ -106,13 +121,15 @@ class Monitor:
                 "watch(...) again, whose logs drop what they hold from its first step on."
             )
         if self.last is None:
+            logs = logs_of_rank(self.logs, self.ranks)  # the rank is known once training runs
+            self.active, self.logs = logs is not None, logs or []
             for log in self.logs:
                 log.resume(step)
         self.last = step
 
 
 def watch(
-    model: nn.Module | LoadedModel,
+    model: nn.Module | Measured | Any,
     *,
     every: int = 50,
     metrics: str | Sequence[str] | None = None,
@@ -127,12 +144,15 @@ def watch(
     n_tokens: int = 64,
     seed: int = 0,
     logs: Sequence[Log] = (),
+    ranks: Ranks = 0,
 ) -> Monitor:
     """A `Monitor` of `model`: resolves metrics, variants, blocks and the held-out batch once.
 
     Args:
         model: a Hugging Face model in memory (any family the probe knows; base model or one
-            with a head), a `LoadedModel`, or any torch module together with `blocks`.
+            with a head), a `LoadedModel`, a TransformerLens `HookedTransformer` (its
+            residual-stream hooks), an nnsight wrapper (the model it wraps), a DDP wrapper
+            (its module), or any torch module together with `blocks`.
         every: measure at steps 0, every, 2 every, ...
         metrics: metric names of `rankcollapse.metrics.METRICS`, a list or "a,b" (default
             `MONITOR_METRICS`); attention metrics for a Hugging Face model (averaged over
@@ -149,7 +169,12 @@ def watch(
             built-in corpus), or random token ids with `random_tokens`, chosen by `seed`.
         token_mask: (b, n) True for real tokens of `inputs` (None: all real).
         tokenizer: the tokenizer of a Hugging Face model (None: random tokens only).
-        logs: where each measurement goes (`CsvLog`, `TensorBoardLog`, `MemoryLog`), a list.
+        logs: where each measurement goes (`CsvLog`, `TensorBoardLog`, `MemoryLog`,
+            `rankcollapse.tracking.WandbLog` / `MLflowLog`), a list.
+        ranks: under `torch.distributed`, the rank that measures (the others' steps do
+            nothing), or "every": each rank measures into its own logs (a `CsvLog`'s
+            `name.rank<r>.csv`, a `TensorBoardLog`'s `rank<r>/`). A DDP wrapper is measured
+            through its module, never by a collective.
 
     Everything is checked here, once: a bad option, block, batch or log raises a
     `RankCollapseError` naming it; a module with declared blocks runs one forward pass of
@@ -166,6 +191,10 @@ def watch(
         True
     """
     check_scalars(every=every, n_samples=n_samples, n_tokens=n_tokens, seed=seed)
+    ranks = check_ranks(ranks)
+    model = local_module(model)
+    if is_nnsight(model):  # measured as the model it wraps, with its tokenizer
+        model, tokenizer = unwrap_nnsight(model, tokenizer)
     request = resolve_probe(variants, None, MONITOR_METRICS if metrics is None else metrics)
     logs = checked_logs(logs)
     if blocks is None:
@@ -183,7 +212,7 @@ def watch(
     for log in logs:
         if callable(getattr(log, "check", None)):
             log.check({**setup, **found})
-    return Monitor(measure, every, logs)
+    return Monitor(measure, every, logs, ranks=ranks)
 
 
 def check_scalars(**values: Any) -> None:
@@ -239,15 +268,14 @@ def digest(*tensors: Tensor | None) -> str:
 def _hf_measure(model, request: ProbeRequest, inputs, token_mask, tokenizer, held_out):
     """The measurement of a Hugging Face model (the probe's checks, batch and forward
     passes) and its part of the setup."""
-    if not isinstance(model, LoadedModel) and not hasattr(
-        getattr(model, "config", None), "model_type"
-    ):
+    if not knows(model):
         raise ConfigError(
-            f"a {type(model).__name__} is not a Hugging Face model; declare its blocks, e.g. "
-            "watch(model, blocks='layers', inputs=batch) (a dotted path to its ModuleList of "
-            "blocks, or the block modules in order)."
+            f"a {type(model).__name__} is not a Hugging Face model, a HookedTransformer or an "
+            "nnsight wrapper; declare its blocks, e.g. watch(model, blocks='layers', "
+            "inputs=batch) (a dotted path to its ModuleList of blocks, or the block modules "
+            "in order)."
         )
-    loaded = as_loaded(model, tokenizer=tokenizer)
+    loaded = in_memory(model, tokenizer=tokenizer)
     if inputs is None:
         check_model(loaded, request.variants, held_out.n_tokens)
         inputs, token_mask = held_out.build(loaded)
@@ -255,13 +283,13 @@ def _hf_measure(model, request: ProbeRequest, inputs, token_mask, tokenizer, hel
         inputs, token_mask = checked_tokens(loaded, inputs, token_mask)
         check_model(loaded, request.variants, inputs.shape[-1])
     batch = prepare_batch(loaded, request, inputs.cpu(), token_mask.cpu())
-    config = loaded.model.config
+    config = getattr(loaded.model, "config", None) or getattr(loaded.model, "cfg", None)
     setup = {
         "model": {
             "class": type(loaded.model).__name__,
             "name": loaded.name,
             "n_layers": loaded.n_layers,
-            "d_model": getattr(config, "hidden_size", None),
+            "d_model": getattr(config, "hidden_size", getattr(config, "d_model", None)),
         },
         "inputs": {
             "shape": list(batch.input_ids.shape),
@@ -276,13 +304,12 @@ def _hf_measure(model, request: ProbeRequest, inputs, token_mask, tokenizer, hel
     return measure, setup
 
 
-def checked_tokens(loaded: LoadedModel, inputs: Any, token_mask: Any) -> tuple[Tensor, Tensor]:
+def checked_tokens(loaded: Measured, inputs: Any, token_mask: Any) -> tuple[Tensor, Tensor]:
     """A user's held-out token ids (b >= 1, n >= 2, whole numbers within the vocabulary) and
     their boolean mask (None: all real), or a clear error."""
-    vocab = getattr(loaded.model.config, "vocab_size", None)
-    if loaded.arch.inputs != "tokens":
+    if takes_pixels(loaded):
         raise InputError(
-            f"'{loaded.name}' ({loaded.arch.name}) takes pixels; its held-out batch is drawn by "
+            f"'{loaded.name}' takes pixels; its held-out batch is drawn by "
             "the monitor: drop inputs= (random pixels, chosen by seed)."
         )
     if not isinstance(inputs, Tensor) or inputs.ndim != 2 or min(inputs.shape) < 1:
@@ -297,6 +324,7 @@ def checked_tokens(loaded: LoadedModel, inputs: Any, token_mask: Any) -> tuple[T
             "(torch.long), e.g. inputs.long() if they are ids."
         )
     low, high = int(inputs.min()), int(inputs.max())
+    vocab = embedding_size(loaded)
     if low < 0 or (isinstance(vocab, int) and high >= vocab):
         raise InputError(
             f"inputs holds token ids from {low} to {high} but '{loaded.name}' has a vocabulary "
