@@ -143,9 +143,7 @@ def report(name: str, repeats: int, skip_memory: bool) -> None:
     print(f"  probe, default metric suite        : {t['probe']:.2f} s")
     print(f"  capture alone (hooks, no metrics)  : {t['capture']:.2f} s")
     print(f"  metric suite alone ({t['layers'] + 1} states)    : {t['suite']:.2f} s")
-    print(
-        f"  ratio probe / forward              : {t['probe'] / t['forward']:.2f} (target <= 1.2)"
-    )
+    print(f"  ratio probe / forward              : {t['probe'] / t['forward']:.2f} (target <= 1.2)")
     if skip_memory:
         return
     m = memory(name)

@@ -64,7 +64,11 @@ def test_a_block_of_another_model_is_refused_at_watch():
 def test_a_block_returning_a_dict_is_named_at_watch():
     with pytest.raises(InputError, match=r"layer 1 \(the output of blocks\[0\], a DictBlock\) is "
                        "a dict, not a tensor of states"):  # fmt: skip
-        watch(DictBlocks(), blocks="layers", inputs=torch.randn(2, 4, 8))
+        watch(
+            DictBlocks(),
+            blocks="layers",
+            inputs=torch.randn(2, 4, 8, generator=torch.Generator().manual_seed(0)),
+        )
 
 
 class Linears(nn.Module):
@@ -83,13 +87,17 @@ class Linears(nn.Module):
 def test_a_batch_the_module_cannot_run_is_one_error_at_watch():
     with pytest.raises(InputError, match=r"the held-out batch does not run through the Linears "
                        r"\(RuntimeError: .*\); pass inputs= that model\(inputs\) takes"):  # fmt: skip
-        watch(Linears(), blocks="layers", inputs=torch.randn(2, 4, 5))  # width 8
+        watch(
+            Linears(),
+            blocks="layers",
+            inputs=torch.randn(2, 4, 5, generator=torch.Generator().manual_seed(0)),
+        )  # width 8
 
 
 def test_float_token_ids_and_ids_beyond_the_vocabulary_are_refused_at_watch():
     model = tiny_gpt2()
     with pytest.raises(InputError, match="inputs holds torch.float32 values, not token ids"):
-        watch(model, inputs=torch.rand(2, 6))
+        watch(model, inputs=torch.rand(2, 6, generator=torch.Generator().manual_seed(0)))
     with pytest.raises(InputError, match="token ids from 3 to 99 but .* vocabulary of 64"):
         watch(model, inputs=torch.tensor([[3, 4, 99], [5, 6, 7]]))
     with pytest.raises(InputError, match="fewer than 2 real tokens"):

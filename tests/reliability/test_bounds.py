@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import io
 import os
-import resource
 import subprocess
 import sys
 from pathlib import Path
@@ -61,14 +60,21 @@ def test_a_size_too_big_for_memory_is_refused_naming_it_and_the_memory(argv, tmp
     ids=["simulate", "paths-decompose"],
 )
 def test_a_refused_size_peaks_under_1_gb(argv, tmp_path):
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    # a fresh parent whose one child is the command: its RUSAGE_CHILDREN peak is that command's
+    # alone (this test process's own children, earlier tests' commands, would mix in)
+    parent = (
+        "import resource, subprocess, sys; d = subprocess.run(sys.argv[1:], capture_output=True, "
+        "text=True); sys.stderr.write(d.stderr); "
+        "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss); sys.exit(d.returncode)"
+    )
     done = subprocess.run(
-        [sys.executable, "-m", "rankcollapse.cli", *argv, "--out", str(tmp_path / "o")],
+        [sys.executable, "-c", parent, sys.executable, "-m", "rankcollapse.cli", *argv,
+         "--out", str(tmp_path / "o")],
         capture_output=True, text=True, timeout=300, check=False,
     )  # fmt: skip
     assert done.returncode == 2 and "needs about" in done.stderr, done.stderr
-    peak_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    assert max(peak_kb, before) < 1_000_000, f"peak {peak_kb} KB"
+    peak_kb = int(done.stdout.split()[-1])
+    assert 0 < peak_kb < 1_000_000, f"peak {peak_kb} KB"
 
 
 def test_one_bound_per_size_wherever_it_enters(capsys, monkeypatch):

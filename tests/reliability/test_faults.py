@@ -109,6 +109,14 @@ def alive(pid: int) -> bool:
     return info is not None and info[0] != "Z"
 
 
+def two_cores() -> None:
+    """The harness pins its process to one core (threads and fork); two workers need --jobs 2
+    not to be capped to that one core."""
+    from rankcollapse.runner import backends
+
+    backends.cpu_cores = lambda: 2
+
+
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads processes from /proc")
 def test_workers_of_a_killed_run_stop_instead_of_computing_on(tmp_path, cli_process):
     """SIGKILL of the driver cannot shut its pool down: the workers notice the lost parent and
@@ -117,7 +125,7 @@ def test_workers_of_a_killed_run_stop_instead_of_computing_on(tmp_path, cli_proc
     log.mkdir()
     (log / "slow").write_text("60")
     argv = ["run", "tiny", "--set", f"log_dir={log}", "--jobs", "2", "--out", str(tmp_path / "r")]
-    run = cli_process(argv, tmp_path / "out.log")
+    run = cli_process(argv, tmp_path / "out.log", setup=two_cores)
     deadline = time.monotonic() + 60
     while len(calls(log)) < 2 and time.monotonic() < deadline:  # both workers in a unit
         time.sleep(0.05)

@@ -34,6 +34,7 @@ def inputs(tmp_path_factory) -> Path:
     tiny_model("gpt2").save_pretrained(folder / "gpt")
     (folder / "results").mkdir()
     (folder / "results" / "results.csv").write_text("layer,metric,value\n0,res_comp_rel,1.0\n")
+    (folder / "logs").mkdir()
     net = ToyNet(NetConfig(n_layers=2, d_model=8))
     monitor = watch(net, blocks="blocks", inputs=random_tokens(2, 5, 8, seed=0), every=1,
                     logs=[CsvLog(folder / "logs" / "collapse.csv")])  # fmt: skip
@@ -238,7 +239,10 @@ def test_plot_training_never_writes_beside_the_logs_and_names_its_figures_by_met
     log = inputs / "logs" / "collapse.csv"
     for metric in ("res_comp_rel", "stable_rank"):
         assert main(["plot-training", str(log), "--metric", metric, "--out", "figs"]) == 0
-    assert sorted(p.name for p in (inputs / "logs").iterdir()) == ["collapse.csv"]
+    assert sorted(p.name for p in (inputs / "logs").iterdir()) == [
+        "collapse.csv",
+        "collapse.csv.setup.json",  # the monitor's own record of its setup
+    ]
     names = sorted(p.name for p in (tmp_path / "figs").iterdir() if p.suffix == ".png")
     assert names == [f"training-{kind}-{metric}.png" for kind in ("curves", "heatmap")
                      for metric in ("res_comp_rel", "stable_rank")]  # fmt: skip

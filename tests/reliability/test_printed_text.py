@@ -77,4 +77,4 @@ def test_paths_and_model_names_with_markup_print_as_they_are(tmp_path, capsys, m
     printed = capsys.readouterr()
     assert f"[1/1] {model}: probing" in printed.err
     assert f"{model} (pretrained): its own attention mask" in printed.out  # the table's title
-    assert f"writing to a new folder results/probe/{model.name}" in printed.out
+    assert f"wrote results/probe/{model.name}/results.csv" in printed.out
