@@ -70,9 +70,12 @@ def test_findings_read_the_hand_made_means():
     by_id = {c.id: c for c in exp.claims(config, table())}
     assert by_id["init-san-collapses"].measured == pytest.approx(2e-6)  # worst: bert-base
     assert by_id["init-skip-stays"].measured == pytest.approx(0.4 / 0.5)  # bert-base, layer 2
-    assert by_id["pretrained-san-collapses"].measured == 3  # MiniLM and SmolLM2 at layer 3
+    assert by_id["pretrained-san-collapses"].measured == 3  # MiniLM at layer 3
+    assert by_id["pretrained-decoder-san-collapses"].measured == 3  # SmolLM2 at layer 3
     assert by_id["pretrained-transformer-keeps"].measured == pytest.approx(0.5)
-    assert all(c.kind == "finding" and c.source == "Sec. 4, Fig. 1" for c in by_id.values())
+    assert all(c.source == "Sec. 4, Fig. 1" for c in by_id.values())
+    beyond = {i for i, c in by_id.items() if c.kind == "beyond"}
+    assert beyond == {"pretrained-decoder-san-collapses"}  # a decoder: outside the paper
 
 
 def test_a_handful_is_a_number_of_layers():
@@ -86,18 +89,25 @@ def test_a_handful_is_a_number_of_layers():
 def test_every_pretrained_model_decides_san_collapse_and_a_missing_one_fails():
     config = EXP.make_config("quick")
     late = table({("smollm2", "pretrained", "san"): SMOLLM2_SAN})
-    claim = {c.id: c for c in exp.claims(config, late)}["pretrained-san-collapses"]
-    assert claim.verdict == "FAIL" and claim.measured == 13
-    assert "smollm2: layer 13 of 13 (causal decoder, not in the paper)" in claim.note
-    assert "minilm: layer 3 of 6;" in claim.note
+    by_id = {c.id: c for c in exp.claims(config, late)}
+    assert by_id["pretrained-san-collapses"].verdict == "PASS"  # the encoder, the paper's setting
+    claim = by_id["pretrained-decoder-san-collapses"]
+    assert claim.verdict == "FAIL" and claim.measured == 13 and claim.kind == "beyond"
+    assert "smollm2: layer 13 of 13" in claim.note
+    early = table({("minilm", "pretrained", "san"): [1.0, 0.7, 0.4, 0.06, 3e-2, 2e-3, 1e-7]})
+    strict = EXP.make_config("quick", {"handful": 4})
+    assert {c.id: c for c in exp.claims(strict, early)}[
+        "pretrained-san-collapses"
+    ].verdict == "FAIL"
     gone = table(drop=(("smollm2", "pretrained", "san"),))
-    claim = {c.id: c for c in exp.claims(config, gone)}["pretrained-san-collapses"]
+    claim = {c.id: c for c in exp.claims(config, gone)}["pretrained-decoder-san-collapses"]
     assert claim.verdict == "FAIL" and "smollm2: NaN or diverged" in claim.note
     nan = table({("smollm2", "pretrained", "san"): [1.0, float("nan"), float("nan"), 0.1]})
-    assert not {c.id: c for c in exp.claims(config, nan)}["pretrained-san-collapses"].passed
+    claims = {c.id: c for c in exp.claims(config, nan)}
+    assert not claims["pretrained-decoder-san-collapses"].passed
     excluded = EXP.make_config("quick", {"san_excluded": {"smollm2": "causal decoder"}})
-    claim = {c.id: c for c in exp.claims(excluded, late)}["pretrained-san-collapses"]
-    assert claim.verdict == "PASS" and claim.measured == 3
+    claim = {c.id: c for c in exp.claims(excluded, late)}["pretrained-decoder-san-collapses"]
+    assert claim.verdict == "NOT TESTED"  # its one member excluded: nothing left to decide
     assert "excluded by config (1): smollm2 (causal decoder)" in claim.note
 
 

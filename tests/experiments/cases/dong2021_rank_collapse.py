@@ -60,6 +60,11 @@ CASES = {
     "pretrained-san-collapses": Case(
         # the audit's MiniLM: 0.998, 0.735, 0.384, 0.073, 1.1e-3, 2e-7: below 0.01 at layer 4
         passing=table({("minilm", "pretrained", "san"): [1.0, 0.735, 0.384, 0.073, 1.1e-3, 2e-7]}),
+        # an encoder whose san is still at 0.06 at layer 5: below 0.01 only at layer 6
+        failing=table({("minilm", "pretrained", "san"): [1.0, 0.7, 0.4, 0.2, 0.1, 0.06, 1e-3]}),
+    ),
+    "pretrained-decoder-san-collapses": Case(
+        passing=table(),  # SmolLM2 below 0.01 at layer 3
         # SmolLM2 as measured (30 layers): 0.35, 0.14, ... 0.013 at layer 12, below 0.01 at 13
         failing=table({("smollm2", "pretrained", "san"): SMOLLM2_SAN}),
     ),
