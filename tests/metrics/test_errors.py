@@ -1,4 +1,7 @@
-"""Bad input fails at the boundary, saying what was wrong, what is allowed and how to fix it."""
+"""Bad input fails at the boundary, saying what was wrong, what is allowed and how to fix it.
+
+Every draw takes `generator=rng`, the seeded torch Generator of the `rng` fixture (tests/conftest.py).
+"""
 
 import pytest
 import torch
