@@ -210,6 +210,24 @@ def read_yaml(path: str | os.PathLike, limit: int, *, error: Error | None = None
     return parse_yaml(read_text(path, limit, error=fail), error=fail)
 
 
+def text_lines(
+    path: str | os.PathLike, limit: int, *, max_line: int = MAX_CSV_LINE, error: Error | None = None
+) -> Iterator[bytes]:
+    """The lines of a file of at most `limit` bytes, each read in a piece of at most `max_line`
+    bytes (never one huge line): a longer line or a NUL byte is refused with its number."""
+    fail = error or _default_error(Path(path), FIX)
+    with open_bounded(path, limit, error=fail) as f:
+        for number in range(1, 1 << 62):
+            line = f.readline(max_line + 1)
+            if not line:
+                return
+            if len(line) > max_line:
+                raise fail(f"line {number} is longer than {max_line:,} bytes")
+            if b"\x00" in line:
+                raise fail(f"line {number} holds binary data (a NUL byte)")
+            yield line
+
+
 def check_csv(
     path: str | os.PathLike,
     limit: int,
@@ -223,22 +241,14 @@ def check_csv(
     row with empty values)."""
     fail = error or _default_error(Path(path), FIX)
     n_fields = None
-    with open_bounded(path, limit, error=fail) as f:
-        for number in range(1, 1 << 62):
-            line = f.readline(max_line + 1)
-            if not line:
-                break
-            if len(line) > max_line:
-                raise fail(f"line {number} is longer than {max_line:,} bytes")
-            if b"\x00" in line:
-                raise fail(f"line {number} holds binary data (a NUL byte)")
-            if b'"' in line or not line.strip():
-                continue
-            fields = line.count(b",") + 1
-            if n_fields is None:
-                n_fields = fields
-            elif fields != n_fields:
-                raise fail(f"line {number} has {fields} of {n_fields} columns")
+    for number, line in enumerate(text_lines(path, limit, max_line=max_line, error=fail), 1):
+        if b'"' in line or not line.strip():
+            continue
+        fields = line.count(b",") + 1
+        if n_fields is None:
+            n_fields = fields
+        elif fields != n_fields:
+            raise fail(f"line {number} has {fields} of {n_fields} columns")
     if n_fields is None:
         raise fail("empty")
 

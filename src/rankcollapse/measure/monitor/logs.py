@@ -20,7 +20,7 @@ import pandas as pd
 from rankcollapse.errors import ConfigError, InputError, missing_extra
 from rankcollapse.files import append_whole, write_atomic
 from rankcollapse.measure.monitor.watch import COLUMNS
-from rankcollapse.reading import MAX_CSV_LINE, MiB, open_bounded, read_json
+from rankcollapse.reading import MiB, open_bounded, read_json, text_lines
 
 
 class MemoryLog:
@@ -238,17 +238,7 @@ def read_log(path: str | os.PathLike) -> pd.DataFrame:
     or device; anything that is not a monitor log is a clear error."""
     path = Path(path)
     fail = _error(path)
-    lines = []
-    with open_bounded(path, LOG_LIMIT, error=fail) as f:
-        for number in range(1, 1 << 62):
-            line = f.readline(MAX_CSV_LINE + 1)
-            if not line:
-                break
-            if len(line) > MAX_CSV_LINE:
-                raise fail(f"line {number} is longer than {MAX_CSV_LINE:,} bytes")
-            if b"\x00" in line:
-                raise fail(f"line {number} holds binary data (a NUL byte)")
-            lines.append(line)
+    lines = list(text_lines(path, LOG_LIMIT, error=fail))
     try:
         text = b"".join(lines).decode("utf-8")
     except UnicodeDecodeError as err:
