@@ -32,7 +32,7 @@ from rankcollapse.measure.kinds import (
     run_layers,
     takes_pixels,
 )
-from rankcollapse.metrics import measure_attention, measure_states, metrics_frame
+from rankcollapse.metrics import MetricValue, measure_attention, measure_states, metrics_frame
 from rankcollapse.variants import Variant
 
 ProbeRequest = Any
@@ -118,11 +118,10 @@ def measure_batch(
     over samples); with `kept`, also every layer's states per variant (chunks per layer)."""
     n_samples, n_tokens = batch.token_mask.shape
     step = samples_per_pass(request, n_samples, n_tokens)
-    order = {name: k for k, name in enumerate((*request.state_metrics, *request.attention_metrics))}
     frames: list[pd.DataFrame] = []
     for variant in request.variants:
         layers = None if kept is None else kept.setdefault(variant.name, [])
-        chunks: list[list[pd.DataFrame]] = []
+        passes: list[LayerMeasure] = []
         for start in range(0, n_samples, step):
             chunk = slice(start, start + step)
             on_layer = LayerMeasure(
@@ -131,8 +130,6 @@ def measure_batch(
                 {**ids, "variant": variant.name},
                 batch.token_mask[chunk],
                 batch.allowed,
-                start,
-                [],
                 layers,
             )
             run_layers(
@@ -147,29 +144,18 @@ def measure_batch(
                 attention=bool(request.attention_metrics),
                 check=False,  # checked once, by prepare_batch
             )
-            chunks.append(on_layer.frames)
-        frames += _one_pass_order(chunks, order)
+            passes.append(on_layer)
+        frames += LayerMeasure.frames_of(passes)
     return frames
-
-
-def _one_pass_order(chunks: list[list[pd.DataFrame]], order: dict[str, int]) -> list[pd.DataFrame]:
-    """The frames of several passes (each a frame per layer and kind, metric-major) as one
-    pass over all samples would give them: per layer and kind, metric-major, then sample."""
-    if len(chunks) == 1:
-        return chunks[0]
-    return [
-        pd.concat(parts, ignore_index=True).sort_values(
-            "metric", key=lambda names: names.map(order), kind="stable"
-        )
-        for parts in zip(*chunks, strict=True)
-    ]
 
 
 @dataclass
 class LayerMeasure:
-    """The `on_layer` callback of one forward pass: measures each layer as it arrives, appending
-    its rows (`ids`, layer, sample offset by `start`, metric, value, at_floor) to `frames` and,
-    when `kept` is a list, its states (a host copy) to `kept[layer]`."""
+    """The `on_layer` callback of one forward pass: measures each layer as it arrives, keeping
+    its values (`measured`: per layer and kind, the layer's ids and {metric: MetricValue}) and,
+    when `kept` is a list, its states (a host copy) in `kept[layer]`. Frames are built once,
+    after the passes (`frames_of`): a frame per layer and pass cost more than the metrics of
+    a small model."""
 
     state_metrics: Sequence[str]
     attention_metrics: Sequence[str]
@@ -178,9 +164,8 @@ class LayerMeasure:
     """(b, n) True for real tokens (None: all real)."""
     allowed: Tensor | None = None
     """The (n, n) pattern attended with, for the attention metrics (None: every real pair)."""
-    start: int = 0
-    frames: list[pd.DataFrame] = field(default_factory=list)
     kept: list[list[Tensor]] | None = None
+    measured: list[tuple[dict[str, Any], dict[str, MetricValue]]] = field(default_factory=list)
 
     def __call__(self, c: LayerCapture) -> None:
         where = metrics_device(c.states.device)
@@ -193,23 +178,36 @@ class LayerMeasure:
                 metrics=list(self.state_metrics),
                 source_dtype=c.states.dtype,
             )
-            self._add(metrics_frame(values, **layer_ids))
+            self.measured.append((layer_ids, values))
         if self.attention_metrics and c.attention is not None:
             probs = c.attention.to(where)
             if token_mask is None:
                 token_mask = torch.ones(probs.shape[0], probs.shape[-1], dtype=torch.bool)
             allowed = None if self.allowed is None else self.allowed.to(where)
             values = attention_values(probs, token_mask.to(where), allowed, self.attention_metrics)
-            self._add(metrics_frame(values, **layer_ids))
+            self.measured.append((layer_ids, values))
         if self.kept is not None:
             if len(self.kept) <= c.layer:
                 self.kept.append([])
             self.kept[c.layer].append(c.states.detach().to("cpu", copy=True))
 
-    def _add(self, frame: pd.DataFrame) -> None:
-        if self.start:
-            frame["sample"] = frame["sample"] + self.start
-        self.frames.append(frame)
+    @staticmethod
+    def frames_of(passes: Sequence[LayerMeasure]) -> list[pd.DataFrame]:
+        """A frame per layer and kind (ids, layer, sample, metric, value, at_floor) of passes
+        over consecutive samples, in the order of one pass over all of them: metric-major,
+        then sample (each metric's values joined over the passes)."""
+        frames = []
+        for parts in zip(*(one.measured for one in passes), strict=True):
+            layer_ids, first = parts[0]
+            values = {
+                name: MetricValue(
+                    torch.cat([part[name].value for _, part in parts]),
+                    torch.cat([part[name].at_floor for _, part in parts]),
+                )
+                for name in first
+            }
+            frames.append(metrics_frame(values, **layer_ids))
+        return frames
 
 
 def attention_values(

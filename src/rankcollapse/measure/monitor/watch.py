@@ -388,11 +388,11 @@ def _module_measure(model, request: ProbeRequest, blocks, inputs, token_mask):
     }
 
     def measure(step: int) -> pd.DataFrame:
-        frames: list[pd.DataFrame] = []
-        ids = {"step": step, "variant": "transformer"}
-        _forward(
-            model, blocks, inputs, LayerMeasure(request.state_metrics, (), ids, mask, frames=frames)
+        on_layer = LayerMeasure(
+            request.state_metrics, (), {"step": step, "variant": "transformer"}, mask
         )
+        _forward(model, blocks, inputs, on_layer)
+        frames = LayerMeasure.frames_of([on_layer])
         return pd.concat(frames, ignore_index=True)[list(COLUMNS)]
 
     return measure, setup
