@@ -11,7 +11,7 @@
    `malloc_trim(0)`, reset the kernel's peak-RSS counter (`echo 5 > /proc/self/clear_refs`), run,
    then read the peak (VmHWM) minus the resident size before the run. tracemalloc cannot see
    torch's allocations, and the model load's own peak would hide the forward's, hence the reset.
-   Target: probe peak <= 0.5 x baseline peak (the probe runs about 1024 tokens per forward
+   Target: probe peak <= 0.5 x baseline peak (the probe runs about 2048 tokens per forward
    pass, `measure.layers.MAX_TOKENS`, and measures each layer as it arrives).
 
 Run: `.venv/bin/python benchmarks/bench_probe.py [--models minilm smollm2 qwen2-0.5b]` (several

@@ -110,7 +110,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "--batch-size",
         type=int,
         default=None,
-        help="sequences per forward pass (default: about 1024 tokens per pass; all at once with --train-mode)",
+        help="sequences per forward pass (default: about 2048 tokens per pass; all at once with --train-mode)",
     )
     add_device_options(parser)
     parser.add_argument(

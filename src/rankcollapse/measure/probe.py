@@ -321,7 +321,7 @@ def probe(
         metrics: names of `rankcollapse.metrics.METRICS` (default `DEFAULT_METRICS`); attention
             metrics are averaged over heads per sample.
         seed: seed of the random init, the window choice and random tokens.
-        batch_size: samples per forward pass (default: about 1024 tokens per pass, all at
+        batch_size: samples per forward pass (default: about 2048 tokens per pass, all at
             once in train mode); rows and values do not depend on it.
         keep_states: also keep every layer's states: `frame.attrs["states"][variant]` is a list
             of (n_samples, n, d) float tensors, index = layer.
