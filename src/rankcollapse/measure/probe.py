@@ -49,6 +49,7 @@ from rankcollapse.measure.kinds import (
 )
 from rankcollapse.measure.layers import check_model, measure_batch, prepare_batch
 from rankcollapse.metrics import DEFAULT_METRICS, get_metric
+from rankcollapse.sizes import check_memory, check_size
 from rankcollapse.variants import Variant, parse_variant
 
 CPU = torch.device("cpu")
@@ -103,6 +104,17 @@ class ProbeInputs:
     n_samples: int = 32
     n_tokens: int = 128
     seed: int = 0
+
+    def __post_init__(self) -> None:
+        """Each size within its bound (`rankcollapse.sizes`) and the token ids within this
+        machine's memory, checked before anything is allocated; else a ConfigError naming the
+        size, its bound and the memory it would need."""
+        ids = {"n_samples": self.n_samples, "n_tokens": self.n_tokens}
+        sized = all(type(v) is int and v > 0 for v in ids.values())
+        needed = 8 * self.n_samples * self.n_tokens if sized else None  # int64 token ids
+        for name, value in ids.items():
+            check_size(name, value, needs=needed)
+        check_memory("probe inputs", needed, ids, "lower n_samples or n_tokens")
 
     def build(self, loaded: Measured) -> tuple[Tensor, Tensor]:
         """(input ids or pixels, boolean token mask (b, n)) for this model: text windows,
@@ -258,8 +270,8 @@ def resolve_probe(
             f"at least one variant and one metric are needed, got variants={list(variants)}, "
             f"metrics={metrics}; see `rankcollapse variants` and `rankcollapse metrics`."
         )
-    if batch_size is not None and batch_size < 1:
-        raise ConfigError(f"batch_size must be >= 1, got {batch_size}.")
+    if batch_size is not None:
+        check_size("batch_size", batch_size)
     if isinstance(mask, str):
         mask = None if mask == "model" else as_mask_spec(mask)
     return ProbeRequest(
