@@ -57,7 +57,8 @@ def run_rows(root: Path, notify: Notify | None = None) -> list[dict[str, Any]]:
 
 
 # The file each kind of output folder is seen by, a name pattern (its other files sit beside
-# it; the first match in name order).
+# it): the first match in name order, or, for a pattern with a '*' (one file per metric), every
+# match, a row each.
 MAIN_FILE = {
     "simulate": "collapse.png",
     "measure": "collapse.png",
@@ -72,9 +73,9 @@ MAIN_FILE = {
 
 
 def output_rows(root: Path) -> list[dict[str, Any]]:
-    """One row per output folder of simulate, measure, probe, qk-rank, compare, paths and
-    plot-training under `root` (known by its marker, or by its parent's name for an older
-    one)."""
+    """One row per output folder of simulate, measure, probe, qk-rank, compare and paths under
+    `root`, and per metric of a plot-training folder (known by its marker, or by its parent's
+    name for an older one); `label` says what it holds (`_what`)."""
     rows = []
     for folder in sorted(p for p in root.rglob("*") if p.is_dir()):
         kind = folder_kind(folder)
@@ -82,20 +83,36 @@ def output_rows(root: Path) -> list[dict[str, Any]]:
             kind = folder.parent.name
         if kind not in MAIN_FILE:
             continue
-        main = next((p for p in sorted(folder.glob(MAIN_FILE[kind])) if p.is_file()), None)
-        if main is None:
-            continue
-        label = (read_marker(folder) or {}).get("label") or ""
-        finished = dt.datetime.fromtimestamp(main.stat().st_mtime, dt.UTC)
-        rows.append(
-            {
-                "kind": kind,
-                "label": str(label),
-                "link": main.relative_to(root).as_posix(),
-                "finished": finished.isoformat(timespec="seconds"),
-            }
-        )
+        mains = [p for p in sorted(folder.glob(MAIN_FILE[kind])) if p.is_file()]
+        label = str((read_marker(folder) or {}).get("label") or "")
+        for main in mains if "*" in MAIN_FILE[kind] else mains[:1]:
+            finished = dt.datetime.fromtimestamp(main.stat().st_mtime, dt.UTC)
+            rows.append(
+                {
+                    "kind": kind,
+                    "label": _what(kind, label, main),
+                    "link": main.relative_to(root).as_posix(),
+                    "finished": finished.isoformat(timespec="seconds"),
+                }
+            )
     return rows
+
+
+def _what(kind: str, label: str, main: Path) -> str:
+    """What an output holds, in words: its marker's label and, for plot-training, the metric
+    its file is named by (the log(s) it draws and which metric).
+
+    Example:
+        >>> _what("plot-training", "runs/san.csv", Path("training-heatmap-mu_rel.png"))
+        'log runs/san.csv, metric mu_rel'
+        >>> _what("probe", "minilm (pretrained)", Path("collapse.png"))
+        'minilm (pretrained)'
+    """
+    if kind != "plot-training":
+        return label
+    metric = main.stem.removeprefix("training-heatmap").lstrip("-")
+    logs = f"log{'s' if ', ' in label else ''} {label}" if label else ""
+    return ", ".join(part for part in (logs, f"metric {metric}" if metric else "") if part)
 
 
 def render_index(
