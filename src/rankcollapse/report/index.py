@@ -15,11 +15,12 @@ from typing import Any
 
 from rankcollapse.errors import InputError
 from rankcollapse.experiments import count_verdicts
-from rankcollapse.files import read_marker, write_atomic
+from rankcollapse.files import check_replaceable, read_marker, write_atomic
 from rankcollapse.report.build import stored_verdict
 from rankcollapse.report.html import STYLE
 from rankcollapse.report.stored import DamagedFileError, folder_kind, read_claims, read_manifest
 
+SIGNATURE = "<title>rankcollapse runs in "  # in the head of every index page written here
 Notify = Callable[[str], None]  # a line for the user: a damaged run folder skipped, and why
 
 
@@ -205,7 +206,8 @@ def _settings(overrides: dict[str, Any]) -> str:
 
 def write_index(root: str | Path, notify: Notify | None = None) -> Path:
     """Write `root/index.html`, the index page of the runs and other outputs stored under
-    `root` (e.g. results/); `notify` hears of each damaged run folder skipped."""
+    `root` (e.g. results/); `notify` hears of each damaged run folder skipped. An index.html
+    there that this function did not write (no `SIGNATURE`) is refused, never replaced."""
     root = Path(root)
     if not root.is_dir():
         raise InputError(f"{str(root)!r} is not a folder; pass the results folder, e.g. results/.")
@@ -219,6 +221,7 @@ def write_index(root: str | Path, notify: Notify | None = None) -> Path:
     path = root / "index.html"
     if path.is_dir():
         raise InputError(f"{str(path)!r} is a folder; remove it, or pass another results folder.")
-    title = f"rankcollapse runs in {root.name or root}"
+    check_replaceable(path, SIGNATURE)  # a user's own index.html is never replaced
+    title = f"{SIGNATURE.removeprefix('<title>')}{root.name or root}"
     write_atomic(path, render_index(rows, title, outputs).encode())
     return path
