@@ -24,7 +24,7 @@ from rankcollapse.errors import InputError
 from rankcollapse.experiments import Claim, Experiment, Summary, get_experiment
 from rankcollapse.files import digest, json_bytes, write_atomic
 from rankcollapse.reading import MiB, open_bounded, read_text
-from rankcollapse.report.html import KEY_META, PAGE_END, render_html
+from rankcollapse.report.html import KEY_META, PAGE_END, render_html, tidy_table
 from rankcollapse.report.stored import (
     MAX_YAML,
     config_hash,
@@ -59,25 +59,9 @@ def build_report(
     `figures/` is left as it was.
     """
     out_dir = Path(out_dir)
-    if not out_dir.is_dir():
-        raise InputError(
-            f"{str(out_dir)!r} is not a folder; pass the folder of a finished run "
-            "(e.g. results/toy-collapse/<hash>/, the path `rankcollapse run` "
-            "printed)."
-        )
-    missing = [name for name in RUN_FILES if not (out_dir / name).exists()]
-    if missing:
-        raise InputError(
-            f"{str(out_dir)!r} has no {', '.join(missing)}; pass the folder of a finished run "
-            "(e.g. results/toy-collapse/<hash>/, the path `rankcollapse run` printed)."
-        )
+    _check_run_folder(out_dir)
     manifest = read_manifest(out_dir)
-    if experiment is None:
-        try:
-            experiment = get_experiment(manifest["experiment"])
-        except InputError as err:
-            raise damaged(out_dir / "manifest.json", str(err).rstrip(".")) from None
-    exp = experiment
+    exp = experiment if experiment is not None else _experiment_of(out_dir, manifest)
     config = read_config(out_dir, exp)
     if manifest.get("config_hash") not in (None, config_hash(exp.name, config)):
         raise damaged(out_dir / "config.yaml", "not the config the manifest's hash names")
@@ -89,34 +73,8 @@ def build_report(
                 "a file where the report's folder belongs",
                 "remove it and run `rankcollapse report` again",
             )
-    from rankcollapse.plot import style  # the one figure style (sizes, fonts, palette)
-    from rankcollapse.report.html import tidy_table
-
-    with style.context():
-        try:
-            summary = exp.summarize(config, results)
-        except Exception as err:  # noqa: BLE001 - rows from disk: any failure names the file
-            raise damaged(
-                out_dir / "results.csv",
-                f"{exp.name} cannot summarize its rows: {type(err).__name__}: {err}",
-            ) from None
-        drawn = summary.figures if figures else {}
-        rendered = {name: style.render(fig) for name, fig in drawn.items()}
-    sizes = {name: tuple(fig.get_size_inches()) for name, fig in drawn.items()}
-    figure_files = {
-        f"{_file_name(name)}.{fmt}": data
-        for name, files in rendered.items()
-        for fmt, data in files.items()
-    }
-    if figures:
-        _replace_folder(out_dir / "figures", figure_files)
-    tables = {name: tidy_table(t) for name, t in summary.tables.items()}
-    _replace_folder(
-        out_dir / "tables",
-        {f"{_file_name(n)}.csv": t.to_csv(index=False).encode() for n, t in tables.items()},
-    )
-    claims = [claim_record(claim) for claim in summary.claims]
-    write_atomic(out_dir / "claims.json", json_bytes(claims))
+    summary, rendered, sizes = _summarize(out_dir, exp, config, results, figures=figures)
+    tables = _write_files(out_dir, summary, rendered, figures=figures)
     config_path = out_dir / "config.yaml"
     html = render_html(
         experiment=exp,
@@ -133,6 +91,72 @@ def build_report(
     path = out_dir / "report.html"
     write_atomic(path, html.encode())
     return Report(path, exp, config, manifest, results, summary)
+
+
+def _check_run_folder(out_dir: Path) -> None:
+    """Refuse a path that is not a folder holding a run's three files."""
+    if not out_dir.is_dir():
+        raise InputError(
+            f"{str(out_dir)!r} is not a folder; pass the folder of a finished run "
+            "(e.g. results/toy-collapse/<hash>/, the path `rankcollapse run` "
+            "printed)."
+        )
+    missing = [name for name in RUN_FILES if not (out_dir / name).exists()]
+    if missing:
+        raise InputError(
+            f"{str(out_dir)!r} has no {', '.join(missing)}; pass the folder of a finished run "
+            "(e.g. results/toy-collapse/<hash>/, the path `rankcollapse run` printed)."
+        )
+
+
+def _experiment_of(out_dir: Path, manifest: dict[str, Any]) -> Experiment:
+    """The registered experiment `manifest.json` names (a damaged manifest if none)."""
+    try:
+        return get_experiment(manifest["experiment"])
+    except InputError as err:
+        raise damaged(out_dir / "manifest.json", str(err).rstrip(".")) from None
+
+
+def _summarize(
+    out_dir: Path, exp: Experiment, config: BaseModel, results: pd.DataFrame, *, figures: bool
+) -> tuple[Summary, dict[str, dict[str, bytes]], dict[str, tuple[float, ...]]]:
+    """The experiment's summary of the stored rows, with its figures rendered (when drawn)
+    in the project's style: (summary, name -> {format: bytes}, name -> size in inches)."""
+    from rankcollapse.plot import style  # the one figure style (sizes, fonts, palette)
+
+    with style.context():
+        try:
+            summary = exp.summarize(config, results)
+        except Exception as err:  # noqa: BLE001 - rows from disk: any failure names the file
+            raise damaged(
+                out_dir / "results.csv",
+                f"{exp.name} cannot summarize its rows: {type(err).__name__}: {err}",
+            ) from None
+        drawn = summary.figures if figures else {}
+        rendered = {name: style.render(fig) for name, fig in drawn.items()}
+    sizes = {name: tuple(fig.get_size_inches()) for name, fig in drawn.items()}
+    return summary, rendered, sizes
+
+
+def _write_files(
+    out_dir: Path, summary: Summary, rendered: dict[str, dict[str, bytes]], *, figures: bool
+) -> dict[str, pd.DataFrame]:
+    """Write `figures/` (when drawn), `tables/` and `claims.json`; return the tidy tables."""
+    figure_files = {
+        f"{_file_name(name)}.{fmt}": data
+        for name, files in rendered.items()
+        for fmt, data in files.items()
+    }
+    if figures:
+        _replace_folder(out_dir / "figures", figure_files)
+    tables = {name: tidy_table(t) for name, t in summary.tables.items()}
+    _replace_folder(
+        out_dir / "tables",
+        {f"{_file_name(n)}.csv": t.to_csv(index=False).encode() for n, t in tables.items()},
+    )
+    claims = [claim_record(claim) for claim in summary.claims]
+    write_atomic(out_dir / "claims.json", json_bytes(claims))
+    return tables
 
 
 def report_key(experiment: Experiment, manifest: dict[str, Any], *, figures: bool) -> str:
