@@ -24,11 +24,12 @@ import pandas as pd
 import torch
 from torch import Tensor
 
-from rankcollapse.devices import resolve_device
 from rankcollapse.errors import ConfigError
 from rankcollapse.nets.rank_attention import StackedRankAttention, check_rank_heads
 from rankcollapse.tasks.neighbours import NeighbourTask, relative_mse
 from rankcollapse.train.loop import warmup_cosine
+
+CPU = torch.device("cpu")
 
 if TYPE_CHECKING:  # a grid run without a monitor never imports the real-model code
     from rankcollapse.measure.monitor import Monitor
@@ -141,7 +142,7 @@ def train_grid(
     *,
     hard: bool = False,
     keep_model: bool = False,
-    device: str = "cpu",
+    device: torch.device = CPU,
     monitor: Callable[[StackedRankAttention], Monitor] | None = None,
 ) -> GridResult:
     """Train every configuration of `points` on `task` at once (float32), one optimiser step each.
@@ -151,7 +152,8 @@ def train_grid(
     configuration's output on held-out sets); it measures before the first step and after each
     step its interval divides (steps count from 1), and is closed at the end.
 
-    The model trains on `device` (cpu, cuda, mps or auto), where its data are drawn too (no host
+    The model trains on `device` (a `torch.device` its caller resolved, e.g. an experiment
+    config's `Device` field, checked visible at `make_config`), where its data are drawn too (no host
     work per step; an accelerator draws other batches than the CPU from the same seeds), and
     the host reads the losses once per `log_every` steps.
 
@@ -167,7 +169,7 @@ def train_grid(
         n_heads=[p.n_heads for p in points],
         seeds=[p.seed for p in points],
         hard=hard,
-    ).to(resolve_device(device))
+    ).to(device)
     where = model.w_q.device
     streams = [task.stream(settings.batch_size, seed=s, device=where) for s in model.streams]
     owners = [
@@ -297,7 +299,7 @@ def train_one_by_one(
     settings: TrainSettings = TrainSettings(),
     *,
     hard: bool = False,
-    device: str = "cpu",
+    device: torch.device = CPU,
 ) -> GridResult:
     """The same loop, one configuration after another (the reference for `train_grid`)."""
     _check_grid(task, points)
