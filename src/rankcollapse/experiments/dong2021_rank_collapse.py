@@ -152,13 +152,13 @@ def units(config: Config) -> list[Unit]:
 
 
 def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
-    from rankcollapse.hf import load_model
+    from rankcollapse.hf import load_resolved
     from rankcollapse.measure import probe
 
     arm = next(a for a in config.arms if (a.model, a.init) == (unit["model"], unit["init"]))
     device = config.device
     n_layers = config.n_layers if unit["init"] == "random" else None
-    loaded = load_model(
+    loaded = load_resolved(
         unit["model"],
         init=unit["init"],
         seed=config.seed,

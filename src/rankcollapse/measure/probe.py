@@ -28,13 +28,13 @@ import pandas as pd
 import torch
 from torch import Tensor, nn
 
-from rankcollapse.devices import parse_device, resolve_dtype
+from rankcollapse.devices import parse_device, resolve_device, resolve_dtype
 from rankcollapse.errors import ConfigError, InputError, option
 from rankcollapse.hf import (
     Init,
     LoadedModel,
-    load_model,
     load_paragraphs,
+    load_resolved,
     load_windows,
     pixel_inputs,
     random_token_ids,
@@ -68,6 +68,8 @@ class ModelSource:
     init: Init = "pretrained"
     seed: int = 0
     device: torch.device = CPU
+    """Resolved by the caller (`resolve_device`: the command line, `probe`; an experiment's
+    config): `load` does not check it again."""
     dtype: torch.dtype = torch.float32
     n_layers: int | None = None
     """Depth of a random init (None: the model's own)."""
@@ -78,7 +80,7 @@ class ModelSource:
     def load(self) -> Measured:
         if is_in_memory(self.model):
             return in_memory(self.model, tokenizer=self.tokenizer)
-        return load_model(
+        return load_resolved(
             self.model,
             init=self.init,
             seed=self.seed,
@@ -354,15 +356,14 @@ def probe(
         ("embedding" for layer 0, "block" after; never a final-norm output), sample, metric,
         value (float64), at_floor, quantized.
     """
-    # Every name and option is resolved once, before the model loads (the device is checked
-    # visible once, where the model loads: `load_model`).
+    # Every name and option is resolved once, here, before the model loads; a model loaded by
+    # name needs its device visible (a model in memory stays where it is).
     options = {"temperature": temperature, "train_mode": train_mode, "batch_size": batch_size}
     request = resolve_probe(variants, mask, metrics, **options, keep_states=keep_states)
     inputs = ProbeInputs(text, random_tokens, padded, images, n_samples, n_tokens, seed)
     request.check_fits(inputs)
-    source = ModelSource(
-        model, init, seed, parse_device(device), resolve_dtype(dtype), tokenizer=tokenizer
-    )
+    where = parse_device(device) if is_in_memory(model) else resolve_device(device)
+    source = ModelSource(model, init, seed, where, resolve_dtype(dtype), tokenizer=tokenizer)
     return run_probe(source.load(), inputs, request)
 
 

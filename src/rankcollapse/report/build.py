@@ -25,7 +25,7 @@ from rankcollapse.errors import InputError, OutputError
 from rankcollapse.experiments import Claim, Experiment, Summary, get_experiment
 from rankcollapse.files import check_replaceable, digest, json_bytes, write_atomic
 from rankcollapse.reading import MiB, open_bounded, read_json, read_text
-from rankcollapse.report.html import KEY_META, PAGE_END, render_html
+from rankcollapse.report.html import KEY_META, PAGE_END, render_html, tidy_table
 from rankcollapse.report.stored import (
     MAX_YAML,
     config_hash,
@@ -69,25 +69,9 @@ def build_report(
     told (`Report.kept`).
     """
     out_dir = Path(out_dir)
-    if not out_dir.is_dir():
-        raise InputError(
-            f"{str(out_dir)!r} is not a folder; pass the folder of a finished run "
-            "(e.g. results/toy-collapse/<hash>/, the path `rankcollapse run` "
-            "printed)."
-        )
-    missing = [name for name in RUN_FILES if not (out_dir / name).exists()]
-    if missing:
-        raise InputError(
-            f"{str(out_dir)!r} has no {', '.join(missing)}; pass the folder of a finished run "
-            "(e.g. results/toy-collapse/<hash>/, the path `rankcollapse run` printed)."
-        )
+    _check_run_folder(out_dir)
     manifest = read_manifest(out_dir)
-    if experiment is None:
-        try:
-            experiment = get_experiment(manifest["experiment"])
-        except InputError as err:
-            raise damaged(out_dir / "manifest.json", str(err).rstrip(".")) from None
-    exp = experiment
+    exp = experiment if experiment is not None else _experiment_of(out_dir, manifest)
     config = read_config(out_dir, exp)
     if manifest.get("config_hash") not in (None, config_hash(exp.name, config)):
         raise damaged(out_dir / "config.yaml", "not the config the manifest's hash names")
@@ -100,37 +84,11 @@ def build_report(
                 "remove it and run `rankcollapse report` again",
             )
     record = _read_record(out_dir)
-    from rankcollapse.plot import style  # the one figure style (sizes, fonts, palette)
-    from rankcollapse.report.html import tidy_table
-
-    with style.context():
-        try:
-            summary = exp.summarize(config, results)
-        except Exception as err:  # noqa: BLE001 - rows from disk: any failure names the file
-            raise damaged(
-                out_dir / "results.csv",
-                f"{exp.name} cannot summarize its rows: {type(err).__name__}: {err}",
-            ) from None
-        drawn = summary.figures if figures else {}
-        rendered = {name: style.render(fig) for name, fig in drawn.items()}
-    sizes = {name: tuple(fig.get_size_inches()) for name, fig in drawn.items()}
-    figure_files = {
-        f"{_file_name(name)}.{fmt}": data
-        for name, files in rendered.items()
-        for fmt, data in files.items()
-    }
-    tables = {name: tidy_table(t) for name, t in summary.tables.items()}
-    table_files = {
-        f"{_file_name(n)}.csv": t.to_csv(index=False).encode() for n, t in tables.items()
-    }
-    claims = json_bytes([claim_record(claim) for claim in summary.claims])
-    writes = {"report.html", "claims.json", *(f"tables/{name}" for name in table_files)}
-    writes |= {f"figures/{name}" for name in figure_files}
-    record, kept = _keep_aside(out_dir, record, writes, figures=figures)
+    summary, rendered, sizes = _summarize(out_dir, exp, config, results, figures=figures)
+    tables, written, kept = _write_files(out_dir, summary, rendered, record, figures=figures)
     for path, aside in kept.items():
         if notify:
             notify(kept_note(path, aside))
-    new = _write_files(out_dir, record, figure_files if figures else None, table_files, claims)
     config_path = out_dir / "config.yaml"
     html = render_html(
         experiment=exp,
@@ -146,32 +104,93 @@ def build_report(
     )
     path = out_dir / "report.html"
     write_atomic(path, html.encode())
-    _write_record(out_dir, new | {"report.html": [_sha(html.encode())]})
+    _write_record(out_dir, written | {"report.html": [_sha(html.encode())]})
     return Report(path, exp, config, manifest, results, summary, kept)
+
+
+def _check_run_folder(out_dir: Path) -> None:
+    """Refuse a path that is not a folder holding a run's three files."""
+    if not out_dir.is_dir():
+        raise InputError(
+            f"{str(out_dir)!r} is not a folder; pass the folder of a finished run "
+            "(e.g. results/toy-collapse/<hash>/, the path `rankcollapse run` "
+            "printed)."
+        )
+    missing = [name for name in RUN_FILES if not (out_dir / name).exists()]
+    if missing:
+        raise InputError(
+            f"{str(out_dir)!r} has no {', '.join(missing)}; pass the folder of a finished run "
+            "(e.g. results/toy-collapse/<hash>/, the path `rankcollapse run` printed)."
+        )
+
+
+def _experiment_of(out_dir: Path, manifest: dict[str, Any]) -> Experiment:
+    """The registered experiment `manifest.json` names (a damaged manifest if none)."""
+    try:
+        return get_experiment(manifest["experiment"])
+    except InputError as err:
+        raise damaged(out_dir / "manifest.json", str(err).rstrip(".")) from None
+
+
+def _summarize(
+    out_dir: Path, exp: Experiment, config: BaseModel, results: pd.DataFrame, *, figures: bool
+) -> tuple[Summary, dict[str, dict[str, bytes]], dict[str, tuple[float, ...]]]:
+    """The experiment's summary of the stored rows, with its figures rendered (when drawn)
+    in the project's style: (summary, name -> {format: bytes}, name -> size in inches)."""
+    from rankcollapse.plot import style  # the one figure style (sizes, fonts, palette)
+
+    with style.context():
+        try:
+            summary = exp.summarize(config, results)
+        except Exception as err:  # noqa: BLE001 - rows from disk: any failure names the file
+            raise damaged(
+                out_dir / "results.csv",
+                f"{exp.name} cannot summarize its rows: {type(err).__name__}: {err}",
+            ) from None
+        drawn = summary.figures if figures else {}
+        rendered = {name: style.render(fig) for name, fig in drawn.items()}
+    sizes = {name: tuple(fig.get_size_inches()) for name, fig in drawn.items()}
+    return summary, rendered, sizes
 
 
 def _write_files(
     out_dir: Path,
-    record: dict[str, list[str]],
-    figure_files: dict[str, bytes] | None,
-    table_files: dict[str, bytes],
-    claims: bytes,
-) -> dict[str, list[str]]:
-    """Write figures/ (None: left as it was), tables/ and claims.json, the record first (while
-    they are written it takes the files of either build as ours); returns their record."""
+    summary: Summary,
+    rendered: dict[str, dict[str, bytes]],
+    record: dict[str, list[str]] | None,
+    *,
+    figures: bool,
+) -> tuple[dict[str, pd.DataFrame], dict[str, list[str]], dict[Path, Path]]:
+    """Write `figures/` (when drawn), `tables/` and `claims.json`, once what is in their way
+    (or report.html's) that the last build did not write is kept aside (`_keep_aside`); the
+    record first, taking the files of either build as ours while they are written. Returns
+    the tidy tables, the record of the files written, and the files kept aside."""
+    figure_files = {
+        f"{_file_name(name)}.{fmt}": data
+        for name, files in rendered.items()
+        for fmt, data in files.items()
+    }
+    tables = {name: tidy_table(t) for name, t in summary.tables.items()}
+    table_files = {
+        f"{_file_name(n)}.csv": t.to_csv(index=False).encode() for n, t in tables.items()
+    }
+    claims = json_bytes([claim_record(claim) for claim in summary.claims])
+    writes = {"report.html", "claims.json", *(f"tables/{name}" for name in table_files)}
+    writes |= {f"figures/{name}" for name in figure_files}
+    record, kept = _keep_aside(out_dir, record, writes, figures=figures)
     written = {f"tables/{name}": [_sha(data)] for name, data in table_files.items()}
-    if figure_files is None:
-        written |= {k: v for k, v in record.items() if k.startswith("figures/")}
-    else:
+    if figures:
         written |= {f"figures/{name}": [_sha(data)] for name, data in figure_files.items()}
+    else:  # figures/ left as it was, and as the record had it
+        written |= {k: v for k, v in record.items() if k.startswith("figures/")}
     written["claims.json"] = [_sha(claims)]
     _write_record(out_dir, {k: record.get(k, []) + written.get(k, []) for k in {*record, *written}})
     ours = {name.split("/", 1)[1] for name in record if "/" in name}  # checked: ours
-    if figure_files is not None:
+    if figures:
         _replace_folder(out_dir / "figures", figure_files, ours)
     _replace_folder(out_dir / "tables", table_files, ours)
     write_atomic(out_dir / "claims.json", claims)
-    return written
+    return tables, written, kept
 
 
 def _sha(data: bytes) -> str:
