@@ -75,3 +75,12 @@ def rng():
     import torch
 
     return torch.Generator().manual_seed(0)
+
+
+@pytest.fixture
+def no_hang():
+    """A test whose reader opens a FIFO fails after 60 s instead of hanging (`fifos.no_hang`)."""
+    from fifos import no_hang as guard
+
+    with guard():
+        yield

@@ -5,12 +5,11 @@ loader and depth and alias guards, CSV line by line, safetensors by their header
 from __future__ import annotations
 
 import json
-import os
-import signal
 import struct
 
 import pytest
 import torch
+from fifos import fifo
 from safetensors import safe_open
 from safetensors.torch import save_file
 
@@ -27,19 +26,7 @@ from rankcollapse.reading import (
     safetensors_header,
 )
 
-
-@pytest.fixture(autouse=True)
-def no_hang():
-    """A reader that opens a FIFO would wait forever: fail after 30 s instead."""
-
-    def hung(*_):
-        raise TimeoutError("a reader waited: a FIFO was opened")
-
-    previous = signal.signal(signal.SIGALRM, hung)
-    signal.alarm(30)
-    yield
-    signal.alarm(0)
-    signal.signal(signal.SIGALRM, previous)
+pytestmark = pytest.mark.usefixtures("no_hang")  # a FIFO opened fails, never hangs
 
 
 def error(problem: str) -> RankCollapseError:
@@ -58,7 +45,7 @@ READERS = [
 
 @pytest.mark.parametrize("reader", READERS)
 def test_a_fifo_a_device_a_folder_and_a_missing_file_are_refused_unopened(reader, tmp_path):
-    os.mkfifo(tmp_path / "pipe")  # no writer: opening it for reading would block
+    fifo(tmp_path / "pipe")  # no writer: opening it for reading would block
     cases = {
         tmp_path / "pipe": "a named pipe (FIFO), not a file; it is never opened",
         "/dev/zero": "a device, not a file",

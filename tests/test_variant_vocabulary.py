@@ -91,3 +91,41 @@ def test_the_vocabulary_imports_neither_torch_nor_pydantic():
         [sys.executable, "-c", program], capture_output=True, text=True, check=True
     )
     assert done.stdout.strip() == "[]", done.stderr
+
+
+def test_the_toy_table_and_the_vocabulary_agree_on_skip_and_mlp_for_every_shared_name():
+    from rankcollapse.nets import NetConfig
+
+    shared = [name for name in TOY_VARIANTS if name in VARIANTS]
+    assert len(shared) == len(TOY_VARIANTS) - 1  # every name but the toy-only san+ln
+    for name in shared:
+        config, v = NetConfig(**TOY_VARIANTS[name]), VARIANTS[name]
+        assert (config.skip == "on", config.mlp) == (v.attention_skip, v.mlp), name
+
+
+def test_the_toy_keeps_its_norm_rule():
+    """A toy Dong san (and san+skip, san+mlp) has no norm, as in Dong et al.'s theory; the
+    toy-only san+ln and the transformer have post-LN; Wu's norms are the unit sphere."""
+    from rankcollapse.nets import toy_config
+
+    assert [toy_config(n).norm for n in ("san", "san+skip", "san+mlp")] == ["none"] * 3
+    assert [toy_config(n).norm for n in ("san+ln", "transformer")] == ["post", "post"]
+    assert toy_config("san+ln").norm_kind == "layernorm" and "san+ln" not in VARIANTS
+    wu = {n: toy_config(n) for n in TOY_VARIANTS if n.startswith("wu:")}
+    assert {n for n, c in wu.items() if c.norm == "post"} == {
+        v.name for v in WU_VARIANTS if v.norms
+    }
+    assert all(c.norm_kind == "unit" for c in wu.values() if c.norm == "post")
+
+
+def test_the_variants_command_prints_the_toy_table_read_from_the_toy(capsys):
+    from rankcollapse.cli import main
+    from rankcollapse.nets.variants import toy_rows
+
+    assert main(["variants"]) == 0
+    out = capsys.readouterr().out
+    assert "the toy network's variants" in out and "LayerNorm (toy only)" in out
+    rows = toy_rows()
+    assert [row["variant"] for row in rows] == list(TOY_VARIANTS)
+    assert rows[0] == {"variant": "san", "attention skip": "off", "MLP block": "off",
+                       "norm": "none"}  # fmt: skip

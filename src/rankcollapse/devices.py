@@ -1,8 +1,8 @@
 """Where tensors run and in which dtype: device and dtype names parsed once, into torch types.
 
 `parse_device("auto")` is the accelerator when one is visible (CUDA, then Apple's MPS), else
-the CPU; any other name is checked and returned as a `torch.device`. `resolve_device` also
-checks that the device is visible here (where a run starts). In a pydantic config, a field
+the CPU; any other name is checked and returned as a `torch.device`. `check_visible` checks
+that a parsed device is visible here, and `resolve_device` does both (where a run starts). In a pydantic config, a field
 typed `Device` or `Dtype` takes the name (parsed once, when the config is built) and is
 written back as the name, so stored configs and their hashes keep strings. No code path
 assumes CUDA.
@@ -76,12 +76,18 @@ def device_kind(device: str | torch.device = "auto") -> str:
 
 
 def resolve_device(device: str | torch.device = "auto") -> torch.device:
-    """`parse_device`, then checked to be visible on this machine: where a run or probe starts.
+    """`parse_device`, then `check_visible`: where a run or probe starts (the command line,
+    `probe`, `load_model`). Inner functions take the `torch.device` it returns and check no more.
 
     Raises:
         ConfigError: for an unknown name or an accelerator that is not visible.
     """
-    device = parse_device(device)
+    return check_visible(parse_device(device))
+
+
+def check_visible(device: torch.device) -> torch.device:
+    """`device` (parsed) if it is visible on this machine, else a ConfigError: the one
+    visibility check (`resolve_device`, and a config's devices at `Experiment.make_config`)."""
     if not _available(device.type):
         raise ConfigError(
             f"device {str(device)!r} is not available on this machine; use 'cpu' or 'auto'."

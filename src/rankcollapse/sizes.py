@@ -69,9 +69,12 @@ def check_probability(name: str, value: object) -> float:
     return float(value)
 
 
-def check_size(name: str, value: object, *, shown: str | None = None) -> int:
+def check_size(
+    name: str, value: object, *, shown: str | None = None, needs: float | None = None
+) -> int:
     """`value` within the bound of size `name` (`SIZES`), else a ConfigError naming it as
-    `shown` (a flag such as '--n-layers'; default the size's own name) and the bound.
+    `shown` (a flag such as '--n-layers'; default the size's own name), the bound and, where
+    `needs` is given, the bytes the value would take.
 
     Example:
         >>> check_size("n_heads", 4)
@@ -82,9 +85,10 @@ def check_size(name: str, value: object, *, shown: str | None = None) -> int:
         raise ConfigError(f"{shown or name} is {value!r}; it must be an integer ({bound}).")
     if not bound.low <= value <= bound.high:
         what = bound.doc.split(" (")[0].rstrip(".").lower()
+        memory = "" if needs is None else f"; it would need about {gigabytes(needs)} of memory"
         raise ConfigError(
             f"{shown or name} is {value}; it must be at least {bound.low} and at most "
-            f"{bound.high} ({what})."
+            f"{bound.high} ({what}){memory}."
         )
     return value
 

@@ -7,7 +7,8 @@ import pandas as pd
 from rich.console import Console
 
 from rankcollapse.cli import _common, main
-from rankcollapse.cli._common import cell, summary_cells
+from rankcollapse.cli._common import summary_cells
+from rankcollapse.metrics import floor_cell as cell
 
 
 def _layer(layer: int, values: list[float], floors: list[bool], metric: str = "min_sv_rel"):

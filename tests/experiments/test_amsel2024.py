@@ -103,6 +103,20 @@ def test_depth_run_that_has_not_converged_leaves_the_finding_untested_and_is_nam
     assert claims["full-rank-needed-long"].passed  # it uses only N=8, all converged
 
 
+def test_depth_short_of_full_rank_after_a_short_training_is_not_tested_and_says_why():
+    short_run = _claims("amsel2024-depth", {**DEPTH.OVERRIDES, "steps": 1500},
+                        DEPTH.table(DEPTH.SHORT_STUCK))["depth-approaches-full-rank-short"]  # fmt: skip
+    assert short_run.verdict == "NOT TESTED"
+    assert short_run.untested.startswith("preset too small: 1500 training steps")
+    assert f"{depth.DECISIVE_STEPS} steps" in short_run.untested
+    assert short_run.measured == pytest.approx((0.405 - 0.305) / (0.405 - 0.055))  # 0.29
+    reached = _claims("amsel2024-depth", {**DEPTH.OVERRIDES, "steps": 1500},
+                      DEPTH.table(DEPTH.HELPS))["depth-approaches-full-rank-short"]  # fmt: skip
+    assert reached.passed  # a short run that does reach full rank shows Thm 5's network
+    trained = _claims("amsel2024-depth", DEPTH.LONG, DEPTH.table(DEPTH.SHORT_STUCK))
+    assert trained["depth-approaches-full-rank-short"].verdict == "FAIL"
+
+
 def test_depth_plateau_at_the_baseline_is_not_learning():
     claims = _claims("amsel2024-depth", DEPTH.OVERRIDES, DEPTH.table(DEPTH.AT_BASELINE))
     helps, full = claims["depth-helps-short-more"], claims["full-rank-needed-long"]

@@ -78,6 +78,21 @@ def test_findings_read_the_hand_made_means():
     assert beyond == {"pretrained-decoder-san-collapses"}  # a decoder: outside the paper
 
 
+def test_report_tables_show_the_floor_share_and_claims_read_the_same_means():
+    config = EXP.make_config("quick")
+    results = table()
+    results.loc[(results["variant"] == "san") & (results["sample"] == 1), "at_floor"] = True
+    tables = EXP.summarize(config, results).tables
+    wide = tables["mean res_comp_rel per layer"].set_index(["model", "init", "layer"])
+    san = results[results["variant"] == "san"].iloc[0]
+    cell = wide.loc[(san["model"], san["init"], san["layer"]), "san"]
+    assert cell in {f"{san['value']:.3g} (1/2 <floor)", "<floor"}
+    assert all("<floor" in c for c in wide["san"])
+    stats = tables["per-layer statistics of res_comp_rel"]
+    assert all("<floor" in c for c in stats.loc[stats["variant"] == "san", "mean"])
+    assert exp.claims(config, results) == exp.claims(config, table())  # means, not cells
+
+
 def test_a_handful_is_a_number_of_layers():
     late = table({("minilm", "pretrained", "san"): [1.0, 0.7, 0.4, 0.06, 3e-2, 2e-3, 1e-7]})
     strict, loose = (EXP.make_config("quick", {"handful": h}) for h in (4, 5))

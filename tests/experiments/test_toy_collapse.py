@@ -101,9 +101,24 @@ def test_summary_has_the_figure_and_per_layer_tables(tiny):
     wide = summary.tables["mean res_comp_rel per layer"]
     assert list(wide.columns) == ["layer", "san", "san+skip", "san+mlp", "san+ln", "transformer"]
     res = results[results["metric"] == "res_comp_rel"]
-    assert wide.loc[2, "san+skip"] == pytest.approx(
-        res.query("variant == 'san+skip' and layer == 2")["value"].mean()
-    )
+    mean = res.query("variant == 'san+skip' and layer == 2 and mlp_gain == 1")["value"].mean()
+    assert wide.loc[2, "san+skip"] == f"{mean:.3g}"
+
+
+def test_report_tables_show_a_floored_layer_as_the_printed_tables_do(tiny):
+    config, results = tiny
+    res = results["metric"] == "res_comp_rel"
+    at = res & (results["variant"] == "san") & (results["layer"] == 5)
+    at_floor = at & (results["sample"] > 0)  # 2 of 3 samples per seed: 4 of 6
+    floored = results.assign(at_floor=results["at_floor"].astype(bool) & ~at | at_floor)
+    floored.loc[at & ~at_floor, "value"] = 0.25
+    floored.loc[res & (results["variant"] == "san") & (results["layer"] == 4), "at_floor"] = True
+    tables = summarize(config, floored).tables
+    wide = tables["mean res_comp_rel per layer"].set_index("layer")
+    assert wide.loc[5, "san"] == "0.25 (4/6 <floor)" and wide.loc[4, "san"] == "<floor"
+    stats = tables["per-layer statistics of res_comp_rel"].set_index(["variant", "layer"])
+    assert stats.loc[("san", 5), "mean"] == "0.25 (4/6 <floor)"
+    assert stats.loc[("san", 4), ["mean", "geo_mean"]].tolist() == ["<floor", "<floor"]
 
 
 def test_doubly_exponential_claim_passes_for_cubic_decay_and_fails_for_geometric():

@@ -4,9 +4,9 @@ prefix, no pooler), weights in shards, the shipped MiniLM; and the checks name w
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
+from fifos import fifo
 from transformers import BertConfig, BertForMaskedLM
 
 from rankcollapse.errors import InputError
@@ -70,6 +70,6 @@ def test_a_tokenizer_json_above_the_config_bound_passes(tmp_path):
 
 def test_a_fifo_in_a_model_folder_is_refused_unopened(tmp_path):
     BertForMaskedLM(BertConfig(**TINY)).save_pretrained(tmp_path)
-    os.mkfifo(tmp_path / "vocab.txt")  # transformers would open it and wait for a writer
+    fifo(tmp_path / "vocab.txt")  # transformers would open it and wait for a writer
     with pytest.raises(InputError, match=r"holds vocab.txt, a named pipe \(FIFO\), not a file"):
         check_model_folder(tmp_path)

@@ -4,12 +4,12 @@ docs/reliability.md is a clear `RankCollapseError` in Python words, nothing writ
 
 from __future__ import annotations
 
-import os
 import sys
 
 import pandas as pd
 import pytest
 import torch
+from fifos import fifo
 from torch import nn
 from transformers import GPT2Config, GPT2LMHeadModel
 
@@ -231,21 +231,19 @@ def test_logs_that_are_not_monitor_logs_are_clear_errors(tmp_path):
 
 @pytest.mark.skipif(sys.platform == "win32", reason="named pipes are POSIX")
 def test_a_fifo_as_a_log_is_refused_unopened(tmp_path):
-    fifo = tmp_path / "collapse.csv"
-    os.mkfifo(fifo)  # opening it for reading would wait for a writer forever
+    pipe = fifo(tmp_path / "collapse.csv")  # opening it for reading would wait forever
     with pytest.raises(InputError, match=r"named pipe \(FIFO\), not a file; it is never opened"):
-        read_log(fifo)
+        read_log(pipe)
     net, x = toy()
     with pytest.raises(InputError, match="never opened"):
-        watch(net, blocks="blocks", inputs=x, logs=[CsvLog(fifo)])
+        watch(net, blocks="blocks", inputs=x, logs=[CsvLog(pipe)])
 
 
 def test_plot_training_of_a_fifo_is_one_line(tmp_path, capsys):
     from rankcollapse.cli import main
 
-    fifo = tmp_path / "collapse.csv"
-    os.mkfifo(fifo)
-    assert main(["plot-training", str(fifo)]) == 2
+    pipe = fifo(tmp_path / "collapse.csv")
+    assert main(["plot-training", str(pipe)]) == 2
     assert "never opened" in capsys.readouterr().err
 
 

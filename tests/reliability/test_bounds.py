@@ -8,6 +8,7 @@ import io
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +20,7 @@ from tiny_experiment import TINY
 from rankcollapse.cli import main
 from rankcollapse.errors import ConfigError
 from rankcollapse.experiments import _registry, get_experiment
+from rankcollapse.measure import ProbeInputs, probe
 from rankcollapse.nets import NetConfig
 from rankcollapse.sizes import SIZES, check_int, check_size
 
@@ -75,6 +77,36 @@ def test_a_refused_size_peaks_under_1_gb(argv, tmp_path):
     assert done.returncode == 2 and "needs about" in done.stderr, done.stderr
     peak_kb = int(done.stdout.split()[-1])
     assert 0 < peak_kb < 1_000_000, f"peak {peak_kb} KB"
+
+
+@pytest.mark.parametrize(
+    ("call", "size"),
+    [
+        (lambda: ProbeInputs(n_samples=10**9), "n_samples is 1000000000"),
+        (lambda: ProbeInputs(n_tokens=10**9), "n_tokens is 1000000000"),
+        (lambda: probe("minilm", n_samples=10**9, n_tokens=128), "n_samples is 1000000000"),
+        (lambda: probe("minilm", batch_size=10**9), "batch_size is 1000000000"),
+    ],
+    ids=["inputs-n-samples", "inputs-n-tokens", "probe-n-samples", "probe-batch-size"],
+)
+def test_a_python_size_beyond_its_bound_is_refused_fast_naming_the_bound(call, size):
+    start = time.perf_counter()
+    with pytest.raises(ConfigError) as refused:
+        call()
+    assert time.perf_counter() - start < 5  # before any model loads or tensor is made
+    message = str(refused.value)
+    name = size.split()[0]
+    assert message.startswith(size) and f"at most {SIZES[name].high}" in message
+    if name != "batch_size":  # the token ids alone: 8 bytes x 10^9 x 128 (or x 32)
+        assert "it would need about" in message and "GB of memory" in message
+
+
+def test_a_python_size_within_its_bound_but_not_memory_is_refused(monkeypatch):
+    import rankcollapse.process
+
+    monkeypatch.setattr(rankcollapse.process, "available_memory", lambda: 10**6)
+    with pytest.raises(ConfigError, match=r"probe inputs with n_samples=65,536.*needs about"):
+        ProbeInputs(n_samples=65536, n_tokens=16)
 
 
 def test_one_bound_per_size_wherever_it_enters(capsys, monkeypatch):

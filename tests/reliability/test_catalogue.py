@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import re
 import shlex
 import shutil
@@ -19,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from fifos import fifo
 from safetensors.torch import save_file
 
 from rankcollapse.cli import main
@@ -138,7 +138,7 @@ def _model_folders(folder: Path) -> None:
 
 
 def _config_files(folder: Path) -> None:
-    os.mkfifo(folder / "fifo.yaml")  # no writer: opening it for reading would wait forever
+    fifo(folder / "fifo.yaml")  # no writer: opening it for reading would wait forever
     (folder / "deep.yaml").write_text("n_layers: " + "[" * 100_000 + "]" * 100_000 + "\n")
     (folder / "binary.yaml").write_bytes(bytes(range(256)) * 4)
     aliases = ["a0: &a0 [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]"]

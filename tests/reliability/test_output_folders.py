@@ -10,6 +10,7 @@ of a folder that writes there), so one parametrized test covers them all."""
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +26,7 @@ from rankcollapse.files import MARKER
 from rankcollapse.hf import tiny_model
 from rankcollapse.measure.monitor import CsvLog, TensorBoardLog, watch
 from rankcollapse.nets import NetConfig, ToyNet, random_tokens
+from rankcollapse.report.build import RECORD
 
 
 @pytest.fixture(scope="module")
@@ -189,24 +191,44 @@ def test_a_run_folder_with_a_folder_for_a_file_is_named_and_left_alone(
     assert units.exists() and (what != "a unit file is a folder" or (target / "inside").is_dir())
 
 
-def _written(root: Path, before: set[Path]) -> list[Path]:
-    return sorted(p for p in root.rglob("*") if p.is_file() and p not in before)
+def _written(root: Path, before: dict[Path, tuple[int, int]]) -> list[Path]:
+    """The files under `root` that are new or were rewritten (a new inode or time) since
+    `before` (path -> (inode, mtime))."""
+    return sorted(p for p in root.rglob("*") if p.is_file() and _stamp(p) != before.get(p))
 
 
-@pytest.mark.parametrize("command", WRITERS)
+def _stamp(path: Path) -> tuple[int, int]:
+    return path.stat().st_ino, path.stat().st_mtime_ns
+
+
+def _stamps(root: Path) -> dict[Path, tuple[int, int]]:
+    return {p: _stamp(p) for p in root.rglob("*") if p.is_file()}
+
+
+# Commands that write into a folder they are given, not an --out: a run's folder (`report`
+# rebuilds report.html, claims.json, figures/ and tables/ there) and a results folder
+# (`report --index` writes index.html there); `run` makes it first.
+IN_PLACE = {"report": ["report", "run"], "report --index": ["report", "--index", "."]}
+
+
+@pytest.mark.parametrize("command", [*WRITERS, *IN_PLACE])
 def test_no_writer_replaces_a_file_it_did_not_write(command, inputs, tmp_path, capsys, monkeypatch):
     """Each writer runs once with its default output (no --out); every file it wrote is then
     replaced by a user's file of that name (its folder marker removed); a second call must
     leave every one of them as the user wrote it: it writes elsewhere, or refuses."""
     monkeypatch.setitem(_registry._REGISTRY, "tiny", TINY)
     monkeypatch.chdir(tmp_path)
-    argv = commands(inputs, "-")[command][:-2]  # without --out
-    before = {p for p in inputs.rglob("*") if p.is_file()}
+    if command in IN_PLACE:
+        run = ["run", "tiny", "--set", "items=1", f"log_dir={inputs}", "--out", "run"]
+        assert main(run) == 0, capsys.readouterr()
+    argv = IN_PLACE.get(command) or commands(inputs, "-")[command][:-2]  # without --out
+    before, mine = _stamps(inputs), _stamps(tmp_path)
+    time.sleep(0.01)  # a file rewritten in place gets a later mtime
     assert main(argv) == 0, capsys.readouterr()
-    written = [p for p in _written(tmp_path, set()) + _written(inputs, before)
-               if p.name not in (MARKER, ".lock")]  # fmt: skip
+    changed = _written(tmp_path, mine) + _written(inputs, before)
+    written = [p for p in changed if p.name not in (MARKER, ".lock", RECORD)]
     assert written, f"{command} wrote nothing"
-    for path in _written(tmp_path, set()) + _written(inputs, before):
+    for path in changed:
         path.unlink()
     for path in written:
         path.write_text("the user's own file\n")
@@ -214,7 +236,10 @@ def test_no_writer_replaces_a_file_it_did_not_write(command, inputs, tmp_path, c
     code = main(argv)
     printed = capsys.readouterr()
     assert code in (0, 2) and "Traceback" not in printed.err, printed
-    assert all(p.read_text() == "the user's own file\n" for p in written), (command, printed)
+    for path in written:  # left as it was, or kept beside (NAME.mine) and said so
+        aside = path.with_name(f"{path.name}.mine")
+        kept = aside.is_file() and f"kept {path.relative_to(tmp_path)} as" in printed.err
+        assert (aside if kept else path).read_text() == "the user's own file\n", (path, printed)
     for path in written:  # inputs are shared by the module's tests
         path.unlink() if inputs in path.parents else None
 
@@ -309,3 +334,43 @@ def test_a_terminal_that_cannot_show_a_name_gets_it_escaped(inputs, tmp_path):
     done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr
     assert "mod\\xe8le-\\xfc" in done.stdout and "Traceback" not in done.stderr
+
+
+def test_report_keeps_a_changed_table_aside_and_leaves_other_files_alone(
+    inputs, tmp_path, capsys, monkeypatch
+):
+    monkeypatch.setitem(_registry._REGISTRY, "tiny", TINY)
+    monkeypatch.chdir(tmp_path)
+    argv = ["run", "tiny", "--set", "items=1", f"log_dir={inputs}", "--out", "run"]
+    assert main(argv) == 0 and main(["report", "run"]) == 0  # its own files: rebuilt
+    assert "kept" not in capsys.readouterr().err
+    table = next(Path("run/tables").iterdir())
+    whole = table.read_bytes()
+    table.write_text("my own table\n")
+    Path("run/tables/notes.csv").write_text("my notes\n")  # never written by a report
+    assert main(["report", "run"]) == 0
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"kept {table} as {table}.mine: the last report did not write it" in err, err
+    assert Path(f"{table}.mine").read_text() == "my own table\n" and table.read_bytes() == whole
+    assert Path("run/tables/notes.csv").read_text() == "my notes\n"
+    Path(f"{table}.mine").unlink()
+    Path("run", RECORD).unlink()  # a run folder of an older version: report.html's own mark
+    assert main(["report", "run"]) == 0 and Path("run", RECORD).is_file()
+    assert "kept" not in capsys.readouterr().err
+    Path("run", RECORD).unlink()
+    Path("run/report.html").write_text("<html>my page</html>\n")
+    assert main(["report", "run"]) == 0
+    assert "kept run/report.html as run/report.html.mine" in capsys.readouterr().err
+    assert Path("run/report.html.mine").read_text() == "<html>my page</html>\n"
+
+
+def test_report_index_refuses_a_users_own_index_page(inputs, tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(_registry._REGISTRY, "tiny", TINY)
+    argv = ["run", "tiny", "--set", "items=1", f"log_dir={inputs}", "--out", str(tmp_path / "r")]
+    assert main(argv) == 0 and main(["report", "--index", str(tmp_path)]) == 0
+    assert main(["report", "--index", str(tmp_path)]) == 0  # its own page: replaced
+    (tmp_path / "index.html").write_text("my own index\n")
+    capsys.readouterr()
+    assert main(["report", "--index", str(tmp_path)]) == 2
+    assert "index.html' exists and was not written by rankcollapse" in capsys.readouterr().err
+    assert (tmp_path / "index.html").read_text() == "my own index\n"

@@ -5,14 +5,13 @@ and list the others."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
-import signal
 import sys
 from pathlib import Path
 
 import pytest
+from fifos import fifo
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "runner"))
 from tiny_experiment import TINY
@@ -52,29 +51,12 @@ def without_sha(folder: Path) -> None:
     (folder / "manifest.json").write_text(json.dumps(manifest))
 
 
-def fifo(path: Path) -> None:
-    """`path` replaced by a named pipe: opening it for reading would wait for a writer forever."""
-    path.unlink()
-    os.mkfifo(path)
-
-
 LAUGHS = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
     f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join([f'*{chr(97 + i)}'] * 10)}]\n" for i in range(6)
 )  # 10**7 values written out in 8 lines
 
 
-@pytest.fixture(autouse=True)
-def no_hang():
-    """A read that waits (a FIFO opened) fails the test after 60 s instead of hanging it."""
-
-    def hung(*_):
-        raise TimeoutError("a reader waited: a FIFO was opened")
-
-    previous = signal.signal(signal.SIGALRM, hung)
-    signal.alarm(60)
-    yield
-    signal.alarm(0)
-    signal.signal(signal.SIGALRM, previous)
+pytestmark = pytest.mark.usefixtures("no_hang")  # a FIFO opened fails, never hangs
 
 
 DAMAGE = {

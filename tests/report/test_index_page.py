@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import json
 
+from rankcollapse.cli import main
 from rankcollapse.files import claim_output
+from rankcollapse.measure.monitor import CsvLog, watch
+from rankcollapse.nets import NetConfig, ToyNet, random_tokens
 from rankcollapse.report.index import render_index, run_rows, write_index
 
 
@@ -54,3 +57,33 @@ def test_paths_and_plot_training_outputs_are_listed(tmp_path):
         assert f'href="{link}"' in page
     for command in ("paths-count", "paths-decompose", "paths-products", "plot-training"):
         assert f"<td>{command}</td>" in page
+
+
+def test_a_plot_training_row_names_its_logs_and_metric(tmp_path):
+    folder = tmp_path / "plot-training" / "san"
+    claim_output(folder, "plot-training", "abc", label="runs/san.csv, runs/skip.csv")
+    for metric in ("mu_rel", "res_comp_rel"):
+        (folder / f"training-heatmap-{metric}.png").write_bytes(b"png")
+    older = tmp_path / "plot-training" / "old"
+    claim_output(older, "plot-training")
+    (older / "training-heatmap.png").write_bytes(b"png")
+    page = write_index(tmp_path).read_text()
+    for metric in ("mu_rel", "res_comp_rel"):
+        assert (
+            f"<td>logs runs/san.csv, runs/skip.csv, metric {metric}</td>" in page
+            and f'href="plot-training/san/training-heatmap-{metric}.png"' in page
+        )
+    assert page.count("<td>plot-training</td>") == 3  # a row per metric, and the older one
+
+
+def test_plot_training_through_the_cli_is_listed_with_its_log_and_metric(tmp_path, monkeypatch):
+    net = ToyNet(NetConfig(n_layers=2, d_model=8))
+    monitor = watch(net, blocks="blocks", inputs=random_tokens(2, 5, 8, seed=0), every=1,
+                    logs=[CsvLog(tmp_path / "san.csv")])  # fmt: skip
+    for step in range(2):
+        monitor.step(step)
+    monkeypatch.chdir(tmp_path)
+    assert main(["plot-training", "san.csv", "--metric", "mu_rel"]) == 0
+    assert main(["report", "--index", "results"]) == 0
+    page = (tmp_path / "results" / "index.html").read_text()
+    assert "<td>log san.csv, metric mu_rel</td>" in page

@@ -13,7 +13,9 @@ from rankcollapse.theory import (
     collapse_rates,
     contraction_factors,
     first_layer_below,
+    layer_cells,
     layer_stats,
+    shown_layer_stats,
 )
 
 
@@ -24,6 +26,27 @@ def test_layer_stats_geometric_mean_matches_hand_value():
     row = layer_stats(res, ("variant",)).iloc[0]
     assert row["geo_mean"] == pytest.approx(0.01) and row["mean"] == pytest.approx(0.0505)
     assert row["any_at_floor"]
+
+
+def test_layer_stats_keep_the_floor_apart_and_tables_show_the_share():
+    # toy-collapse quick, san at layer 4: 22 of 24 sequences at the float64 floor
+    values = [5e-11, 3.16e-11] + [2e-16] * 22
+    res = pd.DataFrame({"variant": "san", "layer": 4, "value": values,
+                        "at_floor": [False] * 2 + [True] * 22})  # fmt: skip
+    res = pd.concat([res, res.assign(layer=5, at_floor=True)], ignore_index=True)
+    stats = layer_stats(res, ("variant",))
+    four, five = stats.iloc[0], stats.iloc[1]
+    assert (four["n_samples"], four["n_at_floor"], five["n_at_floor"]) == (24, 22, 24)
+    assert four["mean_above_floor"] == pytest.approx(4.08e-11)
+    assert four["geo_mean_above_floor"] == pytest.approx(math.sqrt(5e-11 * 3.16e-11))
+    assert four["mean"] == pytest.approx(sum(values) / 24)  # what claims read: unchanged
+    assert math.isnan(five["mean_above_floor"])
+    assert layer_cells(stats).tolist() == ["4.08e-11 (22/24 <floor)", "<floor"]
+    shown = shown_layer_stats(stats)
+    assert list(shown.columns) == ["variant", "layer", "mean", "std", "geo_mean"]
+    assert shown["geo_mean"].tolist() == ["3.97e-11 (22/24 <floor)", "<floor"]
+    assert shown["std"].iloc[0] == pytest.approx(np.std([5e-11, 3.16e-11], ddof=1))
+    assert math.isnan(shown["std"].iloc[1])
 
 
 def test_first_layer_below_is_inf_when_no_layer_gets_there():

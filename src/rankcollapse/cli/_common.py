@@ -33,8 +33,9 @@ def summary_cells(
     df: pd.DataFrame, rows: list[str], column: str
 ) -> tuple[list[tuple], dict[str, list[str]]]:
     """The cells of a table of means over samples: a row per value of `rows`, a column per
-    value of `column` (both in first-seen order), each cell the `cell` of its group's
-    `metrics.summarize_samples` row, so a table says what the figure of the same rows says.
+    value of `column` (both in first-seen order), each cell the `metrics.floor_cell` of its
+    group's `metrics.summarize_samples` row, so a table says what the figure of the same rows
+    says.
 
     Example:
         >>> import pandas as pd
@@ -43,7 +44,7 @@ def summary_cells(
         >>> summary_cells(df, ["layer"], "metric")
         ([(2,)], {'min_sv_rel': ['3e-06 (3/4 <floor)']})
     """
-    from rankcollapse.metrics import summarize_samples
+    from rankcollapse.metrics import floor_cell, summarize_samples
 
     flags = df.get("at_floor", False)
     parts = df.assign(at_floor=flags)[[*rows, column, "value", "at_floor"]]
@@ -53,7 +54,7 @@ def summary_cells(
     names = list(dict.fromkeys(summary[column]))
     table: dict[str, dict[tuple, str]] = {str(name): {} for name in names}
     for key, row in zip(keys, summary.itertuples(index=False)):
-        text = cell(row.mean_above_floor, row.n_at_floor, row.n_samples)
+        text = floor_cell(row.mean_above_floor, row.n_at_floor, row.n_samples)
         table[str(getattr(row, column))][key] = text
     return order, {name: [part.get(key, "-") for key in order] for name, part in table.items()}
 
@@ -90,20 +91,6 @@ def print_fitted(
         for i, row in enumerate(key_rows):
             table.add_row(*map(Text, row), *(Text(columns[n][i]) for n in names))
         console.print(table)
-
-
-def cell(mean_above_floor: float, n_at_floor: int, n_samples: int) -> str:
-    """A table cell (as reports show it): '-' where there is no value, '<floor' where every
-    sample sits at the dtype floor, else the mean of the samples above the floor to 3
-    significant digits, followed by the share at the floor when some are ('3e-06 (28/32
-    <floor)'): a floor value is rounding noise, never averaged into a mean."""
-
-    if n_samples and n_at_floor == n_samples:
-        return "<floor"
-    if not n_samples or math.isnan(mean_above_floor):
-        return "-"
-    share = f" ({n_at_floor}/{n_samples} <floor)" if n_at_floor else ""
-    return f"{mean_above_floor:.3g}{share}"
 
 
 def write_collapse_outputs(

@@ -199,8 +199,9 @@ def run_count(args: argparse.Namespace) -> int:
     return 0
 
 
-def _frozen(args: argparse.Namespace):
-    """The network frozen at its input, and a label for titles."""
+def _checked(args: argparse.Namespace):
+    """Sizes, memory and a real model's device and dtype, parsed and checked once, before the
+    output folder is claimed: (device, dtype), None for the toy network."""
     if args.model is None:
         _check_memory(args)
     check_sizes(
@@ -210,13 +211,20 @@ def _frozen(args: argparse.Namespace):
         n_samples=args.samples,
         n_tokens=args.tokens,
     )
+    if args.model is None:
+        return None
+    from rankcollapse.devices import resolve_device, resolve_dtype
+
+    return resolve_device(args.device), resolve_dtype(args.dtype, float64=True)
+
+
+def _frozen(args: argparse.Namespace, where):
+    """The network frozen at its input, and a label for titles (`where`: `_checked`'s)."""
     if args.model is not None:
-        from rankcollapse.devices import resolve_device, resolve_dtype
         from rankcollapse.measure import ModelSource, ProbeInputs
         from rankcollapse.paths import freeze_real
 
-        device, dtype = resolve_device(args.device), resolve_dtype(args.dtype, float64=True)
-        loaded = ModelSource(args.model, args.init, args.seed, device, dtype).load()
+        loaded = ModelSource(args.model, args.init, args.seed, *where).load()
         inputs = ProbeInputs(
             random_tokens=not loaded.has_tokenizer,
             n_samples=args.samples,
@@ -267,8 +275,9 @@ def run_decompose(args: argparse.Namespace) -> int:
     from rankcollapse.paths import decompose_by_length, length_frame
     from rankcollapse.plot import band_plot
 
+    where = _checked(args)
     output = _output(args, "paths-decompose")
-    frozen, label = _frozen(args)
+    frozen, label = _frozen(args, where)
     result = decompose_by_length(frozen)
     error = float((result.output - frozen.reference).abs().max() / frozen.reference.abs().max())
     df = length_frame(result)
@@ -305,8 +314,9 @@ def run_products(args: argparse.Namespace) -> int:
     from rankcollapse.plot import products_figure
 
     check_sizes(n_paths=args.n_paths)
+    where = _checked(args)
     output = _output(args, "paths-products")
-    frozen, label = _frozen(args)
+    frozen, label = _frozen(args, where)
     df = products_frame(frozen.attention(), n_paths=args.n_paths, seed=args.seed)
     medians = df.groupby("length")["value"].median()
     table = Table(title=Text(f"median ||P_path - rank-1|| / ||P_path|| by path length: {label}"))

@@ -51,18 +51,14 @@ def run(args: argparse.Namespace) -> int:
     from rankcollapse.cli._output import output_folder
     from rankcollapse.devices import resolve_device, resolve_dtype
     from rankcollapse.files import write_atomic
-    from rankcollapse.hf import load_model
+    from rankcollapse.hf import load_resolved
     from rankcollapse.hf.qk_rank import QK_METRICS, qk_ranks
     from rankcollapse.plot import heatmap
 
+    device, dtype = resolve_device(args.device), resolve_dtype(args.dtype)  # before the folder
     default = Path("results/qk-rank") / Path(args.model).name
     output = output_folder(args.out, default, "qk-rank", fresh=True)
-    loaded = load_model(
-        args.model,
-        init=args.init,
-        device=resolve_device(args.device),
-        dtype=resolve_dtype(args.dtype),
-    )
+    loaded = load_resolved(args.model, init=args.init, device=device, dtype=dtype)
     df = qk_ranks(loaded, rtol=args.rtol)
     quantized = loaded.info.get("quantized", "no")
     note = "" if quantized == "no" else f", weights {quantized}"

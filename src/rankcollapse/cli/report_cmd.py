@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
     if args.index:
         console.print(Text(f"index: {write_index(args.dir, notify)}"))
         return 0
-    report = build_report(args.dir)
+    report = build_report(args.dir, notify=notify)
     verdicts = [claim.verdict for claim in report.summary.findings]
     console.print(verdict_text(count_verdicts(verdicts)) + ".")
     print_failed_findings(report.summary)

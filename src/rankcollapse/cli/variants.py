@@ -1,6 +1,8 @@
 """`rankcollapse variants`: the variants, the model families, and what each variant removes.
 
-Prints the variants (which parts of every block stay on), one row per model family (block
+Prints the variants (which parts of every block stay on), how the toy network (simulate, the
+toy experiments) realises the same names (one difference: a toy san has no norm, as in Dong
+et al.'s theory; san+ln is toy-only), one row per model family (block
 layout, causal or not, whether masks and temperature apply, whether the per-length path
 decomposition is offered, whether Dong et al.'s own surgery is defined) and, with --arch, the
 exact meaning of every variant for that family, naming its modules. Variants are applied by
@@ -63,6 +65,24 @@ def families_title(rows: list[dict[str, str]], variants: dict) -> str:
     )
 
 
+def toy_table():
+    """The toy network's variants, read from `nets.variants.TOY_VARIANTS` (`toy_rows`)."""
+    from rich.table import Table
+
+    from rankcollapse.nets.variants import toy_rows
+
+    table = Table(
+        title="the toy network's variants (simulate, toy experiments): skip and MLP as above; "
+        "its own norms: a toy san has no norm (Dong et al.'s theory), san+ln is toy-only"
+    )
+    rows = toy_rows()
+    for column in rows[0]:
+        table.add_column(column)
+    for row in rows:
+        table.add_row(*row.values())
+    return table
+
+
 def run(args: argparse.Namespace) -> int:
     from rich.table import Table
 
@@ -81,6 +101,7 @@ def run(args: argparse.Namespace) -> int:
         flags = ["on" if f else "off" for f in (v.attention_skip, v.mlp, v.norms)]
         summary.add_row(v.name, v.family, *flags)
     console.print(summary)
+    console.print(toy_table())
     rows = family_rows()
     families = Table(title=families_title(rows, VARIANTS))
     for column in rows[0]:

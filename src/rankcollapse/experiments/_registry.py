@@ -431,12 +431,12 @@ def _check_devices_visible(name: str, config: BaseModel, prefix: str = "") -> No
     torch = sys.modules.get("torch")
     if torch is None:
         return
-    from rankcollapse.devices import resolve_device
+    from rankcollapse.devices import check_visible
 
     for key, value in config:
-        if isinstance(value, torch.device):
+        if isinstance(value, torch.device):  # parsed by the config's `Device` field
             try:
-                resolve_device(value)
+                check_visible(value)
             except ConfigError as err:
                 raise ConfigError(f"{name}: {prefix}{key}: {err}") from None
         elif isinstance(value, BaseModel):

@@ -185,6 +185,20 @@ def _depth_check(config: Config, results: pd.DataFrame, errors: pd.DataFrame) ->
 
 
 def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
+    out = _full_rank_checks(config, results)
+    errors = _low_rank_errors(results)
+    if errors.empty:
+        return out
+    out.append(_separation(config, errors))
+    out.append(_depth_check(config, results, errors))
+    if len(config.low_rank_d_models) >= 2:
+        out.append(_width_trend(config, errors))
+    return out
+
+
+def _full_rank_checks(config: Config, results: pd.DataFrame) -> list[Claim]:
+    """Fact 1's construction: one full-rank head's error falls with the temperature (softmax)
+    and is exact (hardmax)."""
     full = results[(results.part == "full-rank") & (results.metric == "rel_mse")]
     t_max = max(config.temperatures)
     curves = full.groupby(["d_model", "temperature"]).value.mean().unstack("d_model")
@@ -192,7 +206,7 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
     finals = {f"d={d}": np.inf if f"d={d}" in rises else curves[d].iloc[-1] for d in curves}
     last = full[full.temperature == t_max]
     worst = max((finals.get(f"d={d}", np.nan) for d in config.full_rank_d_models), default=np.nan)
-    out = [
+    return [
         check(
             "full-rank-falls",
             f"one full-rank head's error falls monotonically with the temperature, below 1e-3 "
@@ -213,10 +227,13 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
             1e-12,
         ),
     ]
-    errors = _low_rank_errors(results)
-    if errors.empty:
-        return out
-    ratios, per_seed = {}, {}  # full rank at t_max against mixtures with >= 2 d^2 qk parameters
+
+
+def _separation(config: Config, errors: pd.DataFrame) -> Claim:
+    """Thm 2 on random subspaces: full rank at t_max against the mixtures with at least the
+    full head's query-key rank (H r >= d), per width and per (width, seed)."""
+    t_max = max(config.temperatures)
+    ratios, per_seed = {}, {}
     for d, group in errors.groupby("d_model"):
         full_d = group[group.d_qk == d].set_index("seed").value
         rich = group[(group.d_qk < d) & (group.total_rank >= d)]
@@ -224,47 +241,44 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
         ratios[f"d={d}"] = full_d.mean() / best
         for s in full_d.index:
             per_seed[(d, s)] = full_d[s] / rich[rich.seed == s].value.min()
-    out.append(
-        for_every(
-            "full-rank-beats-low-rank",
-            "at equal (or larger) query-key parameter budget, one full-rank head beats every "
-            "random low-rank mixture tried",
-            "full-rank error / best low-rank error with H r >= d, worst d",
-            ratios,
-            "<",
-            1.0,
-            expected=[f"d={d}" for d in config.low_rank_d_models],
-            note=f"full rank at t={t_max:g}, N=2 orthonormal points; per (d, seed): "
-            + seeds_agree(per_seed, "<", 1.0),
-            source="Sec. 4, Thm 2",
-            paper="one full-rank head represents nearest neighbour for any context length; a "
-            "low-rank layer needs many heads to approximate it (Thm 2; the abstract's separation "
-            "exponential in d is Sec. 5's biased nearest neighbour). Tested here on random "
-            "subspaces only",
-            beyond=True,
-        )
+    return for_every(
+        "full-rank-beats-low-rank",
+        "at equal (or larger) query-key parameter budget, one full-rank head beats every "
+        "random low-rank mixture tried",
+        "full-rank error / best low-rank error with H r >= d, worst d",
+        ratios,
+        "<",
+        1.0,
+        expected=[f"d={d}" for d in config.low_rank_d_models],
+        note=f"full rank at t={t_max:g}, N=2 orthonormal points; per (d, seed): "
+        + seeds_agree(per_seed, "<", 1.0),
+        source="Sec. 4, Thm 2",
+        paper="one full-rank head represents nearest neighbour for any context length; a "
+        "low-rank layer needs many heads to approximate it (Thm 2; the abstract's separation "
+        "exponential in d is Sec. 5's biased nearest neighbour). Tested here on random "
+        "subspaces only",
+        beyond=True,
     )
-    out.append(_depth_check(config, results, errors))
+
+
+def _width_trend(config: Config, errors: pd.DataFrame) -> Claim:
+    """The project's reading of Thm 2: rank-1 heads' error (at the most heads) grows with d."""
     rank1 = errors[(errors.d_qk == 1) & (errors.n_heads == max(config.n_heads))]
     rank1 = rank1.groupby("d_model").value.mean()
-    if len(config.low_rank_d_models) >= 2:
-        small, large = min(config.low_rank_d_models), max(config.low_rank_d_models)
-        out.append(
-            finding(
-                "low-rank-worsens-with-d",
-                f"rank-1 heads' error at H={max(config.n_heads)} grows with the width d",
-                f"error at d={large} minus at d={small}",
-                float(rank1.get(large, np.nan) - rank1.get(small, np.nan)),
-                ">",
-                0.0,
-                note="errors by d: " + ", ".join(f"d={d}: {v:.3g}" for d, v in rank1.items()),
-                source="Sec. 4 (no statement of the paper)",
-                paper="the paper states no trend in d for random rank-1 heads: the project's "
-                "reading of Thm 2",
-                beyond=True,
-            )
-        )
-    return out
+    small, large = min(config.low_rank_d_models), max(config.low_rank_d_models)
+    return finding(
+        "low-rank-worsens-with-d",
+        f"rank-1 heads' error at H={max(config.n_heads)} grows with the width d",
+        f"error at d={large} minus at d={small}",
+        float(rank1.get(large, np.nan) - rank1.get(small, np.nan)),
+        ">",
+        0.0,
+        note="errors by d: " + ", ".join(f"d={d}: {v:.3g}" for d, v in rank1.items()),
+        source="Sec. 4 (no statement of the paper)",
+        paper="the paper states no trend in d for random rank-1 heads: the project's "
+        "reading of Thm 2",
+        beyond=True,
+    )
 
 
 def summarize(config: Config, results: pd.DataFrame) -> Summary:

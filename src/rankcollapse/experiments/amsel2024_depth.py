@@ -50,9 +50,9 @@ rank-1 heads almost nothing at either N (2500 steps, 1 -> 3 layers: 0.545 -> 0.5
 (full rank 0.056: closure 0.49) and 0.562 -> 0.478 at N = 16 (full rank 0.065: closure 0.17);
 with 8 and 2000 steps, 0.363 -> 0.236 at N = 3 (full rank 0.060: closure 0.42).
 The cpu preset itself (21 minutes with 2 workers under a load of about 15): at N = 4 rank 1
-0.489 -> 0.376 with full rank 0.099 (closure 0.29, so depth-approaches-full-rank-short
-fails: 1500 steps leave depth far from full rank, where the paper's Thm 5 says a construction
-exists); at N = 8 0.599 -> 0.519 with full rank 0.126 (closure 0.17); difference 0.12.
+0.489 -> 0.376 with full rank 0.099 (closure 0.29: 1500 steps leave depth far from full
+rank, where Thm 5 says only that a construction exists, so depth-approaches-full-rank-short is
+NOT TESTED below `DECISIVE_STEPS`; the paper preset can fail it); at N = 8 0.599 -> 0.519 with full rank 0.126 (closure 0.17); difference 0.12.
 """
 
 from __future__ import annotations
@@ -78,6 +78,10 @@ from rankcollapse.train import EncoderConfig, tail_change, train_farthest_encode
 
 NAME = "amsel2024-depth"
 KEYS = ["n_points", "n_layers", "n_heads", "seed"]
+DECISIVE_STEPS = 20_000
+"""Fewest training steps at which rank-1 heads that stay short of full rank at the shortest
+context count against Thm 5: the theorem only says such a network exists, and the paper trains
+100k steps (Sec. 7); a shorter run that does not reach it is NOT TESTED (one that does, passes)."""
 
 
 class Config(EncoderConfig):
@@ -209,6 +213,18 @@ def _untested(config: Config, used: pd.DataFrame, must_learn: pd.DataFrame) -> s
     return ""
 
 
+def _too_short(config: Config, closed: float) -> str:
+    """Why a closure at the shortest context that stays below `approach` cannot count against
+    Thm 5 (training shorter than DECISIVE_STEPS); "" when it reached it or trained long enough."""
+    if math.isnan(closed) or closed > config.approach or config.steps >= DECISIVE_STEPS:
+        return ""
+    return (
+        f"{TOO_SMALL}: {config.steps} training steps leave rank-1 heads at a closure of "
+        f"{closed:.3g}; Thm 5 says only that a network reaching full rank exists, so failing to "
+        f"find it counts from {DECISIVE_STEPS} steps on (the paper trains 100k)"
+    )
+
+
 def closure(shallow: float, deep: float, full: float) -> float:
     """Share of the one-layer rank-1 gap to full rank that depth closes: (e_1 - e_D) / (e_1 -
     e_F); NaN when there is no gap (e_1 <= e_F) or a value is missing.
@@ -294,7 +310,8 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
             note=f"{said(short)}; " + seeds(short, ">"),
             source=source,
             paper=paper5,
-            untested=_untested(config, used([short]), reference([short])),
+            untested=_untested(config, used([short]), reference([short]))
+            or _too_short(config, by_n[short]),
         ),
         finding(
             "full-rank-needed-long",

@@ -48,7 +48,14 @@ from rankcollapse.experiments._registry import Claim, Experiment, Summary, Unit,
 from rankcollapse.hf import MODELS, text_model_type
 from rankcollapse.plot import band_plot, spans_decades
 from rankcollapse.seeds import Seed
-from rankcollapse.theory import at_layer, first_layer_below, layer_stats, layers_above
+from rankcollapse.theory import (
+    at_layer,
+    first_layer_below,
+    layer_cells,
+    layer_stats,
+    layers_above,
+    shown_layer_stats,
+)
 from rankcollapse.variants import AUTHORS_VARIANTS, DONG_VARIANTS, variant_type
 
 NAME = "dong2021-rank-collapse"
@@ -145,13 +152,13 @@ def units(config: Config) -> list[Unit]:
 
 
 def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
-    from rankcollapse.hf import load_model
+    from rankcollapse.hf import load_resolved
     from rankcollapse.measure import probe
 
     arm = next(a for a in config.arms if (a.model, a.init) == (unit["model"], unit["init"]))
     device = config.device
     n_layers = config.n_layers if unit["init"] == "random" else None
-    loaded = load_model(
+    loaded = load_resolved(
         unit["model"],
         init=unit["init"],
         seed=config.seed,
@@ -338,12 +345,14 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
         title=f"Relative residual {METRIC} per layer over {config.n_samples} windows of "
         f"{config.n_tokens} tokens",
     )
-    wide = table.pivot_table(index=["model", "init", "layer"], columns="variant", values="mean")
+    wide = table.assign(mean=layer_cells(table)).pivot_table(
+        index=["model", "init", "layer"], columns="variant", values="mean", aggfunc="first"
+    )
     above = layers_above(results, METRIC, 1.0, by=("model", "init", "variant"))
     return Summary(
         tables={
             f"mean {METRIC} per layer": wide.reset_index(),
-            f"per-layer statistics of {METRIC}": table,
+            f"per-layer statistics of {METRIC}": shown_layer_stats(table),
             f"layers where the mean {METRIC} exceeds 1": above,
         },
         figures={"residual vs layer": figure},

@@ -141,11 +141,17 @@ def _toy(config: Config, unit: Unit):
 def _real(config: Config, unit: Unit):
     import torch
 
-    from rankcollapse.hf import load_model
+    from rankcollapse.hf import load_resolved
     from rankcollapse.measure import ProbeInputs
     from rankcollapse.paths import freeze_real
 
-    loaded = load_model(unit["model"], init=unit["init"], seed=unit["seed"], dtype=torch.float64)
+    loaded = load_resolved(  # an exact decomposition: float64, on the CPU
+        unit["model"],
+        init=unit["init"],
+        seed=unit["seed"],
+        device=torch.device("cpu"),
+        dtype=torch.float64,
+    )
     inputs, token_mask = ProbeInputs(  # text windows; random ids without a tokenizer; pixels
         random_tokens=not loaded.has_tokenizer,
         n_samples=config.n_samples,

@@ -63,7 +63,7 @@ from rankcollapse.experiments._registry import (
 )
 from rankcollapse.plot import band_plot
 from rankcollapse.seeds import Seed
-from rankcollapse.theory import contraction_factors, layer_stats
+from rankcollapse.theory import contraction_factors, layer_cells, layer_stats, shown_layer_stats
 
 NAME = "toy-collapse"
 
@@ -358,16 +358,18 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
         "at_floor and drawn as hollow markers; the doubly exponential finding uses only the "
         "layers where no sequence is at the floor."
     )
-    wide = per_layer.pivot(index="layer", columns="variant", values="mean")
+    cells = per_layer.assign(mean=layer_cells(per_layer))
+    wide = cells.pivot(index="layer", columns="variant", values="mean")
     tables = {
         "mean res_comp_rel per layer": wide[config.variants]
         .rename_axis(columns=None)
         .reset_index(),
-        "per-layer statistics of res_comp_rel": per_layer,
+        "per-layer statistics of res_comp_rel": shown_layer_stats(per_layer),
     }
     mlp = results[(results["variant"] == "san+mlp") & (results["metric"] == "res_comp_rel")]
     if len(mlp):
-        gains = layer_stats(mlp, ("mlp_gain",)).pivot(
+        stats = layer_stats(mlp, ("mlp_gain",))
+        gains = stats.assign(geo_mean=layer_cells(stats, "geo_mean")).pivot(
             index="layer", columns="mlp_gain", values="geo_mean"
         )
         tables["san+mlp geometric-mean res_comp_rel by MLP gain (W_2 factor)"] = (

@@ -57,7 +57,7 @@ from rankcollapse.experiments._registry import (
     finding,
     register,
 )
-from rankcollapse.hf import MODELS, load_model
+from rankcollapse.hf import MODELS, load_resolved
 from rankcollapse.measure import probe
 from rankcollapse.metrics import dtype_floor
 from rankcollapse.plot import band_plot, line_plot, singular_spectra
@@ -113,7 +113,7 @@ def units(config: Config) -> list[Unit]:
 
 def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
     device = config.device
-    loaded = load_model(
+    loaded = load_resolved(
         unit["model"],
         init=unit["init"],
         seed=config.seed,

@@ -1,7 +1,8 @@
 """Real Hugging Face models through declarative adapters, hooks and a custom attention function.
 
 - `load_model(name, *, init, seed, dtype, device, n_layers, config_overrides, tokenizer)` -> `LoadedModel`
-  (model in eval mode, tokenizer or None, `Architecture` adapter, provenance `info`);
+  (model in eval mode, tokenizer or None, `Architecture` adapter, provenance `info`;
+  `load_resolved`: the same with a `torch.device` its caller resolved, not checked again);
   `wrap_model` / `as_loaded` take a model already in memory (base model or one with a head),
   without a copy (`hf.models`, the loader).
 - `MODELS` is the model registry (family, sizes, causal, decomposable, default init, a preset's
@@ -37,7 +38,14 @@ from rankcollapse.hf.capture import (
     run_batch,
 )
 from rankcollapse.hf.images import load_images, pixel_inputs
-from rankcollapse.hf.models import LoadedModel, as_loaded, load_model, tiny_model, wrap_model
+from rankcollapse.hf.models import (
+    LoadedModel,
+    as_loaded,
+    load_model,
+    load_resolved,
+    tiny_model,
+    wrap_model,
+)
 from rankcollapse.hf.qk_rank import qk_ranks
 from rankcollapse.hf.registry import (
     MODELS,
@@ -85,6 +93,7 @@ __all__ = [
     "load_images",
     "load_model",
     "load_paragraphs",
+    "load_resolved",
     "load_windows",
     "model_entry",
     "modes_kept",

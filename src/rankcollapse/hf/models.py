@@ -272,7 +272,8 @@ def load_model(
         seed: seed of the random init (ignored for pretrained weights).
         dtype: parameter dtype (float32 default; bfloat16/float16 to save memory; float64
             lowers the dtype floor of every metric).
-        device: "cpu", "cuda", "mps" or "auto" (an accelerator when one is visible).
+        device: "cpu", "cuda", "mps" or "auto" (an accelerator when one is visible), parsed
+            and checked visible here, once (`resolve_device`).
         n_layers: the depth of a random init (None: the model's own); every family's config
             reads it as `num_hidden_layers`.
         config_overrides: config fields to change for a random init, e.g.
@@ -284,8 +285,33 @@ def load_model(
         A `LoadedModel` in eval mode. Pretrained models are cached per process (the float32 CPU
         model is shared; another dtype or device gets a copy).
     """
+    return load_resolved(
+        name,
+        init=init,
+        seed=seed,
+        dtype=dtype,
+        device=resolve_device(device),
+        n_layers=n_layers,
+        config_overrides=config_overrides,
+        tokenizer=tokenizer,
+    )
+
+
+def load_resolved(
+    name: str,
+    *,
+    device: torch.device,
+    init: Init = "pretrained",
+    seed: int = 0,
+    dtype: torch.dtype = torch.float32,
+    n_layers: int | None = None,
+    config_overrides: Mapping[str, Any] | None = None,
+    tokenizer: str | Path | None = None,
+) -> LoadedModel:
+    """`load_model` with `device` resolved by the caller's boundary (`resolve_device` of the
+    command line or `probe`, an experiment config's `Device` field checked at `make_config`),
+    so it is not checked again: the loader of `measure.ModelSource` and the experiments."""
     check_model_name(name, init)
-    device = resolve_device(device)
     if n_layers is not None:
         config_overrides = {**(config_overrides or {}), "num_hidden_layers": n_layers}
     if config_overrides and init == "pretrained":

@@ -28,13 +28,13 @@ import pandas as pd
 import torch
 from torch import Tensor, nn
 
-from rankcollapse.devices import parse_device, resolve_dtype
+from rankcollapse.devices import parse_device, resolve_device, resolve_dtype
 from rankcollapse.errors import ConfigError, InputError, option
 from rankcollapse.hf import (
     Init,
     LoadedModel,
-    load_model,
     load_paragraphs,
+    load_resolved,
     load_windows,
     pixel_inputs,
     random_token_ids,
@@ -49,6 +49,7 @@ from rankcollapse.measure.kinds import (
 )
 from rankcollapse.measure.layers import check_model, measure_batch, prepare_batch
 from rankcollapse.metrics import DEFAULT_METRICS, get_metric
+from rankcollapse.sizes import check_memory, check_size
 from rankcollapse.variants import Variant, parse_variant
 
 CPU = torch.device("cpu")
@@ -67,6 +68,8 @@ class ModelSource:
     init: Init = "pretrained"
     seed: int = 0
     device: torch.device = CPU
+    """Resolved by the caller (`resolve_device`: the command line, `probe`; an experiment's
+    config): `load` does not check it again."""
     dtype: torch.dtype = torch.float32
     n_layers: int | None = None
     """Depth of a random init (None: the model's own)."""
@@ -77,7 +80,7 @@ class ModelSource:
     def load(self) -> Measured:
         if is_in_memory(self.model):
             return in_memory(self.model, tokenizer=self.tokenizer)
-        return load_model(
+        return load_resolved(
             self.model,
             init=self.init,
             seed=self.seed,
@@ -103,6 +106,17 @@ class ProbeInputs:
     n_samples: int = 32
     n_tokens: int = 128
     seed: int = 0
+
+    def __post_init__(self) -> None:
+        """Each size within its bound (`rankcollapse.sizes`) and the token ids within this
+        machine's memory, checked before anything is allocated; else a ConfigError naming the
+        size, its bound and the memory it would need."""
+        ids = {"n_samples": self.n_samples, "n_tokens": self.n_tokens}
+        sized = all(type(v) is int and v > 0 for v in ids.values())
+        needed = 8 * self.n_samples * self.n_tokens if sized else None  # int64 token ids
+        for name, value in ids.items():
+            check_size(name, value, needs=needed)
+        check_memory("probe inputs", needed, ids, "lower n_samples or n_tokens")
 
     def build(self, loaded: Measured) -> tuple[Tensor, Tensor]:
         """(input ids or pixels, boolean token mask (b, n)) for this model: text windows,
@@ -258,8 +272,8 @@ def resolve_probe(
             f"at least one variant and one metric are needed, got variants={list(variants)}, "
             f"metrics={metrics}; see `rankcollapse variants` and `rankcollapse metrics`."
         )
-    if batch_size is not None and batch_size < 1:
-        raise ConfigError(f"batch_size must be >= 1, got {batch_size}.")
+    if batch_size is not None:
+        check_size("batch_size", batch_size)
     if isinstance(mask, str):
         mask = None if mask == "model" else as_mask_spec(mask)
     return ProbeRequest(
@@ -342,15 +356,14 @@ def probe(
         ("embedding" for layer 0, "block" after; never a final-norm output), sample, metric,
         value (float64), at_floor, quantized.
     """
-    # Every name and option is resolved once, before the model loads (the device is checked
-    # visible once, where the model loads: `load_model`).
+    # Every name and option is resolved once, here, before the model loads; a model loaded by
+    # name needs its device visible (a model in memory stays where it is).
     options = {"temperature": temperature, "train_mode": train_mode, "batch_size": batch_size}
     request = resolve_probe(variants, mask, metrics, **options, keep_states=keep_states)
     inputs = ProbeInputs(text, random_tokens, padded, images, n_samples, n_tokens, seed)
     request.check_fits(inputs)
-    source = ModelSource(
-        model, init, seed, parse_device(device), resolve_dtype(dtype), tokenizer=tokenizer
-    )
+    where = parse_device(device) if is_in_memory(model) else resolve_device(device)
+    source = ModelSource(model, init, seed, where, resolve_dtype(dtype), tokenizer=tokenizer)
     return run_probe(source.load(), inputs, request)
 
 

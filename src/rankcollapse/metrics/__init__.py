@@ -23,7 +23,7 @@ from rankcollapse.metrics.spectral import (
     stable_rank,
 )
 from rankcollapse.metrics.suite import MetricValue, measure_attention, measure_states, metrics_frame
-from rankcollapse.metrics.summary import summarize_samples
+from rankcollapse.metrics.summary import floor_cell, summarize_samples
 
 __all__ = [
     "DEFAULT_METRICS",
@@ -39,6 +39,7 @@ __all__ = [
     "cos_mean",
     "dtype_floor",
     "effective_rank",
+    "floor_cell",
     "get_metric",
     "measure_attention",
     "measure_layers",

@@ -10,6 +10,7 @@ the share at the floor (or the sequences one by one) elsewhere.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import pandas as pd
@@ -79,4 +80,22 @@ def summarize_samples(
     return summary.reset_index()
 
 
-__all__ = ["summarize_samples"]
+def floor_cell(mean_above_floor: float, n_at_floor: int, n_samples: int) -> str:
+    """A table cell as every table shows it (printed, report.html, tables/*.csv): '-' where
+    there is no value, '<floor' where every sample sits at the dtype floor, else the mean of
+    the samples above the floor to 3 significant digits, followed by the share at the floor
+    when some are: a floor value is rounding noise, never averaged into a mean.
+
+    Example:
+        >>> floor_cell(3e-6, 28, 32), floor_cell(float("nan"), 32, 32), floor_cell(0.5, 0, 4)
+        ('3e-06 (28/32 <floor)', '<floor', '0.5')
+    """
+    if n_samples and n_at_floor == n_samples:
+        return "<floor"
+    if not n_samples or math.isnan(mean_above_floor):
+        return "-"
+    share = f" ({n_at_floor}/{n_samples} <floor)" if n_at_floor else ""
+    return f"{mean_above_floor:.3g}{share}"
+
+
+__all__ = ["floor_cell", "summarize_samples"]

@@ -467,34 +467,8 @@ def layers(
         >>> [ax.get_yscale() for ax in layers(df).axes]
         ['log']
     """
-    from rankcollapse.errors import InputError
-
-    missing = [c for c in ("layer", "metric", "value") if c not in frame.columns]
-    if missing:
-        raise InputError(
-            f"the frame has no column(s) {missing} (columns: {list(frame.columns)}); pass the "
-            "tidy frame of probe, measure, simulate or a run's results.csv."
-        )
-    names = (
-        ordered_values(frame["metric"])
-        if metric is None
-        else ([metric] if isinstance(metric, str) else list(metric))
-    )
-    unknown = [m for m in names if m not in set(frame["metric"])]
-    if unknown:
-        raise InputError(
-            f"metric(s) {unknown} are not in the frame; it has {ordered_values(frame['metric'])}."
-        )
-    data = frame[frame["metric"].isin(names)]
-    if by is None:
-        by = [c for c in ID_COLUMNS if c in data and data[c].nunique(dropna=False) > 1]
-    by = [by] if isinstance(by, str) else list(by)
-    hue = None
-    if by:
-        hue = by[0] if len(by) == 1 else " / ".join(by)
-        if len(by) > 1:  # a missing value (a folder without that column) reads as "-"
-            labels = data[by].astype(object).fillna("-").astype(str)
-            data = data.assign(**{hue: labels.agg(" / ".join, axis=1)})
+    names = _layer_metrics(frame, metric)
+    data, hue = _series_column(frame[frame["metric"].isin(names)], by)
     hues = ordered_values(data[hue]) if hue else [None]
     # more than MAX_SERIES series: small multiples, a panel per (metric, series), each metric
     # starting a row of its own and sharing one y axis (labelled once per row)
@@ -535,6 +509,47 @@ def layers(
         _legend(fig, axes, legend_title, mark, "quantile" if several else None)
         _suptitle(fig, title)
     return fig
+
+
+def _layer_metrics(frame: pd.DataFrame, metric: str | Sequence[str] | None) -> list[str]:
+    """The metrics `layers` draws, in the frame's order when None; refuses a frame without
+    layer, metric and value columns, and a metric it does not hold."""
+    from rankcollapse.errors import InputError
+
+    missing = [c for c in ("layer", "metric", "value") if c not in frame.columns]
+    if missing:
+        raise InputError(
+            f"the frame has no column(s) {missing} (columns: {list(frame.columns)}); pass the "
+            "tidy frame of probe, measure, simulate or a run's results.csv."
+        )
+    names = (
+        ordered_values(frame["metric"])
+        if metric is None
+        else ([metric] if isinstance(metric, str) else list(metric))
+    )
+    unknown = [m for m in names if m not in set(frame["metric"])]
+    if unknown:
+        raise InputError(
+            f"metric(s) {unknown} are not in the frame; it has {ordered_values(frame['metric'])}."
+        )
+    return names
+
+
+def _series_column(
+    data: pd.DataFrame, by: str | Sequence[str] | None
+) -> tuple[pd.DataFrame, str | None]:
+    """(data, hue): the column naming a series, None for one series. `by` None = those of
+    ID_COLUMNS that vary; several columns are joined into one ("model / variant")."""
+    if by is None:
+        by = [c for c in ID_COLUMNS if c in data and data[c].nunique(dropna=False) > 1]
+    by = [by] if isinstance(by, str) else list(by)
+    if not by:
+        return data, None
+    hue = by[0] if len(by) == 1 else " / ".join(by)
+    if len(by) > 1:  # a missing value (a folder without that column) reads as "-"
+        labels = data[by].astype(object).fillna("-").astype(str)
+        data = data.assign(**{hue: labels.agg(" / ".join, axis=1)})
+    return data, hue
 
 
 def _layer_panel(

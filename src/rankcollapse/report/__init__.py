@@ -6,6 +6,7 @@ from rankcollapse.report.build import (
     Report,
     build_report,
     claim_record,
+    kept_note,
     stored_report,
     stored_verdict,
 )
@@ -33,6 +34,7 @@ __all__ = [
     "damaged",
     "folder_kind",
     "format_value",
+    "kept_note",
     "read_claims",
     "read_config",
     "read_manifest",

@@ -13,18 +13,19 @@ import functools
 import hashlib
 import math
 import re
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 from pydantic import BaseModel
 
-from rankcollapse.errors import InputError
+from rankcollapse.errors import InputError, OutputError
 from rankcollapse.experiments import Claim, Experiment, Summary, get_experiment
-from rankcollapse.files import digest, json_bytes, write_atomic
-from rankcollapse.reading import MiB, open_bounded, read_text
-from rankcollapse.report.html import KEY_META, PAGE_END, render_html
+from rankcollapse.files import check_replaceable, digest, json_bytes, write_atomic
+from rankcollapse.reading import MiB, open_bounded, read_json, read_text
+from rankcollapse.report.html import KEY_META, PAGE_END, render_html, tidy_table
 from rankcollapse.report.stored import (
     MAX_YAML,
     config_hash,
@@ -36,6 +37,7 @@ from rankcollapse.report.stored import (
 )
 
 RUN_FILES = ("config.yaml", "manifest.json", "results.csv")
+RECORD = ".rankcollapse-report.json"  # {file of the last build: [its sha256]}, beside them
 MAX_PAGE = 1024 * MiB  # a report.html with its figures inlined is megabytes
 
 
@@ -47,37 +49,29 @@ class Report:
     manifest: dict[str, Any]
     results: pd.DataFrame
     summary: Summary
+    kept: dict[Path, Path] = field(default_factory=dict)
+    """Files of the user's (or changed since the last build) moved aside: {file: its copy}."""
 
 
 def build_report(
-    out_dir: str | Path, experiment: Experiment | None = None, *, figures: bool = True
+    out_dir: str | Path,
+    experiment: Experiment | None = None,
+    *,
+    figures: bool = True,
+    notify: Callable[[str], None] | None = None,
 ) -> Report:
     """Rebuild claims, figures, tables and `report.html` of the run stored in `out_dir`.
 
     `experiment` defaults to the registered one named in `manifest.json`. With
     `figures=False` no figure is drawn: the report holds the claims and tables, and
-    `figures/` is left as it was.
+    `figures/` is left as it was. A file in the way that the last build did not write (its
+    sha256 not in `RECORD`) is never replaced: it is kept beside, as NAME.mine, and `notify`
+    told (`Report.kept`).
     """
     out_dir = Path(out_dir)
-    if not out_dir.is_dir():
-        raise InputError(
-            f"{str(out_dir)!r} is not a folder; pass the folder of a finished run "
-            "(e.g. results/toy-collapse/<hash>/, the path `rankcollapse run` "
-            "printed)."
-        )
-    missing = [name for name in RUN_FILES if not (out_dir / name).exists()]
-    if missing:
-        raise InputError(
-            f"{str(out_dir)!r} has no {', '.join(missing)}; pass the folder of a finished run "
-            "(e.g. results/toy-collapse/<hash>/, the path `rankcollapse run` printed)."
-        )
+    _check_run_folder(out_dir)
     manifest = read_manifest(out_dir)
-    if experiment is None:
-        try:
-            experiment = get_experiment(manifest["experiment"])
-        except InputError as err:
-            raise damaged(out_dir / "manifest.json", str(err).rstrip(".")) from None
-    exp = experiment
+    exp = experiment if experiment is not None else _experiment_of(out_dir, manifest)
     config = read_config(out_dir, exp)
     if manifest.get("config_hash") not in (None, config_hash(exp.name, config)):
         raise damaged(out_dir / "config.yaml", "not the config the manifest's hash names")
@@ -89,34 +83,12 @@ def build_report(
                 "a file where the report's folder belongs",
                 "remove it and run `rankcollapse report` again",
             )
-    from rankcollapse.plot import style  # the one figure style (sizes, fonts, palette)
-    from rankcollapse.report.html import tidy_table
-
-    with style.context():
-        try:
-            summary = exp.summarize(config, results)
-        except Exception as err:  # noqa: BLE001 - rows from disk: any failure names the file
-            raise damaged(
-                out_dir / "results.csv",
-                f"{exp.name} cannot summarize its rows: {type(err).__name__}: {err}",
-            ) from None
-        drawn = summary.figures if figures else {}
-        rendered = {name: style.render(fig) for name, fig in drawn.items()}
-    sizes = {name: tuple(fig.get_size_inches()) for name, fig in drawn.items()}
-    figure_files = {
-        f"{_file_name(name)}.{fmt}": data
-        for name, files in rendered.items()
-        for fmt, data in files.items()
-    }
-    if figures:
-        _replace_folder(out_dir / "figures", figure_files)
-    tables = {name: tidy_table(t) for name, t in summary.tables.items()}
-    _replace_folder(
-        out_dir / "tables",
-        {f"{_file_name(n)}.csv": t.to_csv(index=False).encode() for n, t in tables.items()},
-    )
-    claims = [claim_record(claim) for claim in summary.claims]
-    write_atomic(out_dir / "claims.json", json_bytes(claims))
+    record = _read_record(out_dir)
+    summary, rendered, sizes = _summarize(out_dir, exp, config, results, figures=figures)
+    tables, written, kept = _write_files(out_dir, summary, rendered, record, figures=figures)
+    for path, aside in kept.items():
+        if notify:
+            notify(kept_note(path, aside))
     config_path = out_dir / "config.yaml"
     html = render_html(
         experiment=exp,
@@ -132,7 +104,174 @@ def build_report(
     )
     path = out_dir / "report.html"
     write_atomic(path, html.encode())
-    return Report(path, exp, config, manifest, results, summary)
+    _write_record(out_dir, written | {"report.html": [_sha(html.encode())]})
+    return Report(path, exp, config, manifest, results, summary, kept)
+
+
+def _check_run_folder(out_dir: Path) -> None:
+    """Refuse a path that is not a folder holding a run's three files."""
+    if not out_dir.is_dir():
+        raise InputError(
+            f"{str(out_dir)!r} is not a folder; pass the folder of a finished run "
+            "(e.g. results/toy-collapse/<hash>/, the path `rankcollapse run` "
+            "printed)."
+        )
+    missing = [name for name in RUN_FILES if not (out_dir / name).exists()]
+    if missing:
+        raise InputError(
+            f"{str(out_dir)!r} has no {', '.join(missing)}; pass the folder of a finished run "
+            "(e.g. results/toy-collapse/<hash>/, the path `rankcollapse run` printed)."
+        )
+
+
+def _experiment_of(out_dir: Path, manifest: dict[str, Any]) -> Experiment:
+    """The registered experiment `manifest.json` names (a damaged manifest if none)."""
+    try:
+        return get_experiment(manifest["experiment"])
+    except InputError as err:
+        raise damaged(out_dir / "manifest.json", str(err).rstrip(".")) from None
+
+
+def _summarize(
+    out_dir: Path, exp: Experiment, config: BaseModel, results: pd.DataFrame, *, figures: bool
+) -> tuple[Summary, dict[str, dict[str, bytes]], dict[str, tuple[float, ...]]]:
+    """The experiment's summary of the stored rows, with its figures rendered (when drawn)
+    in the project's style: (summary, name -> {format: bytes}, name -> size in inches)."""
+    from rankcollapse.plot import style  # the one figure style (sizes, fonts, palette)
+
+    with style.context():
+        try:
+            summary = exp.summarize(config, results)
+        except Exception as err:  # noqa: BLE001 - rows from disk: any failure names the file
+            raise damaged(
+                out_dir / "results.csv",
+                f"{exp.name} cannot summarize its rows: {type(err).__name__}: {err}",
+            ) from None
+        drawn = summary.figures if figures else {}
+        rendered = {name: style.render(fig) for name, fig in drawn.items()}
+    sizes = {name: tuple(fig.get_size_inches()) for name, fig in drawn.items()}
+    return summary, rendered, sizes
+
+
+def _write_files(
+    out_dir: Path,
+    summary: Summary,
+    rendered: dict[str, dict[str, bytes]],
+    record: dict[str, list[str]] | None,
+    *,
+    figures: bool,
+) -> tuple[dict[str, pd.DataFrame], dict[str, list[str]], dict[Path, Path]]:
+    """Write `figures/` (when drawn), `tables/` and `claims.json`, once what is in their way
+    (or report.html's) that the last build did not write is kept aside (`_keep_aside`); the
+    record first, taking the files of either build as ours while they are written. Returns
+    the tidy tables, the record of the files written, and the files kept aside."""
+    figure_files = {
+        f"{_file_name(name)}.{fmt}": data
+        for name, files in rendered.items()
+        for fmt, data in files.items()
+    }
+    tables = {name: tidy_table(t) for name, t in summary.tables.items()}
+    table_files = {
+        f"{_file_name(n)}.csv": t.to_csv(index=False).encode() for n, t in tables.items()
+    }
+    claims = json_bytes([claim_record(claim) for claim in summary.claims])
+    writes = {"report.html", "claims.json", *(f"tables/{name}" for name in table_files)}
+    writes |= {f"figures/{name}" for name in figure_files}
+    record, kept = _keep_aside(out_dir, record, writes, figures=figures)
+    written = {f"tables/{name}": [_sha(data)] for name, data in table_files.items()}
+    if figures:
+        written |= {f"figures/{name}": [_sha(data)] for name, data in figure_files.items()}
+    else:  # figures/ left as it was, and as the record had it
+        written |= {k: v for k, v in record.items() if k.startswith("figures/")}
+    written["claims.json"] = [_sha(claims)]
+    _write_record(out_dir, {k: record.get(k, []) + written.get(k, []) for k in {*record, *written}})
+    ours = {name.split("/", 1)[1] for name in record if "/" in name}  # checked: ours
+    if figures:
+        _replace_folder(out_dir / "figures", figure_files, ours)
+    _replace_folder(out_dir / "tables", table_files, ours)
+    write_atomic(out_dir / "claims.json", claims)
+    return tables, written, kept
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def kept_note(path: Path, aside: Path) -> str:
+    """What a user is told of a file of theirs that a report kept aside."""
+    return (
+        f"kept {path} as {aside}: the last report did not write it (a file of your own, or one "
+        "changed since); the report's own is written in its place."
+    )
+
+
+def _read_record(out_dir: Path) -> dict[str, list[str]] | None:
+    """The record of the last build's files ({name: [sha256]}), None where there is none (a
+    run folder of an older version, or none built yet)."""
+    path = out_dir / RECORD
+    if not (path.exists() or path.is_symlink()):
+        return None
+    try:
+        record = read_json(path, 64 * MiB)
+    except InputError as err:
+        raise damaged(path, str(err).rstrip(".")) from None
+    if not isinstance(record, dict) or not all(isinstance(v, list) for v in record.values()):
+        raise damaged(path, "not the record of a report's files", "remove it and run again")
+    return record
+
+
+def _keep_aside(
+    out_dir: Path, record: dict[str, list[str]] | None, writes: set[str], *, figures: bool
+) -> tuple[dict[str, list[str]], dict[Path, Path]]:
+    """Move aside (`_move_aside`) every file in the way of `writes` that the last build did not
+    write; a folder without a record is an older version's, its files ours when its
+    report.html bears the report's mark (`KEY_META`). Returns the record of the files that
+    are ours, and {file: where it was kept}."""
+    folders = ("tables", "figures") if figures else ("tables",)
+    found = [out_dir / "report.html", out_dir / "claims.json"]
+    found += [p for f in folders if (out_dir / f).is_dir() for p in sorted((out_dir / f).iterdir())]
+    present = {
+        p.relative_to(out_dir).as_posix(): p
+        for p in found
+        if p.is_symlink() or (p.exists() and not p.is_dir())
+    }
+    regular = {name: p for name, p in present.items() if p.is_file() and not p.is_symlink()}
+    if record is None:
+        try:
+            check_replaceable(out_dir / "report.html", KEY_META)
+            record = {name: [_file_sha(p)] for name, p in regular.items()}
+        except OutputError:  # a page of someone else's: nothing here is known to be ours
+            record = {}
+    kept, theirs = {}, set()
+    for name, path in present.items():
+        if name in regular and _file_sha(path) in record.get(name, []):
+            continue
+        theirs.add(name)  # never removed
+        if name in writes:
+            kept[path] = _move_aside(path)
+    return {k: v for k, v in record.items() if k not in theirs}, kept
+
+
+def _move_aside(path: Path) -> Path:
+    """Rename `path` to the first free NAME.mine, NAME.mine-2, ... beside it (never opened)."""
+    for index in range(1, 1000):
+        aside = path.with_name(f"{path.name}.mine" + (f"-{index}" if index > 1 else ""))
+        if not (aside.exists() or aside.is_symlink()):
+            path.rename(aside)
+            return aside
+    raise OutputError(
+        f"{str(path)!r} is in the report's way and 999 copies are kept beside it; "
+        "move them away. Nothing was changed."
+    )
+
+
+def _file_sha(path: Path) -> str:
+    with path.open("rb") as file:  # a regular file: checked by the caller
+        return hashlib.file_digest(file, "sha256").hexdigest()
+
+
+def _write_record(out_dir: Path, record: dict[str, list[str]]) -> None:
+    write_atomic(out_dir / RECORD, json_bytes(dict(sorted(record.items()))))
 
 
 def report_key(experiment: Experiment, manifest: dict[str, Any], *, figures: bool) -> str:
@@ -249,11 +388,12 @@ def _file_name(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", name).strip("-") or "figure"
 
 
-def _replace_folder(folder: Path, files: dict[str, bytes]) -> None:
-    """Write `files` into `folder` and remove what an earlier build left there."""
+def _replace_folder(folder: Path, files: dict[str, bytes], ours: set[str]) -> None:
+    """Write `files` into `folder` and remove what an earlier build left there (files named
+    in `ours`; any other file is left alone)."""
     folder.mkdir(parents=True, exist_ok=True)
     for old in folder.iterdir():
-        if old.is_file() and old.name not in files:
+        if old.is_file() and old.name not in files and old.name in ours:
             old.unlink()
     for name, data in files.items():
         write_atomic(folder / name, data)

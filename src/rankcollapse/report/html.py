@@ -83,16 +83,28 @@ def render_html(
         key: what the page was built from (`report.build.report_key`), in its head.
     """
     sizes, svgs, csvs = sizes or {}, svgs or {}, csvs or {}
-    findings, beyond, checks = summary.findings, summary.beyond, summary.checks
-    doc = inspect.getdoc(inspect.getmodule(experiment.run_unit)) or experiment.description
     names = list(pngs)
-    sections = [("figures", "Figures")] if names else []
-    sections += [("findings", "Findings")] + ([("beyond", "Beyond the papers")] if beyond else [])
-    sections += [("checks", "Checks")] if checks else []
-    sections += [("notes", "Notes")] if summary.notes else []
-    sections += [("tables", "Tables")] if summary.tables else []
-    sections += [("what-ran", "What was run"), ("config", "Config"), ("manifest", "Manifest")]
-    parts = [
+    parts = _head(experiment, summary, manifest, results, key)
+    if names:
+        parts.append(_figure(names[0], pngs[names[0]], sizes.get(names[0]), svgs.get(names[0])))
+    parts += _contents(summary, names)
+    parts += _figures_section(names, pngs, sizes, svgs)
+    parts += _claims_sections(summary)
+    parts += _notes_and_tables(summary, csvs)
+    parts += _run_sections(experiment, config_text, manifest)
+    return "\n".join(parts) + "\n" + PAGE_END
+
+
+def _head(
+    experiment: Experiment,
+    summary: Summary,
+    manifest: dict[str, Any],
+    results: pd.DataFrame | None,
+    key: str,
+) -> list[str]:
+    """The page's head and its summary box: what ran, the verdicts, the arms."""
+    findings, beyond, checks = summary.findings, summary.beyond, summary.checks
+    return [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
@@ -107,20 +119,48 @@ def render_html(
         *[f"<p>{line}</p>" for line in _arm_lines(results)],
         "</div>",
     ]
-    if names:
-        parts.append(_figure(names[0], pngs[names[0]], sizes.get(names[0]), svgs.get(names[0])))
-    parts += ["<nav><h2>Contents</h2><ol>"]
-    parts += [f'<li><a href="#{key}">{title}</a></li>' for key, title in sections]
-    parts += ["</ol></nav>"]
-    if names:
-        parts.append('<h2 id="figures">Figures</h2>')
-        parts.append(
+
+
+def _contents(summary: Summary, names: list[str]) -> list[str]:
+    """The table of contents: one entry per section the page has."""
+    sections = [("figures", "Figures")] if names else []
+    sections += [("findings", "Findings")]
+    sections += [("beyond", "Beyond the papers")] if summary.beyond else []
+    sections += [("checks", "Checks")] if summary.checks else []
+    sections += [("notes", "Notes")] if summary.notes else []
+    sections += [("tables", "Tables")] if summary.tables else []
+    sections += [("what-ran", "What was run"), ("config", "Config"), ("manifest", "Manifest")]
+    return [
+        "<nav><h2>Contents</h2><ol>",
+        *[f'<li><a href="#{key}">{title}</a></li>' for key, title in sections],
+        "</ol></nav>",
+    ]
+
+
+def _figures_section(
+    names: list[str],
+    pngs: dict[str, bytes],
+    sizes: dict[str, tuple[float, float]],
+    svgs: dict[str, str],
+) -> list[str]:
+    """Every figure but the main one (shown in the summary), which is linked."""
+    if not names:
+        return []
+    parts = [
+        '<h2 id="figures">Figures</h2>',
+        (
             f'<p>The main figure, <a href="#figure-{_anchor(names[0])}">'
             f"{escape(names[0])}</a>, is shown above.</p>"
-        )
-        for name in names[1:]:
-            parts.append(_figure(name, pngs[name], sizes.get(name), svgs.get(name)))
-    parts += ['<h2 id="findings">Findings</h2>']
+        ),
+    ]
+    parts += [_figure(name, pngs[name], sizes.get(name), svgs.get(name)) for name in names[1:]]
+    return parts
+
+
+def _claims_sections(summary: Summary) -> list[str]:
+    """Findings, then the project's own conjectures, then the checks."""
+    findings, beyond, checks = summary.findings, summary.beyond, summary.checks
+    parts = ['<h2 id="findings">Findings</h2>']
     parts.append(
         _claims_table(findings) if findings else "<p>This experiment states no findings.</p>"
     )
@@ -142,6 +182,12 @@ def render_html(
             ),
             _claims_table(checks),
         ]
+    return parts
+
+
+def _notes_and_tables(summary: Summary, csvs: dict[str, str]) -> list[str]:
+    """The summary's notes as a list and its tables, each collapsed when long."""
+    parts: list[str] = []
     if summary.notes:
         parts += ['<h2 id="notes">Notes</h2>', "<ul>"]
         parts += [f"<li>{escape(note)}</li>" for note in summary.notes]
@@ -150,7 +196,13 @@ def render_html(
         parts.append('<h2 id="tables">Tables</h2>')
         for name, table in summary.tables.items():
             parts.append(_table_section(name, tidy_table(table), csvs.get(name)))
-    parts += [
+    return parts
+
+
+def _run_sections(experiment: Experiment, config_text: str, manifest: dict[str, Any]) -> list[str]:
+    """What was run (the experiment module's docstring), the config and the manifest."""
+    doc = inspect.getdoc(inspect.getmodule(experiment.run_unit)) or experiment.description
+    return [
         '<h2 id="what-ran">What was run</h2>',
         _doc_html(doc),
         '<h2 id="config">Config</h2>',
@@ -161,7 +213,6 @@ def render_html(
             f"<pre>{escape(json.dumps(manifest, indent=2, default=str))}</pre></details>"
         ),
     ]
-    return "\n".join(parts) + "\n" + PAGE_END
 
 
 def _verdict_line(findings: list[Claim], beyond: list[Claim], checks: list[Claim]) -> str:

@@ -15,11 +15,12 @@ from typing import Any
 
 from rankcollapse.errors import InputError
 from rankcollapse.experiments import count_verdicts
-from rankcollapse.files import read_marker, write_atomic
+from rankcollapse.files import check_replaceable, read_marker, write_atomic
 from rankcollapse.report.build import stored_verdict
 from rankcollapse.report.html import STYLE
 from rankcollapse.report.stored import DamagedFileError, folder_kind, read_claims, read_manifest
 
+SIGNATURE = "<title>rankcollapse runs in "  # in the head of every index page written here
 Notify = Callable[[str], None]  # a line for the user: a damaged run folder skipped, and why
 
 
@@ -57,7 +58,8 @@ def run_rows(root: Path, notify: Notify | None = None) -> list[dict[str, Any]]:
 
 
 # The file each kind of output folder is seen by, a name pattern (its other files sit beside
-# it; the first match in name order).
+# it): the first match in name order, or, for a pattern with a '*' (one file per metric), every
+# match, a row each.
 MAIN_FILE = {
     "simulate": "collapse.png",
     "measure": "collapse.png",
@@ -72,9 +74,9 @@ MAIN_FILE = {
 
 
 def output_rows(root: Path) -> list[dict[str, Any]]:
-    """One row per output folder of simulate, measure, probe, qk-rank, compare, paths and
-    plot-training under `root` (known by its marker, or by its parent's name for an older
-    one)."""
+    """One row per output folder of simulate, measure, probe, qk-rank, compare and paths under
+    `root`, and per metric of a plot-training folder (known by its marker, or by its parent's
+    name for an older one); `label` says what it holds (`_what`)."""
     rows = []
     for folder in sorted(p for p in root.rglob("*") if p.is_dir()):
         kind = folder_kind(folder)
@@ -82,20 +84,36 @@ def output_rows(root: Path) -> list[dict[str, Any]]:
             kind = folder.parent.name
         if kind not in MAIN_FILE:
             continue
-        main = next((p for p in sorted(folder.glob(MAIN_FILE[kind])) if p.is_file()), None)
-        if main is None:
-            continue
-        label = (read_marker(folder) or {}).get("label") or ""
-        finished = dt.datetime.fromtimestamp(main.stat().st_mtime, dt.UTC)
-        rows.append(
-            {
-                "kind": kind,
-                "label": str(label),
-                "link": main.relative_to(root).as_posix(),
-                "finished": finished.isoformat(timespec="seconds"),
-            }
-        )
+        mains = [p for p in sorted(folder.glob(MAIN_FILE[kind])) if p.is_file()]
+        label = str((read_marker(folder) or {}).get("label") or "")
+        for main in mains if "*" in MAIN_FILE[kind] else mains[:1]:
+            finished = dt.datetime.fromtimestamp(main.stat().st_mtime, dt.UTC)
+            rows.append(
+                {
+                    "kind": kind,
+                    "label": _what(kind, label, main),
+                    "link": main.relative_to(root).as_posix(),
+                    "finished": finished.isoformat(timespec="seconds"),
+                }
+            )
     return rows
+
+
+def _what(kind: str, label: str, main: Path) -> str:
+    """What an output holds, in words: its marker's label and, for plot-training, the metric
+    its file is named by (the log(s) it draws and which metric).
+
+    Example:
+        >>> _what("plot-training", "runs/san.csv", Path("training-heatmap-mu_rel.png"))
+        'log runs/san.csv, metric mu_rel'
+        >>> _what("probe", "minilm (pretrained)", Path("collapse.png"))
+        'minilm (pretrained)'
+    """
+    if kind != "plot-training":
+        return label
+    metric = main.stem.removeprefix("training-heatmap").lstrip("-")
+    logs = f"log{'s' if ', ' in label else ''} {label}" if label else ""
+    return ", ".join(part for part in (logs, f"metric {metric}" if metric else "") if part)
 
 
 def render_index(
@@ -188,7 +206,8 @@ def _settings(overrides: dict[str, Any]) -> str:
 
 def write_index(root: str | Path, notify: Notify | None = None) -> Path:
     """Write `root/index.html`, the index page of the runs and other outputs stored under
-    `root` (e.g. results/); `notify` hears of each damaged run folder skipped."""
+    `root` (e.g. results/); `notify` hears of each damaged run folder skipped. An index.html
+    there that this function did not write (no `SIGNATURE`) is refused, never replaced."""
     root = Path(root)
     if not root.is_dir():
         raise InputError(f"{str(root)!r} is not a folder; pass the results folder, e.g. results/.")
@@ -202,6 +221,7 @@ def write_index(root: str | Path, notify: Notify | None = None) -> Path:
     path = root / "index.html"
     if path.is_dir():
         raise InputError(f"{str(path)!r} is a folder; remove it, or pass another results folder.")
-    title = f"rankcollapse runs in {root.name or root}"
+    check_replaceable(path, SIGNATURE)  # a user's own index.html is never replaced
+    title = f"{SIGNATURE.removeprefix('<title>')}{root.name or root}"
     write_atomic(path, render_index(rows, title, outputs).encode())
     return path

@@ -54,7 +54,7 @@ from rankcollapse.files import (
 )
 from rankcollapse.presets import DEFAULT_PRESET, PRESETS
 from rankcollapse.reading import MiB, parse_yaml, read_yaml
-from rankcollapse.report import config_hash, read_manifest, results_sha256
+from rankcollapse.report import config_hash, kept_note, read_manifest, results_sha256
 from rankcollapse.runner._lock import run_lock
 from rankcollapse.runner._store import OLD_SUFFIX, SUFFIX, load_unit, save_unit
 from rankcollapse.runner.backends import (
@@ -411,6 +411,7 @@ class _Run:
     first_start: dt.datetime | None = None  # when its first computed unit started
     figures: bool = True  # draw the report's figures
     result: RunResult | None = None
+    notify: Notify | None = None
 
     @classmethod
     def open(
@@ -444,6 +445,7 @@ class _Run:
         run = cls(
             plan, paths, stored, manifest, backend, waited, progress, n_cached, figures=figures
         )
+        run.notify = notify
         if progress:
             progress(name, run.done, len(plan.units))
         return run
@@ -516,7 +518,10 @@ class _Run:
         return FollowUp(build, self.reported)
 
     def reported(self, report: Report) -> None:
-        """The run's result, from its report."""
+        """The run's result, from its report (which says what of the user's it kept aside)."""
+        for path, aside in report.kept.items():
+            if self.notify:
+                self.notify(kept_note(path, aside))
         plan, stored, manifest = self.plan, self.stored, self.manifest
         n_computed = manifest["n_computed"]
         self.result = RunResult(

@@ -81,31 +81,88 @@ def _fit(log_means: np.ndarray, floor: np.ndarray) -> CollapseRate:
 
 
 def layer_stats(frame: pd.DataFrame, by: Sequence[str] = ()) -> pd.DataFrame:
-    """Per `by` and layer: mean, std, floor flag and geometric mean of `value` over the rest.
+    """Per `by` and layer: mean, std, floor flag and geometric mean of `value` over the rest,
+    and the same apart from the floor: n_samples, n_at_floor and mean_above_floor,
+    std_above_floor, geo_mean_above_floor over the samples not at the floor (NaN if none).
 
     Rows (by..., layer, value, at_floor), e.g. one metric's tidy rows; groups keep the order in
     which they first appear. `any_at_floor` is True when any value of the group sits at the
-    dtype floor; the geometric mean clips values at the smallest positive float.
+    dtype floor; the geometric mean clips values at the smallest positive float. Tables show
+    a group through `layer_cells`, never its `mean` when some value is at the floor.
 
     Example:
-        >>> frame = pd.DataFrame({"layer": [0, 0, 1, 1], "value": [1.0, 4.0, 0.5, 0.5],
-        ...                       "at_floor": False})
-        >>> layer_stats(frame)[["layer", "mean", "geo_mean"]].to_numpy().tolist()
+        >>> frame = pd.DataFrame({"layer": [0, 0, 1, 1], "value": [1.0, 4.0, 0.5, 1e-9],
+        ...                       "at_floor": [False, False, False, True]})
+        >>> table = layer_stats(frame)
+        >>> table[["layer", "mean", "geo_mean"]].round(6).to_numpy().tolist()
+        [[0.0, 2.5, 2.0], [1.0, 0.25, 2.2e-05]]
+        >>> table[["n_at_floor", "mean_above_floor", "geo_mean_above_floor"]].to_numpy().tolist()
         [[0.0, 2.5, 2.0], [1.0, 0.5, 0.5]]
     """
+    tiny = np.finfo(float).tiny
+    floored = frame["at_floor"].astype(bool)
+    above = frame["value"].where(~floored)
     table = (
-        frame.assign(log=np.log(frame["value"].clip(lower=np.finfo(float).tiny)))
+        frame.assign(
+            log=np.log(frame["value"].clip(lower=tiny)),
+            _floored=floored,
+            _above=above,
+            _log_above=np.log(above.clip(lower=tiny)),
+        )
         .groupby([*by, "layer"], sort=False)
         .agg(
             mean=("value", "mean"),
             std=("value", "std"),
             log_mean=("log", "mean"),
             any_at_floor=("at_floor", "any"),
+            n_samples=("value", "size"),
+            n_at_floor=("_floored", "sum"),
+            mean_above_floor=("_above", "mean"),
+            std_above_floor=("_above", "std"),
+            log_above=("_log_above", "mean"),
         )
         .reset_index()
     )
     table["geo_mean"] = np.exp(table.pop("log_mean"))
+    table["geo_mean_above_floor"] = np.exp(table.pop("log_above"))
+    table["n_at_floor"] = table["n_at_floor"].astype(int)
     return table
+
+
+def layer_cells(table: pd.DataFrame, of: str = "mean") -> pd.Series:
+    """The cells a report shows for `of` ("mean" or "geo_mean") of a `layer_stats` table:
+    `metrics.floor_cell` of each row ('<floor', or the value over the samples above the floor
+    and, when some are at it, their share: '3e-06 (28/32 <floor)').
+
+    Example:
+        >>> table = pd.DataFrame({"mean_above_floor": [0.5, np.nan, 3e-6],
+        ...                       "n_at_floor": [0, 4, 28], "n_samples": [4, 4, 32]})
+        >>> layer_cells(table).tolist()
+        ['0.5', '<floor', '3e-06 (28/32 <floor)']
+    """
+    from rankcollapse.metrics import floor_cell
+
+    values = table[f"{of}_above_floor"]
+    cells = map(floor_cell, values, table["n_at_floor"], table["n_samples"])
+    return pd.Series(list(cells), index=table.index, dtype=object)
+
+
+def shown_layer_stats(table: pd.DataFrame) -> pd.DataFrame:
+    """A `layer_stats` table as a report shows it: by..., layer, then mean and geo_mean as
+    `layer_cells` and std over the samples above the floor; no statistic mixes floor values.
+
+    Example:
+        >>> table = layer_stats(pd.DataFrame({"layer": 0, "value": [1.0, 1e-9],
+        ...                                   "at_floor": [False, True]}))
+        >>> shown_layer_stats(table).to_dict("records")
+        [{'layer': 0, 'mean': '1 (1/2 <floor)', 'std': nan, 'geo_mean': '1 (1/2 <floor)'}]
+    """
+    keys = list(table.columns[: table.columns.get_loc("layer") + 1])
+    return table[keys].assign(
+        mean=layer_cells(table),
+        std=table["std_above_floor"],
+        geo_mean=layer_cells(table, "geo_mean"),
+    )
 
 
 def first_layer_below(

@@ -19,12 +19,12 @@ import pandas as pd
 import torch
 from pydantic import BaseModel, ConfigDict, Field
 
-from rankcollapse.devices import Device, resolve_device
+from rankcollapse.devices import Device
 from rankcollapse.errors import ConfigError
 from rankcollapse.nets.rank_encoder import RankEncoder
 from rankcollapse.seeds import Seed
 from rankcollapse.tasks.neighbours import NeighbourTask, linear_baseline, relative_mse
-from rankcollapse.train.grid import GridResult, TrainSettings
+from rankcollapse.train.grid import CPU, GridResult, TrainSettings
 
 
 class TrainingConfig(BaseModel):
@@ -105,12 +105,13 @@ def train_encoder(
     settings: TrainSettings,
     *,
     seed: int = 0,
-    device: str = "cpu",
+    device: torch.device = CPU,
 ) -> GridResult:
     """One self-attention model `x -> model(x)` (e.g. `RankEncoder`) on the farthest-point task.
 
     The same schedule, stopping rule and scores as `train_grid`, with torch's AdamW (no weight
-    decay); data are drawn on `device`, and the host reads the losses once per `log_every`
+    decay); data are drawn on `device` (a `torch.device` its caller resolved: an experiment
+    config's `Device` field, checked visible at `make_config`), and the host reads the losses once per `log_every`
     steps. Beside the model's held-out error
     (`eval_rel_mse`), the baselines on the same held-out samples: `zero_rel_mse` (the zero
     predictor, 1) and `linear_rel_mse` (`tasks.linear_baseline`, fitted on other samples).
@@ -121,12 +122,11 @@ def train_encoder(
             f"train_encoder feeds every point as a query (self-attention), so it needs the "
             f"farthest-point target; got target='{task.target}'."
         )
-    where = resolve_device(device)
-    model.to(where)
+    model.to(device)
     optimiser = torch.optim.AdamW(
         model.parameters(), lr=settings.lr, betas=settings.betas, eps=settings.eps, weight_decay=0
     )
-    stream = task.stream(settings.batch_size, seed=seed, device=where)
+    stream = task.stream(settings.batch_size, seed=seed, device=device)
     best, since_best, window, rows, step = math.inf, 0, [], [], 0
     model.train()
     for step in range(settings.steps):
@@ -156,7 +156,7 @@ def train_encoder(
         settings.eval_samples, torch.Generator().manual_seed(settings.eval_seed + 1), torch.float32
     )
     with torch.no_grad():
-        error = float(relative_mse(model(held_out.x.to(where)).cpu(), held_out.target))
+        error = float(relative_mse(model(held_out.x.to(device)).cpu(), held_out.target))
     zero = float(relative_mse(torch.zeros_like(held_out.target), held_out.target))
     curves = pd.DataFrame(rows, columns=["step", "metric", "value"]).astype(
         {"step": int, "metric": str, "value": float}

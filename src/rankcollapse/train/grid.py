@@ -24,11 +24,12 @@ import pandas as pd
 import torch
 from torch import Tensor
 
-from rankcollapse.devices import resolve_device
 from rankcollapse.errors import ConfigError
 from rankcollapse.nets.rank_attention import StackedRankAttention, check_rank_heads
 from rankcollapse.tasks.neighbours import NeighbourTask, relative_mse
 from rankcollapse.train.loop import warmup_cosine
+
+CPU = torch.device("cpu")
 
 if TYPE_CHECKING:  # a grid run without a monitor never imports the real-model code
     from rankcollapse.measure.monitor import Monitor
@@ -141,7 +142,7 @@ def train_grid(
     *,
     hard: bool = False,
     keep_model: bool = False,
-    device: str = "cpu",
+    device: torch.device = CPU,
     monitor: Callable[[StackedRankAttention], Monitor] | None = None,
 ) -> GridResult:
     """Train every configuration of `points` on `task` at once (float32), one optimiser step each.
@@ -151,7 +152,8 @@ def train_grid(
     configuration's output on held-out sets); it measures before the first step and after each
     step its interval divides (steps count from 1), and is closed at the end.
 
-    The model trains on `device` (cpu, cuda, mps or auto), where its data are drawn too (no host
+    The model trains on `device` (a `torch.device` its caller resolved, e.g. an experiment
+    config's `Device` field, checked visible at `make_config`), where its data are drawn too (no host
     work per step; an accelerator draws other batches than the CPU from the same seeds), and
     the host reads the losses once per `log_every` steps.
 
@@ -167,7 +169,7 @@ def train_grid(
         n_heads=[p.n_heads for p in points],
         seeds=[p.seed for p in points],
         hard=hard,
-    ).to(resolve_device(device))
+    ).to(device)
     where = model.w_q.device
     streams = [task.stream(settings.batch_size, seed=s, device=where) for s in model.streams]
     owners = [
@@ -175,47 +177,87 @@ def train_grid(
         (model.w_k, model.row_config),
         (model.w_o, model.head_config),
     ]
-    n_configs = len(points)
-    optimiser = _StackedAdamW(owners, n_configs, settings)
-    active = torch.ones(n_configs, dtype=torch.bool, device=where)
-    best = torch.full((n_configs,), math.inf, dtype=torch.float64)
-    since_best = torch.zeros(n_configs, dtype=torch.long)
-    steps_run = torch.zeros(n_configs, dtype=torch.long, device=where)
+    optimiser = _StackedAdamW(owners, len(points), settings)
+    plateaus = _Plateaus.start(len(points), where)
+    steps_run = torch.zeros(len(points), dtype=torch.long, device=where)
     window, curve_rows = [], []
     watching = monitor(model) if monitor is not None else None
     if watching is not None:
         watching.step(0)
     for step in range(settings.steps):
-        queries, x, target = _batch(streams)
-        target = target[model.config_stream]  # (C, b, q, d): each configuration's stream
-        error = (model(queries, x) - target).square().sum(-1)  # (C, b, q)
-        per_config = error.flatten(1).mean(1)  # (C,)
-        per_config.sum().backward()  # each term reaches only its own configuration's heads
-        optimiser.step(settings.lr_at(step), active)
-        steps_run += active
+        window.append(_train_step(model, streams, optimiser, settings.lr_at(step), plateaus.active))
+        steps_run += plateaus.active
         if watching is not None:
             watching.step(step + 1)
-        trivial = target.square().sum(-1).flatten(1).mean(1)  # the zero predictor, same samples
-        window.append(per_config.detach() / trivial)
         if (step + 1) % settings.log_every == 0:
             mean = torch.stack(window).cpu().double().mean(0)  # the host reads once per log
             window = []
-            for c, p in enumerate(points):
-                if active[c]:
-                    curve_rows.append((p.d_qk, p.n_heads, p.seed, step + 1, float(mean[c])))
-            improved = mean < best * (1 - settings.min_improvement)
-            best = torch.where(active.cpu() & (mean < best), mean, best)
-            since_best = torch.where(improved, 0, since_best + 1)
-            active &= (since_best < settings.patience).to(where)  # plateau: stop this one
-            if not active.any():
+            curve_rows += [
+                (p.d_qk, p.n_heads, p.seed, step + 1, float(mean[c]))
+                for c, p in enumerate(points)
+                if plateaus.active[c]
+            ]
+            if not plateaus.update(mean, settings):
                 break
     if watching is not None:
         watching.close()
-    curves = pd.DataFrame(curve_rows, columns=["d_qk", "n_heads", "seed", "step", "value"])
-    curves = curves.astype({"d_qk": int, "n_heads": int, "seed": int, "step": int, "value": float})
-    curves.insert(4, "metric", "train_rel_mse")
+    curves = _curves_frame(curve_rows)
     final = _final_scores(task, points, settings, model, curves, steps_run.cpu())
     return GridResult(curves, final, model if keep_model else None)
+
+
+def _train_step(
+    model: StackedRankAttention,
+    streams: list,
+    optimiser: _StackedAdamW,
+    lr: float,
+    active: Tensor,
+) -> Tensor:
+    """One step of every active configuration on a fresh batch; returns each one's
+    relative MSE on it (C,), its squared error over the zero predictor's on the same samples."""
+    queries, x, target = _batch(streams)
+    target = target[model.config_stream]  # (C, b, q, d): each configuration's stream
+    error = (model(queries, x) - target).square().sum(-1)  # (C, b, q)
+    per_config = error.flatten(1).mean(1)  # (C,)
+    per_config.sum().backward()  # each term reaches only its own configuration's heads
+    optimiser.step(lr, active)
+    trivial = target.square().sum(-1).flatten(1).mean(1)  # the zero predictor, same samples
+    return per_config.detach() / trivial
+
+
+@dataclass
+class _Plateaus:
+    """The stopping rule: per configuration the best curve point so far, the points since
+    it improved by `min_improvement`, and whether it still trains (on the model's device)."""
+
+    active: Tensor  # (C,) bool
+    best: Tensor  # (C,) float64, on the host
+    since_best: Tensor  # (C,) long, on the host
+
+    @classmethod
+    def start(cls, n_configs: int, where: torch.device) -> _Plateaus:
+        return cls(
+            torch.ones(n_configs, dtype=torch.bool, device=where),
+            torch.full((n_configs,), math.inf, dtype=torch.float64),
+            torch.zeros(n_configs, dtype=torch.long),
+        )
+
+    def update(self, mean: Tensor, settings: TrainSettings) -> bool:
+        """Take one curve point (C,); stop the configurations that have plateaued (`patience`
+        points without improvement). Returns whether any still trains."""
+        improved = mean < self.best * (1 - settings.min_improvement)
+        self.best = torch.where(self.active.cpu() & (mean < self.best), mean, self.best)
+        self.since_best = torch.where(improved, 0, self.since_best + 1)
+        self.active &= (self.since_best < settings.patience).to(self.active.device)
+        return bool(self.active.any())
+
+
+def _curves_frame(rows: list[tuple]) -> pd.DataFrame:
+    """The loss curves' rows as a tidy frame: d_qk, n_heads, seed, step, metric, value."""
+    curves = pd.DataFrame(rows, columns=["d_qk", "n_heads", "seed", "step", "value"])
+    curves = curves.astype({"d_qk": int, "n_heads": int, "seed": int, "step": int, "value": float})
+    curves.insert(4, "metric", "train_rel_mse")
+    return curves
 
 
 @torch.no_grad()
@@ -257,7 +299,7 @@ def train_one_by_one(
     settings: TrainSettings = TrainSettings(),
     *,
     hard: bool = False,
-    device: str = "cpu",
+    device: torch.device = CPU,
 ) -> GridResult:
     """The same loop, one configuration after another (the reference for `train_grid`)."""
     _check_grid(task, points)

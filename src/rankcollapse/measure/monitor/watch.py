@@ -192,9 +192,7 @@ def watch(
     """
     check_scalars(every=every, n_samples=n_samples, n_tokens=n_tokens, seed=seed)
     ranks = check_ranks(ranks)
-    model = local_module(model)
-    if is_nnsight(model):  # measured as the model it wraps, with its tokenizer
-        model, tokenizer = unwrap_nnsight(model, tokenizer)
+    model, tokenizer = _unwrapped(model, tokenizer)
     request = resolve_probe(variants, None, MONITOR_METRICS if metrics is None else metrics)
     logs = checked_logs(logs)
     if blocks is None:
@@ -208,11 +206,25 @@ def watch(
         measure, found = _hf_measure(model, request, inputs, token_mask, tokenizer, held_out)
     else:
         measure, found = _module_measure(model, request, blocks, inputs, token_mask)
+    _check_log_setups(logs, request, found)
+    return Monitor(measure, every, logs, ranks=ranks)
+
+
+def _unwrapped(model: Any, tokenizer: Any) -> tuple[Any, Any]:
+    """The module a DDP wrapper holds; the model an nnsight wrapper holds, with its tokenizer."""
+    model = local_module(model)
+    if is_nnsight(model):  # measured as the model it wraps, with its tokenizer
+        model, tokenizer = unwrap_nnsight(model, tokenizer)
+    return model, tokenizer
+
+
+def _check_log_setups(logs: list[Log], request: ProbeRequest, found: dict[str, Any]) -> None:
+    """Each log with `check(setup)` refuses to hold this monitor's rows if it holds another
+    setup's (metrics, variants, and the model and inputs `found`)."""
     setup = {"metrics": list(request.metrics), "variants": [v.name for v in request.variants]}
     for log in logs:
         if callable(getattr(log, "check", None)):
             log.check({**setup, **found})
-    return Monitor(measure, every, logs, ranks=ranks)
 
 
 def check_scalars(**values: Any) -> None:
