@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import math
+import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -253,11 +254,16 @@ def _keep_aside(
 
 
 def _move_aside(path: Path) -> Path:
-    """Rename `path` to the first free NAME.mine, NAME.mine-2, ... beside it (never opened)."""
+    """Keep `path` as the first free NAME.mine, NAME.mine-2, ... beside it (never opened): a
+    hard link, so `path` itself stays whole until the report's own file replaces it (a write
+    that fails leaves it there); a rename where the file system has no hard links."""
     for index in range(1, 1000):
         aside = path.with_name(f"{path.name}.mine" + (f"-{index}" if index > 1 else ""))
         if not (aside.exists() or aside.is_symlink()):
-            path.rename(aside)
+            try:
+                os.link(path, aside, follow_symlinks=False)
+            except OSError:
+                path.rename(aside)
             return aside
     raise OutputError(
         f"{str(path)!r} is in the report's way and 999 copies are kept beside it; "
