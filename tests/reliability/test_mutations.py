@@ -23,6 +23,7 @@ from tiny_experiment import TINY
 
 from rankcollapse.cli import main
 from rankcollapse.experiments import _registry
+from rankcollapse.report.build import RECORD
 from rankcollapse.runner import run_experiment
 
 TYPES = ([], {}, "x", 1, None, 1.5, True)  # what a JSON value is swapped for, in turn
@@ -172,7 +173,13 @@ READS = {
 # What each command may write (relative to the root copy); nothing else may change.
 def _outputs(command: str, run: str) -> tuple[str, ...]:
     return {
-        "report": (f"{run}/report.html", f"{run}/claims.json", f"{run}/figures", f"{run}/tables"),
+        "report": (
+            f"{run}/report.html",
+            f"{run}/claims.json",
+            f"{run}/figures",
+            f"{run}/tables",
+            f"{run}/{RECORD}",
+        ),
         "index": ("index.html",),
         "reproduce": (),
         "compare": (),

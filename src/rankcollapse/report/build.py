@@ -84,6 +84,13 @@ def build_report(
                 "a file where the report's folder belongs",
                 "remove it and run `rankcollapse report` again",
             )
+    for name in ("claims.json", "report.html"):
+        if (out_dir / name).is_dir():
+            raise damaged(
+                out_dir / name,
+                "a folder where the report's file belongs",
+                "remove it and run `rankcollapse report` again",
+            )
     record = _read_record(out_dir)
     summary, rendered, sizes = _summarize(out_dir, exp, config, results, figures=figures)
     tables, written, kept = _write_files(out_dir, summary, rendered, record, figures=figures)
