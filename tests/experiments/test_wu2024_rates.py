@@ -4,13 +4,20 @@ import math
 import sys
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pytest
 
 from rankcollapse.experiments import get_experiment
-from rankcollapse.experiments.wu2024_rates import claims, curve_table, summarize
+from rankcollapse.experiments.wu2024_rates import (
+    claims,
+    curve_table,
+    rate_persistence,
+    summarize,
+)
 
 sys.path.insert(0, str(Path(__file__).parent / "cases"))
-from wu2024_rates import OVERRIDES, table
+from wu2024_rates import LN, OVERRIDES, table, with_ln
 
 EXP = get_experiment("wu2024-rates")
 TINY = {"n_layers": 12, "d_model": 8, "n_tokens": 6, "n_samples": 2, "seeds": [0]}
@@ -111,6 +118,27 @@ def test_bound_is_upper_is_a_check_that_still_fails_when_mu_tops_the_bound():
     # mu shrinking 0.9 per layer against the bound's 0.5: a layer that is not X A W_V alone
     over = {c.id: c for c in claims(config, table(complete=0.9, local=0.5))}["bound-is-upper"]
     assert over.kind == "check" and over.verdict == "FAIL"
+
+
+def test_ln_collapse_is_decided_by_the_fall_persisting_not_by_its_size():
+    config = EXP.make_config("quick", LN)
+    # 0.98 per layer: 0.1 decades over 12 layers, yet exponential (each quarter as fast)
+    slow = {c.id: c for c in claims(config, with_ln(complete=0.25, local=0.98))}
+    assert slow["ln-collapses-every-mask"].verdict == "PASS"
+    assert slow["ln-collapses-every-mask"].measured == pytest.approx(1.0)
+    # a fall that stops: 0.5 + 0.5 x 0.25^t loses 0.3 decades, then levels off
+    stops = {c.id: c for c in claims(config, with_ln(complete=0.25, local=0.25, plateau=0.5))}
+    assert stops["ln-collapses-every-mask"].verdict == "FAIL"
+    assert stops["ln-collapses-every-mask"].measured < 0.05
+
+
+def test_rate_persistence_of_a_curve_reaching_the_floor_and_of_a_rising_one():
+    layers = np.arange(9)
+    floor = pd.DataFrame({"layer": layers, "sample": 0, "value": 10.0 ** -(2.0 * layers),
+                          "at_floor": layers >= 8})  # fmt: skip
+    assert rate_persistence(floor) == (math.inf, 8, pytest.approx(16.0))
+    rising = floor.assign(value=10.0 ** (0.1 * layers), at_floor=False)
+    assert rate_persistence(rising)[0] == 0.0
 
 
 def test_unit_norm_runs_start_from_non_negative_cosines(tiny):

@@ -33,13 +33,18 @@ Check (the proof's own inequality, not evidence for the paper):
 
 Findings:
 - ln-collapses-every-mask: Thm 2 / Cor 1's conclusion, which the runs can decide: with Wu's
-  LayerNorm and orthogonal W_V, mu collapses under every mask (quasi-strongly connected, initial
-  cosines >= 0): for every mask and seed, the geometric mean of mu_rel over samples falls by at
-  least a decade from layer 0 to the last layer. Cor 1's rate itself is not tested: at the
-  measured eps it predicts under 0.03 decades over a quick run (1 - N eps^{2r} within 1e-3 of
-  1), while the complete mask reaches the float64 floor in about 3 layers; no preset of this
-  size makes the rate informative. (Departure: the corollary bounds the rate; the finding
-  tests the collapse it proves.)
+  LayerNorm and orthogonal W_V, mu collapses exponentially under every mask (quasi-strongly
+  connected, initial cosines >= 0), at whatever rate the mask allows: for every mask and seed,
+  the geometric mean of mu_rel over samples falls over the last quarter of the layers before
+  the float64 floor at least half as fast (decades per layer) as over the quarter before
+  (`rate_persistence`), or reaches the floor. An exponential fall keeps a ratio of about 1 at
+  any rate; a curve levelling off at a non-collapsed value (Wu's counterexample, a skip) tends
+  to 0. A fixed drop (say a decade over the run) would test the preset's depth instead: the
+  window mask loses under a decade in 128 layers while still falling. Cor 1's rate itself is
+  not tested: at the measured eps it predicts under 0.03 decades over a quick run (1 - N
+  eps^{2r} within 1e-3 of 1), while the complete mask reaches the float64 floor in about 3
+  layers; no preset of this size makes the rate informative. (Departure: the corollary bounds
+  the rate; the finding tests the exponential collapse it proves.)
 - local-masks-slower: the complete mask collapses faster than the causal window of width 1
   (speed ratio of the two slopes > 1 for every seed; only defined when both are < 0).
 """
@@ -86,6 +91,7 @@ from rankcollapse.variants import VARIANTS
 NAME = "wu2024-rates"
 VARIANT = {"none": VARIANTS["wu:san"], "unit": VARIANTS["wu:san+ln"]}  # norm -> toy variant
 INFORMATIVE = math.log(10)  # a bound that predicts less contraction than a decade cannot fail
+PERSISTS = 0.5  # an exponential fall keeps about 1; one levelling off at a plateau tends to 0
 BOUNDED = 1.01  # value-map products whose last norm tops the first half's by 1 % grow: not A3
 
 
@@ -335,31 +341,71 @@ def _amplifying(table: pd.DataFrame) -> dict[str, str]:
 
 
 def _ln_collapse_claim(config: Config, unit_norm: pd.DataFrame) -> Claim:
-    """Thm 2 / Cor 1's collapse with LayerNorm and orthogonal W_V, for every mask and seed."""
-    rel = unit_norm[
-        (unit_norm["metric"] == "mu_rel") & unit_norm["layer"].isin([0, config.n_layers])
-    ]
-    logs = rel.assign(log=np.log10(rel["value"].astype(float).clip(lower=1e-300)))
-    means = logs.groupby(["mask", "seed", "layer"])["log"].mean().unstack("layer")
-    drops = means.get(0, np.nan) - means.get(config.n_layers, np.nan)
-    members = {f"{mask}/seed {seed}": drop for (mask, seed), drop in drops.items()}
+    """Thm 2 / Cor 1's exponential collapse with LayerNorm and orthogonal W_V, for every mask
+    and seed: the fall of the geometric mean of mu_rel does not die out (`rate_persistence`)."""
+    rel = unit_norm[unit_norm["metric"] == "mu_rel"]
+    members, notes = {}, []
+    for (mask, seed), curve in rel.groupby(["mask", "seed"], sort=False):
+        persistence, floor_layer, total = rate_persistence(curve)
+        members[f"{mask}/seed {seed}"] = persistence
+        where = (
+            f"at the float64 floor from layer {floor_layer}"
+            if floor_layer is not None
+            else f"last quarter / the one before {persistence:.3g}"
+        )
+        notes.append(f"{mask}/seed {seed}: {where}, {total:.3g} decades in all")
     return for_every(
         "ln-collapses-every-mask",
-        "With LayerNorm and orthogonal value weights, pure SAN still collapses under every "
-        "mask: mu_rel falls by at least a decade over the layers.",
-        f"smallest log10(mu_rel(X^0) / mu_rel(X^{config.n_layers})) of the geometric mean over "
-        "samples, per mask and seed (decades)",
+        "With LayerNorm and orthogonal value weights, pure SAN still collapses exponentially "
+        "under every mask, however slowly: over the last quarter of the layers before the "
+        "float64 floor mu_rel falls at least half as fast (decades per layer) as over the "
+        "quarter before; a curve levelling off at a non-collapsed value does not.",
+        "smallest ratio of the decades per layer lost by the geometric mean of mu_rel over "
+        "samples, last quarter of the layers over the quarter before, per mask and seed "
+        "(0: a quarter without a fall; inf: the float64 floor reached)",
         members,
         ">=",
-        1.0,
+        PERSISTS,
         expected=[f"{m}/seed {s}" for m in config.masks for s in config.seeds],
-        note="; ".join(f"{name}: {drop:.3g}" for name, drop in members.items())
-        + "; inputs |Z| (every initial cosine >= 0)",
+        note="; ".join(notes) + "; inputs |Z| (every initial cosine >= 0)",
         source="Thm 2, Cor 1",
         paper="with LayerNorm and orthogonal W_V, for a quasi-strongly connected mask and "
         "initial cosines >= 0 (or a strongly connected mask, N <= d): mu(X^t) <= C (1 - n "
         "eps^{2r})^{t/(2r)}: the tokens still collapse exponentially (Cor 1)",
+        untested=TOO_SMALL + ": fewer than 4 layers, no quarters to compare"
+        if config.n_layers < 4
+        else "",
     )
+
+
+def rate_persistence(curve: pd.DataFrame) -> tuple[float, int | None, float]:
+    """(persistence, first layer at the floor or None, decades lost from layer 0 to the end)
+    of one curve's rows (layer, sample, value, at_floor).
+
+    Formula: with g_l the mean over samples of log10 value_l and E the last layer before any
+    sample is at the dtype floor, q = floor(E / 4): persistence = (g_{E-q} - g_E) /
+    (g_{E-2q} - g_{E-q}), the last quarter's fall over the quarter before's. An exponential
+    fall at any rate gives about 1; a fall levelling off at a plateau p + c f^l gives about
+    f^q, near 0. 0 when either quarter does not fall, inf when the floor is reached (the
+    collapse itself, observed), NaN with fewer than 4 layers.
+    """
+    logs = np.log10(curve["value"].astype(float).clip(lower=1e-300))
+    frame = curve.assign(log=logs, floor=curve["at_floor"].astype(bool))
+    by_layer = frame.groupby("layer").agg(log=("log", "mean"), floor=("floor", "any"))
+    floored = by_layer.index[by_layer["floor"]]
+    if len(floored):
+        first = int(floored[0])
+        return math.inf, first, float(by_layer["log"].iloc[0] - by_layer.loc[first, "log"])
+    g = by_layer["log"]
+    end = int(g.index[-1])
+    total = float(g.iloc[0] - g.loc[end])
+    q = end // 4
+    if q == 0:
+        return math.nan, None, total
+    last, before = g.loc[end - q] - g.loc[end], g.loc[end - 2 * q] - g.loc[end - q]
+    if last <= 0 or before <= 0:
+        return 0.0, None, total
+    return float(last / before), None, total
 
 
 def summarize(config: Config, results: pd.DataFrame) -> Summary:
