@@ -66,3 +66,15 @@ def test_dqk_labels_are_fractions():
 def test_early_layers_beyond_the_toy_depth_is_a_config_error():
     with pytest.raises(ConfigError, match="early_layers=20 exceeds toy.n_layers=16"):
         EXP.make_config("quick", {"early_layers": 20})
+
+
+def test_a_causal_decoder_is_beyond_the_papers_encoder_setting():
+    # the same hand-made curves named as the encoder MiniLM and the decoder SmolLM2
+    curves = table(complete=(-0.1, -3.0), causal=(-0.1, -0.5))
+    both = pd.concat([curves.assign(model="minilm"), curves.assign(model="smollm2")])
+    config = EXP.make_config("quick", {**OVERRIDES, "models": ["minilm", "smollm2"]})
+    kinds = {c.id: c.kind for c in claims(config, both.assign(init="pretrained"))}
+    assert kinds["smaller-dqk-slows@minilm/eval"] == "finding"
+    assert kinds["complete-most@minilm/eval"] == "finding"
+    assert kinds["smaller-dqk-slows@smollm2/eval"] == "beyond"
+    assert kinds["complete-most@smollm2/eval"] == "beyond"
