@@ -78,3 +78,14 @@ def test_a_causal_decoder_is_beyond_the_papers_encoder_setting():
     assert kinds["complete-most@minilm/eval"] == "finding"
     assert kinds["smaller-dqk-slows@smollm2/eval"] == "beyond"
     assert kinds["complete-most@smollm2/eval"] == "beyond"
+
+
+def test_a_mask_without_early_collapse_has_nothing_to_slow():
+    config = EXP.make_config("quick", OVERRIDES)
+    # causal: mu_rel grows over the first layers at both d_QK (SmolLM2 under the window masks)
+    grows = {c.id: c for c in claims(config, table(complete=(-0.1, -3.0), causal=(0.01, 0.006)))}
+    slows = grows["smaller-dqk-slows@toy/eval"]
+    assert slows.verdict == "PASS" and slows.measured == pytest.approx(29 / 30)
+    assert "causal (no early collapse at d_QK = 64 (drop -0.024): nothing to slow)" in slows.note
+    none = table(complete=(0.01, 0.006), causal=(0.01, 0.006))
+    assert {c.id: c for c in claims(config, none)}["smaller-dqk-slows@toy/eval"].untested
