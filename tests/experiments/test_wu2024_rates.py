@@ -9,12 +9,8 @@ import pandas as pd
 import pytest
 
 from rankcollapse.experiments import get_experiment
-from rankcollapse.experiments.wu2024_rates import (
-    claims,
-    curve_table,
-    rate_persistence,
-    summarize,
-)
+from rankcollapse.experiments.wu2024_rates import claims, curve_table, summarize
+from rankcollapse.theory import rate_persistence
 
 sys.path.insert(0, str(Path(__file__).parent / "cases"))
 from wu2024_rates import LN, OVERRIDES, table, with_ln

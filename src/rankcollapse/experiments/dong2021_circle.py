@@ -38,10 +38,11 @@ runs short of it). Its departures from the authors' set-up (README command: lr 1
 dropout 0.1, 70 epochs = 1190 steps, summed squared error, one seed): Adam at a peak lr of 3e-3
 with 200 steps of linear warm-up, then cosine decay to 0, for 12,000 steps (about 700 epochs);
 no dropout, the mean squared error, six seeds (three left pure attention's share of merged
-rollouts, 25 %, 100 % and 50 %, within one standard error of one half). Measured (with the redesigned skip): on seed 0,
-1190 steps leave every variant above the gate even with the schedule (3.6e-6 to 1.1e-5), and
-12,000 scheduled steps at a peak of 1e-3 reach 1.5e-7 (skip) and 5.9e-7 (pure). Kept: 1000
-points, radius 0.3, width 32, 2 heads, one layer, batches of 30, 300 recurrent steps.
+rollouts, 25 %, 100 % and 50 %, within one standard error of one half). Measured (with the
+redesigned skip): on seed 0, 1190 steps leave every variant above the gate even with the
+schedule (3.6e-6 to 1.1e-5), and 12,000 scheduled steps at a peak of 1e-3 reach 1.5e-7 (skip)
+and 5.9e-7 (pure). Kept: 1000 points, radius 0.3, width 32, 2 heads, one layer, batches of 30,
+300 recurrent steps.
 
 A run has *learned* the step when its one-step training MSE is below that of predicting the input
 pair unchanged: only then can its trajectory say anything about attention (an unlearned layer

@@ -82,6 +82,7 @@ from rankcollapse.theory import (
     collapse_rate,
     layer_eps,
     mask_radius,
+    rate_persistence,
     rate_unit_norm,
     speed_ratio,
     thm1_log_bound,
@@ -346,14 +347,14 @@ def _ln_collapse_claim(config: Config, unit_norm: pd.DataFrame) -> Claim:
     rel = unit_norm[unit_norm["metric"] == "mu_rel"]
     members, notes = {}, []
     for (mask, seed), curve in rel.groupby(["mask", "seed"], sort=False):
-        persistence, floor_layer, total = rate_persistence(curve)
-        members[f"{mask}/seed {seed}"] = persistence
+        rate = rate_persistence(curve)
+        members[f"{mask}/seed {seed}"] = rate.ratio
         where = (
-            f"at the float64 floor from layer {floor_layer}"
-            if floor_layer is not None
-            else f"last quarter / the one before {persistence:.3g}"
+            f"at the float64 floor from layer {rate.floor_layer}"
+            if rate.floor_layer is not None
+            else f"last quarter / the one before {rate.ratio:.3g}"
         )
-        notes.append(f"{mask}/seed {seed}: {where}, {total:.3g} decades in all")
+        notes.append(f"{mask}/seed {seed}: {where}, {rate.decades:.3g} decades in all")
     return for_every(
         "ln-collapses-every-mask",
         "With LayerNorm and orthogonal value weights, pure SAN still collapses exponentially "
@@ -376,36 +377,6 @@ def _ln_collapse_claim(config: Config, unit_norm: pd.DataFrame) -> Claim:
         if config.n_layers < 4
         else "",
     )
-
-
-def rate_persistence(curve: pd.DataFrame) -> tuple[float, int | None, float]:
-    """(persistence, first layer at the floor or None, decades lost from layer 0 to the end)
-    of one curve's rows (layer, sample, value, at_floor).
-
-    Formula: with g_l the mean over samples of log10 value_l and E the last layer before any
-    sample is at the dtype floor, q = floor(E / 4): persistence = (g_{E-q} - g_E) /
-    (g_{E-2q} - g_{E-q}), the last quarter's fall over the quarter before's. An exponential
-    fall at any rate gives about 1; a fall levelling off at a plateau p + c f^l gives about
-    f^q, near 0. 0 when either quarter does not fall, inf when the floor is reached (the
-    collapse itself, observed), NaN with fewer than 4 layers.
-    """
-    logs = np.log10(curve["value"].astype(float).clip(lower=1e-300))
-    frame = curve.assign(log=logs, floor=curve["at_floor"].astype(bool))
-    by_layer = frame.groupby("layer").agg(log=("log", "mean"), floor=("floor", "any"))
-    floored = by_layer.index[by_layer["floor"]]
-    if len(floored):
-        first = int(floored[0])
-        return math.inf, first, float(by_layer["log"].iloc[0] - by_layer.loc[first, "log"])
-    g = by_layer["log"]
-    end = int(g.index[-1])
-    total = float(g.iloc[0] - g.loc[end])
-    q = end // 4
-    if q == 0:
-        return math.nan, None, total
-    last, before = g.loc[end - q] - g.loc[end], g.loc[end - 2 * q] - g.loc[end - q]
-    if last <= 0 or before <= 0:
-        return 0.0, None, total
-    return float(last / before), None, total
 
 
 def summarize(config: Config, results: pd.DataFrame) -> Summary:

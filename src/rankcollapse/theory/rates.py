@@ -59,6 +59,48 @@ def collapse_rates(curves: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=[*by, "slope", "n_fit"])
 
 
+class Persistence(NamedTuple):
+    ratio: float
+    """Last quarter's fall over the quarter before's (see `rate_persistence`)."""
+    floor_layer: int | None
+    """The first layer with a value at the dtype floor; None when none is."""
+    decades: float
+    """Decades lost by the geometric mean from layer 0 to the floor or the last layer."""
+
+
+def rate_persistence(curve: pd.DataFrame) -> Persistence:
+    """Whether one curve's fall keeps its rate: rows (layer, sample, value, at_floor).
+
+    Formula: with g_l the mean over samples of log value_l and E the last layer before any
+    sample is at the dtype floor, q = floor(E / 4): ratio = (g_{E-q} - g_E) / (g_{E-2q} -
+    g_{E-q}), the last quarter's fall over the quarter before's. An exponential fall at any
+    rate gives about 1 (Wu et al. 2024, Thm 2 / Cor 1: mu(X^t) <= C (1 - n eps^{2r})^{t/(2r)});
+    a fall levelling off at a plateau p + c f^l gives about f^q, near 0. 0 when either quarter
+    does not fall, inf when the floor is reached (the collapse itself, observed), NaN with
+    fewer than 4 layers.
+
+    Example:
+        >>> curve = pd.DataFrame({"layer": range(9), "sample": 0, "at_floor": False,
+        ...                       "value": 0.5 ** np.arange(9.0)})
+        >>> rate = rate_persistence(curve)
+        >>> round(rate.ratio, 6), rate.floor_layer, round(rate.decades, 3)
+        (1.0, None, 2.408)
+    """
+    stats = _log_means(curve, []).set_index("layer")
+    g, floored = stats["log"] / math.log(10), stats.index[stats["floor"]]
+    if len(floored):
+        first = int(floored[0])
+        return Persistence(math.inf, first, float(g.iloc[0] - g.loc[first]))
+    end = int(g.index[-1])
+    decades, q = float(g.iloc[0] - g.loc[end]), end // 4
+    if q == 0:
+        return Persistence(math.nan, None, decades)
+    last, before = g.loc[end - q] - g.loc[end], g.loc[end - 2 * q] - g.loc[end - q]
+    if last <= 0 or before <= 0:
+        return Persistence(0.0, None, decades)
+    return Persistence(float(last / before), None, decades)
+
+
 def _log_means(curves: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     """Per (by..., layer): the mean over samples of log value and whether any value sits at the
     dtype floor; groups in the order they first appear, layers ascending within each."""
