@@ -14,8 +14,11 @@ Rows:
 - family/<name>: the tiny random-init model of every family probed on the device with every
   variant it supports (Dong's, Wu's, the authors'), a mask and a temperature where the family
   takes them, in float32; `agree` is the largest relative difference of a per-layer mean from
-  the same probe on the CPU (values at the floor excluded; target 1e-4); then a bfloat16 run
-  with the share of values flagged at its floor.
+  the same probe on the CPU (values at the floor excluded; target 1e-4); `states` the largest
+  relative difference of a layer's hidden states themselves, |S_device - S_cpu|_F / |S_cpu|_F
+  (the forward's share of the gap); `metrics` the largest relative difference of a value
+  measured on the device from the same states' metrics measured on the host (the metric code's
+  share); then a bfloat16 run with the share of values flagged at its floor.
 - qwen2-0.5b (32 x 512) and llama3-8b (8 x 2048, bfloat16, initialised on the device): a plain
   forward with output_hidden_states against the probe with the O(n d) metrics (res_comp_rel,
   mu_rel) and against the full default suite (float64 Gram eigenproblems per sequence and
@@ -44,9 +47,11 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 import torch
 
 from rankcollapse.experiments import get_experiment
+from rankcollapse.experiments.amsel2024_depth import positions
 from rankcollapse.hf import ARCHITECTURES, load_model, wrap_model
 from rankcollapse.hf.models import tiny_model
 from rankcollapse.measure import probe
+from rankcollapse.metrics import measure_states
 from rankcollapse.nets import RankEncoder
 from rankcollapse.tasks import NeighbourTask
 from rankcollapse.train.amsel import train_encoder
@@ -71,6 +76,40 @@ def per_layer_means(frame):
     return real.groupby(["variant", "layer", "metric"]).value.mean()
 
 
+def relative(a, b) -> float:
+    """Largest |a - b| / |b| over two aligned float series."""
+    return float(((a - b).abs() / b.abs().clip(lower=1e-300)).max())
+
+
+def states_gap(on_cpu, on_device) -> float:
+    """Largest |S_device - S_cpu|_F / |S_cpu|_F over variants and layers (kept states)."""
+    gaps = [
+        float((d.double() - c.double()).norm() / c.double().norm().clamp_min(1e-300))
+        for name, layers in on_cpu.attrs["states"].items()
+        for c, d in zip(layers, on_device.attrs["states"][name], strict=True)
+    ]
+    return max(gaps)
+
+
+def metric_gap(on_device) -> float:
+    """Largest relative difference of the device's state metrics from the same kept states
+    measured on the host (values at the floor on either side excluded)."""
+    rows = on_device.set_index(["variant", "layer", "metric", "sample"])
+    gaps = [0.0]
+    for name, layers in on_device.attrs["states"].items():
+        for layer, states in enumerate(layers):
+            for metric, (value, at_floor) in measure_states(states).items():
+                if (name, layer, metric, 0) not in rows.index:
+                    continue
+                there = rows.loc[(name, layer, metric)].sort_index()
+                keep = ~(at_floor.numpy() | there.at_floor.to_numpy())
+                host = value.numpy()[keep]
+                device_values = there.value.to_numpy()[keep]
+                if keep.any():
+                    gaps.append(float((abs(device_values - host) / abs(host).clip(1e-300)).max()))
+    return max(gaps)
+
+
 def family_variants(family: str) -> list[str]:
     names = DONG_VARIANTS + WU_VARIANTS
     if ARCHITECTURES[family].authors_surgery:
@@ -92,17 +131,18 @@ def check_families(
         if arch.attention_interface:
             settings.update(mask="window:1", temperature=2.0)
         try:
-            on_cpu = probe(wrap_model(tiny_model(family)), **settings)
-            on_device = probe(wrap_model(tiny_model(family).to(device)), **settings)
+            on_cpu = probe(wrap_model(tiny_model(family)), keep_states=True, **settings)
+            on_device = probe(
+                wrap_model(tiny_model(family).to(device)), keep_states=True, **settings
+            )
             cpu_means, device_means = per_layer_means(on_cpu), per_layer_means(on_device)
             joined = cpu_means.to_frame("cpu").join(device_means.rename("device"), how="inner")
-            relative = (joined.device - joined.cpu).abs() / joined.cpu.abs().clip(lower=1e-300)
-            agree = float(relative.max())
+            agree = relative(joined.device, joined.cpu)
             low = probe(wrap_model(tiny_model(family, dtype=torch.bfloat16).to(device)), **settings)
             row(
                 f"family/{family}",
-                f"ok, agree {agree:.1e} ({len(joined)} means), bfloat16 at floor "
-                f"{low.at_floor.mean():.0%}",
+                f"ok, agree {agree:.1e} ({len(joined)} means; states {states_gap(on_cpu, on_device):.1e}, "
+                f"metrics {metric_gap(on_device):.1e}), bfloat16 at floor {low.at_floor.mean():.0%}",
                 "agree <= 1e-4",
                 agree <= 1e-4,
             )
@@ -189,6 +229,7 @@ def step_seconds(config, unit: dict, device: torch.device, few: int, many: int) 
             n_heads=unit["n_heads"],
             n_layers=unit["n_layers"],
             d_ff=config.d_ff,
+            positions=positions(config),  # Thm 5's scratch dimensions, as the experiment
             seed=0,
         )
         settings = dataclasses.replace(
