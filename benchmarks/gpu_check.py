@@ -94,7 +94,7 @@ def states_gap(on_cpu, on_device) -> float:
 def metric_gap(on_device) -> float:
     """Largest relative difference of the device's state metrics from the same kept states
     measured on the host (values at the floor on either side excluded)."""
-    rows = on_device.set_index(["variant", "layer", "metric", "sample"])
+    rows = on_device.set_index(["variant", "layer", "metric", "sample"]).sort_index()
     gaps = [0.0]
     for name, layers in on_device.attrs["states"].items():
         for layer, states in enumerate(layers):
