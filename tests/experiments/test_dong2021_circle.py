@@ -122,7 +122,11 @@ def test_a_unit_records_trajectories_and_the_runs_table_its_outcome(run_quick):
     summary = EXP.summarize(config, rows)
     runs = summary.tables["runs: fit, final distance and outcome"].set_index("variant")
     assert (runs["learned"] == (runs["train_mse"] < runs["baseline_mse_stay"])).all()
-    assert set(summary.figures) == {"token trajectories", "token distance over the recurrent steps"}
+    assert set(summary.figures) == {
+        "token trajectories",
+        "off-arc outcome share per run (what the findings read)",
+        "token distance over the recurrent steps",
+    }
 
 
 def test_a_diverging_start_stops_and_leaves_nan_while_the_others_go_on():

@@ -85,7 +85,7 @@ from rankcollapse.experiments._registry import (
     finding,
     register,
 )
-from rankcollapse.plot import circle_distances, circle_trajectories
+from rankcollapse.plot import circle_distances, circle_shares, circle_trajectories
 from rankcollapse.seeds import Seed
 
 NAME = "dong2021-circle"
@@ -276,26 +276,54 @@ OUTCOMES = {
 }
 
 
+def outcome_shares(config: Config, table: pd.DataFrame) -> pd.DataFrame:
+    """One row per configured run (variant, seed): its finding's outcome, whether it learned
+    (a missing run did not) and the share of its off-arc rollouts with that outcome."""
+    frames = []
+    for variant in config.variants:
+        outcome = FINDINGS[variant][2]
+        part = table.reindex(pd.MultiIndex.from_product([[variant], config.seeds]))
+        frames.append(
+            pd.DataFrame(
+                {
+                    "variant": variant,
+                    "seed": list(config.seeds),
+                    "outcome": outcome,
+                    "learned": part["learned"].astype(float).fillna(0.0).astype(bool).to_numpy(),
+                    "share": part[f"off_arc_{outcome}"].astype(float).to_numpy(),
+                }
+            )
+        )
+    return pd.concat(frames, ignore_index=True)
+
+
+def mean_share(shares: pd.DataFrame, variant: str) -> tuple[float, float]:
+    """Mean share over the runs of `variant` that learned, and its standard error over them
+    (NaN mean without a learned run, NaN error for fewer than two)."""
+    learned = shares[(shares["variant"] == variant) & shares["learned"]]["share"]
+    if learned.empty:
+        return nan, nan
+    return float(learned.mean()), float(learned.std() / len(learned) ** 0.5)
+
+
 def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
     table = runs(results)
+    shares = outcome_shares(config, table)
     out = []
     for variant in config.variants:
         name, text, outcome = FINDINGS[variant]
-        # every configured seed is a run: a missing one counts as not learned
         part = table.reindex(pd.MultiIndex.from_product([[variant], config.seeds]))
-        learned = part["learned"].astype(float).fillna(0.0).astype(bool)
-        shares = part.loc[learned, f"off_arc_{outcome}"].astype(float)
-        share = float(shares.mean()) if learned.any() else nan  # a run without rows: NaN
+        n_learned = int(shares[shares["variant"] == variant]["learned"].sum())
+        share, spread = mean_share(shares, variant)
         quantity = (
             f"share of the rollouts from {config.n_starts} starts off the training arcs that "
             f"{OUTCOMES[outcome]}, per run, averaged over the runs (seeds) that learned the step "
             "(train MSE below that of predicting the input)"
         )
         untested = ""
-        spread = shares.std() / max(len(shares), 1) ** 0.5  # standard error; NaN for < 2 runs
-        if learned.sum() < MAJORITY * len(config.seeds):
+        if n_learned < MAJORITY * len(config.seeds):
             untested = (
-                f"{NOT_LEARNED}: {int(learned.sum())} of {len(config.seeds)} runs beat "
+                f"{NOT_LEARNED}: {n_learned} of {len(config.seeds)} runs beat "
                 "predicting the input unchanged"
             )
         elif abs(share - MAJORITY) <= spread:
@@ -338,6 +366,7 @@ def _run_note(part: pd.DataFrame) -> str:
 
 def summarize(config: Config, results: pd.DataFrame) -> Summary:
     found = claims(config, results)
+    shares = outcome_shares(config, runs(results))
     table = runs(results).reset_index()
     devices = sorted(set(results["device"].astype(str))) if "device" in results else ["cpu"]
     notes = [
@@ -367,6 +396,12 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
         tables={"runs: fit, final distance and outcome": table},
         figures={
             "token trajectories": circle_trajectories(results, table, **drawn),
+            "off-arc outcome share per run (what the findings read)": circle_shares(
+                shares,
+                {variant: mean_share(shares, variant) for variant in config.variants},
+                labels=LABELS,
+                majority=MAJORITY,
+            ),
             "token distance over the recurrent steps": circle_distances(
                 results,
                 table,

@@ -16,6 +16,7 @@ FORMATS = ("png", "svg")  # the files of every figure (`render`)
 _NAMES = {
     "band_plot": "curves",
     "circle_distances": "circle",
+    "circle_shares": "circle",
     "circle_trajectories": "circle",
     "construction_figures": "amsel",
     "counterexample_basin": "equilibria",

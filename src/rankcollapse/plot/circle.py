@@ -61,6 +61,50 @@ def circle_trajectories(
     return figure
 
 
+def circle_shares(
+    shares: pd.DataFrame,
+    means: Mapping[str, tuple[float, float]],
+    *,
+    labels: Mapping[str, str],
+    majority: float,
+) -> Figure:
+    """A panel per variant: each run's share of off-arc rollouts with its finding's outcome
+    (filled: the run learned the step; hollow: it did not and counts for nothing), the mean
+    over the learned runs with one standard error, and the majority line the findings use.
+
+    `shares`: variant, seed, outcome, learned, share (one row per configured run); `means`:
+    variant -> (mean, standard error) over its learned runs."""
+    variants = list(dict.fromkeys(shares["variant"]))
+    figure = Figure(figsize=(2.6 * len(variants) + 0.4, 2.9), layout="constrained")
+    axes = figure.subplots(1, len(variants), squeeze=False, sharey=True)[0]
+    for ax, variant in zip(axes, variants):
+        part = shares[shares["variant"] == variant]
+        for learned, face in ((True, "C0"), (False, "none")):
+            runs = part[part["learned"] == learned]
+            ax.plot(runs["seed"], runs["share"], "o", mfc=face, mec="C0", ms=6,
+                    label="learned" if learned else "not learned")  # fmt: skip
+        mean, error = means[variant]
+        if not math.isnan(mean):
+            ax.axhline(mean, color="C0", lw=1.2, label="mean of the learned runs")
+            if not math.isnan(error):
+                ax.axhspan(mean - error, mean + error, color="C0", alpha=0.15, lw=0)
+        ax.axhline(majority, color="0.4", ls="--", lw=0.8, label=f"majority ({majority})")
+        ax.set_ylim(-0.05, 1.05)
+        learned = f"{int(part['learned'].sum())} of {len(part)} learned"
+        ax.set_title(f"{labels[variant]}: share {part['outcome'].iloc[0]} ({learned})", fontsize=9)
+        ax.set_xlabel("seed")
+        ax.set_xticks(sorted(part["seed"]))
+    axes[0].set_ylabel("share of off-arc rollouts")
+    handles, names = axes[0].get_legend_handles_labels()
+    figure.legend(handles, names, loc="outside lower center", ncols=4, fontsize=7, numpoints=1)
+    figure.suptitle(
+        "Off the training arcs: each run's share of rollouts with the finding's outcome "
+        "(band: one standard error of the mean)",
+        fontsize=9,
+    )
+    return figure
+
+
 def circle_distances(
     results: pd.DataFrame,
     table: pd.DataFrame,

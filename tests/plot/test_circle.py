@@ -1,0 +1,30 @@
+"""The circle experiment's share figure draws what its findings read."""
+
+import math
+
+import pandas as pd
+from matplotlib.colors import to_rgba
+
+from rankcollapse.plot import circle_shares
+
+
+def test_each_run_is_a_marker_filled_when_learned_with_the_mean_and_the_majority():
+    shares = pd.DataFrame(
+        {
+            "variant": ["san"] * 3,
+            "seed": [0, 1, 2],
+            "outcome": "merged",
+            "learned": [True, True, False],
+            "share": [0.25, 1.0, 0.5],
+        }
+    )
+    figure = circle_shares(shares, {"san": (0.625, 0.375)}, labels={"san": "pure"}, majority=0.5)
+    (ax,) = figure.axes
+    lines = ax.get_lines()
+    filled, hollow = lines[0], lines[1]
+    assert list(filled.get_ydata()) == [0.25, 1.0] and to_rgba(filled.get_mfc())[3] == 1
+    assert list(hollow.get_ydata()) == [0.5] and hollow.get_mfc() == "none"
+    assert [line.get_ydata()[0] for line in lines[2:]] == [0.625, 0.5]  # mean, majority
+    (band,) = ax.patches  # one standard error around the mean
+    assert math.isclose(band.get_y(), 0.25) and math.isclose(band.get_y() + band.get_height(), 1.0)
+    assert ax.get_title() == "pure: share merged (2 of 3 learned)"
