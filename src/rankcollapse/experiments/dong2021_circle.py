@@ -366,8 +366,8 @@ def _run_note(part: pd.DataFrame) -> str:
 
 def summarize(config: Config, results: pd.DataFrame) -> Summary:
     found = claims(config, results)
-    shares = outcome_shares(config, runs(results))
-    table = runs(results).reset_index()
+    per_run = runs(results)
+    shares, table = outcome_shares(config, per_run), per_run.reset_index()
     devices = sorted(set(results["device"].astype(str))) if "device" in results else ["cpu"]
     notes = [
         (
