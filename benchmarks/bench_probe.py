@@ -14,8 +14,8 @@
    Each arm runs in `--memory-runs` children (glibc keeps a varying part of freed memory
    resident: one MiniLM probe child read 44 to 166 MB); the median ratio and the worst case
    (highest probe over lowest forward) are printed. Target: probe peak <= 0.5 x baseline
-   peak (the probe runs about 2048 tokens per forward pass, `measure.layers.MAX_TOKENS`, and
-   measures each layer as it arrives).
+   peak (the probe runs about 1024 tokens per forward pass on the CPU,
+   `measure.layers.MAX_TOKENS`, and measures each layer as it arrives).
 
 Run: `.venv/bin/python benchmarks/bench_probe.py [--models minilm smollm2 qwen2-0.5b]` (several
 minutes on 2 cores; the Qwen2 shape alone is about half of it).

@@ -1,5 +1,7 @@
 """probe(): tidy frame, pads never enter a metric, and every bad input fails early and clearly."""
 
+from types import SimpleNamespace
+
 import pandas as pd
 import pytest
 import torch
@@ -7,7 +9,7 @@ import torch
 from rankcollapse.errors import ConfigError, InputError, UnknownNameError
 from rankcollapse.hf import load_model, load_windows, run_batch, wrap_model
 from rankcollapse.masks import causal, complete
-from rankcollapse.measure import probe
+from rankcollapse.measure import layers, probe
 from rankcollapse.metrics import measure_states
 
 TEXT = (
@@ -307,3 +309,17 @@ def test_the_three_parts_compose_to_the_same_rows_as_probe(tiny_bert):
         **options,
     )
     pd.testing.assert_frame_equal(parts, whole)
+
+
+@pytest.mark.parametrize(
+    ("device", "batch_size", "train_mode", "expected"),
+    [
+        ("cpu", None, False, layers.MAX_TOKENS // 128),
+        ("cuda", None, False, layers.DEVICE_MAX_TOKENS // 128),  # larger passes on a device
+        ("cpu", 3, False, 3),  # the request's batch size wins
+        ("cpu", None, True, 40),  # train mode: one pass, so dropout is drawn once
+    ],
+)
+def test_samples_per_pass_hold_the_device_token_budget(device, batch_size, train_mode, expected):
+    request = SimpleNamespace(batch_size=batch_size, train_mode=train_mode)
+    assert layers.samples_per_pass(request, 40, 128, torch.device(device)) == expected

@@ -151,14 +151,15 @@ def test_a_suite_split_over_threads_equals_the_suite_on_one_thread(threads, monk
         assert torch.equal(split[name].at_floor, alone[name].at_floor), name
 
 
-def test_errors_of_a_split_suite_name_the_sample_in_the_whole_batch(monkeypatch, rng):
+@pytest.mark.parametrize("sample", [0, 5])  # the calling thread's run, the pool's run
+def test_errors_of_a_split_suite_name_the_sample_in_the_whole_batch(sample, monkeypatch, rng):
     monkeypatch.setattr(_tokens, "MIN_RUN_ELEMENTS", 1)
     x = torch.randn(6, 5, 4, generator=rng)
-    x[5, 2, 1] = float("nan")
+    x[sample, 2, 1] = float("nan")
     before = torch.get_num_threads()
     try:
         torch.set_num_threads(2)
-        with pytest.raises(InputError, match=r"first: sample 5, token 2"):
+        with pytest.raises(InputError, match=rf"first: sample {sample}, token 2"):
             measure_states(x)
     finally:
         torch.set_num_threads(before)

@@ -89,24 +89,37 @@ def prepare_batch(
     return Batch(input_ids, token_mask, mask, label, allowed)
 
 
-MAX_TOKENS = 2048
-"""Tokens per forward pass when a request names no batch size (eval mode): the forward's own
-activations and the metrics' float64 copies stay those of about 2048 tokens however many
-samples a probe or monitor measures (each sample's rows do not depend on the split).
-Measured on SmolLM2 (30 layers, 32 x 128 tokens, `benchmarks/bench_probe.py`): peak memory
-above the loaded model 198 MB at 1024 tokens per pass, 303 MB at 2048, 547 MB at 4096,
-against 719 MB for one forward pass with output_hidden_states (the target is at most half);
-fewer, larger passes run faster on the CPU."""
+MAX_TOKENS = 1024
+"""Tokens per forward pass on the CPU when a request names no batch size (eval mode): the
+forward's own activations and the metrics' float64 copies stay those of about 1024 tokens
+however many samples a probe or monitor measures (each sample's rows do not depend on the
+split). Measured with `benchmarks/bench_probe.py` (32 x 128 tokens, peak memory above the loaded
+model, medians of 9 children; the target is at most half of one forward pass with
+output_hidden_states, 103 MB for MiniLM, 701 MB for SmolLM2):
+- MiniLM (6 layers): 31 MB (24-36) at 1024 tokens per pass, 51 MB (37-56) at 1536, 51 MB
+  (50-70) at 2048. Six layers of states are little beside the forward's own activations, so
+  only a smaller pass halves the peak.
+- SmolLM2 (30 layers): 198 MB at 1024, 212 MB (158-261) at 2048, 547 MB at 4096; the probe
+  took 3 % longer at 1024 than at 2048 (13.41 s against 12.99 s, same process).
+"""
+
+DEVICE_MAX_TOKENS = 2048
+"""Tokens per forward pass on an accelerator: there each pass pays its metric kernels' launches
+and host syncs, so passes stay as large as before the CPU's was halved."""
 
 
-def samples_per_pass(request: ProbeRequest, n_samples: int, n_tokens: int) -> int:
-    """`request.batch_size`, else as many samples as hold `MAX_TOKENS` tokens; in train mode
-    all at once (dropout masks are drawn per forward pass, so a split would change them)."""
+def samples_per_pass(
+    request: ProbeRequest, n_samples: int, n_tokens: int, device: torch.device
+) -> int:
+    """`request.batch_size`, else as many samples as hold `MAX_TOKENS` tokens on the CPU
+    (`DEVICE_MAX_TOKENS` on an accelerator); in train mode all at once (dropout masks are drawn
+    per forward pass, so a split would change them)."""
     if request.batch_size:
         return request.batch_size
     if request.train_mode:
         return n_samples
-    return max(1, MAX_TOKENS // n_tokens)
+    tokens = MAX_TOKENS if device.type == "cpu" else DEVICE_MAX_TOKENS
+    return max(1, tokens // n_tokens)
 
 
 def measure_batch(
@@ -121,7 +134,7 @@ def measure_batch(
     pass over all samples (per variant and layer: state metrics, then attention metrics, each
     over samples); with `kept`, also every layer's states per variant (chunks per layer)."""
     n_samples, n_tokens = batch.token_mask.shape
-    step = samples_per_pass(request, n_samples, n_tokens)
+    step = samples_per_pass(request, n_samples, n_tokens, loaded.device)
     frames: list[pd.DataFrame] = []
     for variant in request.variants:
         layers = None if kept is None else kept.setdefault(variant.name, [])

@@ -202,8 +202,8 @@ class ProbeRequest:
     train_mode: bool = False
     """Dropout on."""
     batch_size: int | None = None
-    """Samples per forward pass (None: as many as hold `measure.layers.MAX_TOKENS` tokens;
-    all at once in train mode)."""
+    """Samples per forward pass (None: as many as hold `measure.layers.MAX_TOKENS` tokens, on
+    an accelerator `DEVICE_MAX_TOKENS`; all at once in train mode)."""
     keep_states: bool = False
     """Also keep every layer's states in `frame.attrs["states"]`."""
 
