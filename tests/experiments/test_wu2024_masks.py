@@ -15,7 +15,7 @@ from rankcollapse.experiments import get_experiment
 from rankcollapse.experiments.wu2024_masks import claims, summarize, units
 
 sys.path.insert(0, str(Path(__file__).parent / "cases"))
-from wu2024_masks import LN, OVERRIDES, bert, curve, diverged, table
+from wu2024_masks import LN, OVERRIDES, RISING, bert, curve, diverged, table
 
 EXP = get_experiment("wu2024-masks")
 SMALL_TOY = {
@@ -78,6 +78,18 @@ def test_every_mask_finding_names_its_deciding_member_and_a_margin_inside_the_sp
     # a positive slope is a failure whatever the spread
     up = by_id(config, table(curve("complete", -2.0), curve("window:1", 0.01, spread=0.05)))
     assert up["san-collapses-every-mask"].verdict == "FAIL"
+
+
+def test_a_model_beyond_the_papers_bert_has_findings_of_its_own_that_never_decide_the_papers():
+    config = EXP.make_config("quick", {**OVERRIDES, "models": ["toy", "smollm2"]})
+    toy = table(curve("complete", -2.0), curve("window:1", -0.5))
+    found = by_id(config, table(toy, RISING))  # SmolLM2's window:1 rises, as at the paper preset
+    paper, beyond = found["san-collapses-every-mask"], found["san-collapses-every-mask@smollm2"]
+    assert paper.verdict == "PASS" and paper.kind == "finding" and "smollm2" not in paper.note
+    assert beyond.verdict == "FAIL" and beyond.kind == "beyond"
+    assert "smollm2/eval/window:1: 0.003" in beyond.note
+    assert found["local-masks-slower@smollm2/eval"].kind == "beyond"
+    assert found["local-masks-slower@toy/eval"].kind == "finding"
 
 
 def test_layernorm_at_init_is_a_finding_per_mode_with_its_deciding_member():

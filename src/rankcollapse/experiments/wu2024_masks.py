@@ -22,11 +22,17 @@ are measured and drawn, and excluded by name from the findings) and the value ma
 while the tokens align: the findings take the slope of mu_rel = mu / ||X||_F, which the value
 maps' scale does not enter).
 
+The paper's setting is BERT (random init, 12 layers and deep, and pretrained) and Thm 1's own
+dynamics (the toy); `in_paper_setting` says which models are in it (the toy and the BERT
+family, MiniLM among them). The findings below over any other model (SmolLM2, a pretrained
+decoder) are reported beyond the paper, one per model.
+
 Findings (pure SAN, eval mode):
-- san-collapses-every-mask: mu_rel has a negative slope for every model and mask with a
-  center node (a diverged curve fails it; a missing one leaves it NOT TESTED). The note names
-  the deciding member (the largest slope); when that slope is within one standard deviation of
-  its per-sample slopes of 0, one input could flip the sign: NOT TESTED (preset too small).
+- san-collapses-every-mask: mu_rel has a negative slope for every model of the paper's setting
+  and mask with a center node (a diverged curve fails it; a missing one leaves it NOT TESTED).
+  The note names the deciding member (the largest slope); when that slope is within one
+  standard deviation of its per-sample slopes of 0, one input could flip the sign: NOT TESTED
+  (preset too small). san-collapses-every-mask@model: the same for a model beyond the setting.
 - local-masks-slower@model: the slowest radius-1 mask collapses faster than the fastest mask of
   radius > 1 (speed ratio of mu_rel slopes > 1; only defined when both are negative).
 Beyond the paper (Thm 1 is an upper bound and orders only the bounds, not the measured rates):
@@ -169,6 +175,12 @@ def init_of(model: str) -> str:
     )
 
 
+def in_paper_setting(model: str) -> bool:
+    """Whether Wu et al. ran this model: the toy (Thm 1's dynamics) and BERT's architecture,
+    at random init (12 layers and deep) or pretrained (MiniLM is a 6-layer BERT)."""
+    return model in ("toy", DEEP) or MODELS[model].family == "bert"
+
+
 def _sample_spread(results: pd.DataFrame, variant: str) -> dict[str, float]:
     """Per model/mode/mask member: the standard deviation of the per-sample mu_rel slopes of
     `variant` (NaN with one sample): how far one input's rate strays from another's."""
@@ -188,9 +200,12 @@ def _deciding(members: dict, expected: list[str], excluded: dict, worst=max) -> 
     return worst(values, key=values.get) if values else None
 
 
-def _san_claim(config: Config, results: pd.DataFrame, members: dict, arms: list) -> Claim:
-    """san-collapses-every-mask, its deciding member named; NOT TESTED when that member's
-    slope is within one standard deviation of the per-sample slopes of 0."""
+def _san_claim(
+    config: Config, results: pd.DataFrame, members: dict, arms: list, model: str | None = None
+) -> Claim:
+    """san-collapses-every-mask over `arms`, its deciding member named; NOT TESTED when that
+    member's slope is within one standard deviation of the per-sample slopes of 0. With
+    `model` (beyond the paper's setting): san-collapses-every-mask@model, a beyond finding."""
     radii = {
         (m, k): mask_radius(k, tokens_of(config, m)) for m in config.models for k in config.masks
     }
@@ -210,12 +225,13 @@ def _san_claim(config: Config, results: pd.DataFrame, members: dict, arms: list)
         if slope < 0 and abs(slope) <= sd:  # a negative slope that one sample could flip
             untested = (
                 f"{TOO_SMALL}: the deciding member {decider}'s slope {slope:.3g} is within one "
-                f"standard deviation ({sd:.2g}) of its per-sample slopes of 0; more samples "
-                "(n_samples) would decide it"
+                f"standard deviation ({sd:.2g}) of its per-sample slopes of 0; a deeper "
+                "run (more layers to fit) or more samples would decide it"
             )
     return for_every(
-        "san-collapses-every-mask",
-        "Pure SAN collapses exponentially under every quasi-strongly connected mask.",
+        "san-collapses-every-mask" + (f"@{model}" if model else ""),
+        "Pure SAN collapses exponentially under every quasi-strongly connected mask"
+        + (f" ({model}, beyond the paper's BERT)." if model else "."),
         "largest collapse slope of mu_rel per layer (model/mode/mask); < 0 is collapse",
         members,
         "<",
@@ -226,6 +242,7 @@ def _san_claim(config: Config, results: pd.DataFrame, members: dict, arms: list)
         untested=untested,
         source=SOURCE,
         paper=PAPER,
+        beyond=model is not None,
     )
 
 
@@ -322,7 +339,12 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
     radii = {
         (m, k): mask_radius(k, tokens_of(config, m)) for m in config.models for k in config.masks
     }
-    found = [_san_claim(config, results, members, arms), *_ln_claims(config, results)]
+    paper_arms = [arm for arm in arms if in_paper_setting(arm[0])]
+    found = [_san_claim(config, results, members, paper_arms)] if paper_arms else []
+    for model in dict.fromkeys(m for m, _ in arms if not in_paper_setting(m)):
+        model_arms = [arm for arm in arms if arm[0] == model]
+        found.append(_san_claim(config, results, members, model_arms, model))
+    found += _ln_claims(config, results)
     for model, mode in arms:
         if mode == "train":  # dropout on the attention: rows not stochastic, Thm 1 does not apply
             continue
@@ -351,6 +373,7 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
                     source=SOURCE,
                     paper='"sparse or local masked attention can provably slow down the collapse '
                     'rate" (abstract); Fig. 2: the masks collapse at different rates',
+                    beyond=not in_paper_setting(model),
                 )
             )
         found.append(

@@ -89,6 +89,24 @@ CASES |= {
 }
 
 
+# beyond the paper's BERT: SmolLM2, a pretrained decoder, has findings of its own (kind beyond);
+# failing as at the paper preset, where its pure SAN's mu_rel rose by 0.003 per layer
+BEYOND = {"models": ["smollm2"], "masks": ["complete", "window:1"], "n_tokens": 8}
+
+
+def smollm2(*curves: pd.DataFrame) -> pd.DataFrame:
+    return table(*(c.assign(model="smollm2", init="pretrained") for c in curves))
+
+
+COLLAPSING = smollm2(curve("complete", -2.0), curve("window:1", -0.5))
+RISING = smollm2(curve("complete", -2.0), curve("window:1", 0.003))
+CASES |= {
+    "san-collapses-every-mask@smollm2": Case(COLLAPSING, RISING, BEYOND),
+    "local-masks-slower@smollm2/eval": Case(COLLAPSING, RISING, BEYOND),
+    "rate-follows-radius@smollm2/eval": Case(COLLAPSING, REVERSED.assign(model="smollm2"), BEYOND),
+}
+
+
 # LayerNorm at random init: BERT-base under two masks, SAN and SAN+LN, eval and train mode
 LN = {"models": ["bert-base"], "masks": ["complete", "window:1"], "n_tokens": 8}
 
