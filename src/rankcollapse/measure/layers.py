@@ -99,8 +99,10 @@ output_hidden_states, 103 MB for MiniLM, 701 MB for SmolLM2):
 - MiniLM (6 layers): 31 MB (24-36) at 1024 tokens per pass, 51 MB (37-56) at 1536, 51 MB
   (50-70) at 2048. Six layers of states are little beside the forward's own activations, so
   only a smaller pass halves the peak.
-- SmolLM2 (30 layers): 198 MB at 1024, 212 MB (158-261) at 2048, 547 MB at 4096; the probe
-  took 3 % longer at 1024 than at 2048 (13.41 s against 12.99 s, same process).
+- SmolLM2 (30 layers): 134 MB (89-192) at 1024, 212 MB (158-261) at 2048, 547 MB at 4096
+  (an earlier measurement). The probe's time at 1024 against 2048 tokens, in one process,
+  interleaved: 12.53 s against 13.27 s and 14.33 s against 14.82 s at load 1-2, 13.41 s
+  against 12.99 s at load 4.
 """
 
 DEVICE_MAX_TOKENS = 2048
