@@ -72,8 +72,8 @@ def measure_states(
     On the CPU, torch runs on one intra-op thread (see `metrics._tokens.single_thread` for the
     measured reason); instead the sequences are cut into as many runs as torch had threads,
     checked and measured side by side: the calling thread measures one run, a pool of Python
-    threads the others (torch releases the GIL in its kernels). Every sequence is computed exactly as alone, whatever the split; an error is
-    reported for the whole batch. On an accelerator the whole batch is one batched pass on the
+    threads the others (torch releases the GIL in its kernels). Every sequence is computed
+    exactly as alone, whatever the split; an error is reported for the whole batch. On an accelerator the whole batch is one batched pass on the
     device, with no Python threads (they only pay on the CPU).
 
     Args:
