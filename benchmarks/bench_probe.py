@@ -15,7 +15,8 @@
    resident: one MiniLM probe child read 44 to 166 MB); the median ratio and the worst case
    (highest probe over lowest forward) are printed. Target: probe peak <= 0.5 x baseline
    peak (the probe runs about 1024 tokens per forward pass on the CPU,
-   `measure.layers.MAX_TOKENS`, and measures each layer as it arrives).
+   `measure.layers.MAX_TOKENS`, and measures a few layers at a time,
+   `measure.layers.GROUP_SEQUENCES`).
 
 Run: `.venv/bin/python benchmarks/bench_probe.py [--models minilm smollm2 qwen2-0.5b]` (several
 minutes on 2 cores; the Qwen2 shape alone is about half of it).

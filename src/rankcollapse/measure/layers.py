@@ -5,8 +5,10 @@ pass before any forward pass, and the `on_layer` callback that measures each cap
 model's family; a text model's context long enough) and `prepare_batch` (the attention mask
 injected, the pattern attended with, mask and temperature checked once) before the first
 forward; `measure_batch` then runs each variant over the batch (in chunks of `batch_size`),
-streaming every layer to a `LayerMeasure`, which measures it at once (metrics float64 on the
-states' device, MPS: the CPU; floor flags of the states' dtype) and drops the states.
+streaming every layer to a `LayerMeasure`, which copies its states into a group of a few
+layers, measures the group in one call once it holds `GROUP_SEQUENCES` sequences or the pass
+ends (metrics float64 on the states' device, MPS: the CPU; floor flags of the states' dtype),
+and drops the states.
 """
 
 from __future__ import annotations
@@ -163,18 +165,39 @@ def measure_batch(
                 attention=bool(request.attention_metrics),
                 check=False,  # checked once, by prepare_batch
             )
+            on_layer.finish()
             passes.append(on_layer)
         frames += LayerMeasure.frames_of(passes)
     return frames
 
 
+GROUP_SEQUENCES = 24
+"""Sequences (layers x samples) measured in one metric call: each call pays a fixed cost (its
+float64 buffers made anew, a few hundred small torch ops, the threads' start and join, one
+SVD call for the ill-conditioned sequences), which one layer of a CPU pass (8 samples of 128
+tokens) does not amortize. The metric suite over the 31 states of SmolLM2 (32 x 128 tokens)
+cut as the probe cuts them, 8 samples per pass, medians of 6 in one process: 3.22 s a layer
+at a time, 2.31 s in groups of 2 layers, 2.07 s of 3, 2.14 s of 4; MiniLM's 7 states: 0.62,
+0.47, 0.45, 0.37 s. The price is memory: MiniLM's probe peak above the loaded model rose from
+28 to 38 MB (medians of 9 processes, groups of 3 layers) and to 50 MB with groups of 5, whose
+worst case passed half of the forward's (`benchmarks/bench_probe.py`)."""
+
+GROUP_VALUES = 2**21
+"""At most this many state values (8 MB of float32) wait in a group, whatever
+`GROUP_SEQUENCES` asks: long sequences of a wide model are measured a layer at a time."""
+
+
 @dataclass
 class LayerMeasure:
-    """The `on_layer` callback of one forward pass: measures each layer as it arrives, keeping
-    its values (`measured`: per layer and kind, the layer's ids and {metric: MetricValue}) and,
-    when `kept` is a list, its states (a host copy) in `kept[layer]`. Frames are built once,
-    after the passes (`frames_of`): a frame per layer and pass cost more than the metrics of
-    a small model."""
+    """The `on_layer` callback of one forward pass: measures each layer's states, and keeps
+    its values (`measured`: per layer and kind, the layer's ids and {metric: MetricValue})
+    and, when `kept` is a list, its states (a host copy) in `kept[layer]`.
+
+    States are copied into a group of consecutive layers of one shape and measured in one
+    call when the group holds `GROUP_SEQUENCES` sequences (at most `GROUP_VALUES` values);
+    `finish()` measures the rest, after the pass. Attention metrics are measured as each
+    layer arrives. Frames are built once, after the passes (`frames_of`): a frame per layer
+    and pass cost more than the metrics of a small model."""
 
     state_metrics: Sequence[str]
     attention_metrics: Sequence[str]
@@ -185,21 +208,20 @@ class LayerMeasure:
     """The (n, n) pattern attended with, for the attention metrics (None: every real pair)."""
     kept: list[list[Tensor]] | None = None
     measured: list[tuple[dict[str, Any], dict[str, MetricValue]]] = field(default_factory=list)
+    group: Tensor | None = field(default=None, repr=False)
+    """(layers, b, n, d) copies of the states waiting to be measured, in their first rows."""
+    waiting: list[int] = field(default_factory=list, repr=False)
+    """The index in `measured` of each layer in `group`, whose values `finish` fills in."""
 
     def __call__(self, c: LayerCapture) -> None:
         where = metrics_device(c.states.device)
         layer_ids = {**self.ids, "layer": c.layer}
-        token_mask = None if self.token_mask is None else self.token_mask.to(where)
         if self.state_metrics:
-            values = measure_states(
-                c.states.to(where),
-                token_mask,
-                metrics=list(self.state_metrics),
-                source_dtype=c.states.dtype,
-            )
-            self.measured.append((layer_ids, values))
+            self.measured.append((layer_ids, {}))  # values filled in when measured
+            self.wait(c.states.detach(), where)
         if self.attention_metrics and c.attention is not None:
             probs = c.attention.to(where)
+            token_mask = self.token_mask
             if token_mask is None:
                 token_mask = torch.ones(probs.shape[0], probs.shape[-1], dtype=torch.bool)
             allowed = None if self.allowed is None else self.allowed.to(where)
@@ -210,11 +232,55 @@ class LayerMeasure:
                 self.kept.append([])
             self.kept[c.layer].append(c.states.detach().to("cpu", copy=True))
 
+    def wait(self, states: Tensor, where: torch.device) -> None:
+        """Copy `states`, the last layer of `measured`, into the group (the model may change
+        its own tensor later), after measuring a group of another shape or dtype; measure the
+        group once it is full."""
+        group = self.group
+        fits = (
+            group is not None
+            and group.shape[1:] == states.shape
+            and (group.dtype, group.device) == (states.dtype, where)
+        )
+        if not fits:
+            self.finish()
+            sequences = states.shape[:-2].numel()
+            rows = max(1, min(GROUP_SEQUENCES // sequences, GROUP_VALUES // states.numel()))
+            group = self.group = torch.empty(rows, *states.shape, dtype=states.dtype, device=where)
+        group[len(self.waiting)].copy_(states)
+        self.waiting.append(len(self.measured) - 1)
+        if len(self.waiting) == len(group):
+            self.measure_group()
+
+    def finish(self) -> None:
+        """Measure the states still waiting and free the group: call it after each pass."""
+        self.measure_group()
+        self.group = None
+
+    def measure_group(self) -> None:
+        """Measure the waiting states in one call and fill in their values."""
+        if not self.waiting:
+            return
+        states = self.group[: len(self.waiting)]
+        token_mask = None
+        if self.token_mask is not None:
+            token_mask = self.token_mask.to(states.device).expand(states.shape[:-1])
+        values = measure_states(
+            states, token_mask, metrics=list(self.state_metrics), source_dtype=states.dtype
+        )
+        for row, index in enumerate(self.waiting):
+            self.measured[index][1].update(
+                {name: MetricValue(v.value[row], v.at_floor[row]) for name, v in values.items()}
+            )
+        self.waiting.clear()
+
     @staticmethod
     def frames_of(passes: Sequence[LayerMeasure]) -> list[pd.DataFrame]:
         """A frame per layer and kind (ids, layer, sample, metric, value, at_floor) of passes
         over consecutive samples, in the order of one pass over all of them: metric-major,
         then sample (each metric's values joined over the passes)."""
+        if any(one.waiting for one in passes):
+            raise RuntimeError("LayerMeasure.finish() was not called after a forward pass")
         frames = []
         for parts in zip(*(one.measured for one in passes), strict=True):
             layer_ids, first = parts[0]

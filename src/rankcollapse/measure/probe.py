@@ -12,8 +12,9 @@ a config, a Python call), then composed by `run_probe`:
   split by kind), from names by `resolve_probe`.
 
 `probe(model, **options)` builds the three from plain values and runs them. Metrics stream:
-each layer's states are measured as soon as the block has run (float64, with the dtype-floor
-flag of the model's dtype) and dropped unless `keep_states=True`.
+each layer's states are copied as soon as the block has run, measured a few layers at a time
+(float64, with the dtype-floor flag of the model's dtype; `measure.layers.LayerMeasure`) and
+dropped unless `keep_states=True`.
 """
 
 from __future__ import annotations

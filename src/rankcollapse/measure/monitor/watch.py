@@ -11,8 +11,9 @@ training batch. Real models go through the probe's own forward pass
 (`rankcollapse.hf.run_batch`: variants as hooks, layer 0 = the embedding output, final norm
 never applied); any other torch module through the same capture hooks on the blocks it
 declares (`blocks="body.blocks"` or a list of modules; layer 0 = the first block's input).
-Each layer's states are measured by the metric suite (`rankcollapse.metrics.measure_states`,
-float64, floor flags of the model's dtype) as soon as the block has run.
+Each layer's states are copied as soon as the block has run and measured by the metric suite
+(`rankcollapse.metrics.measure_states`, float64, floor flags of the model's dtype) a few
+layers at a time (`rankcollapse.measure.layers.LayerMeasure`).
 """
 
 from __future__ import annotations
@@ -404,6 +405,7 @@ def _module_measure(model, request: ProbeRequest, blocks, inputs, token_mask):
             request.state_metrics, (), {"step": step, "variant": "transformer"}, mask
         )
         _forward(model, blocks, inputs, on_layer)
+        on_layer.finish()
         frames = LayerMeasure.frames_of([on_layer])
         return pd.concat(frames, ignore_index=True)[list(COLUMNS)]
 
