@@ -208,9 +208,9 @@ class LayerMeasure:
     """The (n, n) pattern attended with, for the attention metrics (None: every real pair)."""
     kept: list[list[Tensor]] | None = None
     measured: list[tuple[dict[str, Any], dict[str, MetricValue]]] = field(default_factory=list)
-    group: Tensor | None = field(default=None, repr=False)
+    group: Tensor | None = field(default=None, init=False, repr=False)
     """(layers, b, n, d) copies of the states waiting to be measured, in their first rows."""
-    waiting: list[int] = field(default_factory=list, repr=False)
+    waiting: list[int] = field(default_factory=list, init=False, repr=False)
     """The index in `measured` of each layer in `group`, whose values `finish` fills in."""
 
     def __call__(self, c: LayerCapture) -> None:
