@@ -117,9 +117,10 @@ def memory(name: str, runs: int) -> dict[str, list[dict]]:
     return results
 
 
-def timing(name: str, repeats: int) -> dict[str, list[float]]:
-    """Seconds per round of each arm: the forward and the probe back to back, their order
-    alternating between rounds, then the capture alone and the suite alone."""
+def timing(name: str, repeats: int) -> tuple[dict[str, list[float]], int]:
+    """Seconds per round of each arm (the forward and the probe back to back, their order
+    alternating between rounds, then the capture alone and the suite alone), and the model's
+    number of layers."""
     import torch
 
     from rankcollapse.hf import run_batch
@@ -158,14 +159,13 @@ def timing(name: str, repeats: int) -> dict[str, list[float]]:
             start = time.perf_counter()
             arms[arm]()
             seconds[arm].append(time.perf_counter() - start)
-    return seconds | {"layers": [loaded.n_layers]}
+    return seconds, loaded.n_layers
 
 
 def report(name: str, repeats: int, skip_memory: bool, memory_runs: int) -> None:
     init, n_samples, n_tokens = MODELS[name]
     load = os.getloadavg()[0]
-    t = timing(name, repeats)
-    layers = t.pop("layers")[0]
+    t, layers = timing(name, repeats)
     best = {arm: min(values) for arm, values in t.items()}
     ratios = [probe / forward for probe, forward in zip(t["probe"], t["forward"])]
     ratio = statistics.median(ratios)
