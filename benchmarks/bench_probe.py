@@ -129,10 +129,10 @@ def timing(name: str, repeats: int) -> tuple[dict[str, list[float]], int]:
 
     loaded, ids, mask = _load(name)
 
-    def forward() -> None:
+    def forward() -> tuple:
         with torch.no_grad():
             out = loaded.model(input_ids=ids, attention_mask=mask.long(), output_hidden_states=True)
-        del out
+        return out.hidden_states
 
     def measured() -> None:
         probe(loaded, n_samples=ids.shape[0], n_tokens=ids.shape[1])
@@ -140,10 +140,7 @@ def timing(name: str, repeats: int) -> tuple[dict[str, list[float]], int]:
     def capture() -> None:
         run_batch(loaded, ids, mask, on_layer=lambda capture: None)
 
-    with torch.no_grad():
-        states = loaded.model(
-            input_ids=ids, attention_mask=mask.long(), output_hidden_states=True
-        ).hidden_states
+    states = forward()  # the suite's input, kept for every round
 
     def suite() -> None:
         for x in states:
@@ -209,13 +206,20 @@ def report(name: str, repeats: int, skip_memory: bool, memory_runs: int) -> None
     )
 
 
+def positive(text: str) -> int:
+    """An argparse type: a whole number of at least 1."""
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
+    return int(text)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--child", nargs=2, metavar=("MODEL", "ARM"), default=None)
     parser.add_argument("--models", nargs="+", choices=list(MODELS), default=list(MODELS))
-    parser.add_argument("--repeats", type=int, default=5, help="timing rounds per model")
+    parser.add_argument("--repeats", type=positive, default=5, help="timing rounds per model")
     parser.add_argument("--skip-memory", action="store_true")
-    parser.add_argument("--memory-runs", type=int, default=5, help="children per memory arm")
+    parser.add_argument("--memory-runs", type=positive, default=5, help="children per memory arm")
     args = parser.parse_args()
     if args.child:
         child(*args.child)
