@@ -120,3 +120,21 @@ def test_xlnet_rejects_masks_and_temperature(make_tiny, ids):
 def test_hooks_are_removed_after_a_run(tiny, ids):
     capture(tiny, ids, variant="san", attention=True)
     assert all(not m._forward_hooks and not m._forward_pre_hooks for m in tiny.model.modules())
+
+
+@pytest.mark.parametrize("arch", ["gpt2", "llama"])
+def test_decoders_build_no_key_value_cache(make_tiny, arch, ids, monkeypatch):
+    from transformers.cache_utils import DynamicLayer
+
+    cached = []
+    update = DynamicLayer.update
+    monkeypatch.setattr(
+        DynamicLayer,
+        "update",
+        lambda self, *args, **kw: cached.append(1) or update(self, *args, **kw),
+    )
+    loaded = make_tiny(arch)
+    library_states(loaded, ids)  # the library's own forward fills a cache layer by layer
+    assert len(cached) == loaded.n_layers
+    capture(loaded, ids)
+    assert len(cached) == loaded.n_layers  # the capture added none
