@@ -102,7 +102,9 @@ output_hidden_states, 103 MB for MiniLM, 701 MB for SmolLM2):
   (50-70) at 2048. Six layers of states are little beside the forward's own activations, so
   only a smaller pass halves the peak.
 - SmolLM2 (30 layers): 134 MB (89-192) at 1024, 212 MB (158-261) at 2048, 547 MB at 4096
-  (an earlier measurement). The probe's time at 1024 against 2048 tokens, in one process,
+  (an earlier measurement), all with the key-value cache the passes no longer build
+  (`hf.capture.run_batch`); without it, 117 MB (96-135) at 1024 against the forward's 707.
+  The probe's time at 1024 against 2048 tokens, in one process,
   interleaved: 12.53 s against 13.27 s and 14.33 s against 14.82 s at load 1-2, 13.41 s
   against 12.99 s at load 4.
 """
