@@ -236,7 +236,7 @@ def _without_cache(model: nn.Module) -> dict[str, bool]:
 
     A pass here never generates, and a decoder's key-value cache holds every layer's keys and
     values (a copy of each) until the pass ends: SmolLM2's, 47 MB per 1024 tokens, was about a
-    third of the probe's peak memory (medians of 6 children, `benchmarks/bench_probe.py`: 173
+    third of the probe's peak memory (medians of 6 children, `benchmarks/bench_probe.py`: 176
     MB with it, 110 MB without). The states do not change: probe frames equal with and without.
     """
     takes_it = "use_cache" in inspect.signature(model.forward).parameters
