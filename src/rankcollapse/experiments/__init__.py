@@ -8,17 +8,10 @@ real models another one loads). Add a new experiment by adding its line to `MODU
 
 from rankcollapse.experiments._registry import (
     DEFAULT_PRESET,
-    MISSING,
-    NOT_LEARNED,
     PRESETS,
-    TOO_SMALL,
-    UNMET,
-    VERDICTS,
-    Claim,
     Experiment,
     Summary,
     Unit,
-    check,
     count_verdicts,
     declare,
     experiment_names,
@@ -31,6 +24,15 @@ from rankcollapse.experiments._registry import (
     register,
     seeds_agree,
     verdict_text,
+)
+from rankcollapse.experiments.verdicts import (
+    MISSING,
+    NOT_LEARNED,
+    TOO_SMALL,
+    UNMET,
+    VERDICTS,
+    Claim,
+    check,
 )
 
 MODULES = {  # experiment name -> its module in this package

@@ -28,29 +28,24 @@ import sys
 import typing
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from rankcollapse.errors import ConfigError, did_you_mean, invalid_config, unknown_name
+from rankcollapse.experiments.verdicts import (
+    MISSING,
+    TOO_SMALL,
+    VERDICTS,
+    Claim,
+    Relation,
+)
 from rankcollapse.presets import DEFAULT_PRESET, PRESET_NAMES, PRESETS
 from rankcollapse.sizes import SIZES
 
 Unit = dict[str, Any]
-Relation = Literal["<", "<=", ">", ">=", "true"]
-
-
-Kind = Literal["finding", "beyond", "check"]
-Verdict = Literal["PASS", "FAIL", "NOT TESTED"]
-VERDICTS: tuple[Verdict, ...] = ("PASS", "FAIL", "NOT TESTED")
-
-# Why a finding is NOT TESTED: the causes, each a prefix of the reason a claim carries.
-NOT_LEARNED = "not learned"  # an arm the finding compares did not beat its trivial baseline
-MISSING = "member missing"  # a member the finding needs has no row in the results
-TOO_SMALL = "preset too small"  # the run's sizes cannot decide the statement
-UNMET = "assumptions not met"  # the run breaks an assumption of the theorem the finding tests
 TOY_SIZES = ("n_layers", "n_heads", "d_model", "n_tokens", "n_samples")
 
 
@@ -78,52 +73,6 @@ def toy_sizes(**defaults: int) -> type[BaseModel]:
         fields[name] = (int, Field(value, ge=bound.low, le=bound.high, description=bound.doc))
     config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
     return create_model("ToySizes", __config__=config, **fields)
-
-
-@dataclass(frozen=True)
-class Claim:
-    """A statement tested on this run's measurements: PASS, FAIL or NOT TESTED.
-
-    Three kinds, reported apart (docs/methods.md, sec. 7):
-    - a *finding* is a statement of a paper tested on measurements; it can fail, and a test
-      shows a hand-made results table on which it passes and one on which it fails;
-    - a *beyond* finding is the project's own conjecture or extension (not a paper's
-      statement), tested the same way and listed apart from the paper's findings;
-    - a *check* is an identity, exactness or construction that holds by design (an exact
-      decomposition, a closed form); it guards the code, it is not evidence for a paper.
-
-    `measured` is the number (or small dict of numbers) computed from the results; `passed`
-    compares it with `threshold` by `relation` ("true": `measured` is a bool). A finding whose
-    evidence cannot decide it (an arm that did not learn, a member missing, a preset too small)
-    carries its reason in `untested`: its verdict is NOT TESTED and it never passes. `source`
-    says where the paper states it (section, theorem, figure) and `paper` the paper's own
-    statement, quoted or closely paraphrased, for the reproduction table.
-    """
-
-    id: str
-    kind: Kind
-    text: str
-    quantity: str
-    relation: Relation
-    threshold: float | None
-    measured: Any
-    passed: bool
-    note: str = ""
-    source: str = ""
-    paper: str = ""
-    untested: str = ""
-    """Why the evidence cannot decide the finding (NOT_LEARNED, MISSING, TOO_SMALL or UNMET first);
-    empty when it is decided."""
-
-    @property
-    def expected(self) -> str:
-        return "true" if self.relation == "true" else f"{self.relation} {self.threshold:g}"
-
-    @property
-    def verdict(self) -> Verdict:
-        if self.untested:
-            return "NOT TESTED"
-        return "PASS" if self.passed else "FAIL"
 
 
 def count_verdicts(verdicts: Sequence[str]) -> dict[str, int]:
@@ -191,7 +140,7 @@ def finding(
         >>> finding("c1", "residual shrinks", "ratio", float("nan"), "<", 0.5).verdict
         'FAIL'
         >>> finding("c1", "residual shrinks", "ratio", 0.2, "<", 0.5,
-        ...         untested=NOT_LEARNED + ": the net sits at its baseline").verdict
+        ...         untested="not learned: the net sits at its baseline").verdict
         'NOT TESTED'
     """
     value, passed = _verdict(measured, relation, threshold)
@@ -209,26 +158,6 @@ def finding(
         paper,
         untested,
     )
-
-
-def check(
-    id: str,
-    text: str,
-    quantity: str,
-    measured: Any,
-    relation: Relation,
-    threshold: float | None = None,
-    *,
-    note: str = "",
-) -> Claim:
-    """An identity or construction that holds by design (reported apart from findings).
-
-    Example:
-        >>> check("exact", "parts sum to the output", "max error", 1e-15, "<", 1e-12).kind
-        'check'
-    """
-    value, passed = _verdict(measured, relation, threshold)
-    return Claim(id, "check", text, quantity, relation, threshold, value, passed, note)
 
 
 def for_every(

@@ -42,16 +42,15 @@ import torch
 from pydantic import BaseModel, ConfigDict, Field
 
 from rankcollapse.experiments._registry import (
-    Claim,
     Experiment,
     Summary,
     Unit,
-    check,
     finding,
     for_every,
     register,
     seeds_agree,
 )
+from rankcollapse.experiments.verdicts import Claim, check
 from rankcollapse.plot import construction_figures
 from rankcollapse.seeds import Seed
 from rankcollapse.tasks import NeighbourTask, layer_error

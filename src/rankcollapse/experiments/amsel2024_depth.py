@@ -63,9 +63,6 @@ import pandas as pd
 from pydantic import Field
 
 from rankcollapse.experiments._registry import (
-    NOT_LEARNED,
-    TOO_SMALL,
-    Claim,
     Experiment,
     Summary,
     Unit,
@@ -73,6 +70,7 @@ from rankcollapse.experiments._registry import (
     register,
     seeds_agree,
 )
+from rankcollapse.experiments.verdicts import NOT_LEARNED, TOO_SMALL, Claim
 from rankcollapse.plot import depth_figures
 from rankcollapse.train import EncoderConfig, tail_change, train_farthest_encoder
 

@@ -33,9 +33,6 @@ import pandas as pd
 from pydantic import Field
 
 from rankcollapse.experiments._registry import (
-    NOT_LEARNED,
-    TOO_SMALL,
-    Claim,
     Experiment,
     Summary,
     Unit,
@@ -43,6 +40,7 @@ from rankcollapse.experiments._registry import (
     register,
     seeds_agree,
 )
+from rankcollapse.experiments.verdicts import NOT_LEARNED, TOO_SMALL, Claim
 from rankcollapse.plot import band_plot
 from rankcollapse.train import EncoderConfig, train_farthest_encoder
 

@@ -33,8 +33,6 @@ import pandas as pd
 from pydantic import Field
 
 from rankcollapse.experiments._registry import (
-    NOT_LEARNED,
-    Claim,
     Experiment,
     Summary,
     Unit,
@@ -42,6 +40,7 @@ from rankcollapse.experiments._registry import (
     register,
     seeds_agree,
 )
+from rankcollapse.experiments.verdicts import NOT_LEARNED, Claim
 from rankcollapse.plot import line_plot
 from rankcollapse.seeds import Seed
 from rankcollapse.train import TrainingConfig, training_rows

@@ -52,8 +52,6 @@ import pandas as pd
 from pydantic import ConfigDict, Field, model_validator
 
 from rankcollapse.experiments._registry import (
-    TOO_SMALL,
-    Claim,
     Experiment,
     Summary,
     Unit,
@@ -63,6 +61,7 @@ from rankcollapse.experiments._registry import (
     seeds_agree,
     toy_sizes,
 )
+from rankcollapse.experiments.verdicts import TOO_SMALL, Claim
 from rankcollapse.plot import dong_bound_figure
 from rankcollapse.seeds import Seed
 

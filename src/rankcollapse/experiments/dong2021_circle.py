@@ -75,16 +75,8 @@ import torch
 from pydantic import BaseModel, ConfigDict, Field
 
 from rankcollapse.devices import Device
-from rankcollapse.experiments._registry import (
-    NOT_LEARNED,
-    TOO_SMALL,
-    Claim,
-    Experiment,
-    Summary,
-    Unit,
-    finding,
-    register,
-)
+from rankcollapse.experiments._registry import Experiment, Summary, Unit, finding, register
+from rankcollapse.experiments.verdicts import NOT_LEARNED, TOO_SMALL, Claim
 from rankcollapse.plot import circle_distances, circle_shares, circle_trajectories
 from rankcollapse.seeds import Seed
 

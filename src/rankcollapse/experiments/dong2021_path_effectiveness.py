@@ -69,9 +69,6 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from rankcollapse.devices import Device
 from rankcollapse.experiments._registry import (
-    NOT_LEARNED,
-    TOO_SMALL,
-    Claim,
     Experiment,
     Summary,
     Unit,
@@ -79,6 +76,7 @@ from rankcollapse.experiments._registry import (
     register,
     seeds_agree,
 )
+from rankcollapse.experiments.verdicts import NOT_LEARNED, TOO_SMALL, Claim
 from rankcollapse.plot import path_accuracy_figure
 from rankcollapse.seeds import Seed
 from rankcollapse.tasks import TASKS, TaskName

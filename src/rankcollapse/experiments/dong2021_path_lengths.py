@@ -22,7 +22,8 @@ from __future__ import annotations
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from rankcollapse.experiments._registry import Claim, Experiment, Summary, Unit, check, register
+from rankcollapse.experiments._registry import Experiment, Summary, Unit, register
+from rankcollapse.experiments.verdicts import Claim, check
 from rankcollapse.plot import line_plot
 
 NAME = "dong2021-path-lengths"

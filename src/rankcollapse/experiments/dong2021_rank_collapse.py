@@ -44,7 +44,8 @@ import torch
 from pydantic import BaseModel, ConfigDict, Field
 
 from rankcollapse.devices import Device, Dtype
-from rankcollapse.experiments._registry import Claim, Experiment, Summary, Unit, for_every, register
+from rankcollapse.experiments._registry import Experiment, Summary, Unit, for_every, register
+from rankcollapse.experiments.verdicts import Claim
 from rankcollapse.hf import MODELS, text_model_type
 from rankcollapse.plot import band_plot, spans_decades
 from rankcollapse.seeds import Seed

@@ -34,15 +34,8 @@ from typing import Literal
 import pandas as pd
 from pydantic import ConfigDict, Field, field_validator
 
-from rankcollapse.experiments._registry import (
-    Claim,
-    Experiment,
-    Summary,
-    Unit,
-    check,
-    register,
-    toy_sizes,
-)
+from rankcollapse.experiments._registry import Experiment, Summary, Unit, register, toy_sizes
+from rankcollapse.experiments.verdicts import Claim, check
 from rankcollapse.paths import length_summary
 from rankcollapse.plot import length_figures
 from rankcollapse.seeds import Seed

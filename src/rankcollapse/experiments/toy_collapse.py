@@ -51,7 +51,6 @@ import pandas as pd
 from pydantic import ConfigDict, Field
 
 from rankcollapse.experiments._registry import (
-    Claim,
     Experiment,
     Summary,
     Unit,
@@ -61,6 +60,7 @@ from rankcollapse.experiments._registry import (
     seeds_agree,
     toy_sizes,
 )
+from rankcollapse.experiments.verdicts import Claim
 from rankcollapse.plot import band_plot
 from rankcollapse.seeds import Seed
 from rankcollapse.theory import contraction_factors, layer_cells, layer_stats, shown_layer_stats

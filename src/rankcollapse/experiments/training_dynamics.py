@@ -39,7 +39,6 @@ import scipy.stats
 from pydantic import Field
 
 from rankcollapse.experiments._registry import (
-    Claim,
     Experiment,
     Summary,
     Unit,
@@ -48,6 +47,7 @@ from rankcollapse.experiments._registry import (
     seeds_agree,
     toy_sizes,
 )
+from rankcollapse.experiments.verdicts import Claim
 from rankcollapse.measure.monitor import MemoryLog, watch
 from rankcollapse.nets import CausalLM, NetConfig
 from rankcollapse.plot import line_plot, training_curves, training_heatmap

@@ -31,7 +31,8 @@ import pandas as pd
 import torch
 from pydantic import BaseModel, ConfigDict, Field
 
-from rankcollapse.experiments._registry import Claim, Experiment, Summary, Unit, for_every, register
+from rankcollapse.experiments._registry import Experiment, Summary, Unit, for_every, register
+from rankcollapse.experiments.verdicts import Claim
 from rankcollapse.metrics import measure_states
 from rankcollapse.plot import band_plot, counterexample_basin, counterexample_trajectories
 from rankcollapse.theory.equilibria import (

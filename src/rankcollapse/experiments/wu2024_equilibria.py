@@ -29,15 +29,8 @@ import pandas as pd
 import torch
 from pydantic import BaseModel, ConfigDict, Field
 
-from rankcollapse.experiments._registry import (
-    Claim,
-    Experiment,
-    Summary,
-    Unit,
-    check,
-    for_every,
-    register,
-)
+from rankcollapse.experiments._registry import Experiment, Summary, Unit, for_every, register
+from rankcollapse.experiments.verdicts import Claim, check
 from rankcollapse.metrics import min_sv, numerical_rank, stable_rank
 from rankcollapse.plot import line_plot
 from rankcollapse.seeds import Seed

@@ -49,14 +49,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from rankcollapse.devices import Device, Dtype
 from rankcollapse.errors import unknown_name
-from rankcollapse.experiments._registry import (
-    Claim,
-    Experiment,
-    Summary,
-    Unit,
-    finding,
-    register,
-)
+from rankcollapse.experiments._registry import Experiment, Summary, Unit, finding, register
+from rankcollapse.experiments.verdicts import Claim
 from rankcollapse.hf import MODELS, load_resolved
 from rankcollapse.measure import probe
 from rankcollapse.metrics import dtype_floor

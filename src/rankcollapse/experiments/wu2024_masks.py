@@ -61,8 +61,6 @@ from pydantic import Field
 
 from rankcollapse.experiments._curves import CORE_MASKS, CurvesConfig, WuVariant
 from rankcollapse.experiments._registry import (
-    TOO_SMALL,
-    Claim,
     Experiment,
     Summary,
     Unit,
@@ -70,6 +68,7 @@ from rankcollapse.experiments._registry import (
     for_every,
     register,
 )
+from rankcollapse.experiments.verdicts import TOO_SMALL, Claim
 from rankcollapse.hf import MODELS, text_model_type
 from rankcollapse.masks import MaskSpec, parse_mask_spec
 from rankcollapse.measure import ModelSource, load_cached, real_curves, toy_curves

@@ -61,9 +61,6 @@ import torch
 from pydantic import ConfigDict, Field
 
 from rankcollapse.experiments._registry import (
-    TOO_SMALL,
-    UNMET,
-    Claim,
     Experiment,
     Summary,
     Unit,
@@ -73,6 +70,7 @@ from rankcollapse.experiments._registry import (
     seeds_agree,
     toy_sizes,
 )
+from rankcollapse.experiments.verdicts import TOO_SMALL, UNMET, Claim
 from rankcollapse.masks import MaskSpec, center_nodes, parse_mask_spec
 from rankcollapse.metrics import measure_layers
 from rankcollapse.nets import ToyNet, random_tokens, toy_config

@@ -38,7 +38,6 @@ from pydantic import Field, model_validator
 
 from rankcollapse.experiments._curves import CurvesConfig, ToySizes
 from rankcollapse.experiments._registry import (
-    Claim,
     Experiment,
     Summary,
     Unit,
@@ -46,6 +45,7 @@ from rankcollapse.experiments._registry import (
     for_every,
     register,
 )
+from rankcollapse.experiments.verdicts import Claim
 from rankcollapse.hf import MODELS, text_model_type
 from rankcollapse.measure import ModelSource, head_dim, load_cached, real_curves, toy_curves
 from rankcollapse.metrics import dtype_floor

@@ -1,0 +1,475 @@
+"""The one decision rule: a paper's sentence tested on its own setting by an interval over units.
+
+Every finding of every experiment is decided here, and nowhere else (docs/methods.md, sec. 7):
+
+- the experiment supplies the paper's sentence (`Quote`, verbatim, with its locator), the
+  quantity that sentence is about, the side of the margin the paper puts it on, the margin,
+  the units the quantity is measured over (samples, seeds, members) and the theorem's
+  assumptions as predicates (`Assumption`);
+- `decide` takes the units' mean and standard error se = sd / sqrt(n) and the interval
+  mean +- Z se (Z stated once, below): PASS when the interval lies on the paper's side of the
+  margin, FAIL when it lies on the other side, NOT TESTED when it straddles the margin, with
+  the number of units that would decide it at the measured spread,
+  n* = ceil((Z sd / |mean - margin|)^2);
+- a NaN or diverged unit fails; fewer than two units have no spread and decide nothing;
+- a member outside the theorem's assumptions is NOT TESTED by rule, the assumption named.
+
+`for_every` applies the rule to each member of a "for every" statement (every mask, model,
+seed): one failing, NaN, diverged or missing member fails it, unless the config excludes it by
+name (the note counts them); a member whose interval straddles leaves it NOT TESTED.
+
+`Tally` counts the verdicts once for every reader: the run's summary line, the report's summary
+box, `report --index`, `make demo`'s last line and `rankcollapse reproduce`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+Z = 1.96
+"""Two-sided 95 % normal interval: the one spread rule of every finding."""
+
+Kind = Literal["finding", "beyond", "check"]
+Verdict = Literal["PASS", "FAIL", "NOT TESTED"]
+VERDICTS: tuple[Verdict, ...] = ("PASS", "FAIL", "NOT TESTED")
+Side = Literal["<", ">"]
+Relation = Literal["<", "<=", ">", ">=", "true"]
+
+# Why a finding is NOT TESTED: the causes, each a prefix of the reason a claim carries.
+NOT_LEARNED = "not learned"  # an arm the finding compares did not beat its trivial baseline
+MISSING = "member missing"  # kept for stored runs; a missing member now fails `for_every`
+TOO_SMALL = "preset too small"  # the interval straddles the margin: more units would decide it
+UNMET = "assumptions not met"  # the run breaks an assumption of the theorem the finding tests
+
+
+@dataclass(frozen=True)
+class Quote:
+    """A paper's sentence, verbatim, and where it stands ("Sec. 5", "Thm 1", "Fig. 2")."""
+
+    text: str
+    where: str
+
+
+@dataclass(frozen=True)
+class Assumption:
+    """A theorem's assumption, evaluated on this run: whether it holds, and why not."""
+
+    name: str
+    holds: bool
+    why: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.why})" if self.why else self.name
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The rule's answer for one set of units."""
+
+    verdict: Verdict
+    n: int
+    mean: float
+    se: float
+    n_needed: int | None = None
+    """Units that would decide it at the measured spread (NOT TESTED by spread only)."""
+    reason: str = ""
+    """Why NOT TESTED or FAIL, when not from the interval alone (NaN units, too few units)."""
+
+    @property
+    def low(self) -> float:
+        return self.mean - Z * self.se
+
+    @property
+    def high(self) -> float:
+        return self.mean + Z * self.se
+
+    def describe(self) -> str:
+        """The interval in words, e.g. 'mean -0.31, 95% interval [-0.4, -0.22] over 8 units'."""
+        if self.n == 0 or math.isnan(self.mean):
+            return f"no finite value over {self.n} units"
+        if self.n == 1 or math.isnan(self.se):
+            return f"{self.mean:.3g} from one unit"
+        return (
+            f"mean {self.mean:.3g}, 95% interval [{self.low:.3g}, {self.high:.3g}] "
+            f"over {self.n} units"
+        )
+
+
+def decide(values: Iterable[float | None], side: Side, margin: float = 0.0) -> Decision:
+    """PASS, FAIL or NOT TESTED for `values` (one per unit) against `side margin`.
+
+    Formula: se = sd / sqrt(n) (sd with n - 1); PASS when mean - Z se > margin (side ">") or
+    mean + Z se < margin (side "<"); FAIL when the interval lies wholly on the other side or
+    any unit is NaN or diverged (None); NOT TESTED when it straddles the margin, with
+    n* = ceil((Z sd / |mean - margin|)^2) units that would decide it; one unit has no spread.
+
+    Example:
+        >>> decide([-1.0, -1.2, -0.9], "<").verdict
+        'PASS'
+        >>> decide([0.5, 0.4, 0.6], "<").verdict
+        'FAIL'
+        >>> d = decide([-0.1, 0.05, -0.2, 0.1], "<")
+        >>> d.verdict, d.n_needed
+        ('NOT TESTED', 52)
+        >>> decide([-1.0, float("nan")], "<").reason
+        '1 of 2 units NaN or diverged'
+        >>> decide([-1.0], "<").verdict
+        'NOT TESTED'
+    """
+    raw = [math.nan if v is None else float(v) for v in values]
+    n, bad = len(raw), sum(not math.isfinite(v) for v in raw)
+    if n == 0:
+        return Decision("NOT TESTED", 0, math.nan, math.nan, reason=f"{TOO_SMALL}: no units")
+    if bad:
+        return Decision("FAIL", n, math.nan, math.nan, reason=f"{bad} of {n} units NaN or diverged")
+    arr = np.asarray(raw)
+    mean = float(arr.mean())
+    if n == 1:
+        reason = f"{TOO_SMALL}: one unit has no spread; at least 2 are needed"
+        return Decision("NOT TESTED", 1, mean, math.nan, reason=reason)
+    sd = float(arr.std(ddof=1))
+    se = sd / math.sqrt(n)
+    low, high = mean - Z * se, mean + Z * se
+    paper_side = low > margin if side == ">" else high < margin
+    other_side = high < margin if side == ">" else low > margin
+    if paper_side:
+        return Decision("PASS", n, mean, se)
+    if other_side or (sd == 0.0 and mean == margin):
+        return Decision("FAIL", n, mean, se)
+    needed = math.ceil((Z * sd / abs(mean - margin)) ** 2) if mean != margin else None
+    return Decision("NOT TESTED", n, mean, se, n_needed=needed)
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A statement tested on this run's measurements: PASS, FAIL or NOT TESTED.
+
+    Three kinds, reported apart (docs/methods.md, sec. 7): a *finding* tests a paper's sentence
+    on the paper's own setting; a *beyond* finding tests the project's own extension the same
+    way, listed apart; a *check* is an identity or construction that holds by design (it guards
+    the code, it is not evidence for a paper). Findings are made by `finding` and `for_every`
+    (the one rule), checks by `check`. `paper` is the sentence and `source` its locator;
+    `low`/`high` the deciding interval, `n_units` its units and `n_needed` how many would
+    decide a NOT TESTED; `decides` names the preset that decides it.
+    """
+
+    id: str
+    kind: Kind
+    text: str
+    quantity: str
+    relation: Relation
+    threshold: float | None
+    measured: Any
+    passed: bool
+    note: str = ""
+    source: str = ""
+    paper: str = ""
+    untested: str = ""
+    """Why the evidence cannot decide it (TOO_SMALL, NOT_LEARNED, UNMET first); empty when
+    decided."""
+    low: float | None = None
+    high: float | None = None
+    n_units: int | None = None
+    n_needed: int | None = None
+    decides: str = ""
+
+    @property
+    def expected(self) -> str:
+        return "true" if self.relation == "true" else f"{self.relation} {self.threshold:g}"
+
+    @property
+    def verdict(self) -> Verdict:
+        if self.untested:
+            return "NOT TESTED"
+        return "PASS" if self.passed else "FAIL"
+
+
+def _unmet(assumptions: Sequence[Assumption]) -> str:
+    broken = [str(a) for a in assumptions if not a.holds]
+    return f"{UNMET}: {'; '.join(broken)}" if broken else ""
+
+
+def _untested(decision: Decision, decides: str) -> str:
+    """The NOT TESTED reason of a decision: what straddles, and what would decide it."""
+    if decision.verdict != "NOT TESTED":
+        return ""
+    run = f"; {decides} decides it" if decides else ""
+    if decision.reason:
+        return decision.reason + run
+    more = f"; about {decision.n_needed} units at this spread would decide it"
+    return (
+        f"{TOO_SMALL}: {decision.describe()} straddles the margin"
+        + (more if decision.n_needed else "")
+        + run
+    )
+
+
+def _fail_note(quote: Quote, decision: Decision, side: Side, margin: float) -> str:
+    """A FAIL reads: the paper says X (where); we measure Y on its own setting."""
+    measured = decision.reason or f"{decision.describe()}, not {side} {margin:g}"
+    return f'the paper says "{quote.text}" ({quote.where}); we measure {measured}'
+
+
+def finding(
+    id: str,
+    *,
+    says: Quote,
+    text: str,
+    quantity: str,
+    values: Iterable[float | None],
+    side: Side,
+    margin: float = 0.0,
+    assumptions: Sequence[Assumption] = (),
+    decides: str = "",
+    note: str = "",
+    beyond: bool = False,
+) -> Claim:
+    """A paper's sentence decided by the one rule over `values`, one per unit.
+
+    `text` is the project's one-line statement of it; `decides` names the preset (seeds,
+    samples) that decides it when this run cannot; an assumption that does not hold makes it
+    NOT TESTED whatever the values; `beyond=True` marks the project's own extension.
+
+    Example:
+        >>> q = Quote("pure attention loses rank doubly exponentially", "Thm 2.2")
+        >>> finding("c", says=q, text="t", quantity="slope", values=[-2.0, -1.8, -2.1],
+        ...         side="<").verdict
+        'PASS'
+        >>> finding("c", says=q, text="t", quantity="slope", values=[-2.0, -1.8],
+        ...         side="<", assumptions=[Assumption("A2", False, "values grow")]).untested
+        'assumptions not met: A2 (values grow)'
+    """
+    decision = decide(values, side, margin)
+    unmet = _unmet(assumptions)
+    untested = unmet or _untested(decision, decides)
+    fail = decision.verdict == "FAIL" and not unmet
+    parts = [_fail_note(says, decision, side, margin)] if fail else [decision.describe()]
+    return Claim(
+        id, "beyond" if beyond else "finding", text, quantity, side, margin,
+        decision.mean, decision.verdict == "PASS" and not unmet,
+        "; ".join(p for p in (*parts, note) if p), says.where, says.text, untested,
+        _finite(decision.low), _finite(decision.high), decision.n, decision.n_needed, decides,
+    )  # fmt: skip
+
+
+def for_every(
+    id: str,
+    *,
+    says: Quote,
+    text: str,
+    quantity: str,
+    members: Mapping[str, Iterable[float | None] | None],
+    side: Side,
+    margin: float = 0.0,
+    expected: Sequence[str],
+    excluded: Mapping[str, str] | None = None,
+    assumptions: Mapping[str, Sequence[Assumption]] | None = None,
+    decides: str = "",
+    note: str = "",
+    beyond: bool = False,
+) -> Claim:
+    """A sentence that must hold for every member, each member decided by the one rule.
+
+    `members` maps a member's name to its units' values (None: diverged). Every name in
+    `expected` not in `excluded` (name -> reason, from the config) is decided by `decide`: one
+    FAIL, or a member missing, fails the finding; else one NOT TESTED (interval straddling)
+    leaves it NOT TESTED with the most units any member needs; else it passes. A member with an
+    assumption (from `assumptions`, name -> predicates) that does not hold is NOT TESTED by rule
+    and the rest decide; none left: NOT TESTED. `measured` is the deciding member's mean.
+
+    Example:
+        >>> q = Quote("every mask collapses", "Thm 1")
+        >>> c = for_every("all", says=q, text="t", quantity="slope", side="<",
+        ...               members={"a": [-1.0, -1.1], "b": [float("nan"), -1.0]},
+        ...               expected=["a", "b", "c"])
+        >>> c.verdict, c.note.split("we measure ")[1]
+        ('FAIL', 'b: 1 of 2 units NaN or diverged; c: missing')
+        >>> for_every("all", says=q, text="t", quantity="slope", side="<",
+        ...           members={"a": [-1.0, -1.2], "b": [-2.0, -2.2]},
+        ...           expected=["a", "b", "c"], excluded={"c": "no centre node"}).verdict
+        'PASS'
+    """
+    excluded, assumptions = dict(excluded or {}), dict(assumptions or {})
+    decided: dict[str, Decision] = {}
+    failed: list[str] = []
+    outside: list[str] = []
+    for name in (n for n in expected if n not in excluded):
+        unmet = _unmet(assumptions.get(name, ()))
+        if unmet:
+            outside.append(f"{name}: {unmet}")
+        elif name not in members:
+            failed.append(f"{name}: missing")
+        else:
+            values = members[name]
+            decision = decide([None] if values is None else values, side, margin)
+            decided[name] = decision
+            if decision.verdict == "FAIL":
+                failed.append(f"{name}: {decision.reason or decision.describe()}")
+    deciding = _deciding(decided, side)
+    straddling = {k: d for k, d in decided.items() if d.verdict == "NOT TESTED"}
+    if failed:
+        verdict: Verdict = "FAIL"
+    elif straddling:
+        verdict = "NOT TESTED"
+        deciding = _deciding(straddling, side)
+    elif decided:
+        verdict = "PASS"
+    else:
+        verdict = "NOT TESTED"
+    decision = decided.get(deciding) if deciding else None
+    untested = ""
+    if verdict == "NOT TESTED":
+        if not decided:
+            untested = (
+                f"{UNMET}: " + "; ".join(outside)
+                if outside
+                else (f"{TOO_SMALL}: every member is excluded by the config")
+            )
+        else:
+            needed = [d.n_needed for d in straddling.values() if d.n_needed]
+            worst = Decision("NOT TESTED", decision.n, decision.mean, decision.se,
+                             max(needed) if needed else None, decision.reason)  # fmt: skip
+            untested = f"{deciding}: " + _untested(worst, decides)
+    head = [f"decided by {deciding}: {decision.describe()}"] if decision else []
+    if verdict == "FAIL":
+        measured = "; ".join(failed)
+        head, failed = [f'the paper says "{says.text}" ({says.where}); we measure {measured}'], []
+    parts = [*head, *failed, *outside, note]
+    if excluded:
+        reasons = ", ".join(f"{k} ({v})" for k, v in excluded.items())
+        parts.append(f"excluded by config ({len(excluded)}): {reasons}")
+    return Claim(
+        id, "beyond" if beyond else "finding", text, quantity, side, margin,
+        decision.mean if decision else math.nan, verdict == "PASS",
+        "; ".join(p for p in parts if p), says.where, says.text, untested,
+        _finite(decision.low) if decision else None, _finite(decision.high) if decision else None,
+        decision.n if decision else None,
+        max((d.n_needed for d in straddling.values() if d.n_needed), default=None), decides,
+    )  # fmt: skip
+
+
+def _deciding(decisions: Mapping[str, Decision], side: Side) -> str | None:
+    """The member whose interval lies nearest the wrong side of the margin: the least lower
+    bound for side ">", the greatest upper bound for "<" (a unit-less mean where no spread)."""
+    if not decisions:
+        return None
+
+    def edge(name: str) -> float:
+        d = decisions[name]
+        bound = d.mean if math.isnan(d.se) else (d.low if side == ">" else d.high)
+        return math.inf if math.isnan(bound) else (bound if side == ">" else -bound)
+
+    return min(decisions, key=edge)
+
+
+def check(
+    id: str,
+    text: str,
+    quantity: str,
+    measured: Any,
+    relation: Relation,
+    threshold: float | None = None,
+    *,
+    note: str = "",
+) -> Claim:
+    """An identity or construction that holds by design (reported apart from findings): an
+    exact comparison of one number, no interval; NaN never passes.
+
+    Example:
+        >>> check("exact", "parts sum to the output", "max error", 1e-15, "<", 1e-12).verdict
+        'PASS'
+    """
+    if relation == "true":
+        value: Any = bool(measured)
+        passed = value
+    else:
+        value = math.nan if measured is None else float(measured)
+        passed = not math.isnan(value) and {
+            "<": value < threshold, "<=": value <= threshold,
+            ">": value > threshold, ">=": value >= threshold,
+        }[relation]  # fmt: skip
+    return Claim(id, "check", text, quantity, relation, threshold, value, bool(passed), note)
+
+
+def _finite(value: float) -> float | None:
+    return value if math.isfinite(value) else None
+
+
+@dataclass(frozen=True)
+class Tally:
+    """The verdicts of a run's claims, counted once for every reader: paper findings and
+    beyond apart, checks apart, and the ids that failed or were not tested.
+
+    Example:
+        >>> t = Tally.of([("a", "finding", "PASS"), ("b", "beyond", "FAIL"), ("c", "check", "PASS")])
+        >>> t.text()
+        'paper findings: 1 of 1 pass; beyond the papers: 0 of 1 pass, 1 fail; checks: 1 of 1 pass (failed: b)'
+        >>> t.worst
+        'FAIL'
+    """
+
+    findings: dict[str, int] = field(default_factory=dict)
+    beyond: dict[str, int] = field(default_factory=dict)
+    checks: dict[str, int] = field(default_factory=dict)
+    failed: tuple[str, ...] = ()
+    untested: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, claims: Iterable[tuple[str, str, str]]) -> Tally:
+        """From (id, kind, verdict) triples: `Claim`s via `tally`, stored records alike."""
+        counts: dict[str, dict[str, int]] = {k: dict.fromkeys(VERDICTS, 0) for k in KINDS}
+        failed: list[str] = []
+        untested: list[str] = []
+        for id_, kind, verdict in claims:
+            counts[kind][verdict] += 1
+            if verdict == "FAIL":
+                failed.append(id_)
+            elif verdict == "NOT TESTED" and kind != "check":
+                untested.append(id_)
+        return cls(counts["finding"], counts["beyond"], counts["check"], (*failed,), (*untested,))
+
+    @property
+    def worst(self) -> Verdict:
+        """FAIL if any claim (a check too) failed, else NOT TESTED if any finding was not
+        tested, else PASS: the colour of a run in the index."""
+        every = [self.findings, self.beyond, self.checks]
+        if any(c.get("FAIL") for c in every):
+            return "FAIL"
+        return "NOT TESTED" if self.untested else "PASS"
+
+    def text(self) -> str:
+        """One line, the same wherever a run's verdicts are summed up."""
+        parts = [
+            part
+            for noun, counts in (
+                ("paper findings", self.findings),
+                ("beyond the papers", self.beyond),
+                ("checks", self.checks),
+            )
+            if (part := _counts_text(noun, counts))
+        ]
+        failed = f" (failed: {', '.join(self.failed)})" if self.failed else ""
+        return ("; ".join(parts) or "no findings") + failed
+
+
+KINDS: tuple[Kind, ...] = ("finding", "beyond", "check")
+
+
+def _counts_text(noun: str, counts: Mapping[str, int]) -> str:
+    total = sum(counts.values())
+    if not total:
+        return ""
+    text = f"{noun}: {counts['PASS']} of {total} pass"
+    text += f", {counts['FAIL']} fail" if counts["FAIL"] else ""
+    text += f", {counts['NOT TESTED']} not tested" if counts["NOT TESTED"] else ""
+    return text
+
+
+def tally(claims: Iterable[Claim]) -> Tally:
+    """The `Tally` of a run's claims."""
+    return Tally.of((c.id, c.kind, c.verdict) for c in claims)
