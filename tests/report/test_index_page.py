@@ -28,10 +28,14 @@ def test_a_fail_is_red_and_named_and_not_tested_alone_is_grey(tmp_path):
     _run(tmp_path, "b", ["FAIL", "NOT TESTED", "NOT TESTED"])
     _run(tmp_path, "c", ["PASS", "PASS"])
     page = render_index(run_rows(tmp_path), "runs")
-    assert '<td class="not-tested">1 of 3 pass, 2 not tested</td>' in page
-    assert '<td class="fail">0 of 3 pass, 1 fail, 2 not tested</td>' in page
-    assert '<td class="pass">2 of 2 pass</td>' in page
-    assert "3 runs; every finding passed in 1 of them, a finding failed in 1." in page
+    untested = "(not tested: f1, f2)"
+    assert (
+        f'<td class="not-tested">paper findings: 1 of 3 pass, 2 not tested {untested}</td>' in page
+    )
+    failed = "paper findings: 0 of 3 pass, 1 fail, 2 not tested (failed: f0; not tested: f1, f2)"
+    assert f'<td class="fail">{failed}</td>' in page
+    assert '<td class="pass">paper findings: 2 of 2 pass</td>' in page
+    assert "3 runs; every claim passed in 1 of them, a claim failed in 1." in page
 
 
 def test_runs_that_differ_by_their_overrides_show_them(tmp_path):

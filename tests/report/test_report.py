@@ -14,7 +14,16 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from rankcollapse import cli
 from rankcollapse.errors import InputError
-from rankcollapse.experiments import Experiment, Summary, _registry, check, finding
+from rankcollapse.experiments import (
+    Assumption,
+    Claim,
+    Experiment,
+    Quote,
+    Summary,
+    _registry,
+    check,
+    finding,
+)
 from rankcollapse.plot import band_plot, heatmap
 from rankcollapse.report import build_report, render_html, tidy_table, write_index
 from rankcollapse.runner import run_experiment
@@ -48,7 +57,9 @@ def run_unit(config: Config, unit: dict) -> pd.DataFrame:
 
 
 def summarize(config: Config, results: pd.DataFrame) -> Summary:
-    last = results[results["layer"] == config.depth].groupby("variant")["value"].mean()
+    last = results[results["layer"] == config.depth]
+    san, skip = (last[last["variant"] == v]["value"] for v in ("san", "skip"))  # one per seed
+    says = Quote("pure attention collapses", "a test")
     table = results.pivot_table(index="layer", columns="variant", values="value").reset_index()
     return Summary(
         tables={"mean residual": table},
@@ -58,9 +69,23 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
         },
         claims=[
             finding(
-                "san-collapses", "pure attention collapses", "san last", last["san"], "<", 0.01
+                "san-collapses",
+                says=says,
+                text="pure attention collapses",
+                quantity="san last",
+                values=san,
+                side="<",
+                margin=0.01,
             ),
-            finding("skip-collapses", "skips collapse too", "skip last", last["skip"], "<", 0.01),
+            finding(
+                "skip-collapses",
+                says=says,
+                text="skips collapse too",
+                quantity="skip last",
+                values=skip,
+                side="<",
+                margin=0.01,
+            ),
         ],
         notes=["values are synthetic"],
     )
@@ -104,7 +129,7 @@ def test_every_figure_has_a_200_dpi_png_and_an_svg_copy_linked_from_the_report(r
 
 def test_report_reads_summary_first_then_contents_figures_findings_tables(run):
     html = run.report_path.read_text()
-    order = ["findings pass", "In the results, variant: san, skip.", "<nav>",
+    order = ["paper findings: 1 of 2 pass", "In the results, variant: san, skip.", "<nav>",
              'id="figures"', 'id="findings"', 'id="tables"', 'id="config"']  # fmt: skip
     positions = [html.index(text) for text in order]
     assert positions == sorted(positions)
@@ -125,7 +150,7 @@ def test_report_shows_config_tables_notes_and_what_was_run(run):
     assert "depth: 3" in html and "mean residual" in html and "values are synthetic" in html
     assert "residual &lt;&amp;&gt;" not in html  # titles live inside the PNGs, not the HTML
     assert "Synthetic decay for report tests." in html
-    assert "1 of 2 findings pass, 1 fail, 0 not tested" in html
+    assert "paper findings: 1 of 2 pass, 1 fail (failed: skip-collapses)" in html
 
 
 def test_rebuilding_the_report_gives_identical_files_without_running_units(run):
@@ -149,7 +174,7 @@ def test_report_command_rebuilds_an_identical_report(run, monkeypatch, capsys):
     run.report_path.write_text("stale")
     assert cli.main(["report", str(run.out_dir)]) == 0
     assert run.report_path.read_bytes() == before
-    assert "1 of 2 findings pass, 1 fail, 0 not tested" in capsys.readouterr().out
+    assert "paper findings: 1 of 2 pass, 1 fail" in capsys.readouterr().out
 
 
 def test_report_of_a_folder_without_a_run_says_what_is_missing(tmp_path):
@@ -171,15 +196,21 @@ def test_long_tables_are_collapsed_and_leftover_index_columns_dropped():
     assert ">index<" not in page
 
 
-def test_findings_and_checks_are_reported_apart_and_only_findings_counted():
+def f(id_: str, values: list[float], **options) -> Claim:
+    """A finding of the one rule on `values` against < 1."""
+    return finding(id_, says=Quote("x", "Sec. 1"), text=id_, quantity="q", values=values,
+                   side="<", margin=1.0, **options)  # fmt: skip
+
+
+def test_findings_and_checks_are_reported_apart_and_counted_apart():
     claims = [
-        finding("f1", "a finding", "q", 0.1, "<", 1.0),
+        f("f1", [0.1, 0.2]),
         check("c1", "an identity", "q", 2.0, "<", 1.0, note="check"),
     ]
     page = render_html(experiment=SYNTH, config_text="", manifest={},
                        summary=Summary(claims=claims), pngs={})  # fmt: skip
     text = re.sub(r"<[^>]+>", "", page)
-    assert "1 of 1 findings pass, 0 fail, 0 not tested; 0 of 1 checks hold (failed: c1)" in text
+    assert "paper findings: 1 of 1 pass; checks: 0 of 1 hold, 1 fail (failed: c1)" in text
     assert page.index('id="findings"') < page.index('id="checks"') < page.index("an identity")
 
 
@@ -189,7 +220,9 @@ def test_index_lists_every_run_with_findings_passed_and_a_relative_link(run, mon
     assert cli.main(["report", "--index", str(root)]) == 0
     page = (root / "index.html").read_text()
     assert "<td>synth</td><td>quick</td><td>-</td>" in page
-    assert '<td class="fail">1 of 2 pass, 1 fail</td>' in page
+    assert (
+        '<td class="fail">paper findings: 1 of 2 pass, 1 fail (failed: skip-collapses)</td>' in page
+    )
     assert f'<a href="{run.out_dir.name}/report.html">' in page
 
 
@@ -200,20 +233,22 @@ def test_index_of_a_folder_without_runs_says_how_to_make_one(tmp_path):
 
 def test_not_tested_and_beyond_the_papers_are_shown_and_counted_apart():
     claims = [
-        finding("f1", "a", "q", 0.5, "<", 1.0),
-        finding(
-            "f2", "b", "q", 0.5, "<", 1.0, untested="not learned: the arm sits at its baseline"
-        ),
-        finding("b1", "c", "q", 2.0, "<", 1.0, beyond=True),
+        f("f1", [0.5, 0.4]),
+        f("f2", [0.5, 0.4], assumptions=[Assumption("the arm learned", False, "at its baseline")]),
+        f("b1", [2.0, 2.1], beyond=True),
     ]
     page = render_html(experiment=SYNTH, config_text="", manifest={},
                        summary=Summary(claims=claims), pngs={})  # fmt: skip
-    assert "1 of 2 findings pass, 0 fail, 1 not tested" in page
-    assert "beyond the papers: 0 of 1 pass, 1 fail, 0 not tested" in page
-    assert '<td class="not-tested">NOT TESTED</td><td class="why">not learned: the arm sits' in page
+    assert (
+        "paper findings: 1 of 2 pass, 1 not tested; beyond the papers: 0 of 1 pass, 1 fail" in page
+    )
+    assert (
+        '<td class="not-tested">NOT TESTED</td><td class="why">assumptions not met: the arm' in page
+    )
     assert "table.claims td.why { min-width: 14em; }" in page  # a note was about 80 px wide
     assert page.index('id="findings"') < page.index('id="beyond"')
-    assert "(not tested: f2)" in page and "(failed: b1)" in page
+    assert "(failed: b1; not tested: f2)" in page
+    assert '<span class="verdict-fail">' in page  # a beyond FAIL colours the run red
 
 
 def test_index_counts_not_tested_findings_apart(tmp_path):
@@ -235,6 +270,26 @@ def test_index_counts_not_tested_findings_apart(tmp_path):
     ]  # fmt: skip
     (folder / "claims.json").write_text(json.dumps(claims))
     rows = run_rows(tmp_path)
-    assert (rows[0]["n_findings"], rows[0]["n_passed"], rows[0]["n_untested"]) == (3, 1, 1)
-    assert rows[0]["n_failed"] == 1
-    assert '<td class="fail">1 of 3 pass, 1 fail, 1 not tested</td>' in render_index(rows, "runs")
+    line = "paper findings: 1 of 3 pass, 1 fail, 1 not tested; checks: 1 of 1 hold"
+    assert rows[0]["verdicts"] == f"{line} (failed: c; not tested: b)"
+    assert f'<td class="fail">{line} (failed: c; not tested: b)</td>' in render_index(rows, "runs")
+
+
+def test_a_run_whose_only_fail_is_beyond_the_papers_is_red_in_the_index(tmp_path):
+    import json
+
+    from rankcollapse.report.index import render_index, run_rows
+
+    folder = tmp_path / "synth" / "abc"
+    folder.mkdir(parents=True)
+    (folder / "report.html").write_text("")
+    (folder / "manifest.json").write_text('{"experiment": "synth", "preset": "quick"}')
+    record = {"text": "a statement", "expected": "< 1", "measured": 0.5}
+    claims = [
+        {**record, "id": "a", "kind": "finding", "passed": True, "verdict": "PASS"},
+        {**record, "id": "z", "kind": "beyond", "passed": False, "verdict": "FAIL"},
+    ]
+    (folder / "claims.json").write_text(json.dumps(claims))
+    rows = run_rows(tmp_path)
+    assert rows[0]["worst"] == "FAIL"
+    assert '<td class="fail">paper findings: 1 of 1 pass; beyond' in render_index(rows, "runs")

@@ -101,7 +101,10 @@ def test_a_run_that_reused_its_units_shows_their_summed_time(tmp_path: Path) -> 
     table = reproduction_table(tmp_path)
     row = table[table["experiment"] == "toy-collapse"].iloc[0]
     assert (row["seconds"], row["unit_seconds"]) == (1.0, 127.4)
-    assert "| toy-collapse | quick | 127 | 1 | 1 / 0 / 0 | 0/0 |" in reproduction_markdown(table)
+    assert (
+        "| toy-collapse | quick | 127 | 1 | paper findings: 1 of 1 pass |"
+        in reproduction_markdown(table)
+    )
 
 
 def test_the_why_column_keeps_a_reading_width(tmp_path: Path) -> None:

@@ -28,7 +28,11 @@ def test_run_prints_the_claims_table_and_the_report_path(tmp_path, capsys):
     argv = ["run", "tiny", "--set", "items=1", f"log_dir={tmp_path}", "--out", str(out_dir)]
     assert cli.main(argv) == 0
     out = capsys.readouterr().out
-    assert "PASS" in out and "FAIL" in out and "1 of 2 findings pass, 1 fail, 0 not tested" in out
+    assert (
+        "PASS" in out
+        and "FAIL" in out
+        and "paper findings: 1 of 2 pass, 1 fail (failed: impossible)" in out
+    )
     assert f"report: {out_dir / 'report.html'}" in out
     assert (out_dir / "report.html").is_file()
 
@@ -59,7 +63,7 @@ def test_run_with_no_figures_writes_results_claims_and_report_without_drawing(tm
     out_dir = tmp_path / "run"
     argv = ["run", "tiny", "--set", "items=1", f"log_dir={tmp_path}", "--out", str(out_dir)]
     assert cli.main([*argv, "--no-figures"]) == 0
-    assert "1 of 2 findings pass, 1 fail, 0 not tested" in capsys.readouterr().out
+    assert "paper findings: 1 of 2 pass, 1 fail (failed: impossible)" in capsys.readouterr().out
     assert not (out_dir / "figures").exists()
     assert "<img" not in (out_dir / "report.html").read_text()
     assert {"results.csv", "claims.json", "report.html"} <= {p.name for p in out_dir.iterdir()}

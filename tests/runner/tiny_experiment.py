@@ -20,7 +20,7 @@ import pandas as pd
 import torch
 from pydantic import BaseModel, ConfigDict, Field
 
-from rankcollapse.experiments import Experiment, Summary, finding
+from rankcollapse.experiments import Experiment, Quote, Summary, finding
 from rankcollapse.plot import band_plot
 from rankcollapse.seeds import Seed
 
@@ -82,13 +82,30 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
         (log / "summarizing").touch()
         time.sleep(float((log / "slow-summary").read_text()))
     means = results.groupby("layer", as_index=False)["value"].mean()
-    last = float(means["value"].iloc[-1])
+    last = results[results["layer"] == results["layer"].max()]["value"]  # one per unit
+    says = Quote("the residual stays positive", "a test")
     return Summary(
         tables={"mean per layer": means},
         figures={"res vs layer": band_plot(results, hue="metric", title="tiny")},
         claims=[
-            finding("positive", "the residual stays positive", "last mean", last, ">", 0.0),
-            finding("impossible", "the residual exceeds 1e9", "last mean", last, ">", 1e9),
+            finding(
+                "positive",
+                says=says,
+                text="the residual stays positive",
+                quantity="last mean",
+                values=last,
+                side=">",
+                margin=0.0,
+            ),
+            finding(
+                "impossible",
+                says=says,
+                text="the residual exceeds 1e9",
+                quantity="last mean",
+                values=last,
+                side=">",
+                margin=1e9,
+            ),
         ],
         notes=[f"pid-free note: {os.sep == '/'}"],
     )

@@ -299,13 +299,13 @@ def save_figure(fig: object, stem: Path) -> None:
 
 
 def print_failed_findings(summary: Any) -> None:
-    """One line per finding that failed, with its reason: what was measured, what was
+    """One line per claim that failed (finding, beyond or check), with its reason: what was measured, what was
     expected, and the finding's note; so a FAIL on screen never stands without a why (the
     last lines of `make demo`, say)."""
     from rankcollapse.report import format_value
 
-    for claim in summary.findings:
-        if getattr(claim, "verdict", "PASS" if claim.passed else "FAIL") != "FAIL":
+    for claim in summary.claims:
+        if claim.verdict != "FAIL":
             continue
         why = f"{claim.quantity} is {format_value(claim.measured)}, expected {claim.expected}"
         note = f" ({claim.note})" if claim.note else ""

@@ -271,7 +271,7 @@ def print_claims(result) -> None:
     from rich.text import Text
 
     from rankcollapse.cli._console import console
-    from rankcollapse.experiments import count_verdicts, verdict_text
+    from rankcollapse.experiments import tally
     from rankcollapse.report import format_value
 
     table = Table(title=f"{result.name}: findings and checks", title_justify="left")
@@ -286,16 +286,8 @@ def print_claims(result) -> None:
         cells = (claim.kind, claim.id, claim.text, format_value(claim.measured), claim.expected)
         table.add_row(*map(escape, cells), verdict)
     console.print(table)
-    checks = summary.checks
-    held = f"; {sum(c.passed for c in checks)} of {len(checks)} checks hold" if checks else ""
-    beyond = summary.beyond
-    beyond_text = (
-        "; beyond the papers: " + verdict_text(count_verdicts([c.verdict for c in beyond]), "")
-        if beyond
-        else ""
-    )
     console.print(
-        verdict_text(count_verdicts([c.verdict for c in summary.findings]))
-        + f"{beyond_text}{held}; {result.n_computed} units run, {result.n_cached} reused."
+        escape(tally(summary.claims).text())
+        + f"; {result.n_computed} units run, {result.n_cached} reused."
     )
     console.print(Text(f"report: {result.report_path}"))

@@ -38,7 +38,6 @@ from rankcollapse.errors import ConfigError, did_you_mean, invalid_config, unkno
 from rankcollapse.experiments.verdicts import (
     MISSING,
     TOO_SMALL,
-    VERDICTS,
     Claim,
     Relation,
 )
@@ -73,30 +72,6 @@ def toy_sizes(**defaults: int) -> type[BaseModel]:
         fields[name] = (int, Field(value, ge=bound.low, le=bound.high, description=bound.doc))
     config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
     return create_model("ToySizes", __config__=config, **fields)
-
-
-def count_verdicts(verdicts: Sequence[str]) -> dict[str, int]:
-    """How many of each verdict, in VERDICTS order (zeros kept).
-
-    Example:
-        >>> count_verdicts(["PASS", "NOT TESTED", "PASS"])
-        {'PASS': 2, 'FAIL': 0, 'NOT TESTED': 1}
-    """
-    return {verdict: sum(v == verdict for v in verdicts) for verdict in VERDICTS}
-
-
-def verdict_text(counts: Mapping[str, int], noun: str = "findings") -> str:
-    """The counts of `count_verdicts` in words: how many pass, fail and are not tested.
-
-    Example:
-        >>> verdict_text({"PASS": 3, "FAIL": 1, "NOT TESTED": 1})
-        '3 of 5 findings pass, 1 fail, 1 not tested'
-    """
-    total = f"{sum(counts.values())} {noun}".strip()
-    return (
-        f"{counts.get('PASS', 0)} of {total} pass, {counts.get('FAIL', 0)} fail, "
-        f"{counts.get('NOT TESTED', 0)} not tested"
-    )
 
 
 def _verdict(measured: Any, relation: Relation, threshold: float | None) -> tuple[Any, bool]:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
@@ -402,72 +402,69 @@ def _finite(value: float) -> float | None:
 
 @dataclass(frozen=True)
 class Tally:
-    """The verdicts of a run's claims, counted once for every reader: paper findings and
-    beyond apart, checks apart, and the ids that failed or were not tested.
+    """The verdicts of a run's claims, counted once for every reader (the run's last line, the
+    report's summary box, `report --index`, `rankcollapse reproduce`): paper findings, beyond
+    the papers and checks apart, and the ids that failed or were not tested.
 
     Example:
-        >>> t = Tally.of([("a", "finding", "PASS"), ("b", "beyond", "FAIL"), ("c", "check", "PASS")])
+        >>> t = Tally.of([("a", "finding", "PASS"), ("b", "beyond", "FAIL"),
+        ...               ("c", "check", "PASS"), ("d", "finding", "NOT TESTED")])
         >>> t.text()
-        'paper findings: 1 of 1 pass; beyond the papers: 0 of 1 pass, 1 fail; checks: 1 of 1 pass (failed: b)'
+        'paper findings: 1 of 2 pass, 1 not tested; beyond the papers: 0 of 1 pass, 1 fail; checks: 1 of 1 hold (failed: b; not tested: d)'
         >>> t.worst
         'FAIL'
     """
 
-    findings: dict[str, int] = field(default_factory=dict)
-    beyond: dict[str, int] = field(default_factory=dict)
-    checks: dict[str, int] = field(default_factory=dict)
+    counts: Mapping[Kind, Mapping[Verdict, int]]
     failed: tuple[str, ...] = ()
     untested: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, claims: Iterable[tuple[str, str, str]]) -> Tally:
-        """From (id, kind, verdict) triples: `Claim`s via `tally`, stored records alike."""
-        counts: dict[str, dict[str, int]] = {k: dict.fromkeys(VERDICTS, 0) for k in KINDS}
+        """From (id, kind, verdict) triples: `Claim`s (`tally`) and stored records alike."""
+        counts: dict[Kind, dict[Verdict, int]] = {k: dict.fromkeys(VERDICTS, 0) for k in KINDS}
         failed: list[str] = []
         untested: list[str] = []
         for id_, kind, verdict in claims:
-            counts[kind][verdict] += 1
+            counts[kind][verdict] += 1  # type: ignore[index]
             if verdict == "FAIL":
                 failed.append(id_)
-            elif verdict == "NOT TESTED" and kind != "check":
+            elif verdict == "NOT TESTED":
                 untested.append(id_)
-        return cls(counts["finding"], counts["beyond"], counts["check"], (*failed,), (*untested,))
+        return cls(counts, tuple(failed), tuple(untested))
 
     @property
     def worst(self) -> Verdict:
-        """FAIL if any claim (a check too) failed, else NOT TESTED if any finding was not
-        tested, else PASS: the colour of a run in the index."""
-        every = [self.findings, self.beyond, self.checks]
-        if any(c.get("FAIL") for c in every):
-            return "FAIL"
-        return "NOT TESTED" if self.untested else "PASS"
+        """FAIL if any claim failed (a check too), else NOT TESTED if any was not tested, else
+        PASS: the colour of a run wherever it is shown."""
+        return "FAIL" if self.failed else ("NOT TESTED" if self.untested else "PASS")
 
     def text(self) -> str:
         """One line, the same wherever a run's verdicts are summed up."""
-        parts = [
-            part
-            for noun, counts in (
-                ("paper findings", self.findings),
-                ("beyond the papers", self.beyond),
-                ("checks", self.checks),
-            )
-            if (part := _counts_text(noun, counts))
-        ]
-        failed = f" (failed: {', '.join(self.failed)})" if self.failed else ""
-        return ("; ".join(parts) or "no findings") + failed
+        parts = [_counts_text(noun, self.counts[kind]) for kind, noun in NOUNS.items()]
+        line = "; ".join(p for p in parts if p) or "no findings or checks stated"
+        ids = [f"failed: {', '.join(self.failed)}"] if self.failed else []
+        ids += [f"not tested: {', '.join(self.untested)}"] if self.untested else []
+        return line + (f" ({'; '.join(ids)})" if ids else "")
 
 
 KINDS: tuple[Kind, ...] = ("finding", "beyond", "check")
+NOUNS: dict[Kind, str] = {
+    "finding": "paper findings",
+    "beyond": "beyond the papers",
+    "check": "checks",
+}
 
 
-def _counts_text(noun: str, counts: Mapping[str, int]) -> str:
+def _counts_text(noun: str, counts: Mapping[Verdict, int]) -> str:
+    """'paper findings: 3 of 5 pass, 1 fail, 1 not tested' (zeros left out; checks hold)."""
     total = sum(counts.values())
     if not total:
         return ""
-    text = f"{noun}: {counts['PASS']} of {total} pass"
+    verb = "hold" if noun == "checks" else "pass"
+    text = f"{noun}: {counts['PASS']} of {total} {verb}"
     text += f", {counts['FAIL']} fail" if counts["FAIL"] else ""
-    text += f", {counts['NOT TESTED']} not tested" if counts["NOT TESTED"] else ""
-    return text
+    return text + (f", {counts['NOT TESTED']} not tested" if counts["NOT TESTED"] else "")
 
 
 def tally(claims: Iterable[Claim]) -> Tally:

@@ -23,7 +23,7 @@ import pandas as pd
 from pydantic import BaseModel
 
 from rankcollapse.errors import InputError, OutputError
-from rankcollapse.experiments import Claim, Experiment, Summary, get_experiment
+from rankcollapse.experiments import Claim, Experiment, Summary, Tally, get_experiment
 from rankcollapse.files import check_replaceable, digest, json_bytes, write_atomic
 from rankcollapse.reading import MiB, open_bounded, read_json, read_text
 from rankcollapse.report.html import KEY_META, PAGE_END, render_html, tidy_table
@@ -371,6 +371,11 @@ def claim_record(claim: Claim) -> dict[str, Any]:
         "note": claim.note,
         "source": claim.source,
         "paper": claim.paper,
+        "low": _plain(claim.low),
+        "high": _plain(claim.high),
+        "n_units": claim.n_units,
+        "n_needed": claim.n_needed,
+        "decides": claim.decides,
     }
 
 
@@ -383,6 +388,12 @@ def stored_verdict(record: dict[str, Any]) -> str:
         ('FAIL', 'NOT TESTED')
     """
     return record.get("verdict") or ("PASS" if record.get("passed") else "FAIL")
+
+
+def stored_tally(records: list[dict[str, Any]]) -> Tally:
+    """The `Tally` of the claims read from a run's `claims.json`: the same counts and line as
+    the run printed and its report shows."""
+    return Tally.of((r["id"], r.get("kind", "finding"), stored_verdict(r)) for r in records)
 
 
 def _plain(value: Any) -> Any:

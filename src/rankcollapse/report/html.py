@@ -21,7 +21,7 @@ from typing import Any
 
 import pandas as pd
 
-from rankcollapse.experiments import Claim, Experiment, Summary, count_verdicts, verdict_text
+from rankcollapse.experiments import Claim, Experiment, Summary, tally
 
 FIGURE_PX_PER_INCH = 120  # CSS px per inch of figure: a 7-in figure is drawn 840 px wide
 TABLE_ROWS_OPEN = 12  # longer tables start collapsed
@@ -103,7 +103,6 @@ def _head(
     key: str,
 ) -> list[str]:
     """The page's head and its summary box: what ran, the verdicts, the arms."""
-    findings, beyond, checks = summary.findings, summary.beyond, summary.checks
     return [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
@@ -114,7 +113,7 @@ def _head(
         f"<h1>{escape(experiment.name)}</h1>",
         f"<p>{escape(experiment.description)}</p>",
         '<div class="summary">',
-        f"<p>{_verdict_line(findings, beyond, checks)}</p>",
+        f"<p>{_verdict_line(summary.claims)}</p>",
         f"<p>{escape(_ran_line(manifest))}</p>",
         *[f"<p>{line}</p>" for line in _arm_lines(results)],
         "</div>",
@@ -215,28 +214,11 @@ def _run_sections(experiment: Experiment, config_text: str, manifest: dict[str, 
     ]
 
 
-def _verdict_line(findings: list[Claim], beyond: list[Claim], checks: list[Claim]) -> str:
-    counts = count_verdicts([c.verdict for c in findings])
-    style = "fail" if counts["FAIL"] else ("untested" if counts["NOT TESTED"] else "pass")
-    line = (
-        f'<span class="verdict-{style}">{verdict_text(counts)}</span>'
-        if findings
-        else "No findings stated"
-    )
-    if beyond:
-        line += "; beyond the papers: " + verdict_text(
-            count_verdicts([c.verdict for c in beyond]), ""
-        )
-    if checks:
-        n_held = sum(c.passed for c in checks)
-        line += f"; {n_held} of {len(checks)} checks hold"
-    failed = [c.id for c in findings + beyond + checks if c.verdict == "FAIL"]
-    untested = [c.id for c in findings + beyond if c.verdict == "NOT TESTED"]
-    if failed:
-        line += f" (failed: {escape(', '.join(failed))})"
-    if untested:
-        line += f" (not tested: {escape(', '.join(untested))})"
-    return line + "."
+def _verdict_line(claims: list[Claim]) -> str:
+    """The summary box's verdicts: `Tally.text`, coloured by the run's worst verdict."""
+    counts = tally(claims)
+    style = {"PASS": "pass", "FAIL": "fail", "NOT TESTED": "untested"}[counts.worst]
+    return f'<span class="verdict-{style}">{escape(counts.text())}</span>.'
 
 
 def _ran_line(manifest: dict[str, Any]) -> str:

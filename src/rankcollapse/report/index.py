@@ -14,9 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from rankcollapse.errors import InputError
-from rankcollapse.experiments import count_verdicts
 from rankcollapse.files import check_replaceable, read_marker, write_atomic
-from rankcollapse.report.build import stored_verdict
+from rankcollapse.report.build import stored_tally
 from rankcollapse.report.html import STYLE
 from rankcollapse.report.stored import DamagedFileError, folder_kind, read_claims, read_manifest
 
@@ -39,18 +38,15 @@ def run_rows(root: Path, notify: Notify | None = None) -> list[dict[str, Any]]:
             if notify:
                 notify(f"skipped {folder}: {err}")
             continue
-        findings = [c for c in claims if c.get("kind", "finding") == "finding"]
-        counts = count_verdicts([stored_verdict(c) for c in findings])
+        counts = stored_tally(claims)
         rows.append(
             {
                 "experiment": manifest.get("experiment", folder.name),
                 "preset": manifest.get("preset"),
                 "overrides": manifest.get("overrides") or {},
                 "finished": manifest.get("finished") or manifest.get("started"),
-                "n_findings": len(findings),
-                "n_passed": counts["PASS"],
-                "n_failed": counts["FAIL"],
-                "n_untested": counts["NOT TESTED"],
+                "verdicts": counts.text(),
+                "worst": counts.worst,
                 "link": (folder / "report.html").relative_to(root).as_posix(),
             }
         )
@@ -122,8 +118,8 @@ def render_index(
     """The index page: a table of runs by experiment, oldest first within each, then the
     folders of the other commands (simulate, probe, compare, ...) by kind."""
     rows = sorted(rows, key=lambda r: (r["experiment"], str(r["finished"])))
-    n_all = sum(r["n_passed"] == r["n_findings"] for r in rows)
-    n_failed = sum(bool(r.get("n_failed")) for r in rows)
+    n_all = sum(r["worst"] == "PASS" for r in rows)
+    n_failed = sum(r["worst"] == "FAIL" for r in rows)
     header = ("experiment", "preset", "--set", "finished (UTC)", "findings", "report")
     body = ["<tr>" + "".join(f"<th>{h}</th>" for h in header) + "</tr>"]
     for r in rows:
@@ -168,25 +164,19 @@ def _outputs_table(rows: list[dict[str, Any]]) -> list[str]:
 
 
 def _summary(n_runs: int, n_all: int, n_failed: int) -> str:
-    return (
-        f"{n_runs} runs; every finding passed in {n_all} of them, a finding failed in {n_failed}."
-    )
+    return f"{n_runs} runs; every claim passed in {n_all} of them, a claim failed in {n_failed}."
 
 
 def _findings_cell(row: dict[str, Any]) -> str:
-    """'2 of 4 pass, 1 fail, 1 not tested' (zero counts left out): red with a FAIL, grey with
-    a NOT TESTED and no FAIL, green when every finding passed.
+    """The run's `Tally` line, red with a FAIL (a check's too), grey with a NOT TESTED and no
+    FAIL, green when every claim passed.
 
     Example:
-        >>> _findings_cell({"n_findings": 3, "n_passed": 0, "n_failed": 1, "n_untested": 2})
-        '<td class="fail">0 of 3 pass, 1 fail, 2 not tested</td>'
+        >>> _findings_cell({"verdicts": "paper findings: 0 of 1 pass, 1 fail", "worst": "FAIL"})
+        '<td class="fail">paper findings: 0 of 1 pass, 1 fail</td>'
     """
-    failed, untested = row.get("n_failed", 0), row.get("n_untested", 0)
-    verdict = "fail" if failed else ("not-tested" if untested else "pass")
-    text = f"{row['n_passed']} of {row['n_findings']} pass"
-    text += f", {failed} fail" if failed else ""
-    text += f", {untested} not tested" if untested else ""
-    return f'<td class="{verdict}">{text}</td>'
+    verdict = {"PASS": "pass", "FAIL": "fail", "NOT TESTED": "not-tested"}[row["worst"]]
+    return f'<td class="{verdict}">{escape(row["verdicts"])}</td>'
 
 
 def _settings(overrides: dict[str, Any]) -> str:

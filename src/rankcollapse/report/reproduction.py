@@ -24,7 +24,7 @@ import pandas as pd
 from rankcollapse.errors import InputError
 from rankcollapse.experiments import VERDICTS, experiment_names
 from rankcollapse.files import check_replaceable, write_atomic
-from rankcollapse.report.build import stored_verdict
+from rankcollapse.report.build import stored_tally, stored_verdict
 from rankcollapse.report.html import STYLE, format_value
 from rankcollapse.report.stored import DamagedFileError, read_claims, read_manifest
 
@@ -45,6 +45,7 @@ COLUMNS = [
     "seconds",
     "unit_seconds",
     "checks",
+    "verdicts",
 ]
 
 
@@ -134,6 +135,7 @@ def reproduction_table(
         claims = run.claims
         checks = [c for c in claims if c.get("kind") == "check"]
         checks_text = f"{sum(c['passed'] for c in checks)}/{len(checks)}"
+        run_line = stored_tally(claims).text()
         if len(checks) == len(claims):  # an experiment of checks only still shows its run
             rows.append(
                 {
@@ -144,6 +146,7 @@ def reproduction_table(
                     "seconds": run.seconds,
                     "unit_seconds": run.unit_seconds,
                     "checks": checks_text,
+                    "verdicts": run_line,
                 }
             )
         for claim in (c for c in claims if c.get("kind", "finding") != "check"):
@@ -155,7 +158,7 @@ def reproduction_table(
                     "finding": claim["id"],
                     "source": claim.get("source", ""),
                     "paper": claim.get("paper", "") or claim["text"],
-                    "measured": format_value(claim["measured"]),
+                    "measured": _measured(claim),
                     "expected": claim["expected"],
                     "preset": run.preset,
                     "result": verdict,
@@ -164,12 +167,27 @@ def reproduction_table(
                     "seconds": run.seconds,
                     "unit_seconds": run.unit_seconds,
                     "checks": checks_text,
+                    "verdicts": run_line,
                 }
             )
     table = pd.DataFrame(rows, columns=COLUMNS)
     text = [c for c in COLUMNS if c not in ("seconds", "unit_seconds")]
     table[text] = table[text].astype(object).fillna("")  # an empty table's columns are float
     return table
+
+
+def _measured(claim: dict[str, Any]) -> str:
+    """The measured value, with its interval and units where the one rule decided it.
+
+    Example:
+        >>> _measured({"measured": -0.31, "low": -0.4, "high": -0.22, "n_units": 8})
+        '-0.31 [-0.4, -0.22] over 8 units'
+    """
+    value = format_value(claim["measured"])
+    if claim.get("low") is None or claim.get("high") is None:
+        return value
+    low, high = format_value(claim["low"]), format_value(claim["high"])
+    return f"{value} [{low}, {high}] over {claim.get('n_units')} units"
 
 
 def verdict_counts(table: pd.DataFrame, kind: str = "finding") -> dict[str, int]:
@@ -239,18 +257,15 @@ def reproduction_markdown(table: pd.DataFrame) -> str:
         "",
         (
             "| experiment | preset | unit seconds (summed) | wall seconds "
-            "| pass / fail / not tested | checks hold |"
+            "| verdicts (as the run printed them) |"
         ),
-        "|---|---|---|---|---|---|",
+        "|---|---|---|---|---|",
     ]
     for name, rows in table[table["result"] != "not run"].groupby("experiment", sort=False):
         first = rows.iloc[0]
-        counts = verdict_counts(rows[rows["finding"] != ""].assign(kind="finding"))
-        verdicts = " / ".join(str(n) for n in counts.values())
         lines.append(
             f"| {name} | {first['preset']} | {_secs(first['unit_seconds'])} | "
-            f"{_secs(first['seconds'])} | {verdicts} | "
-            f"{first['checks'] or '-'} |"
+            f"{_secs(first['seconds'])} | {first['verdicts']} |"
         )
     return "\n".join(lines) + "\n"
 
@@ -276,7 +291,11 @@ def reproduction_html(table: pd.DataFrame, links: dict[str, str] | None = None) 
     """The table as one self-contained HTML page in the reports' style: verdicts coloured,
     each experiment linked to its report (`links`: experiment -> relative path)."""
     links = links or {}
-    shown = [c for c in table.columns if c not in ("seconds", "unit_seconds", "checks", "kind")]
+    shown = [
+        c
+        for c in table.columns
+        if c not in ("seconds", "unit_seconds", "checks", "kind", "verdicts")
+    ]
     head = "".join(f"<th>{escape(c)}</th>" for c in shown)
     body = []
     for row in table.to_dict("records"):
