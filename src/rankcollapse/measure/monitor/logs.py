@@ -296,7 +296,8 @@ def _error(path: Path):
 def parse_log(text: str, path: str | os.PathLike = "the log") -> pd.DataFrame:
     """The rows of a monitor's CSV text, without a partial last line (a killed write); a
     text that is not a monitor log (other columns, a step, layer or sample that is not a whole
-    number >= 0, steps going back, a flag not True/False) is refused.
+    number >= 0, steps going back, a flag not True/False, a value that is text, not a number,
+    NaN or Inf) is refused.
 
     Example:
         >>> parse_log("step,layer,variant,sample,metric,value,at_floor\\n"
@@ -333,7 +334,17 @@ def parse_log(text: str, path: str | os.PathLike = "the log") -> pd.DataFrame:
     if not flags.isin(["True", "False"]).all():
         raise fail("its at_floor column holds values other than True and False")
     frame["at_floor"] = flags == "True"
-    frame["value"] = pd.to_numeric(frame["value"], errors="coerce")
+    values = pd.to_numeric(frame["value"], errors="coerce")
+    text = (
+        values.isna() & frame["value"].notna() & (frame["value"].astype(str).str.lower() != "nan")
+    )
+    if text.any():
+        line = int(text.to_numpy().argmax()) + 2
+        raise fail(
+            f"line {line}: value {str(frame['value'].iloc[line - 2])!r} is not a number "
+            f"({int(text.sum())} of {len(frame)} values are text)"
+        )
+    frame["value"] = values.astype(float)
     return frame
 
 
