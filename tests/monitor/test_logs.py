@@ -111,7 +111,9 @@ def test_a_log_holding_the_new_monitor_s_steps_is_refused_unless_resumed(tmp_pat
     path = tmp_path / "collapse.csv"
     _measure(range(5), path)
     before = path.read_bytes()
-    held = r"already holds steps 2, 3, 4 of this monitor's metrics, at or after its first step \(2\)"
+    held = (
+        r"already holds steps 2, 3, 4 of this monitor's metrics, at or after its first step \(2\)"
+    )
     fix = r"Pass CsvLog\('.*collapse.csv', resume=True\) to record them again from step 2"
     with pytest.raises(InputError, match=f"{held}.*{fix}.*another file"):
         _measure(range(2, 4), path)

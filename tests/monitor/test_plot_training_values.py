@@ -36,7 +36,9 @@ def test_nan_and_inf_values_are_left_out_and_counted(log, tmp_path, capsys):
     out = tmp_path / "figures"
     assert main(["plot-training", str(log), "--metric", "mu_rel", "--out", str(out)]) == 0
     printed = " ".join(capsys.readouterr().out.split())
-    assert "note: 3 of 18 mu_rel values of" in printed and "are NaN or Inf (first: step 0" in printed
+    assert (
+        "note: 3 of 18 mu_rel values of" in printed and "are NaN or Inf (first: step 0" in printed
+    )
     for name in ("training-heatmap-mu_rel", "training-curves-mu_rel"):
         assert (out / f"{name}.png").read_bytes().startswith(b"\x89PNG")
 

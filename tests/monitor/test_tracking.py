@@ -77,9 +77,7 @@ def test_wandb_offline_run_holds_every_row_scalar_and_heatmap_under_one_prefix(
 
 
 @pytest.mark.slow
-def test_a_wandb_run_holding_the_monitor_s_steps_is_refused_unless_resumed(
-    tmp_path, offline_wandb
-):
+def test_a_wandb_run_holding_the_monitor_s_steps_is_refused_unless_resumed(tmp_path, offline_wandb):
     run = offline_wandb.init(project="rankcollapse-test", dir=str(tmp_path))
     monitor_with(WandbLog(run), steps=range(3))
     monitor_with(WandbLog(run), steps=range(3), metrics=["cos_mean"])  # another setup: fine
@@ -158,9 +156,7 @@ def test_a_resumed_mlflow_run_and_a_second_setup_keep_the_rows_the_run_held(tmp_
 
 
 @pytest.mark.slow
-def test_an_mlflow_run_holding_the_monitor_s_steps_is_refused_unless_resumed(
-    tmp_path, file_store
-):
+def test_an_mlflow_run_holding_the_monitor_s_steps_is_refused_unless_resumed(tmp_path, file_store):
     first = MLflowLog(tracking_uri=file_store)
     monitor_with(first, steps=range(4), close=False)
     first.close()
