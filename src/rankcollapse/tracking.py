@@ -59,6 +59,16 @@ def heatmaps(frame: pd.DataFrame) -> dict[str, Any]:
     }
 
 
+def check_every(value: Any, log: str) -> int:
+    """`heatmaps_every` of a tracker's log: an int >= 1."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(
+            f"{log}(heatmaps_every={value!r}): the heat maps are drawn at every k-th "
+            "measurement, an int >= 1 (1: each)."
+        )
+    return value
+
+
 class WandbLog(MemoryLog):
     """Per-layer means and one heat map per metric at each measured step, against the step
     metric `collapse/step` (W&B's own step is left to the training); at `close`, this process's
@@ -69,11 +79,17 @@ class WandbLog(MemoryLog):
             else a new one from `init`).
         resume: the training restarts from a checkpoint: the run may hold this monitor's
             steps from its first step on (logged again; False: such a run is refused).
+        heatmaps_every: draw the heat maps at every k-th measurement and at `close` (1: at
+            each; one 200-dpi PNG per metric, 1.7 s for 13 layers x 20 steps on two cores at a
+            load of 11).
         init: keyword arguments of `wandb.init` for a new run (project, name, dir, mode, ...).
     """
 
-    def __init__(self, run: Any = None, *, resume: bool = False, **init: Any) -> None:
+    def __init__(
+        self, run: Any = None, *, resume: bool = False, heatmaps_every: int = 1, **init: Any
+    ) -> None:
         super().__init__(resume=check_resume(resume, "WandbLog"))
+        self.heatmaps_every, self.drawn = check_every(heatmaps_every, "WandbLog"), 0
         try:
             import wandb
         except ImportError:
@@ -116,18 +132,25 @@ class WandbLog(MemoryLog):
 
     def append(self, frame: pd.DataFrame) -> None:
         super().append(frame)
-        images = {
-            f"{PREFIX}/{metric}/heatmap": self.wandb.Image(image)
-            for metric, image in heatmaps(self.frame).items()
-        }
+        images = self._images() if len(self.frames) % self.heatmaps_every == 0 else {}
         by_step = _by_step(frame)
         for k, (step, values) in enumerate(by_step):
             last = k == len(by_step) - 1
             self.run.log({STEP_KEY: step, **values, **(images if last else {})})
 
+    def _images(self) -> dict[str, Any]:
+        self.drawn = len(self.frames)
+        return {
+            f"{PREFIX}/{metric}/heatmap": self.wandb.Image(image)
+            for metric, image in heatmaps(self.frame).items()
+        }
+
     def close(self) -> None:
-        """Log the table of this process's rows; finish a run this log started."""
+        """Log the heat maps (if the last measurement has none) and the table of this
+        process's rows; finish a run this log started."""
         frame = self.frame
+        if len(frame) and self.drawn < len(self.frames):
+            self.run.log({STEP_KEY: int(frame["step"].max()), **self._images()})
         if len(frame):
             table = self.wandb.Table(dataframe=frame[list(COLUMNS)])
             self.run.log({f"{PREFIX}/rows": table})
@@ -149,6 +172,9 @@ class MLflowLog(MemoryLog):
         experiment: the experiment of a new run.
         resume: the training restarts from a checkpoint: the run may hold this monitor's
             steps from its first step on (recorded again; False: such a run is refused).
+        heatmaps_every: draw the heat maps at every k-th measurement and at `close` (1: at
+            each; one 200-dpi PNG per metric, 1.7 s for 13 layers x 20 steps on two cores at a
+            load of 11).
     """
 
     def __init__(
@@ -158,8 +184,10 @@ class MLflowLog(MemoryLog):
         tracking_uri: str | os.PathLike | None = None,
         experiment: str = "rankcollapse",
         resume: bool = False,
+        heatmaps_every: int = 1,
     ) -> None:
         super().__init__(resume=check_resume(resume, "MLflowLog"))
+        self.heatmaps_every = check_every(heatmaps_every, "MLflowLog")
         try:
             import mlflow
         except ImportError:
@@ -243,7 +271,8 @@ class MLflowLog(MemoryLog):
         metrics = [self.metric_class(name, value, 0, step) for step, name, value in scalars(frame)]
         for start in range(0, len(metrics), 1000):  # MLflow's limit per batch
             self.client.log_batch(self.run_id, metrics=metrics[start : start + 1000])
-        self._log_heatmaps(_joined(self.before, self.frame))
+        if len(self.frames) % self.heatmaps_every == 0:
+            self._log_heatmaps(_joined(self.before, self.frame))
 
     def _log_heatmaps(self, rows: pd.DataFrame) -> None:
         for metric, image in heatmaps(rows).items():

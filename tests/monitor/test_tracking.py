@@ -120,6 +120,13 @@ def test_mlflow_file_store_holds_every_row_every_scalar_and_each_metric_s_heatma
     monitor_with(log, steps=range(1), close=False)  # the heat maps are there while it trains
     names = {f.path for f in log.client.list_artifacts(log.run_id, "collapse")}
     assert names == {f"collapse/training-heatmap-{m}.png" for m in ("mu_rel", "stable_rank")}
+    sparse = MLflowLog(tracking_uri=file_store, heatmaps_every=2)
+    monitor_with(sparse, steps=range(1), close=False)
+    assert sparse.client.list_artifacts(sparse.run_id, "collapse") == []
+    sparse.close()  # at close, whatever the count
+    assert len(sparse.client.list_artifacts(sparse.run_id, "collapse")) == 2
+    with pytest.raises(ConfigError, match=r"MLflowLog\(heatmaps_every=0\): .* an int >= 1"):
+        MLflowLog(tracking_uri=file_store, heatmaps_every=0)
     log = MLflowLog(tracking_uri=file_store, experiment="collapse")
     rows = monitor_with(log)
     client = log.client
