@@ -145,14 +145,15 @@ def test_the_readme_python_blocks_run_in_order_in_one_folder_and_keep_every_bloc
     monkeypatch.setenv("WANDB_MODE", "offline")
     monkeypatch.setenv("WANDB_SILENT", "true")
     measured: list[tuple[int, list[Any], pd.DataFrame]] = []
-    record = Monitor._record
+    step = Monitor.step
 
-    def recorded(monitor: Monitor, step: int) -> pd.DataFrame:
-        frame = record(monitor, step)
-        measured.append((block.line, list(monitor.logs), frame))
+    def recorded(monitor: Monitor, at: int) -> pd.DataFrame | None:
+        frame = step(monitor, at)
+        if frame is not None:  # a measurement: its rows, and the logs they went to
+            measured.append((block.line, list(monitor.logs), frame))
         return frame
 
-    monkeypatch.setattr(Monitor, "_record", recorded)
+    monkeypatch.setattr(Monitor, "step", recorded)
     missing = []
     for block in python_blocks():
         absent = [e for e in block.needs if importlib.util.find_spec(MODULE_OF_EXTRA[e]) is None]
