@@ -220,3 +220,18 @@ def test_a_tensorboard_log_on_a_file_is_refused_when_made(tmp_path):
     with pytest.raises(ConfigError, match=r"is inside the file '.*notes.txt'"):
         TensorBoardLog(notes / "runs")
     assert notes.read_text() == "mine\n"
+
+
+def test_a_log_in_a_read_only_folder_is_refused_before_any_step(tmp_path, monkeypatch):
+    real_access = os.access  # as root the modes do not bind: the check is os.access's answer
+    monkeypatch.setattr(os, "access", lambda p, mode: mode != os.W_OK and real_access(p, mode))
+    net = ToyNet(NetConfig(n_layers=2, d_model=8, skip="on", seed=0))
+    with pytest.raises(ConfigError, match=r"CsvLog\('.*collapse.csv'\) is in a read-only folder"):
+        watch(net, blocks="blocks", inputs=random_tokens(2, 4, 8, seed=0),
+              logs=[CsvLog(tmp_path / "collapse.csv")])  # fmt: skip
+    assert list(tmp_path.iterdir()) == []
+    pytest.importorskip("tensorboard", reason="the tensorboard extra is not installed")
+    from rankcollapse.measure.monitor import TensorBoardLog
+
+    with pytest.raises(ConfigError, match=r"would be made in the read-only folder '.*'; pass a"):
+        TensorBoardLog(tmp_path / "runs")

@@ -187,6 +187,11 @@ class CsvLog:
                 f"CsvLog({str(self.path)!r}) {where}; pass the path of a CSV file in an "
                 "existing folder."
             )
+        if not os.access(self.path.parent, os.W_OK):
+            raise ConfigError(
+                f"CsvLog({str(self.path)!r}) is in a read-only folder; pass the path of a CSV "
+                "file in a folder you can write."
+            )
         if os.path.lexists(self.setup_path):
             stored = read_json(self.setup_path, SETUP_LIMIT, error=_error(self.setup_path))
             if not isinstance(stored, dict) or stored.pop("format", None) != SETUP_FORMAT:
@@ -412,14 +417,11 @@ class TensorBoardLog:
             raise missing_extra("TensorBoardLog", "tensorboard", "log to a CsvLog only") from None
         self.logdir = Path(logdir)
         self.redo = check_resume(resume, "TensorBoardLog")
-        blocking = next((p for p in (self.logdir, *self.logdir.parents) if p.is_file()), None)
-        if blocking is not None:
-            where = (
-                "is a file" if blocking == self.logdir else f"is inside the file {str(blocking)!r}"
-            )
+        where = _folder_problem(self.logdir)
+        if where is not None:
             raise ConfigError(
-                f"TensorBoardLog({str(self.logdir)!r}) {where}; pass a folder (it is created "
-                "if missing), e.g. TensorBoardLog('runs/')."
+                f"TensorBoardLog({str(self.logdir)!r}) {where}; pass a folder you can write "
+                "(it is created if missing), e.g. TensorBoardLog('runs/')."
             )
         self.writer_class = SummaryWriter
         self.writer = None
@@ -464,6 +466,17 @@ class TensorBoardLog:
         if self.writer is not None:
             self.writer.close()
             self.writer = None
+
+
+def _folder_problem(folder: Path) -> str | None:
+    """Why `folder` cannot hold a log's files (a file, under a file, read-only), or None."""
+    existing = next(p for p in (folder, *folder.parents, Path(".")) if p.exists())
+    if existing.is_file():
+        return "is a file" if existing == folder else f"is inside the file {str(existing)!r}"
+    if not os.access(existing, os.W_OK):
+        return "is a read-only folder" if existing == folder else (
+            f"would be made in the read-only folder {str(existing)!r}")  # fmt: skip
+    return None
 
 
 def event_steps(logdir: Path, starts: tuple[str, ...]) -> set[int]:
