@@ -1,5 +1,6 @@
 """The CSV log survives a crash (each measurement whole or not at all, a resumed run records
-each step once); TensorBoard gets the per-layer means."""
+each step once) and never replaces rows it did not write (a log holding a new monitor's steps is
+refused unless resume=True); TensorBoard gets the per-layer means, and the same refusal."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from rankcollapse.errors import InputError
+from rankcollapse.errors import ConfigError, InputError
 from rankcollapse.measure.monitor import COLUMNS, CsvLog, read_log, watch
 from rankcollapse.nets import NetConfig, ToyNet, random_tokens
 
@@ -38,7 +39,7 @@ TRAINING = textwrap.dedent(
         start = saved["step"]
     held_out = random_tokens(2, 5, 8, seed=1, dtype=torch.float32)
     monitor = watch(net, blocks="blocks", inputs=held_out, every=2,
-                    logs=[CsvLog(os.path.join(folder, "collapse.csv"))])
+                    logs=[CsvLog(os.path.join(folder, "collapse.csv"), resume=start > 0)])
     monitor.step(start)
     for step in range(start + 1, steps + 1):
         x = random_tokens(4, 5, 8, seed=step, dtype=torch.float32)
@@ -87,10 +88,10 @@ def test_a_killed_training_run_resumed_records_each_step_once(tmp_path, monkeypa
     assert (counts == 3 * 2 * 3).all()  # layers x samples x metrics, each step once
 
 
-def _measure(steps, path, every=1):
+def _measure(steps, path, every=1, resume=False):
     net = ToyNet(NetConfig(n_layers=2, d_model=8, skip="on"))
     monitor = watch(net, blocks="blocks", inputs=random_tokens(2, 4, 8, seed=0), every=every,
-                    metrics=["mu_rel"], logs=[CsvLog(path)])  # fmt: skip
+                    metrics=["mu_rel"], logs=[CsvLog(path, resume=resume)])  # fmt: skip
     for step in steps:
         monitor.step(step)
 
@@ -102,15 +103,30 @@ def test_a_partial_tail_of_a_killed_write_is_dropped_before_the_next_append(tmp_
     last_step = whole.splitlines()[-6:]  # step 2: 3 layers x 2 samples
     path.write_text(whole[: whole.index("\n".join(last_step))] + "\n".join(last_step[:2]) + "\n2,")
     assert read_log(path).groupby("step").size().to_dict() == {0: 6, 1: 6, 2: 2}
-    _measure(range(2, 4), path)  # the run goes on from its last complete step
+    _measure(range(2, 4), path, resume=True)  # the run goes on from its last complete step
     assert read_log(path).groupby("step").size().to_dict() == {0: 6, 1: 6, 2: 6, 3: 6}
 
 
-def test_a_run_restarted_at_step_zero_replaces_the_file(tmp_path):
+def test_a_log_holding_the_new_monitor_s_steps_is_refused_unless_resumed(tmp_path):
     path = tmp_path / "collapse.csv"
     _measure(range(5), path)
-    _measure(range(2), path)
+    before = path.read_bytes()
+    held = (
+        r"already holds steps 2, 3, 4 of this monitor's metrics, at or after its first step \(2\)"
+    )
+    fix = r"Pass CsvLog\('.*collapse.csv', resume=True\) to record them again from step 2"
+    with pytest.raises(InputError, match=f"{held}.*{fix}.*another file"):
+        _measure(range(2, 4), path)
+    assert path.read_bytes() == before  # nothing measured, nothing changed
+    _measure(range(5, 7), path)  # a run going on past the log's last step appends
+    assert read_log(path)["step"].unique().tolist() == list(range(7))
+    _measure(range(2), path, resume=True)  # asked: the steps from 0 on are recorded again
     assert read_log(path)["step"].unique().tolist() == [0, 1]
+
+
+def test_resume_takes_true_or_false(tmp_path):
+    with pytest.raises(ConfigError, match=r"CsvLog\(resume='yes'\): resume is True"):
+        CsvLog(tmp_path / "collapse.csv", resume="yes")
 
 
 def test_a_log_of_another_setup_or_format_is_refused_not_overwritten(tmp_path):
@@ -127,7 +143,7 @@ def test_a_log_of_another_setup_or_format_is_refused_not_overwritten(tmp_path):
     foreign.write_text("a,b\n1,2\n")
     with pytest.raises(InputError, match="not a monitor log's"):
         read_log(foreign)
-    with pytest.raises(InputError, match="cannot be read as a monitor log \\(missing\\)"):
+    with pytest.raises(InputError, match="^no file at '.*missing.csv'; pass the CSV a monitor"):
         read_log(tmp_path / "missing.csv")
 
 
@@ -157,8 +173,65 @@ def test_tensorboard_gets_per_layer_means(tmp_path):
     board.close()
     events = EventAccumulator(str(tmp_path / "tb"))
     events.Reload()
-    scalars = events.Scalars("mu_rel/transformer/layer_01")
+    scalars = events.Scalars("collapse/mu_rel/transformer/layer_01")
     assert [s.step for s in scalars] == [0, 2, 4]
     expected = frames[2].query("layer == 1")["value"].mean()
     assert scalars[1].value == pytest.approx(expected, rel=1e-6)  # stored as float32
     assert torch.get_num_threads() >= 1
+
+
+def _board(logdir, steps, **options):
+    from rankcollapse.measure.monitor import TensorBoardLog
+
+    board = TensorBoardLog(logdir, **options)
+    net = ToyNet(NetConfig(n_layers=2, d_model=8, skip="on", seed=0))
+    monitor = watch(net, blocks="blocks", inputs=random_tokens(2, 4, 8, seed=0),
+                    metrics=["mu_rel"], every=1, logs=[board])  # fmt: skip
+    for step in steps:
+        monitor.step(step)
+    monitor.close()
+
+
+def test_a_tensorboard_folder_holding_the_new_monitor_s_steps_is_refused_unless_resumed(tmp_path):
+    pytest.importorskip("tensorboard", reason="the tensorboard extra is not installed")
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    logdir = tmp_path / "tb"
+    _board(logdir, range(4))
+    with pytest.raises(InputError, match=r"the TensorBoard folder '.*tb' already holds steps 2, 3 "
+                       r".*TensorBoardLog\('.*tb', resume=True\)"):  # fmt: skip
+        _board(logdir, range(2, 5))
+    _board(logdir, range(4, 6))  # going on past its last step appends
+    _board(logdir, range(5, 7), resume=True)  # asked: step 5 on again (TensorBoard's purge)
+    events = EventAccumulator(str(logdir))
+    events.Reload()
+    steps = [s.step for s in events.Scalars("collapse/mu_rel/transformer/layer_01")]
+    assert steps == list(range(7))
+
+
+def test_a_tensorboard_log_on_a_file_is_refused_when_made(tmp_path):
+    pytest.importorskip("tensorboard", reason="the tensorboard extra is not installed")
+    from rankcollapse.measure.monitor import TensorBoardLog
+
+    notes = tmp_path / "notes.txt"
+    notes.write_text("mine\n")
+    with pytest.raises(ConfigError, match=r"TensorBoardLog\('.*notes.txt'\) is a file; pass a fo"):
+        TensorBoardLog(notes)
+    with pytest.raises(ConfigError, match=r"is inside the file '.*notes.txt'"):
+        TensorBoardLog(notes / "runs")
+    assert notes.read_text() == "mine\n"
+
+
+def test_a_log_in_a_read_only_folder_is_refused_before_any_step(tmp_path, monkeypatch):
+    real_access = os.access  # as root the modes do not bind: the check is os.access's answer
+    monkeypatch.setattr(os, "access", lambda p, mode: mode != os.W_OK and real_access(p, mode))
+    net = ToyNet(NetConfig(n_layers=2, d_model=8, skip="on", seed=0))
+    with pytest.raises(ConfigError, match=r"CsvLog\('.*collapse.csv'\) is in a read-only folder"):
+        watch(net, blocks="blocks", inputs=random_tokens(2, 4, 8, seed=0),
+              logs=[CsvLog(tmp_path / "collapse.csv")])  # fmt: skip
+    assert list(tmp_path.iterdir()) == []
+    pytest.importorskip("tensorboard", reason="the tensorboard extra is not installed")
+    from rankcollapse.measure.monitor import TensorBoardLog
+
+    with pytest.raises(ConfigError, match=r"would be made in the read-only folder '.*'; pass a"):
+        TensorBoardLog(tmp_path / "runs")

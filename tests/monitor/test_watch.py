@@ -117,7 +117,7 @@ def test_bad_options_fail_before_any_work_with_a_clear_message():
 
 
 def test_memory_log_keeps_one_run_from_its_start():
-    log = MemoryLog()
+    log = MemoryLog(resume=True)
     net = ToyNet(NetConfig(n_layers=2, d_model=8))
     x = random_tokens(2, 4, 8, seed=0)
     for start in (0, 4):  # a second run resumes at step 4
@@ -127,3 +127,17 @@ def test_memory_log_keeps_one_run_from_its_start():
     counts = log.frame.groupby("step").size()
     assert counts.index.tolist() == [0, 2, 4, 6] and (counts == 3 * 2).all()
     assert isinstance(log.frame, pd.DataFrame)
+
+
+def test_a_memory_log_refuses_a_second_monitor_at_its_steps_and_keeps_other_setups():
+    log = MemoryLog()
+    net = ToyNet(NetConfig(n_layers=2, d_model=8))
+    x = random_tokens(2, 4, 8, seed=0)
+    for metrics in (["mu_rel"], ["stable_rank"]):  # a second setup: other rows, both kept
+        monitor = watch(net, blocks="blocks", inputs=x, metrics=metrics, logs=[log])
+        monitor.step(0)
+    assert log.frame.groupby("metric").size().to_dict() == {"mu_rel": 6, "stable_rank": 6}
+    again = watch(net, blocks="blocks", inputs=x, metrics=["mu_rel"], logs=[log])
+    with pytest.raises(InputError, match=r"this MemoryLog already holds step 0 .*resume=True"):
+        again.step(0)
+    assert len(log.frame) == 12

@@ -4,7 +4,8 @@ Each FILE is the CSV a `rankcollapse.measure.monitor.CsvLog` wrote during traini
 layer, variant, sample, metric, value, at_floor). Writes the layer x step heat map
 (training-heatmap-METRIC.png/.svg) and the per-layer curves over steps
 (training-curves-METRIC.png/.svg) of one metric; several files are compared side by side, one
-panel per file (per variant when one file holds several). They go to --out, else to
+panel per file (per variant when one file holds several); NaN and Inf values are left out and
+counted in a note. They go to --out, else to
 results/plot-training/<first file's name> (or -2, -3, ... for other files); never beside the
 logs, and never over a file the command did not write.
 """
@@ -47,6 +48,7 @@ def run(args: argparse.Namespace) -> int:
     from rankcollapse.measure.monitor import read_log
     from rankcollapse.metrics import get_metric
     from rankcollapse.plot import training_curves, training_heatmap
+    from rankcollapse.plot.training import not_finite
 
     get_metric(args.metric)  # a name of the registry (it becomes part of the file names)
     logs = sorted(str(path.resolve()) for path in args.files)
@@ -86,6 +88,17 @@ def run(args: argparse.Namespace) -> int:
         values = cells[args.metric]
         table.add_row(escape(str(name)), str(steps[0][0]), values[0], str(steps[-1][0]), values[-1])
     console.print(table)
+    for path, part in zip(args.files, frames):
+        bad = not_finite(part, args.metric)
+        if len(bad):
+            first = bad.iloc[0]
+            console.print(
+                f"note: {len(bad)} of {int((part.metric == args.metric).sum())} {args.metric} "
+                f"values of {escape(str(path))} are NaN or Inf (first: step {first.step}, layer "
+                f"{first.layer}, sample {first['sample']}); the figures leave them out (white "
+                "cells in the heat map).",
+                highlight=False,
+            )
     console.print(
         f"wrote {escape(str(stems[0]))}.png and {escape(str(stems[1]))}.png (+ .svg)",
         highlight=False,

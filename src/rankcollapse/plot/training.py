@@ -30,7 +30,20 @@ def _rows(frame: pd.DataFrame, metric: str, panel: str | None) -> pd.DataFrame:
         raise InputError(
             f"metric '{metric}' is not in the frame; it has {ordered_values(frame['metric'])}."
         )
-    return rows
+    values = pd.to_numeric(rows["value"], errors="coerce").to_numpy(float)
+    if not np.isfinite(values).any():
+        raise InputError(
+            f"metric '{metric}' has no finite value ({len(rows)} rows, each NaN or Inf); "
+            "nothing to draw. Pick another metric, or check the run that wrote them."
+        )
+    return rows.assign(value=values)
+
+
+def not_finite(frame: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """The rows of `metric` whose value is NaN or Inf (the figures leave them out)."""
+    rows = frame[frame["metric"] == metric]
+    values = pd.to_numeric(rows["value"], errors="coerce").to_numpy(float)
+    return rows[~np.isfinite(values)]
 
 
 def training_heatmap(
@@ -42,7 +55,8 @@ def training_heatmap(
 ) -> Figure:
     """Layer (rows, input at the top) x step (columns) image of the mean of `metric` over the
     held-out samples; one colour scale for every panel (log for quantities that shrink to 0);
-    cells where every sample is at the dtype floor are grey.
+    cells where every sample is at the dtype floor are grey; NaN and Inf values are left out
+    of the means, and a cell with no finite value left is white (`not_finite` lists them).
 
     Example:
         >>> df = pd.DataFrame({"step": [0, 0, 10, 10], "layer": [0, 1, 0, 1], "metric": "mu_rel",
@@ -53,13 +67,18 @@ def training_heatmap(
     rows = _rows(frame, metric, panel)
     keys = ordered_values(rows[panel]) if panel else [None]
     floor = rows["at_floor"].astype(bool) if "at_floor" in rows else pd.Series(False, rows.index)
-    grid = rows.assign(floor=floor).groupby(([panel] if panel else []) + ["layer", "step"])
+    finite = np.isfinite(rows["value"])
+    grid = rows.assign(floor=floor, value=rows["value"].where(finite)).groupby(
+        ([panel] if panel else []) + ["layer", "step"]
+    )
     means, all_floor = grid["value"].mean(), grid["floor"].all()
-    signal = means[~all_floor]
+    missing = means.isna() & ~all_floor
+    signal = means[~all_floor & ~missing]
     log = metric in SHRINKING and bool((signal > 0).all()) and not signal.empty
     low, high = (signal.min(), signal.max()) if not signal.empty else (0.0, 1.0)
+    means = means.fillna(high + abs(high) + 1.0)  # above the scale: the "over" colour, white
     norm = LogNorm(low, high) if log else Normalize(low, high)
-    cmap = colormaps["viridis"].with_extremes(bad=FLOOR_COLOR)
+    cmap = colormaps["viridis"].with_extremes(bad=FLOOR_COLOR, over="white")
     with context():
         fig, axes = new_figure(len(keys), sharex=False, sharey=True)
         for key, ax in zip(keys, axes):
@@ -82,8 +101,9 @@ def training_heatmap(
                 ax.set_title(f"{words(panel)} = {key}")
         label = words(metric) + (" (grey: at the dtype floor)" if bool(all_floor.any()) else "")
         fig.colorbar(drawn, ax=axes, label=label)
-        if title:
-            fig.suptitle(title)
+        note = "white: no finite value (NaN or Inf)" if bool(missing.any()) else None
+        if title or note:
+            fig.suptitle("\n".join(filter(None, (title, note))))
     return fig
 
 
@@ -95,8 +115,8 @@ def training_curves(
     title: str | None = None,
 ) -> Figure:
     """One line per layer through `metric` over steps (mean over the held-out samples, band of
-    their 10th-90th percentiles, floor markers); at most six layers, evenly spread from the
-    input to the last, so the lines stay apart.
+    their 10th-90th percentiles, floor markers; NaN and Inf values left out); at most six
+    layers, evenly spread from the input to the last, so the lines stay apart.
 
     Example:
         >>> df = pd.DataFrame({"step": [0, 0, 10, 10], "layer": [0, 1, 0, 1], "metric": "mu_rel",
@@ -105,6 +125,7 @@ def training_curves(
         1
     """
     rows = _rows(frame, metric, panel)
+    rows = rows[np.isfinite(rows["value"])]
     layers = sorted(rows["layer"].unique())
     if len(layers) > MAX_SERIES:
         picks = np.linspace(0, len(layers) - 1, MAX_SERIES).round().astype(int)

@@ -6,10 +6,11 @@
 
 `watch` checks every option and picks the held-out batch once; `Monitor.step` measures at
 multiples of `every` (rows: step, layer, variant, sample, metric, value, at_floor). Logs:
-`MemoryLog`, `CsvLog` (survives a crash; a resumed run records each step once),
-`TensorBoardLog` (the `tensorboard` extra), and `rankcollapse.tracking`'s `WandbLog` and
-`MLflowLog`; `read_log` reads a CSV back, `scalars` gives the per-layer means the trackers
-log. Under torch.distributed one rank measures, or each into its own logs (`distributed`). Integrations:
+`MemoryLog`, `CsvLog` (survives a crash), `TensorBoardLog` (the `tensorboard` extra), and
+`rankcollapse.tracking`'s `WandbLog` and `MLflowLog`; each only appends what its monitor
+measures: a log holding the steps a new monitor would write is refused, unless made with
+`resume=True` (a run restarted from a checkpoint records them again). `read_log` reads a CSV
+back, `scalars` gives the per-layer means the trackers log (`collapse/<metric>/...`). Under torch.distributed one rank measures, or each into its own logs (`distributed`). Integrations:
 `rankcollapse.measure.monitor.trainer.MonitorCallback` (Hugging Face Trainer) and
 `rankcollapse.measure.monitor.lightning.MonitorCallback` (the `lightning` extra), imported from
 their modules so this package needs neither. (`rankcollapse.monitor` is the deprecated name of

@@ -5,8 +5,8 @@
     monitor = watch(module.net, blocks="blocks", inputs=held_out, logs=[CsvLog("collapse.csv")])
     L.Trainer(callbacks=[MonitorCallback(monitor)]).fit(module, loader)
 
-It measures when training starts (step 0, or the checkpoint's step when the trainer resumes)
-and after every optimiser step the monitor's `every` divides; on several processes the monitor
+It measures when training starts (step 0, or the checkpoint's step when the trainer resumes:
+make its logs with `resume=True`, else a log holding those steps is refused) and after every optimiser step the monitor's `every` divides; on several processes the monitor
 measures on its rank (rank 0 by default, `watch(..., ranks=)`); its logs close when training
 ends.
 """

@@ -6,9 +6,10 @@
                       callbacks=[MonitorCallback(watch(model, tokenizer=tok, logs=[CsvLog(path)]))])
 
 It measures at the start of training (step 0, or the checkpoint's step when the trainer
-resumes) and after every optimiser step the monitor's `every` divides; on several processes
-the monitor measures on its rank (rank 0 by default, `watch(..., ranks=)`), and closes its logs
-when training ends.
+resumes: make its logs with `resume=True`, e.g. `CsvLog(path, resume=True)`, else a log
+holding those steps is refused) and after every optimiser step the monitor's `every` divides;
+on several processes the monitor measures on its rank (rank 0 by default, `watch(...,
+ranks=)`), and closes its logs when training ends.
 """
 
 from __future__ import annotations
