@@ -25,7 +25,7 @@ from rankcollapse.errors import ConfigError
 from rankcollapse.nets.rank_encoder import RankEncoder, StackedRankEncoder
 from rankcollapse.seeds import Seed
 from rankcollapse.tasks.neighbours import NeighbourTask, linear_baseline, relative_mse
-from rankcollapse.train.grid import CPU, GridResult, TrainSettings, _StackedAdamW
+from rankcollapse.train.grid import CPU, GridResult, StackedAdamW, TrainSettings
 
 
 class TrainingConfig(BaseModel):
@@ -212,7 +212,7 @@ def train_encoders(
         )
     stack = StackedRankEncoder(encoders).to(device)
     owner = torch.arange(len(encoders), device=device)
-    optimiser = _StackedAdamW([(p, owner) for p in stack.parameters()], len(encoders), settings)
+    optimiser = StackedAdamW([(p, owner) for p in stack.parameters()], len(encoders), settings)
     streams = [task.stream(settings.batch_size, seed=s, device=device) for s in seeds]
     runs = [_Run() for _ in encoders]
     active = torch.ones(len(encoders), dtype=torch.bool, device=device)
