@@ -229,15 +229,29 @@ class StackedRankEncoder(nn.Module):
         n, heads = rows // batch, self.n_heads
         qkv = torch.baddbmm(layer["in_b"][:, None], x, layer["in_w"].mT)  # (U, B n, 3 W)
         q, k, v = qkv.view(units * batch, n, 3, heads, width // heads).permute(2, 0, 3, 1, 4)
-        scale = (width // heads) ** -0.5
-        if x.device.type != "cpu" and (width // heads) % 8:
-            # an accelerator's fused attention kernels want head sizes in multiples of 8; zero
-            # columns add exact zeros to every score and output (rank-1 heads: 1 -> 8)
-            pad = (0, 8 - (width // heads) % 8)
-            q, k, v = (torch.nn.functional.pad(t, pad) for t in (q, k, v))
-        out = torch.nn.functional.scaled_dot_product_attention(q, k, v, scale=scale)
-        out = out[..., : width // heads].transpose(1, 2).reshape(units, rows, width)
+        # an accelerator's fused attention kernels want head sizes in multiples of 8
+        out = padded_attention(q, k, v, multiple=1 if x.device.type == "cpu" else 8)
+        out = out.transpose(1, 2).reshape(units, rows, width)
         return torch.baddbmm(layer["out_b"][:, None], out, layer["out_w"].mT)
+
+
+def padded_attention(q: Tensor, k: Tensor, v: Tensor, *, multiple: int = 1) -> Tensor:
+    """softmax(q k^T / sqrt(r)) v for heads of size r, computed with the head size padded by
+    zero columns to a multiple of `multiple`: zeros add exact zeros to every score and output
+    (rank-1 heads: 1 -> 8 lets an accelerator's fused kernels take them).
+
+    Example:
+        >>> q, k, v = torch.randn(3, 2, 5, 1).unbind(0)
+        >>> plain = torch.nn.functional.scaled_dot_product_attention(q[None], k[None], v[None])
+        >>> bool((padded_attention(q[None], k[None], v[None], multiple=8) - plain).abs().max() < 1e-6)
+        True
+    """
+    size = q.shape[-1]
+    extra = -size % multiple
+    if extra:
+        q, k, v = (torch.nn.functional.pad(t, (0, extra)) for t in (q, k, v))
+    out = torch.nn.functional.scaled_dot_product_attention(q, k, v, scale=size**-0.5)
+    return out[..., :size]
 
 
 def _gain_norm(x: Tensor, gain: Tensor) -> Tensor:
