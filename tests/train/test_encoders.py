@@ -67,3 +67,23 @@ def test_stacked_encoder_refuses_encoders_of_other_shapes() -> None:
         train_encoders(
             _encoders(), NeighbourTask(4, 4, target="farthest"), TrainSettings(), seeds=[0]
         )
+
+
+def test_encoders_read_the_host_once_per_log_not_per_step(monkeypatch: pytest.MonkeyPatch) -> None:
+    reads: list[str] = []
+    for name in ("cpu", "item", "tolist", "__bool__", "__float__", "__int__"):
+        method = getattr(torch.Tensor, name)
+
+        def counted(tensor, *args, _method=method, _name=name, **kwargs):
+            reads.append(_name)
+            return _method(tensor, *args, **kwargs)
+
+        monkeypatch.setattr(torch.Tensor, name, counted)
+    task = NeighbourTask(4, 4, target="farthest")
+    counts = []
+    for steps in (10, 40):
+        settings = TrainSettings(steps=steps, batch_size=8, log_every=10, eval_samples=64)
+        reads.clear()
+        train_encoders(_encoders(n_layers=1), task, settings, seeds=SEEDS)
+        counts.append(len(reads))
+    assert counts[1] - counts[0] == 3  # 30 more steps: three more logs, one read each
