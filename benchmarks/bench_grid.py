@@ -1,7 +1,8 @@
 """Training a grid of 16 (r, H) attention layers as one batched model vs one after another.
 
-Target: `train_grid` (all 16 configurations in one model, one optimiser step for all) is at
-least 3 x faster than `train_one_by_one` (the same loop, one configuration at a time), and
+Target (issue 47): `train_grid` (all 16 configurations in one model, one optimiser step for
+all) is at least 5 x faster than `train_one_by_one` (the same loop, one configuration at a
+time), and
 gives every configuration the same loss curve and held-out error up to float32 rounding.
 Both are timed in this process, so the ratio holds on a busy machine even when the seconds
 do not.
@@ -20,7 +21,7 @@ import torch
 from rankcollapse.tasks import NeighbourTask
 from rankcollapse.train import GridPoint, TrainSettings, train_grid, train_one_by_one
 
-D_MODEL, N_POINTS, STEPS, BATCH, TARGET = 16, 8, 150, 64, 3.0
+D_MODEL, N_POINTS, STEPS, BATCH, TARGET = 16, 8, 150, 64, 5.0
 RANKS, HEADS = (1, 2, 4, 16), (1, 2, 4, 8)
 
 
@@ -63,7 +64,8 @@ def main() -> None:
         f"largest relative difference per configuration: held-out error {final_gap:.1e}, "
         f"loss curve {curve_gap:.1e} ({len(curves)} curve points)"
     )
-    print(f"ratio one-by-one / batched: {ratio:.2f} (target >= {TARGET})")
+    verdict = "met" if ratio >= TARGET else "missed"
+    print(f"ratio one-by-one / batched: {ratio:.2f} (target >= {TARGET}): {verdict}")
 
 
 if __name__ == "__main__":

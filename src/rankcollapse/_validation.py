@@ -120,13 +120,15 @@ def _check_finite(t: Tensor, keep: Tensor, name: str, what: str, unit: str) -> N
 
 
 def check_token_shapes(
-    x: Tensor, mask: Tensor | None = None, *, name: str = "x"
+    x: Tensor, mask: Tensor | None = None, *, name: str = "x", counts: bool = True
 ) -> tuple[Tensor, Tensor]:
     """Every check of `check_tokens` but finiteness, without a pass over the values of x.
 
     For code that converts x itself, chunk by chunk, and tests finiteness on the way (a finite
     float64 sum of squares means finite values); it must call `check_tokens` on the whole
-    input when that test fails, so that the error names the sample.
+    input when that test fails, so that the error names the sample. With `counts` False the
+    count of real tokens per sequence (a read of the mask's values) is left to the caller, who
+    must call this again with `counts` True when some sequence has fewer than 2.
 
     Returns:
         (x unchanged, boolean mask of shape (..., n)).
@@ -147,7 +149,8 @@ def check_token_shapes(
             "feature per token."
         )
     mask = check_mask_shape(mask, _shape(x)[:-1], name, x)
-    _check_enough_tokens(mask, name, x)
+    if counts:
+        _check_enough_tokens(mask, name, x)
     return x, mask
 
 

@@ -72,7 +72,7 @@ from rankcollapse.experiments._registry import (
 )
 from rankcollapse.experiments.verdicts import NOT_LEARNED, TOO_SMALL, Claim
 from rankcollapse.plot import depth_figures
-from rankcollapse.train import EncoderConfig, tail_change, train_farthest_encoder
+from rankcollapse.train import EncoderConfig, tail_change, train_farthest_encoders
 
 NAME = "amsel2024-depth"
 KEYS = ["n_points", "n_layers", "n_heads", "seed"]
@@ -136,24 +136,22 @@ PRESETS = {
 
 
 def units(config: Config) -> list[Unit]:
+    """One unit per model shape, every seed in it: its seeds train as one batched model
+    (`train.train_encoders`), each as it would alone."""
+    seeds = list(config.seeds)
     rank_one = [
-        {"n_points": n, "n_layers": n_layers, "n_heads": width(config), "seed": s}
+        {"n_points": n, "n_layers": n_layers, "n_heads": width(config), "seeds": seeds}
         for n in config.contexts
         for n_layers in config.n_layers
-        for s in config.seeds
     ]
-    full = [
-        {"n_points": n, "n_layers": 1, "n_heads": 1, "seed": s}
-        for n in config.contexts
-        for s in config.seeds
-    ]
+    full = [{"n_points": n, "n_layers": 1, "n_heads": 1, "seeds": seeds} for n in config.contexts]
     return rank_one + full
 
 
 def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
-    frame = train_farthest_encoder(config, **unit, positions=positions(config))
-    for key, value in reversed(unit.items()):
-        frame.insert(0, key, value)
+    frame = train_farthest_encoders(config, **unit, positions=positions(config))
+    for key in ("n_heads", "n_layers", "n_points"):
+        frame.insert(0, key, unit[key])
     frame.insert(3, "d_qk", width(config) // unit["n_heads"])
     frame["device"] = str(config.device)
     return frame

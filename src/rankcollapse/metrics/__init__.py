@@ -3,11 +3,13 @@
 State metrics `fn(x, mask=None)`, attention metrics `fn(a, mask=None, *, edges=None)`, each
 returning a float64 tensor of shape (...); the registry `METRICS` (formula and reference read
 from the docstrings); the suites `measure_states` / `measure_attention`, which share one Gram
-matrix per sequence and flag values at the floor of the source dtype; `metrics_frame` for
+matrix per sequence and flag values at the floor of the source dtype (on an accelerator with
+float32 spectra, within `SPECTRA_RTOL` of the float64 route); `metrics_frame` for
 tidy results; `summarize_samples` for per-layer means, quantiles and the share of sequences
 at the dtype floor. Values carry no gradient: inputs are detached.
 """
 
+from rankcollapse.metrics._batched import SPECTRA_RTOL
 from rankcollapse.metrics._floor import FLOOR_FACTOR, dtype_floor
 from rankcollapse.metrics._norms import composite_norm
 from rankcollapse.metrics.attention import attn_dist_uniform, attn_entropy, attn_min_edge
@@ -29,6 +31,7 @@ __all__ = [
     "DEFAULT_METRICS",
     "FLOOR_FACTOR",
     "METRICS",
+    "SPECTRA_RTOL",
     "MetricInfo",
     "MetricValue",
     "abs_cos_mean",

@@ -211,12 +211,16 @@ class Tokens:
         reads: quantities to take in the first pass, of "norms" and "gram".
     """
 
+    deferred = False
+    """True in subclasses that read no value on the host while they work (`metrics._batched`):
+    pads are zeroed whatever the mask, and range and finiteness are their `_in_range`'s."""
+
     def __init__(
         self, x: Tensor, mask: Tensor | None = None, *, reads: tuple[str, ...] = ()
     ) -> None:
         x = x.detach() if isinstance(x, Tensor) else x  # no autograd graph over the copies
         self._input = (x, mask)  # for the whole-batch check when a chunk is not finite
-        self.source, self.mask = check_token_shapes(x, mask)
+        self.source, self.mask = check_token_shapes(x, mask, counts=not self.deferred)
         check_batch(tuple(x.shape), "x")
         self.dtype = x.dtype
         n, d = x.shape[-2:]
@@ -243,7 +247,7 @@ class Tokens:
         for start in range(0, len(x), rows):
             part = slice(start, start + rows)
             chunk, chunk_mask = buffer[: len(x[part])].copy_(x[part]), mask[part]
-            if not bool(chunk_mask.all()):
+            if self.deferred or not bool(chunk_mask.all()):
                 chunk.masked_fill_(~chunk_mask.unsqueeze(-1), 0.0)  # NaN in pads too
             yield part, chunk, chunk_mask
 
@@ -256,19 +260,12 @@ class Tokens:
         norm_sq, scale = torch.empty(count, **where), torch.ones(count, **where)
         parts = []
         gram_of = torch.empty(count, k, k, **where) if gram else None
-        bound = 2.0 ** (2 * SAFE_EXPONENT)
         scratch = torch.empty(min(count, self.chunk_size), n, d, **where) if norms else None
         for rows, x, mask in self._chunks():
-            sq = squared_norms(x)
-            if not bool(((sq < bound) & (sq > 1 / bound)).all()):  # NaN and Inf fail too
-                if not bool(torch.isfinite(sq).all()):
-                    check_tokens(*self._input)  # NaN or Inf in a real token: the error names it
-                scale[rows] = range_scale(x, sq)  # else finite values too large or small to square
-                x = x / scale[rows, None, None]  # exact: powers of two
-                sq = squared_norms(x)
+            x, sq = self._in_range(x, squared_norms(x), scale[rows])
             norm_sq[rows] = sq
             if norms:
-                parts.append(_norms(x, mask, scratch[: len(x)]))
+                parts.append(_norms(x, mask, scratch[: len(x)], pads=self.deferred))
             if gram:
                 torch.matmul(*((x, x.mT) if self.gram_of_tokens else (x.mT, x)), out=gram_of[rows])
         self.norm_sq, self.scale = norm_sq.reshape(self.batch), scale.reshape(self.batch)
@@ -277,6 +274,18 @@ class Tokens:
             self._norms = tuple(values.reshape(self.batch) for values in joined)
         if gram:
             self._gram = gram_of.reshape(*self.batch, k, k)
+
+    def _in_range(self, x: Tensor, sq: Tensor, scale: Tensor) -> tuple[Tensor, Tensor]:
+        """A chunk's states and ||X||_F^2 in a safe range: divided by `range_scale` (written
+        into `scale`, a view) where the squares are too large or small; the error for NaN/Inf."""
+        bound = 2.0 ** (2 * SAFE_EXPONENT)
+        if bool(((sq < bound) & (sq > 1 / bound)).all()):  # NaN and Inf fail too
+            return x, sq
+        if not bool(torch.isfinite(sq).all()):
+            check_tokens(*self._input)  # NaN or Inf in a real token: the error names it
+        scale.copy_(range_scale(x, sq))  # else finite values too large or small to square
+        x = x / scale[:, None, None]  # exact: powers of two
+        return x, squared_norms(x)
 
     def states(self, index: Tensor | None = None) -> Tensor:
         """float64 states / scale with pad rows 0: (m, n, d) for the flat sequences in `index`,
@@ -397,19 +406,20 @@ class Tokens:
         return x @ x.mT  # (..., n, n)
 
 
-def _norms(x: Tensor, mask: Tensor, scratch: Tensor) -> tuple[Tensor, ...]:
+def _norms(x: Tensor, mask: Tensor, scratch: Tensor, *, pads: bool = False) -> tuple[Tensor, ...]:
     """||X||_{1,inf}, ||X - 1 m^T||_{1,inf}, ||X - 1 m^T||_F, |sum_i x_i / ||x_i|| |^2 and the
     number of nonzero tokens of (b, n, d) states (pad rows 0): (b,) each.
 
     One scratch buffer (b, n, d), the caller's, holds |X|, then X - 1 m^T (formed directly),
     then its magnitude in place: a fresh buffer per step costs as much as the pass that
     fills it. Sums over tokens and over features are BLAS products with a vector of ones
-    (faster than torch's sums).
+    (faster than torch's sums). `pads`: zero the pad rows without asking the mask first (a host
+    read) whether there are any.
     """
     torch.abs(x, out=scratch)
     composite = composite_of_magnitude(scratch)
     torch.sub(x, masked_mean(x, mask), out=scratch)
-    if not bool(mask.all()):
+    if pads or not bool(mask.all()):
         scratch.masked_fill_(~mask.unsqueeze(-1), 0.0)  # pad rows stay 0
     centred_frobenius = squared_norms(scratch).sqrt()
     centred_composite = composite_of_magnitude(scratch.abs_())

@@ -24,6 +24,7 @@ import torch
 from torch import Tensor
 
 from rankcollapse.errors import InputError
+from rankcollapse.metrics._batched import DeviceTokens
 from rankcollapse.metrics._floor import dtype_floor, underflowing
 from rankcollapse.metrics._tokens import Tokens, first_linalg_call, single_thread, split_runs
 from rankcollapse.metrics.attention import Attention
@@ -66,6 +67,7 @@ def measure_states(
     *,
     metrics: list[str] | tuple[str, ...] | None = None,
     source_dtype: torch.dtype | None = None,
+    batched: bool | None = None,
 ) -> dict[str, MetricValue]:
     """State metrics of a batch of hidden states, sharing one Gram matrix per sequence.
 
@@ -73,8 +75,13 @@ def measure_states(
     measured reason); instead the sequences are cut into as many runs as torch had threads,
     checked and measured side by side: the calling thread measures one run, a pool of Python
     threads the others (torch releases the GIL in its kernels). Every sequence is computed
-    exactly as alone, whatever the split; an error is reported for the whole batch. On an accelerator the whole batch is one batched pass on the
-    device, with no Python threads (they only pay on the CPU).
+    exactly as alone, whatever the split; an error is reported for the whole batch.
+
+    On an accelerator (or with `batched`) the whole batch is one batched pass on the device
+    with float32 spectra and no host read until its end (`metrics._batched`): one batched
+    eigvalsh for every sequence, one host copy of every value, and the float64 route only for
+    the sequences float32 cannot resolve (nearly rank-deficient ones); values within
+    `SPECTRA_RTOL` (relative) of the float64 route, which the CPU keeps by default.
 
     Args:
         x: hidden states, shape (..., n, d), any float dtype.
@@ -82,9 +89,12 @@ def measure_states(
         metrics: state-metric names; None = DEFAULT_METRICS (all state metrics).
         source_dtype: the dtype that produced the activations (for the floor flags);
             None = x.dtype.
+        batched: the accelerator's route (True) or the float64 route (False); None = the
+            accelerator's on an accelerator, the float64 one on the CPU.
 
     Returns:
-        {name: MetricValue(value float64 (...), at_floor bool (...))}, in the order asked.
+        {name: MetricValue(value float64 (...), at_floor bool (...))}, in the order asked; on
+        the host after the accelerator's route, where x is after the float64 one.
 
     Example:
         >>> out = measure_states(torch.ones(3, 4, 2), metrics=["mu_rel", "stable_rank"])
@@ -100,8 +110,11 @@ def measure_states(
         t = Tokens(*run, reads=reads)
         return [_measure(METRICS[name], t, source_dtype or t.dtype) for name in names]
 
-    if isinstance(x, Tensor) and x.device.type != "cpu":
-        return dict(zip(names, measure((x, mask))))  # an accelerator: one batched pass
+    on_device = isinstance(x, Tensor) and x.device.type != "cpu"
+    if batched or (batched is None and on_device):
+        return _measure_batched(x, mask, names, source_dtype, reads)
+    if on_device:
+        return dict(zip(names, measure((x, mask))))  # the float64 route in one batched pass
     with single_thread() as threads:
         runs = split_runs(x, mask, threads)
         try:
@@ -125,6 +138,43 @@ def measure_states(
         name: MetricValue(
             torch.cat([part[i].value for part in results]).reshape(batch),
             torch.cat([part[i].at_floor for part in results]).reshape(batch),
+        )
+        for i, name in enumerate(names)
+    }
+
+
+def _measure_batched(
+    x: Tensor,
+    mask: Tensor | None,
+    names: list[str],
+    source: torch.dtype | None,
+    reads: tuple[str, ...],
+) -> dict[str, MetricValue]:
+    """`measure_states` on the accelerator's route (`metrics._batched`): every value and flag
+    reaches the host in one copy; the sequences float32 cannot resolve are measured again on
+    the float64 route (one more copy, only when there are some)."""
+    with single_thread():
+        t = DeviceTokens(x, mask, reads=reads)
+        results = [_measure(METRICS[name], t, source or t.dtype) for name in names]
+        columns = [r.value for r in results] + [r.at_floor for r in results]
+        columns += [t.to_redo(), t.invalid()]
+        host = torch.stack([c.reshape(-1).to(torch.float64) for c in columns]).cpu().numpy()
+        values, flags = host[: len(names)], host[len(names) : 2 * len(names)] != 0
+        redo, invalid = host[-2] != 0, host[-1] != 0  # numpy from here: no device read
+        if invalid.any():
+            Tokens(x, mask)  # the whole batch's error names the sample (NaN, Inf, < 2 tokens)
+        if redo.any():
+            n, d = x.shape[-2:]
+            index = torch.from_numpy(redo.nonzero()[0]).to(x.device)
+            exact = Tokens(x.reshape(-1, n, d)[index], t.mask.reshape(-1, n)[index], reads=reads)
+            again = [_measure(METRICS[name], exact, source or t.dtype) for name in names]
+            columns = [r.value for r in again] + [r.at_floor for r in again]
+            fixed = torch.stack([c.to(torch.float64) for c in columns]).cpu().numpy()
+            values[:, redo], flags[:, redo] = fixed[: len(names)], fixed[len(names) :] != 0
+    batch = x.shape[:-2]
+    return {
+        name: MetricValue(
+            torch.from_numpy(values[i]).reshape(batch), torch.from_numpy(flags[i]).reshape(batch)
         )
         for i, name in enumerate(names)
     }

@@ -133,3 +133,127 @@ class RankEncoder(nn.Module):
         for layer in self.layers:
             x = layer(x)
         return x[..., : self.d_model]
+
+
+class StackedRankEncoder(nn.Module):
+    """U `RankEncoder`s of one shape (e.g. differing only by seed) as one module.
+
+    Every weight of the U encoders is stacked on a leading axis, so a layer is a few batched
+    products for all of them and one attention call over U x B sets; one optimiser step then
+    trains them all. Unit u computes what `encoders[u]` computes (torch's encoder layer:
+    x -> g_1 N(x + MHA(x)), then g_2 N(x + W_2 relu(W_1 x + b_1) + b_2), N(x) = x / ||x||), up
+    to float rounding, and the gradient of one unit's loss reaches only its own weights.
+    `width_multiplier` must be 1.
+
+    Example:
+        >>> encoders = [RankEncoder(8, n_heads=2, n_layers=1, d_ff=16, seed=s) for s in (0, 1)]
+        >>> x = torch.randn(2, 3, 5, 8)
+        >>> gap = StackedRankEncoder(encoders)(x)[1] - encoders[1](x[1])
+        >>> bool(gap.abs().max() < 1e-5)
+        True
+    """
+
+    PARTS = (  # (name here, name in torch's encoder layer)
+        ("in_w", "self_attn.in_proj_weight"),
+        ("in_b", "self_attn.in_proj_bias"),
+        ("out_w", "self_attn.out_proj.weight"),
+        ("out_b", "self_attn.out_proj.bias"),
+        ("ff1_w", "linear1.weight"),
+        ("ff1_b", "linear1.bias"),
+        ("ff2_w", "linear2.weight"),
+        ("ff2_b", "linear2.bias"),
+        ("gain1", "norm1.gain"),
+        ("gain2", "norm2.gain"),
+    )
+
+    def __init__(self, encoders: list[RankEncoder]) -> None:
+        super().__init__()
+        first = encoders[0] if encoders else None
+        shapes = {(e.d_model, e.positions, e.n_heads, len(e.layers)) for e in encoders}
+        averaged = any(
+            isinstance(layer.self_attn, AveragedAttention) for e in encoders for layer in e.layers
+        )
+        if first is None or len(shapes) > 1 or averaged:
+            raise ConfigError(
+                f"StackedRankEncoder stacks encoders of one shape and width multiplier 1; got "
+                f"{len(encoders)} encoder(s) of shapes (d_model, positions, n_heads, n_layers) "
+                f"{sorted(shapes)}{' with averaged attention' if averaged else ''}; group them by shape."
+            )
+        self.n_units, self.d_model, self.positions = len(encoders), first.d_model, first.positions
+        self.n_heads = first.n_heads
+        self.layers = nn.ModuleList()
+        for index in range(len(first.layers)):
+            states = [e.layers[index].state_dict() for e in encoders]
+            layer = nn.ParameterDict(
+                {
+                    name: nn.Parameter(torch.stack([s[key] for s in states]).detach().clone())
+                    for name, key in self.PARTS
+                }
+            )
+            self.layers.append(layer)
+
+    def unstack_into(self, encoders: list[RankEncoder]) -> None:
+        """Copy unit u's weights into `encoders[u]` (the encoders this was built from)."""
+        with torch.no_grad():
+            for index, layer in enumerate(self.layers):
+                for u, encoder in enumerate(encoders):
+                    target = encoder.layers[index].state_dict()
+                    for name, key in self.PARTS:
+                        target[key].copy_(layer[name][u])
+
+    def forward(self, x: Tensor) -> Tensor:
+        """x (U, B, n, d), unit u's sets in x[u] -> (U, B, n, d)."""
+        if self.positions:
+            n = x.shape[-2]
+            if n > self.positions:
+                raise ConfigError(
+                    f"{n} tokens but {self.positions} position dimensions; build the encoders "
+                    f"with positions >= {n}."
+                )
+            onehot = torch.eye(n, self.positions, dtype=x.dtype, device=x.device)
+            x = torch.cat([x, onehot.expand(*x.shape[:-1], self.positions)], dim=-1)
+        units, batch, n, width = x.shape
+        x = x.reshape(units, batch * n, width)  # (U, B n, W)
+        for layer in self.layers:
+            x = _gain_norm(x + self._attention(layer, x, batch), layer["gain1"])
+            hidden = torch.relu(torch.baddbmm(layer["ff1_b"][:, None], x, layer["ff1_w"].mT))
+            x = _gain_norm(
+                x + torch.baddbmm(layer["ff2_b"][:, None], hidden, layer["ff2_w"].mT),
+                layer["gain2"],
+            )
+        return x.reshape(units, batch, n, width)[..., : self.d_model]
+
+    def _attention(self, layer: nn.ParameterDict, x: Tensor, batch: int) -> Tensor:
+        """torch's multi-head attention of every unit: (U, B n, W) -> (U, B n, W)."""
+        units, rows, width = x.shape
+        n, heads = rows // batch, self.n_heads
+        qkv = torch.baddbmm(layer["in_b"][:, None], x, layer["in_w"].mT)  # (U, B n, 3 W)
+        q, k, v = qkv.view(units * batch, n, 3, heads, width // heads).permute(2, 0, 3, 1, 4)
+        # an accelerator's fused attention kernels want head sizes in multiples of 8
+        out = padded_attention(q, k, v, multiple=1 if x.device.type == "cpu" else 8)
+        out = out.transpose(1, 2).reshape(units, rows, width)
+        return torch.baddbmm(layer["out_b"][:, None], out, layer["out_w"].mT)
+
+
+def padded_attention(q: Tensor, k: Tensor, v: Tensor, *, multiple: int = 1) -> Tensor:
+    """softmax(q k^T / sqrt(r)) v for heads of size r, computed with the head size padded by
+    zero columns to a multiple of `multiple`: zeros add exact zeros to every score and output
+    (rank-1 heads: 1 -> 8 lets an accelerator's fused kernels take them).
+
+    Example:
+        >>> q, k, v = torch.randn(3, 2, 5, 1).unbind(0)
+        >>> plain = torch.nn.functional.scaled_dot_product_attention(q[None], k[None], v[None])
+        >>> bool((padded_attention(q[None], k[None], v[None], multiple=8) - plain).abs().max() < 1e-6)
+        True
+    """
+    size = q.shape[-1]
+    extra = -size % multiple
+    if extra:
+        q, k, v = (torch.nn.functional.pad(t, (0, extra)) for t in (q, k, v))
+    out = torch.nn.functional.scaled_dot_product_attention(q, k, v, scale=size**-0.5)
+    return out[..., :size]
+
+
+def _gain_norm(x: Tensor, gain: Tensor) -> Tensor:
+    """`GainUnitNorm` of every unit: gain (U,) times x / ||x|| over the last axis."""
+    return gain[:, None, None] * x / x.norm(dim=-1, keepdim=True).clamp_min(1e-12)

@@ -5,7 +5,9 @@ from rankcollapse.train.amsel import (
     TrainingConfig,
     tail_change,
     train_encoder,
+    train_encoders,
     train_farthest_encoder,
+    train_farthest_encoders,
     training_rows,
 )
 from rankcollapse.train.evaluate import (
@@ -53,7 +55,9 @@ __all__ = [
     "tail_change",
     "train",
     "train_encoder",
+    "train_encoders",
     "train_farthest_encoder",
+    "train_farthest_encoders",
     "train_grid",
     "train_model",
     "train_on_task",

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -21,10 +22,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from rankcollapse.devices import Device
 from rankcollapse.errors import ConfigError
-from rankcollapse.nets.rank_encoder import RankEncoder
+from rankcollapse.nets.rank_encoder import RankEncoder, StackedRankEncoder
 from rankcollapse.seeds import Seed
 from rankcollapse.tasks.neighbours import NeighbourTask, linear_baseline, relative_mse
-from rankcollapse.train.grid import CPU, GridResult, TrainSettings
+from rankcollapse.train.grid import CPU, GridResult, StackedAdamW, TrainSettings
 
 
 class TrainingConfig(BaseModel):
@@ -148,7 +149,20 @@ def train_encoder(
             best = min(best, mean)
             if since_best >= settings.patience:
                 break
-    model.eval()
+    return _scored(model, task, settings, device, rows, best, step + 1)
+
+
+def _scored(
+    model: torch.nn.Module,
+    task: NeighbourTask,
+    settings: TrainSettings,
+    device: torch.device,
+    rows: list[tuple[int, str, float]],
+    best: float,
+    steps_run: int,
+) -> GridResult:
+    """A trained model's curve rows and final scores (`train_encoder`'s rows)."""
+    model.to(device).eval()
     held_out = task.sample(
         settings.eval_samples, torch.Generator().manual_seed(settings.eval_seed), torch.float32
     )
@@ -165,13 +179,88 @@ def train_encoder(
         [
             ("eval_rel_mse", error),
             ("best_train_rel_mse", best),
-            ("steps_run", float(step + 1)),
+            ("steps_run", float(steps_run)),
             ("zero_rel_mse", zero),  # the trivial predictor and the best one that selects
             ("linear_rel_mse", linear_baseline(fit, held_out)),  # nothing, same samples
         ],
         columns=["metric", "value"],
     )
     return GridResult(curves, final)
+
+
+def train_encoders(
+    encoders: list[RankEncoder],
+    task: NeighbourTask,
+    settings: TrainSettings,
+    *,
+    seeds: Sequence[int],
+    device: torch.device = CPU,
+) -> list[GridResult]:
+    """`train_encoder` of several encoders of one shape at once, encoder u on seed u's data.
+
+    The encoders train as one `StackedRankEncoder` (one forward, backward and optimiser step
+    per step for all; AdamW without weight decay, kept per encoder, written out in
+    `train.grid`); each stops on its own plateau and is then frozen while the others go on. So
+    each ends where `train_encoder` alone ends with the same seed, up to float rounding
+    (tests/train/test_encoders.py). The host reads the losses once per `log_every` steps. The
+    trained weights are copied back into `encoders`.
+    """
+    if task.target != "farthest" or len(seeds) != len(encoders):
+        raise ConfigError(
+            f"train_encoders needs the farthest-point target (got '{task.target}') and one "
+            f"seed per encoder (got {len(seeds)} seeds for {len(encoders)} encoders)."
+        )
+    stack = StackedRankEncoder(encoders).to(device)
+    owner = torch.arange(len(encoders), device=device)
+    optimiser = StackedAdamW([(p, owner) for p in stack.parameters()], len(encoders), settings)
+    streams = [task.stream(settings.batch_size, seed=s, device=device) for s in seeds]
+    runs = [_Run() for _ in encoders]
+    active = torch.ones(len(encoders), dtype=torch.bool, device=device)
+    window = []
+    for step in range(settings.steps):
+        batches = [next(stream) for stream in streams]
+        x, target = torch.stack([b.x for b in batches]), torch.stack([b.target for b in batches])
+        loss = (stack(x) - target).square().sum(-1).flatten(1).mean(1)  # (U,)
+        loss.sum().backward()  # each term reaches only its own encoder's weights
+        optimiser.step(settings.lr_at(step), active)
+        window.append(torch.stack([loss.detach(), target.square().sum(-1).flatten(1).mean(1)]))
+        if (step + 1) % settings.log_every == 0:  # the host reads once per log
+            losses = torch.stack(window).tolist()  # [step][loss, trivial][unit]
+            window = []
+            for u, run in enumerate(runs):
+                if run.active and not run.log(
+                    step + 1, [p[0][u] / p[1][u] for p in losses], settings
+                ):
+                    active[u] = False
+            if not any(run.active for run in runs):
+                break
+    stack.unstack_into(encoders)
+    return [
+        _scored(encoder, task, settings, device, run.rows, run.best, run.steps_run or step + 1)
+        for encoder, run in zip(encoders, runs, strict=True)
+    ]
+
+
+@dataclass
+class _Run:
+    """One encoder's curve and stopping rule in `train_encoders` (as `train_encoder`'s)."""
+
+    rows: list[tuple[int, str, float]] = field(default_factory=list)
+    best: float = math.inf
+    since_best: int = 0
+    steps_run: int = 0  # 0 while it trains
+    active: bool = True
+
+    def log(self, step: int, losses: list[float], settings: TrainSettings) -> bool:
+        """Take one curve point (the mean of `losses`); False when it stops here."""
+        mean = sum(losses) / len(losses)
+        self.rows.append((step, "train_rel_mse", mean))
+        improved = mean < self.best * (1 - settings.min_improvement)
+        self.since_best = 0 if improved else self.since_best + 1
+        self.best = min(self.best, mean)
+        if self.since_best >= settings.patience:
+            self.active, self.steps_run = False, step
+        return self.active
 
 
 def train_farthest_encoder(
@@ -199,3 +288,36 @@ def train_farthest_encoder(
     task = NeighbourTask(config.d_model, n_points, target="farthest")
     result = train_encoder(model, task, config.train_settings(), seed=seed, device=config.device)
     return training_rows(result)
+
+
+def train_farthest_encoders(
+    config: EncoderConfig,
+    *,
+    n_points: int,
+    n_heads: int,
+    n_layers: int,
+    seeds: Sequence[int],
+    positions: int = 0,
+) -> pd.DataFrame:
+    """`train_farthest_encoder` for every seed of `seeds` at once (`train_encoders`; one seed:
+    `train_encoder` itself); the rows of each seed, with a `seed` column first."""
+    encoders = [
+        RankEncoder(
+            config.d_model,
+            n_heads=n_heads,
+            n_layers=n_layers,
+            d_ff=config.d_ff,
+            positions=positions,
+            seed=seed,
+        )
+        for seed in seeds
+    ]
+    task = NeighbourTask(config.d_model, n_points, target="farthest")
+    settings = config.train_settings()
+    if len(seeds) == 1:
+        results = [train_encoder(encoders[0], task, settings, seed=seeds[0], device=config.device)]
+    else:
+        results = train_encoders(encoders, task, settings, seeds=seeds, device=config.device)
+    frames = [training_rows(r).assign(seed=s) for r, s in zip(results, seeds, strict=True)]
+    frame = pd.concat(frames, ignore_index=True)
+    return frame[["seed", *[c for c in frame.columns if c != "seed"]]]

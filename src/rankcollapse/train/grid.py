@@ -81,7 +81,7 @@ class GridResult:
     model: StackedRankAttention | None = None
 
 
-class _StackedAdamW:
+class StackedAdamW:
     """AdamW (no weight decay) with an on/off switch and a step count per configuration.
 
     `params` pairs each parameter with the configuration owning each of its rows.
@@ -177,7 +177,7 @@ def train_grid(
         (model.w_k, model.row_config),
         (model.w_o, model.head_config),
     ]
-    optimiser = _StackedAdamW(owners, len(points), settings)
+    optimiser = StackedAdamW(owners, len(points), settings)
     plateaus = _Plateaus.start(len(points), where)
     steps_run = torch.zeros(len(points), dtype=torch.long, device=where)
     window, curve_rows = [], []
@@ -209,7 +209,7 @@ def train_grid(
 def _train_step(
     model: StackedRankAttention,
     streams: list,
-    optimiser: _StackedAdamW,
+    optimiser: StackedAdamW,
     lr: float,
     active: Tensor,
 ) -> Tensor:

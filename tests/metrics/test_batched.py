@@ -1,0 +1,168 @@
+"""The accelerator's route of the metric suite (`metrics._batched`), forced on the CPU.
+
+Its values equal the float64 route's within `SPECTRA_RTOL` (relative; the O(n d) metrics and
+the floor flags exactly), it reads the device once per call, and it makes one batched
+eigenproblem per call on states float32 can resolve.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from rankcollapse.errors import InputError
+from rankcollapse.metrics import DEFAULT_METRICS, measure_states
+from rankcollapse.metrics._batched import FLOAT32_RCOND, SPECTRA_RTOL
+
+SPECTRAL = ("stable_rank", "effective_rank", "numerical_rank", "min_sv", "min_sv_rel", "rank1_rel")
+
+
+def _spectrum_states(singular: torch.Tensor, batch: int, d: int, seed: int) -> torch.Tensor:
+    """float32 states (batch, k, d) with the given singular values (k,): U diag(s) V^T."""
+    g = torch.Generator().manual_seed(seed)
+    k = len(singular)
+    u = torch.linalg.qr(torch.randn(batch, k, k, generator=g, dtype=torch.float64))[0]
+    v = torch.linalg.qr(torch.randn(batch, d, k, generator=g, dtype=torch.float64))[0]
+    return (u * singular @ v.mT).float()
+
+
+def _cases() -> dict[str, tuple[torch.Tensor, torch.Tensor | None, torch.dtype | None]]:
+    g = torch.Generator().manual_seed(0)
+    pads = torch.ones(5, 24, dtype=torch.bool)
+    pads[1, 20:], pads[3, 5:] = False, False
+    spread = torch.logspace(0, -1.1, 32, dtype=torch.float64)  # just above FLOAT32_RCOND
+    collapsed = torch.randn(3, 1, 40, generator=g) + 1e-6 * torch.randn(3, 16, 40, generator=g)
+    mixed = torch.cat([torch.randn(2, 16, 40, generator=g), collapsed[:2]])
+    return {
+        "random tokens": (torch.randn(6, 32, 48, generator=g), None, None),
+        "more tokens than features": (torch.randn(4, 64, 16, generator=g), None, None),
+        "pads": (torch.randn(5, 24, 32, generator=g), pads, None),
+        "near the float32 resolution": (_spectrum_states(spread, 4, 48, 1), None, None),
+        "bfloat16 source": (torch.randn(4, 16, 24, generator=g), None, torch.bfloat16),
+        "collapsed": (collapsed, None, None),
+        "collapsed beside random": (mixed, None, None),
+        "layers of a group": (torch.randn(3, 2, 12, 20, generator=g), None, None),
+    }
+
+
+@pytest.mark.parametrize("case", list(_cases()))
+def test_batched_route_equals_float64_route_within_stated_tolerance(case: str) -> None:
+    x, mask, source = _cases()[case]
+    exact = measure_states(x, mask, source_dtype=source)
+    batched = measure_states(x, mask, source_dtype=source, batched=True)
+    assert list(batched) == list(DEFAULT_METRICS)
+    for name, (value, at_floor) in exact.items():
+        got = batched[name]
+        assert got.value.shape == value.shape and got.value.dtype == torch.float64
+        assert torch.equal(got.at_floor, at_floor), name
+        tolerance = SPECTRA_RTOL if name in SPECTRAL else 0.0
+        gap = (got.value - value).abs() / value.abs().clamp_min(1e-300)
+        assert float(gap.max()) <= tolerance, (name, float(gap.max()))
+
+
+def test_sequences_float32_cannot_resolve_take_the_float64_route_exactly() -> None:
+    g = torch.Generator().manual_seed(2)
+    resolved = _spectrum_states(torch.logspace(0, -0.5, 12, dtype=torch.float64), 2, 20, 3)
+    below = _spectrum_states(torch.logspace(0, -4, 12, dtype=torch.float64), 2, 20, 4)
+    x = torch.cat([resolved, below, torch.randn(1, 1, 20, generator=g).expand(1, 12, 20)])
+    exact = measure_states(x)
+    batched = measure_states(x, batched=True)
+    ratio = exact["min_sv_rel"].value ** 2
+    assert (ratio[:2] > FLOAT32_RCOND).all() and (ratio[2:] < FLOAT32_RCOND).all()
+    for name in SPECTRAL:
+        assert torch.equal(batched[name].value[2:], exact[name].value[2:]), name  # float64
+        assert not torch.equal(batched[name].value[:2], exact[name].value[:2]) or name in (
+            "numerical_rank",
+            "rank1_rel",
+        )
+
+
+class _Reads:
+    """Counts host reads (`.cpu()`, `.item()`, `.tolist()`, bool/int/float of a tensor) and
+    `torch.linalg` decompositions while installed."""
+
+    READS = ("cpu", "item", "tolist", "__bool__", "__int__", "__float__")
+    DECOMPOSITIONS = ("eigvalsh", "eigh", "svdvals", "svd")
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.reads: list[str] = []
+        self.decompositions: list[str] = []
+        for name in self.READS:
+            monkeypatch.setattr(torch.Tensor, name, self._wrap(getattr(torch.Tensor, name), name))
+        for name in self.DECOMPOSITIONS:
+            monkeypatch.setattr(torch.linalg, name, self._count(getattr(torch.linalg, name), name))
+
+    def _wrap(self, method, name):
+        def counted(tensor, *args, **kwargs):
+            self.reads.append(name)
+            return method(tensor, *args, **kwargs)
+
+        return counted
+
+    def _count(self, function, name):
+        def counted(*args, **kwargs):
+            self.decompositions.append(name)
+            return function(*args, **kwargs)
+
+        return counted
+
+
+def test_batched_route_reads_the_host_once_and_solves_once_per_layer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    g = torch.Generator().manual_seed(5)
+    layers = [torch.randn(8, 32, 48, generator=g) for _ in range(3)]
+    mask = torch.ones(8, 32, dtype=torch.bool)
+    mask[2, 30:] = False
+    measure_states(layers[0][:2], batched=True)  # torch's own first-call work stays out
+    counter = _Reads(monkeypatch)
+    for x in layers:
+        measure_states(x, mask, batched=True)
+    assert counter.reads == ["cpu"] * 3
+    assert counter.decompositions == ["eigvalsh"] * 3
+
+
+def test_batched_route_adds_one_copy_for_sequences_it_redoes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    g = torch.Generator().manual_seed(6)
+    x = torch.randn(4, 16, 24, generator=g)
+    x[1] = x[1, :1]  # one collapsed sequence: the float64 route measures it again
+    counter = _Reads(monkeypatch)
+    measure_states(x, batched=True)
+    assert counter.reads.count("cpu") == 2
+    # then the float64 route on that sequence: its eigvalsh, the rank-1 residual's eigh, an SVD
+    assert counter.decompositions == ["eigvalsh", "eigvalsh", "eigh", "svdvals"]
+
+
+def test_batched_route_reads_no_spectrum_for_o_nd_metrics(monkeypatch: pytest.MonkeyPatch) -> None:
+    x = torch.randn(4, 16, 24, generator=torch.Generator().manual_seed(7))
+    counter = _Reads(monkeypatch)
+    out = measure_states(x, metrics=["res_comp_rel", "mu_rel", "cos_mean"], batched=True)
+    assert counter.reads == ["cpu"] and counter.decompositions == []
+    assert torch.equal(out["mu_rel"].value, measure_states(x, metrics=["mu_rel"])["mu_rel"].value)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ("nan", r"1 NaN value\(s\) \(first: sample 2, token 3\)"),
+        ("short", r"1 real token\(s\) in sample 1"),
+    ],
+)
+def test_batched_route_reports_bad_input_as_the_float64_route(change: str, message: str) -> None:
+    x = torch.randn(4, 8, 6, generator=torch.Generator().manual_seed(8))
+    mask = torch.ones(4, 8, dtype=torch.bool)
+    if change == "nan":
+        x[2, 3, 1] = float("nan")
+    else:
+        mask[1, 1:] = False
+    for batched in (False, True):
+        with pytest.raises(InputError, match=message):
+            measure_states(x, mask, batched=batched)
+
+
+def test_cpu_default_is_the_float64_route() -> None:
+    x = torch.randn(3, 16, 24, generator=torch.Generator().manual_seed(9))
+    default, exact = measure_states(x), measure_states(x, batched=False)
+    assert all(torch.equal(default[n].value, exact[n].value) for n in default)
