@@ -42,6 +42,10 @@ class UnreadableFileError(InputError):
     """An outside file that is missing, not a regular file, too large, or not what it holds."""
 
 
+class LinkInsideError(InputError):
+    """A symbolic link inside a results folder (refused, never followed)."""
+
+
 def _default_error(path: Path, fix: str) -> Error:
     return lambda problem: UnreadableFileError(f"{path} cannot be read ({problem}); {fix}.")
 
@@ -59,17 +63,70 @@ def _kind(mode: int) -> str:
     return "not a regular file; it is never opened"
 
 
-def checked_size(path: str | os.PathLike, limit: int, *, error: Error | None = None) -> int:
+def shown(path: str | os.PathLike) -> str:
+    r"""A path as text every terminal, page and file can hold: bytes of a name that are not
+    UTF-8 (a name made on another system) written as `\xff` escapes, never a traceback.
+
+    Example:
+        >>> shown(os.fsdecode(b"run-\xff\xfe"))
+        'run-\\xff\\xfe'
+    """
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
+
+
+def is_utf8(path: str | os.PathLike) -> bool:
+    """True when every name in `path` is UTF-8 text (libraries such as safetensors take no
+    other).
+
+    Example:
+        >>> is_utf8("run-1"), is_utf8(os.fsdecode(b"run-\xff"))
+        (True, False)
+    """
+    try:
+        os.fsencode(path).decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def links_inside(folder: str | os.PathLike) -> Iterator[Path]:
+    """Every symbolic link inside `folder` and its subfolders (`folder` itself may be one),
+    found without following any link below `folder`."""
+    for parent, dirs, files in os.walk(folder, followlinks=False):
+        for name in sorted(dirs + files):
+            if os.path.islink(os.path.join(parent, name)):
+                yield Path(parent) / name
+
+
+def refuse_links(folder: str | os.PathLike, what: str = "results folder") -> Path:
+    """`folder`, refused when it holds a symbolic link anywhere below it: a results folder is
+    a closed world, so a link (to a file, a folder or anywhere) is never followed, neither to
+    read nor to write; the error names the link, never what it points to or holds."""
+    for link in links_inside(folder):
+        raise LinkInsideError(
+            f"{shown(link)} is a symbolic link inside the {what} {shown(folder)}; links in a "
+            f"{what} are refused, never followed (nothing was read or written through it). "
+            "Replace the link with the file or folder itself, or pass another folder."
+        )
+    return Path(folder)
+
+
+def checked_size(
+    path: str | os.PathLike, limit: int, *, error: Error | None = None, follow: bool = True
+) -> int:
     """The size in bytes of the regular file `path`, refused (without opening it) when missing,
-    a folder, a special file or larger than `limit` bytes."""
+    a folder, a special file or larger than `limit` bytes; with `follow=False` (a file of a
+    results folder) a symbolic link is refused too, never followed."""
     path = Path(path)
     fail = error or _default_error(path, FIX)
     try:
-        info = os.stat(path)
+        info = os.stat(path) if follow else os.lstat(path)
     except FileNotFoundError:
         raise fail("missing") from None
     except OSError as err:
         raise fail(f"unreadable: {err.strerror}") from None
+    if stat.S_ISLNK(info.st_mode):
+        raise fail("a symbolic link; links in a results folder are never followed")
     if not stat.S_ISREG(info.st_mode):
         raise fail(_kind(info.st_mode))
     if info.st_size > limit:
@@ -79,16 +136,19 @@ def checked_size(path: str | os.PathLike, limit: int, *, error: Error | None = N
 
 @contextlib.contextmanager
 def open_bounded(
-    path: str | os.PathLike, limit: int, *, error: Error | None = None
+    path: str | os.PathLike, limit: int, *, error: Error | None = None, follow: bool = True
 ) -> Iterator[IO[bytes]]:
     """The regular file `path` opened for reading in binary, after `checked_size`; opened
     without blocking and checked again on the descriptor (a file swapped for a FIFO between
-    the two is refused too)."""
+    the two is refused too; with `follow=False`, one swapped for a link too)."""
     path = Path(path)
     fail = error or _default_error(path, FIX)
-    checked_size(path, limit, error=fail)
+    checked_size(path, limit, error=fail, follow=follow)
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+    if not follow:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+        fd = os.open(path, flags)
     except OSError as err:
         raise fail(f"unreadable: {err.strerror}") from None
     info = os.fstat(fd)
@@ -99,11 +159,13 @@ def open_bounded(
         yield f
 
 
-def read_bytes(path: str | os.PathLike, limit: int, *, error: Error | None = None) -> bytes:
+def read_bytes(
+    path: str | os.PathLike, limit: int, *, error: Error | None = None, follow: bool = True
+) -> bytes:
     """At most `limit` bytes: the whole regular file, or a refusal (a file that grew past
     `limit` while read is refused too)."""
     fail = error or _default_error(Path(path), FIX)
-    with open_bounded(path, limit, error=fail) as f:
+    with open_bounded(path, limit, error=fail, follow=follow) as f:
         try:
             size = os.fstat(f.fileno()).st_size  # a buffer of the file's size, not of `limit`
             data = f.read(size + 1)
@@ -116,10 +178,12 @@ def read_bytes(path: str | os.PathLike, limit: int, *, error: Error | None = Non
     return data
 
 
-def read_text(path: str | os.PathLike, limit: int, *, error: Error | None = None) -> str:
+def read_text(
+    path: str | os.PathLike, limit: int, *, error: Error | None = None, follow: bool = True
+) -> str:
     """The UTF-8 text of a regular file of at most `limit` bytes."""
     fail = error or _default_error(Path(path), FIX)
-    data = read_bytes(path, limit, error=fail)
+    data = read_bytes(path, limit, error=fail, follow=follow)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as err:
@@ -138,10 +202,12 @@ def parse_json(text: str | bytes, *, error: Error, **options: Any) -> Any:
         raise error(f"not JSON: {err}") from None
 
 
-def read_json(path: str | os.PathLike, limit: int, *, error: Error | None = None) -> Any:
+def read_json(
+    path: str | os.PathLike, limit: int, *, error: Error | None = None, follow: bool = True
+) -> Any:
     """The JSON value of a regular UTF-8 file of at most `limit` bytes."""
     fail = error or _default_error(Path(path), FIX)
-    return parse_json(read_text(path, limit, error=fail), error=fail)
+    return parse_json(read_text(path, limit, error=fail, follow=follow), error=fail)
 
 
 @functools.cache
@@ -179,7 +245,7 @@ def parse_yaml(text: str, *, error: Error) -> Any:
     try:
         value = loader.get_single_data()
     except yaml.YAMLError as err:
-        raise error(f"not valid YAML: {' '.join(str(err).split())}") from None
+        raise error(f"not valid YAML: {_yaml_problem(err)}") from None
     except (_TooDeepError, RecursionError):
         raise error(f"YAML nested more than {MAX_YAML_DEPTH} levels deep") from None
     finally:
@@ -187,6 +253,15 @@ def parse_yaml(text: str, *, error: Error) -> Any:
     if _expanded_size(value) > MAX_YAML_VALUES:
         raise error(f"YAML that expands to more than {MAX_YAML_VALUES:,} values (aliases)")
     return value
+
+
+def _yaml_problem(err: Exception) -> str:
+    """The parser's reason and position, without the snippet of the file it quotes (an error
+    names where a file is wrong, never prints what it holds)."""
+    mark = getattr(err, "problem_mark", None)
+    problem = getattr(err, "problem", None) or type(err).__name__
+    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+    return " ".join(f"{problem}{where}".split())
 
 
 def _expanded_size(value: Any, budget: int = MAX_YAML_VALUES + 1) -> int:
@@ -203,20 +278,27 @@ def _expanded_size(value: Any, budget: int = MAX_YAML_VALUES + 1) -> int:
     return count
 
 
-def read_yaml(path: str | os.PathLike, limit: int, *, error: Error | None = None) -> Any:
+def read_yaml(
+    path: str | os.PathLike, limit: int, *, error: Error | None = None, follow: bool = True
+) -> Any:
     """The YAML value (safe loader, depth and alias guards) of a regular UTF-8 file of at most
     `limit` bytes."""
     fail = error or _default_error(Path(path), FIX)
-    return parse_yaml(read_text(path, limit, error=fail), error=fail)
+    return parse_yaml(read_text(path, limit, error=fail, follow=follow), error=fail)
 
 
 def text_lines(
-    path: str | os.PathLike, limit: int, *, max_line: int = MAX_CSV_LINE, error: Error | None = None
+    path: str | os.PathLike,
+    limit: int,
+    *,
+    max_line: int = MAX_CSV_LINE,
+    error: Error | None = None,
+    follow: bool = True,
 ) -> Iterator[bytes]:
     """The lines of a file of at most `limit` bytes, each read in a piece of at most `max_line`
     bytes (never one huge line): a longer line or a NUL byte is refused with its number."""
     fail = error or _default_error(Path(path), FIX)
-    with open_bounded(path, limit, error=fail) as f:
+    with open_bounded(path, limit, error=fail, follow=follow) as f:
         for number in range(1, 1 << 62):
             line = f.readline(max_line + 1)
             if not line:
@@ -234,6 +316,7 @@ def check_csv(
     *,
     max_line: int = MAX_CSV_LINE,
     error: Error | None = None,
+    follow: bool = True,
 ) -> None:
     """A CSV file of at most `limit` bytes, read in pieces of at most `max_line` bytes (never
     as one huge line): no line longer than `max_line`, no NUL byte, at least a header, and
@@ -241,7 +324,7 @@ def check_csv(
     row with empty values)."""
     fail = error or _default_error(Path(path), FIX)
     n_fields = None
-    for number, line in enumerate(text_lines(path, limit, max_line=max_line, error=fail), 1):
+    for number, line in enumerate(text_lines(path, limit, max_line=max_line, error=fail, follow=follow), 1):
         if b'"' in line or not line.strip():
             continue
         fields = line.count(b",") + 1
@@ -312,10 +395,13 @@ __all__ = [
     "MAX_CSV_LINE",
     "MAX_YAML_DEPTH",
     "MAX_YAML_VALUES",
+    "LinkInsideError",
     "MiB",
     "UnreadableFileError",
     "check_csv",
     "checked_size",
+    "is_utf8",
+    "links_inside",
     "open_bounded",
     "parse_json",
     "parse_yaml",
@@ -323,5 +409,7 @@ __all__ = [
     "read_json",
     "read_text",
     "read_yaml",
+    "refuse_links",
     "safetensors_header",
+    "shown",
 ]

@@ -53,7 +53,7 @@ from rankcollapse.files import (
     write_atomic,
 )
 from rankcollapse.presets import DEFAULT_PRESET, PRESETS
-from rankcollapse.reading import MiB, parse_yaml, read_yaml
+from rankcollapse.reading import MiB, parse_yaml, read_yaml, refuse_links
 from rankcollapse.report import config_hash, kept_note, read_manifest, results_sha256
 from rankcollapse.runner._lock import run_lock
 from rankcollapse.runner._store import OLD_SUFFIX, SUFFIX, load_unit, save_unit
@@ -427,6 +427,7 @@ class _Run:
     ) -> _Run:
         """Read what the (locked) folder holds and write the config and a running manifest."""
         name, out_dir = plan.experiment.name, plan.out_dir
+        refuse_links(out_dir, "run folder")  # never read or written through a link
         paths = unit_paths(plan)
         started = _now()
         write_atomic(out_dir / "config.yaml", config_yaml(plan.config).encode())
