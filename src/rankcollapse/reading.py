@@ -324,7 +324,9 @@ def check_csv(
     row with empty values)."""
     fail = error or _default_error(Path(path), FIX)
     n_fields = None
-    for number, line in enumerate(text_lines(path, limit, max_line=max_line, error=fail, follow=follow), 1):
+    for number, line in enumerate(
+        text_lines(path, limit, max_line=max_line, error=fail, follow=follow), 1
+    ):
         if b'"' in line or not line.strip():
             continue
         fields = line.count(b",") + 1

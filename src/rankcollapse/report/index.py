@@ -20,9 +20,9 @@ from urllib.parse import quote, unquote_to_bytes
 from rankcollapse.errors import InputError
 from rankcollapse.experiments import count_verdicts
 from rankcollapse.files import check_replaceable, read_marker, write_atomic
+from rankcollapse.reading import LinkInsideError, refuse_links, shown
 from rankcollapse.report.build import stored_verdict
 from rankcollapse.report.html import STYLE
-from rankcollapse.reading import LinkInsideError, refuse_links, shown
 from rankcollapse.report.stored import DamagedFileError, folder_kind, read_claims, read_manifest
 
 SIGNATURE = "<title>rankcollapse runs in "  # in the head of every index page written here
@@ -253,7 +253,9 @@ def write_index(root: str | Path, notify: Notify | None = None) -> Path:
     there that this function did not write (no `SIGNATURE`) is refused, never replaced."""
     root = Path(root)
     if not root.is_dir():
-        raise InputError(f"{shown(root)!r} is not a folder; pass the results folder, e.g. results/.")
+        raise InputError(
+            f"{shown(root)!r} is not a folder; pass the results folder, e.g. results/."
+        )
     rows, outputs = run_rows(root, notify), output_rows(root)
     if not rows and not outputs:
         raise InputError(
