@@ -6,7 +6,9 @@ opening, and a file larger than the caller's bound is refused without reading. T
 opened without blocking, checked again on the open descriptor, and at most `limit` bytes are
 read. Parsers on top: text (UTF-8), JSON, YAML (safe loader, with a nesting depth and an alias
 expansion guard against "billion laughs"), CSV (line length, NUL bytes and field counts, read
-in bounded pieces) and safetensors headers (never the tensors).
+in bounded pieces), safetensors headers (never the tensors) and saved activations (`.npy`,
+`.pt` through `torch.load(weights_only=True)`, `.safetensors`), read a layer at a time after
+their headers are checked.
 
 Every refusal is one `RankCollapseError` naming the file, what is wrong and the fix: by default
 `UnreadableFileError`; a caller with its own wording passes `error`, a function of the problem
@@ -23,8 +25,9 @@ import os
 import stat
 import struct
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, NamedTuple
 
 from rankcollapse.errors import InputError, RankCollapseError
 
@@ -393,20 +396,284 @@ def _tensor_entries(header: dict, n_data: int, fail: Error) -> dict:
     return found
 
 
+# Saved activations (`rankcollapse measure FILE`, `measure.measure_file`): tensors only, never
+# pickle; every size checked against the file before anything is allocated.
+
+ACTIVATION_SUFFIXES = (".npy", ".pt", ".safetensors")
+STATE_KEYS = ("states", "hidden_states")  # the keys a dict file may hold the states under
+MAX_STATES_BYTES = 2**62  # no cap on the file: what it would allocate is checked per format
+_DIMS = ("layers", "sequences", "tokens", "features")
+_SAVE_HINT = "save_activations(path, states, mask) from rankcollapse.measure"
+
+
+@dataclass
+class Layers:
+    """Saved activations, read one layer at a time: `shape` as stored ((layers, batch, n, d) or
+    (batch, n, d)), `dtype` (a torch dtype) and `read(l)`, layer l as a (batch, n, d) tensor."""
+
+    shape: tuple[int, ...]
+    dtype: Any
+    read: Callable[[int], Any]
+
+    @classmethod
+    def of(cls, tensor: Any) -> Layers:
+        """A tensor already in memory (a `.pt` file, memory-mapped)."""
+        return cls(
+            tuple(tensor.shape), tensor.dtype, lambda l: tensor[l] if tensor.dim() == 4 else tensor
+        )
+
+    def __len__(self) -> int:
+        return self.shape[0] if len(self.shape) == 4 else 1
+
+    def __iter__(self) -> Iterator[Any]:
+        return (self.read(layer) for layer in range(len(self)))
+
+
+class Activations(NamedTuple):
+    """An activations file opened (`read_activations`): its layers, still unread, the shape
+    (layers, batch, n, d) and the boolean token mask (None: every token is real)."""
+
+    states: Layers
+    shape: tuple[int, int, int, int]
+    mask: Any
+
+
+def read_activations(path: str | os.PathLike, mask: str | os.PathLike | Any = None) -> Activations:
+    """An activations file opened, every layer still unread: its format and header, dtype,
+    rank and sizes checked (`load_activations`, `check_activations`), and one layer's
+    measurement checked against the memory here (`sizes.check_memory`). `mask`: a (batch, n)
+    tensor, the path of a file holding one, or None for the file's own `mask` (or none)."""
+    from rankcollapse.sizes import check_memory, measure_bytes
+
+    content = load_activations(path)
+    if isinstance(mask, str | os.PathLike):
+        mask = load_activations(mask)["states"].read(0)  # one small tensor, read whole
+    states = content["states"]
+    shape, mask = check_activations(states, content["mask"] if mask is None else mask)
+    n_layers, n_samples, n_tokens, d_model = shape
+    itemsize = states.dtype.itemsize
+    needed = itemsize * n_samples * n_tokens * d_model + measure_bytes(n_samples, n_tokens, d_model)
+    sizes = {"layers": n_layers, "n_samples": n_samples, "n_tokens": n_tokens, "d_model": d_model}
+    check_memory(
+        "measuring one layer", needed, sizes, "save fewer sequences per file (or split the file)"
+    )
+    return Activations(states, shape, mask)
+
+
+def load_activations(path: str | os.PathLike) -> dict:
+    """Open a file safely as {'states': Layers, 'mask': tensor | None}, reading no layer yet.
+    No pickle is executed (`.pt`: torch.load with weights_only=True); a .npy or safetensors
+    header is checked (dtype, rank, size against the file) before anything is allocated."""
+    path = Path(path)
+    fix = f"pass the path of a {', '.join(ACTIVATION_SUFFIXES)} file"
+    checked_size(  # a folder, FIFO or device is refused unopened
+        path,
+        MAX_STATES_BYTES,
+        error=lambda problem: InputError(
+            f"no file at '{shown(path)}'; {fix}."
+            if problem == "missing"
+            else f"'{shown(path)}' is {problem}; {fix}."
+        ),
+    )
+    suffix = path.suffix.lower()
+    if suffix not in ACTIVATION_SUFFIXES:
+        raise InputError(
+            f"'{shown(path.name)}' has suffix '{suffix}'; supported: "
+            f"{', '.join(ACTIVATION_SUFFIXES)}; write one with {_SAVE_HINT}."
+        )
+    readers = {".npy": _load_npy, ".pt": _load_pt, ".safetensors": _load_safetensors}
+    content = readers[suffix](path)
+    where = f"'{shown(path)}'"
+    if not isinstance(content, dict):
+        states = content if isinstance(content, Layers) else Layers.of(_dense(content, where))
+        return {"states": states, "mask": None}
+    key = next((k for k in STATE_KEYS if k in content), None)
+    if key is None:
+        raise InputError(
+            f"{where} holds keys {sorted(map(str, content))}; expected one of "
+            f"{list(STATE_KEYS)} (and optionally 'mask'); write it with {_SAVE_HINT}."
+        )
+    mask, states = content.get("mask"), content[key]
+    if not isinstance(states, Layers):
+        states = Layers.of(_dense(states, f"'{key}' in {where}"))
+    return {"states": states, "mask": None if mask is None else _dense(mask, f"'mask' in {where}")}
+
+
+def _load_pt(path: Path) -> Any:
+    """torch.load with weights_only=True (never pickle's code), memory-mapped when the file is
+    a zip archive (what torch.save writes); an old-format file is read whole."""
+    import torch
+
+    try:
+        try:
+            return torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+        except RuntimeError:  # not a zip archive: mmap cannot map it
+            return torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as err:  # noqa: BLE001 - unsafe (refused), truncated or not torch
+        raise InputError(
+            f"'{shown(path)}' does not load safely as tensors (torch.load with weights_only=True "
+            f"refused it: {type(err).__name__}). Save a tensor or a dict of tensors, e.g. "
+            f"torch.save({{'states': x, 'mask': m}}, path), or use {_SAVE_HINT}."
+        ) from None
+
+
+def _load_safetensors(path: Path) -> dict:
+    """The tensors of a safetensors file, its header checked first (`safetensors_header`):
+    'states' / 'hidden_states' as `Layers` read by slice, the others (a mask) read whole."""
+    fix = f"save it again with {_SAVE_HINT}"
+    header = safetensors_header(
+        path,
+        MAX_STATES_BYTES,
+        error=lambda p: InputError(
+            f"'{shown(path)}' is not a readable safetensors file ({p}); {fix}."
+        ),
+    )
+    if not is_utf8(path):
+        raise InputError(
+            f"'{shown(path)}' has a name that is not UTF-8, which the safetensors library cannot "
+            "open; rename the file."
+        )
+    from safetensors import safe_open
+
+    content: dict = {}
+    with safe_open(path, framework="pt") as f:
+        for key, (dtype, shape) in header.items():
+            if key in STATE_KEYS:
+                content[key] = Layers(shape, _torch_dtype(dtype), _slice_reader(path, key, shape))
+            else:  # a mask is read whole (it is small); any other tensor is never read
+                content[key] = f.get_tensor(key) if key == "mask" else None
+    return content
+
+
+def _torch_dtype(name: str) -> Any:
+    import torch
+
+    names = {"F16": torch.float16, "BF16": torch.bfloat16, "F32": torch.float32,
+             "F64": torch.float64}  # fmt: skip
+    return names.get(name, torch.int64)  # anything else is refused as not floating point
+
+
+def _slice_reader(path: Path, key: str, shape: tuple[int, ...]) -> Callable[[int], Any]:
+    def read(layer: int) -> Any:
+        from safetensors import safe_open
+
+        with safe_open(path, framework="pt") as f:
+            part = f.get_slice(key)
+            return part[layer] if len(shape) == 4 else part[:]
+
+    return read
+
+
+def _dense(value: object, where: str) -> Any:
+    """`value` if it is a dense tensor, else a clear error."""
+    import torch
+
+    if not isinstance(value, torch.Tensor):
+        raise InputError(
+            f"{where} holds a {type(value).__name__}; save a tensor or a dict of tensors."
+        )
+    if value.layout != torch.strided:
+        raise InputError(f"{where} holds a sparse tensor ({value.layout}); save x.to_dense().")
+    return value
+
+
+def _load_npy(path: Path) -> Layers:
+    """A .npy array of numbers, its header checked first: a declared shape the file cannot hold,
+    or strings, records and objects, fail before any memory is taken."""
+    import numpy as np
+    import torch
+
+    readers = {
+        (1, 0): np.lib.format.read_array_header_1_0,
+        (2, 0): np.lib.format.read_array_header_2_0,
+    }
+    with open_bounded(path, MAX_STATES_BYTES) as f:
+        try:
+            shape, fortran, dtype = readers[np.lib.format.read_magic(f)](f)
+        except Exception as err:  # noqa: BLE001 - empty, truncated or not a .npy header
+            reason = " ".join(str(err).split())[:200] or type(err).__name__
+            raise InputError(
+                f"'{shown(path)}' is not a .npy file numpy wrote ({reason}); save it with np.save."
+            ) from None
+        data_start, size = f.tell(), os.fstat(f.fileno()).st_size
+    if dtype.kind not in "biuf" or dtype.itemsize > 8:
+        raise InputError(
+            f"'{shown(path)}' holds an array of dtype {dtype} ({dtype.kind!r}); save "
+            "floating-point states (float16, float32, float64) and a boolean or 0/1 mask."
+        )
+    needed = int(np.prod(shape, dtype=object)) * dtype.itemsize
+    if needed != size - data_start:
+        raise InputError(
+            f"'{shown(path)}' declares shape {shape} of {dtype} ({needed} bytes) but holds "
+            f"{size - data_start} bytes of data; the file is damaged or was not fully written: "
+            "save it again with np.save."
+        )
+    per_layer = int(np.prod(shape[1:], dtype=object))
+
+    def read(layer: int) -> Any:
+        if len(shape) != 4 or fortran:  # one layer (batch, n, d), or layers not contiguous
+            array = np.load(path, mmap_mode="r", allow_pickle=False)
+            return torch.from_numpy(np.array(array[layer] if len(shape) == 4 else array))
+        with open_bounded(path, MAX_STATES_BYTES) as f:
+            f.seek(data_start + layer * per_layer * dtype.itemsize)
+            values = np.fromfile(f, dtype=dtype, count=per_layer)
+        return torch.from_numpy(values.reshape(shape[1:]))
+
+    return Layers(tuple(shape), torch.from_numpy(np.zeros(0, dtype=dtype)).dtype, read)
+
+
+def check_activations(states: Layers, mask: Any) -> tuple[tuple[int, int, int, int], Any]:
+    """The checked shape (layers, batch, n, d) of `states` plus a boolean (batch, n) mask or
+    None; clear errors, before any layer is read."""
+    from rankcollapse._validation import boolean_mask
+
+    shape = tuple(states.shape)
+    if len(shape) not in (3, 4):
+        raise InputError(
+            f"activations have shape {shape}; expected (layers, batch, n, d) or (batch, n, d)."
+        )
+    empty = [f"{size} {what}" for size, what in zip(shape, _DIMS[-len(shape) :]) if size == 0]
+    if empty:
+        raise InputError(
+            f"activations have shape {shape}, i.e. {' and '.join(empty)}; "
+            "save at least one layer, one sequence, two tokens and one feature, "
+            "shape (layers, batch, n, d)."
+        )
+    if not states.dtype.is_floating_point:
+        raise InputError(f"activations have dtype {states.dtype}; save floating-point states.")
+    shape = shape if len(shape) == 4 else (1, *shape)
+    if mask is not None:
+        if tuple(mask.shape) != shape[1:3]:
+            raise InputError(
+                f"mask has shape {tuple(mask.shape)} but the activations have "
+                f"{shape[1]} sequences of {shape[2]} tokens; pass a mask of shape "
+                f"({shape[1]}, {shape[2]})."
+            )
+        mask = boolean_mask(mask)
+    return shape, mask
+
+
 __all__ = [
+    "ACTIVATION_SUFFIXES",
     "MAX_CSV_LINE",
     "MAX_YAML_DEPTH",
     "MAX_YAML_VALUES",
+    "STATE_KEYS",
+    "Activations",
+    "Layers",
     "LinkInsideError",
     "MiB",
     "UnreadableFileError",
+    "check_activations",
     "check_csv",
     "checked_size",
     "is_utf8",
     "links_inside",
+    "load_activations",
     "open_bounded",
     "parse_json",
     "parse_yaml",
+    "read_activations",
     "read_bytes",
     "read_json",
     "read_text",

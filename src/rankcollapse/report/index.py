@@ -36,7 +36,7 @@ def folders(root: Path, notify: Notify | None = None) -> list[Path]:
     for parent, dirs, _ in os.walk(root, followlinks=False):
         found.append(Path(parent))
         links += [Path(parent) / d for d in dirs if os.path.islink(os.path.join(parent, d))]
-    runs = {f for f in found if (f / "manifest.json").is_file()}
+    runs = {f for f in found if os.path.lexists(f / "manifest.json")}
     for link in sorted(links):
         if notify and not any(run in link.parents for run in runs):
             notify(f"skipped {shown(link)}: a symbolic link; links are never followed.")
@@ -59,7 +59,7 @@ def run_rows(root: Path, notify: Notify | None = None) -> list[dict[str, Any]]:
     damaged one, or one holding a symbolic link, is skipped, and `notify` told which and why."""
     rows = []
     for folder in folders(root, notify):
-        if not (folder / "manifest.json").is_file() or not (folder / "report.html").is_file():
+        if not os.path.lexists(folder / "manifest.json") or not (folder / "report.html").is_file():
             continue
         try:
             refuse_links(folder, "run folder")
