@@ -238,3 +238,19 @@ def test_index_counts_not_tested_findings_apart(tmp_path):
     assert (rows[0]["n_findings"], rows[0]["n_passed"], rows[0]["n_untested"]) == (3, 1, 1)
     assert rows[0]["n_failed"] == 1
     assert '<td class="fail">1 of 3 pass, 1 fail, 1 not tested</td>' in render_index(rows, "runs")
+
+
+def test_what_was_run_lists_the_arms_in_the_results_not_every_preset_s():
+    """The quick preset ran `san` only: "What was run" names san, never skip (the paper
+    preset's), before the module's description of every preset."""
+    results = pd.DataFrame({"variant": ["san"] * 2, "layer": [0, 1], "metric": "res",
+                            "value": [1.0, 0.1]})  # fmt: skip
+    page = render_html(experiment=SYNTH, config_text="", manifest={"preset": "quick"},
+                       summary=Summary(), pngs={}, results=results)  # fmt: skip
+    ran = page[page.index('id="what-ran"') : page.index('id="config"')]
+    assert (
+        "This run (preset quick) measured, as its results hold:</p>\n<ul>\n<li>variant: san</li>"
+        in ran
+    )
+    assert "skip" not in ran.split("</ul>")[0]
+    assert ran.index("This run") < ran.index("The experiment, for every preset")
