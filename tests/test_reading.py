@@ -231,3 +231,20 @@ def test_a_file_of_a_transformerlens_cache_gives_the_probe_s_numbers(tmp_path):
     b = measured.sort_values(key)[[*key, "value"]].reset_index(drop=True)
     assert a[key].equals(b[key])
     assert (a["value"] - b["value"]).abs().max() <= 1e-12
+
+
+def test_a_model_folder_named_in_bytes_is_refused_in_a_sentence_shown_escaped(tmp_path, capsys):
+    import os
+
+    from rankcollapse.cli import main
+    from rankcollapse.hf import tiny_model
+    from rankcollapse.measure import probe
+
+    folder = tmp_path / os.fsdecode(b"m-\xff\xfe")
+    tiny_model("gpt2").save_pretrained(folder)
+    args = ["probe", str(folder), "--random-tokens", "--no-figures", "--out", str(tmp_path / "o")]
+    assert main(args) != 0
+    err = " ".join(capsys.readouterr().err.split())
+    assert "m-\\xff\\xfe' has a path that is not UTF-8 text" in err and "Traceback" not in err
+    with pytest.raises(RankCollapseError, match="rename the folder"):
+        probe(str(folder), random_tokens=True)
