@@ -154,3 +154,12 @@ def test_report_index_shows_a_run_folder_named_in_bytes_escaped(world, capsys):
     assert "tiny/run-\\xff\\xfe/report.html</a>" in page
     assert main(["report", str(named)]) == 0
     assert "run-\\xff\\xfe/report.html" in capsys.readouterr().out
+
+
+def test_a_yaml_error_names_the_line_never_its_text(world, capsys):
+    _, run, _ = world
+    (run / "config.yaml").write_text(f"items: [{SECRET}\n")
+    assert main(["report", str(run)]) != 0
+    err = " ".join(capsys.readouterr().err.split())
+    assert "config.yaml is damaged (not valid YAML:" in err and "at line 2, column 1" in err
+    assert SECRET not in err and "s3cr3t" not in err
