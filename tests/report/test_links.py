@@ -1,6 +1,6 @@
 """A results folder is a closed world: a symbolic link inside a run folder (to a file, a folder,
 tables/, figures/, config.yaml, claims.json, results.csv, report.html) is refused by every
-reader and writer (`report`, `report --index`, a resumed `run`), never followed: nothing outside
+reader and writer (`report`, `report --index`, `reproduce`, a resumed `run`), never followed: nothing outside
 is opened, printed or written. Names that are not UTF-8 are shown escaped."""
 
 from __future__ import annotations
@@ -74,6 +74,7 @@ LINKS = {  # where the link is planted -> what it points to (in the outside fold
     "report.html": ("report.html", "secret"),
     "manifest.json": ("manifest.json", "secret"),
     "a file in tables/": ("tables/notes.csv", "secret"),
+    ".lock": (".lock", "missing-lock"),  # a lock opened through it would create the target
 }
 
 
@@ -115,13 +116,18 @@ def test_a_link_in_a_run_folder_is_refused_and_nothing_outside_is_read_printed_o
     assert SECRET not in out.out + out.err
     assert not (root / "index.html").exists()  # its one run skipped: no run to list
 
+    _listen(lambda: main(["reproduce", "--preset", "quick", "--results", str(root)]))
+    out = capsys.readouterr()
+    assert f"skipped {run}" in " ".join(out.err.split())
+    assert SECRET not in out.out + out.err
+
     with pytest.raises(LinkInsideError, match="symbolic link inside the run folder"):
         _listen(lambda: run_experiment(TINY, overrides={"log_dir": str(stored.parent)},
                                        results_root=root))  # fmt: skip
 
     assert _snapshot(outside) == before  # nothing written, renamed or removed
     assert not [p for p in OPENED if Path(p).is_relative_to(outside.resolve())]
-    assert not list(outside.rglob("*.mine*"))
+    assert not list(outside.rglob("*.mine*")) and not (outside / "missing-lock").exists()
 
 
 def test_an_index_html_that_is_a_link_is_refused(world, capsys):

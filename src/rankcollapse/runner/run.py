@@ -93,7 +93,9 @@ class Plan:
     out_chosen: bool = False  # --out named it (else results/NAME/<hash>)
 
     def claim_folder(self) -> None:
-        """Check the run folder (`files.claim_output`): new, empty, or a run of this config."""
+        """Check the run folder (`files.claim_output`): new, empty, or a run of this config,
+        holding no symbolic link (`reading.refuse_links`: never read or written through)."""
+        refuse_links(self.out_dir, "run folder")
         flag = "--out" if self.out_chosen else None  # how the user named it, if they did
         claim_output(self.out_dir, "run", self.config_hash, flag=flag)
 
@@ -427,7 +429,6 @@ class _Run:
     ) -> _Run:
         """Read what the (locked) folder holds and write the config and a running manifest."""
         name, out_dir = plan.experiment.name, plan.out_dir
-        refuse_links(out_dir, "run folder")  # never read or written through a link
         paths = unit_paths(plan)
         started = _now()
         write_atomic(out_dir / "config.yaml", config_yaml(plan.config).encode())
