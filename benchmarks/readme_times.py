@@ -13,6 +13,11 @@
 Run: .venv/bin/python benchmarks/readme_times.py --runs /work/runs/quick /work/runs/final
         --paper /work/runs/final [--write README.md]
 (prints the two columns per experiment; --write puts them in the README's table).
+
+    --wall NAME...  what a newcomer waits instead: `rankcollapse run NAME` (quick preset) timed
+                  on the wall clock in a fresh folder (imports, model loading, units, report and
+                  figures), with the machine (cores, CPU) and its 1-minute load before and after;
+                  --write puts the sentence between the README's WALL markers.
 """
 
 from __future__ import annotations
@@ -20,6 +25,12 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
 from pathlib import Path
 
 from rankcollapse.experiments import experiment_names
@@ -82,12 +93,65 @@ def write_table(readme: Path, cells: dict[str, tuple[str, str]]) -> None:
     readme.write_text("\n".join(lines))
 
 
+WALL = ("<!-- readme_times --wall -->", "<!-- /readme_times -->")
+
+
+def machine() -> str:
+    """'2 cores (AMD EPYC 7B13), Linux': what the times were measured on."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        cpuinfo = Path("/proc/cpuinfo").read_text()
+        cpu = next(line.split(":", 1)[1].strip() for line in cpuinfo.splitlines()
+                   if line.startswith("model name"))  # fmt: skip
+    except (OSError, StopIteration):
+        pass
+    return f"{len(os.sched_getaffinity(0))} cores ({cpu}), {platform.system()}"
+
+
+def wall(name: str) -> tuple[float, float, float]:
+    """(seconds, load before, load after) of `rankcollapse run NAME` in a fresh folder."""
+    with tempfile.TemporaryDirectory() as out:
+        before = os.getloadavg()[0]
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "rankcollapse.cli", "run", name, "--out",
+                        f"{out}/run"], check=True, capture_output=True)  # fmt: skip
+        return time.perf_counter() - start, before, os.getloadavg()[0]
+
+
+def wall_sentence(names: list[str]) -> str:
+    """The README's sentence of wall-clock times, with the machine and its load."""
+    parts, loads = [], []
+    for name in names:
+        seconds, before, after = wall(name)
+        parts.append(f"`rankcollapse run {name}` {seconds:.0f} s")
+        loads += [before, after]
+    return (
+        f"Measured by `python benchmarks/readme_times.py --wall {' '.join(names)}` on "
+        f"{machine()}, at a 1-minute load average of {min(loads):.1f} to {max(loads):.1f} "
+        f"({time.strftime('%Y-%m-%d')}): " + ", ".join(parts) + " from a fresh folder, "
+        "wall clock (imports, models, units, report and figures)."
+    )
+
+
+def write_wall(readme: Path, sentence: str) -> None:
+    text = readme.read_text()
+    start, end = text.index(WALL[0]) + len(WALL[0]), text.index(WALL[1])
+    readme.write_text(text[:start] + "\n" + sentence + "\n" + text[end:])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=Path, nargs="+", default=[Path("results")])
     parser.add_argument("--paper", type=Path, default=Path("results"))
     parser.add_argument("--write", type=Path, default=None, help="the README to update")
+    parser.add_argument("--wall", nargs="+", default=None, help="experiments to time whole")
     args = parser.parse_args()
+    if args.wall:
+        sentence = wall_sentence(args.wall)
+        print(sentence)
+        if args.write:
+            write_wall(args.write, sentence)
+        return
     cells = {name: times(name, args.runs, args.paper) for name in experiment_names()}
     for name, (quick, paper) in cells.items():
         print(f"{name:30s} {quick:>10s}   {paper}")

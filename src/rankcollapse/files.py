@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from rankcollapse.errors import OutputError, RankCollapseError
-from rankcollapse.reading import MiB, read_json
+from rankcollapse.reading import MiB, read_json, shown
 
 TMP_SUFFIX = ".tmp"  # temporary files are `.<name>.<random>.tmp` beside their target
 MARKER = ".rankcollapse.json"  # in every output folder: which command wrote it, of which config
@@ -177,6 +177,11 @@ def check_replaceable(path: str | os.PathLike, signature: str) -> None:
     Raises OutputError naming the file; nothing is changed.
     """
     path = Path(path)
+    if path.is_symlink():
+        raise OutputError(
+            f"{shown(path)!r} is a symbolic link; it is never followed nor replaced: remove the "
+            "link, or write elsewhere. Nothing was changed."
+        )
     head = b""
     try:  # never blocks on a FIFO: opened without waiting, read only if a regular file
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
@@ -311,8 +316,8 @@ def _check_ours(path: Path, shown: str, command: str, config: str | None, flag: 
 def read_marker(folder: str | os.PathLike) -> dict | None:
     """The marker of an output folder (command, config, label), or None when it has none."""
     try:
-        value = read_json(Path(folder) / MARKER, 4096)
-    except RankCollapseError:  # missing, not a file (a FIFO is never opened), not JSON
+        value = read_json(Path(folder) / MARKER, 4096, follow=False)
+    except RankCollapseError:  # missing, a link or not a file (never opened), not JSON
         return None
     return value if isinstance(value, dict) and value.get("written_by") == "rankcollapse" else None
 
@@ -320,7 +325,7 @@ def read_marker(folder: str | os.PathLike) -> dict | None:
 def _legacy_run_marker(path: Path) -> dict | None:
     """The marker of a run folder written before markers existed, read from its manifest."""
     try:
-        manifest = read_json(path / "manifest.json", 64 * MiB)
+        manifest = read_json(path / "manifest.json", 64 * MiB, follow=False)
     except RankCollapseError:
         return None
     if not isinstance(manifest, dict) or not isinstance(manifest.get("config_hash"), str):

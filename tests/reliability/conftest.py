@@ -52,7 +52,7 @@ class CliProcess:
     def output(self) -> str:
         return self.log.read_text() if self.log.exists() else ""
 
-    def join(self, timeout: float = 120) -> int:
+    def join(self, timeout: float = 600) -> int:  # minutes: a loaded 2-core machine
         self.process.join(timeout)
         if self.process.exitcode is None:
             self.process.kill()

@@ -172,12 +172,12 @@ def test_a_64_gib_sparse_npy_is_refused_before_a_layer_is_read(tmp_path, capsys)
 
 
 def test_measure_reads_one_layer_at_a_time(tmp_path, monkeypatch):
-    from rankcollapse.cli import measure
+    from rankcollapse.reading import load_activations
 
     rng = np.random.default_rng(0)
     states = rng.standard_normal((3, 2, 4, 5)).astype(np.float32)
     np.save(tmp_path / "acts.npy", states)
-    layers = measure.load_tensors(tmp_path / "acts.npy")["states"]
+    layers = load_activations(tmp_path / "acts.npy")["states"]
     assert layers.shape == (3, 2, 4, 5) and len(layers) == 3
     assert np.array_equal(layers.read(2).numpy(), states[2])
     read = []

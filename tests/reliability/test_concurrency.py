@@ -12,7 +12,8 @@ from tiny_experiment import TINY
 from rankcollapse.runner import plan
 
 
-def wait_for(condition, what: str, timeout: float = 60) -> None:
+def wait_for(condition, what: str, timeout: float = 600) -> None:
+    """Wait for an event; the deadline is minutes, as a loaded 2-core machine needs."""
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() > deadline:

@@ -293,3 +293,19 @@ def test_a_run_whose_only_fail_is_beyond_the_papers_is_red_in_the_index(tmp_path
     rows = run_rows(tmp_path)
     assert rows[0]["worst"] == "FAIL"
     assert '<td class="fail">paper findings: 1 of 1 pass; beyond' in render_index(rows, "runs")
+
+
+def test_what_was_run_lists_the_arms_in_the_results_not_every_preset_s():
+    """The quick preset ran `san` only: "What was run" names san, never skip (the paper
+    preset's), before the module's description of every preset."""
+    results = pd.DataFrame({"variant": ["san"] * 2, "layer": [0, 1], "metric": "res",
+                            "value": [1.0, 0.1]})  # fmt: skip
+    page = render_html(experiment=SYNTH, config_text="", manifest={"preset": "quick"},
+                       summary=Summary(), pngs={}, results=results)  # fmt: skip
+    ran = page[page.index('id="what-ran"') : page.index('id="config"')]
+    assert (
+        "This run (preset quick) measured, as its results hold:</p>\n<ul>\n<li>variant: san</li>"
+        in ran
+    )
+    assert "skip" not in ran.split("</ul>")[0]
+    assert ran.index("This run") < ran.index("The experiment, for every preset")

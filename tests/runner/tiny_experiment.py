@@ -57,10 +57,10 @@ def run_unit(config: Config, unit: dict) -> pd.DataFrame:
     wait = log / f"wait-{unit['item']}-{unit['seed']}"
     if wait.exists():  # "FOLDER N": hold this unit until N unit files are stored in FOLDER
         folder, n = wait.read_text().split()
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 600  # minutes: a loaded 2-core machine
         while len(list(Path(folder).glob("*.json"))) < int(n):
             if time.monotonic() > deadline:
-                raise TimeoutError(f"fewer than {n} units were stored in {folder} within 60 s")
+                raise TimeoutError(f"fewer than {n} units were stored in {folder} within 600 s")
             time.sleep(0.05)
     if (log / "slow").exists():  # in short steps, as real units run many short kernels: a
         end = time.monotonic() + float((log / "slow").read_text())  # cancel lands between them

@@ -109,6 +109,22 @@ def _short(folder: Path, dirs: list[Path]) -> str:
     return name if names.count(name) == 1 else "/".join(folder.resolve().parts[-2:])
 
 
+WIDE_PANEL = 5.0  # in: one panel of compare, wide enough for its legend beneath in columns
+
+
+def compare_title(frame, dirs: list[Path]) -> str:
+    """What the figure compares, in words: each folder as `load_runs` names it (the panels
+    name the metrics).
+
+    Example:
+        >>> import pandas as pd
+        >>> compare_title(pd.DataFrame({"series": ["a", "b", "c"]}), [Path("x"), Path("y")])
+        '3 curves compared per layer: x | y'
+    """
+    names = " | ".join(dict.fromkeys(_folder_words(dirs).values()))
+    return f"{frame['series'].nunique()} curves compared per layer: {names}"
+
+
 def run(args: argparse.Namespace) -> int:
     from rich.text import Text
 
@@ -139,12 +155,12 @@ def run(args: argparse.Namespace) -> int:
                 f"{known}. Pass --metrics with some of those, or 'all'."
             )
     frame = frame[frame["metric"].isin(metrics)]
-    n_series = frame["series"].nunique()
     fig = layers(
         frame,
         metric=metrics,
         by="series",
-        title=f"{n_series} curves of {len(args.dirs)} folders compared",
+        title=compare_title(frame, args.dirs),
+        width=None if len(metrics) > 1 else WIDE_PANEL,
     )
     keys = ["metric", "layer"]
     table = frame.pivot_table(

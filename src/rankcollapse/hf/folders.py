@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from rankcollapse.errors import InputError
-from rankcollapse.reading import MiB, checked_size, read_json, safetensors_header
+from rankcollapse.reading import MiB, checked_size, is_utf8, read_json, safetensors_header, shown
 
 CONFIG = "config.json"
 WEIGHTS = "model.safetensors"
@@ -58,7 +58,7 @@ FIX = "save the model with save_pretrained(DIR) or fix the file"
 
 
 def _error(folder: Path, problem: str, fix: str = FIX) -> InputError:
-    return InputError(f"model folder '{folder}' {problem}; {fix}.")
+    return InputError(f"model folder '{shown(folder)}' {problem}; {fix}.")
 
 
 def _read_json(folder: Path, name: str, limit: int = MAX_JSON_BYTES) -> Any:
@@ -378,7 +378,12 @@ def check_model_folder(path: str | Path) -> None:
     """
     folder = Path(path)
     if not folder.is_dir():
-        raise InputError(f"model folder '{folder}' does not exist; pass a local model folder.")
+        raise InputError(
+            f"model folder '{shown(folder)}' does not exist; pass a local model folder."
+        )
+    if not is_utf8(folder.absolute()):  # safetensors (Rust) takes UTF-8 paths only
+        raise _error(folder, "has a path that is not UTF-8 text, which the safetensors loader "
+                     "cannot open", "rename the folder (or link it under a UTF-8 name)")  # fmt: skip
     files = _regular_files(folder)
     stamp = tuple((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in files)
     _checked(folder.resolve(), stamp)

@@ -8,6 +8,8 @@
 - `real_curves(loaded, variants, mask, ...)` and `toy_curves(variants, mask, ...)`: Wu et
   al.'s mu curves of a real model (`load_cached(source)` keeps the last model loaded) and of
   the toy network, per variant and mode; `CURVE_METRICS`.
+- `save_activations(path, states, mask)` writes the file `rankcollapse measure` reads, and
+  `measure_file(path)` measures one from Python (`measure_activations` an opened one).
 - `rankcollapse.measure.monitor`: `watch(model, ...)` -> a `Monitor` measuring a held-out
   batch while a model trains, its logs, and the Trainer and Lightning callbacks
   (`measure.monitor.trainer`, `measure.monitor.lightning`).
@@ -16,6 +18,11 @@ Real models are reached through `rankcollapse.hf` (adapters, loading, hooks, att
 toy network through `rankcollapse.nets`; every layer is measured by `rankcollapse.metrics`.
 """
 
+from rankcollapse.measure.activations import (
+    measure_activations,
+    measure_file,
+    save_activations,
+)
 from rankcollapse.measure.curves import (
     CURVE_METRICS,
     head_dim,
@@ -41,9 +48,12 @@ __all__ = [
     "ProbeRequest",
     "head_dim",
     "load_cached",
+    "measure_activations",
+    "measure_file",
     "probe",
     "real_curves",
     "resolve_probe",
     "run_probe",
+    "save_activations",
     "toy_curves",
 ]

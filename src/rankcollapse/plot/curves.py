@@ -171,7 +171,7 @@ def _place_floor_points(fig: Figure, floor: Floor, axes: list, *, logy: bool) ->
         for xv, ki, ni in zip(xs, k, n):
             # Label the first x of each run of partial floors only, so labels never pile up.
             if ki < ni and not partial_before:
-                ax.annotate(
+                label = ax.annotate(
                     f"{ki}/{ni}",
                     (xv, at),
                     xytext=(3.5 * slot, 6 + 7 * rank),
@@ -179,7 +179,9 @@ def _place_floor_points(fig: Figure, floor: Floor, axes: list, *, logy: bool) ->
                     ha="center",
                     fontsize=5.5,
                     color=style["color"],
+                    gid=SHARE_LABEL,
                 )
+                label.set_in_layout(False)  # laid out by `_spread_share_labels`
             partial_before = ki < ni
     for ax in {id(p[0]): p[0] for p in floor.points}.values():  # once per axis
         low, high = ax.get_ylim()
@@ -187,6 +189,39 @@ def _place_floor_points(fig: Figure, floor: Floor, axes: list, *, logy: bool) ->
             ax.set_ylim(at / 2 if logy else at - 0.05 * (high - at), high)
         if floor.value is not None and logy:
             ax.axhline(floor.value, color=FLOOR_COLOR, lw=0.6, ls=(0, (1, 2)), zorder=0)
+
+
+SHARE_LABEL = "floor-share"  # gid of the k/n labels of floor markers
+SHARE_STEP = 6.5  # pt: one label height (5.5 pt font) between tried places
+SHARE_TRIES = 4  # places tried upwards before a label that would collide is left out
+
+
+def _spread_share_labels(fig: Figure) -> None:
+    """Lay out the k/n labels of the floor markers so that no two overlap: once the figure is
+    laid out, each label (left to right) takes the lowest of SHARE_TRIES places above its
+    marker where it collides with no label already placed; a label with no free place is left
+    out (its marker and the legend's "k/n: share of rows" stay)."""
+    from matplotlib.text import Annotation
+
+    labels = [a for a in fig.findobj(Annotation) if a.get_gid() == SHARE_LABEL]
+    if len(labels) < 2:
+        return
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    canvas = fig.canvas if hasattr(fig.canvas, "get_renderer") else FigureCanvasAgg(fig)
+    fig.draw_without_rendering()
+    renderer = canvas.get_renderer()
+    placed = []
+    for label in sorted(labels, key=lambda a: (a.get_window_extent(renderer).x0, a.xyann[1])):
+        dx, dy = label.xyann
+        for step in range(SHARE_TRIES):
+            label.xyann = (dx, dy + step * SHARE_STEP)
+            box = label.get_window_extent(renderer).expanded(1.05, 1.0)
+            if not any(box.overlaps(other) for other in placed):
+                placed.append(box)
+                break
+        else:
+            label.remove()
 
 
 def _finish_axes(
@@ -232,13 +267,28 @@ def _legend(fig: Figure, axes: list, title: str | None, floor: Floor, band: str 
     if entries:
         width = fig.get_figwidth() * 72 - ENTRY_GAP
         labels = [_wrap(label, width, RC["legend.fontsize"]) for label in entries]
-        fig.legend(
-            entries.values(),
-            labels,
-            loc="outside lower center",
-            ncols=_legend_columns(fig, labels),
-            title=title,
-        )
+        n_cols = _legend_columns(fig, labels)
+        fig.legend(entries.values(), labels, loc="outside lower center", ncols=n_cols, title=title)
+        # the legend gets its own height: the panels keep theirs, never a third of the figure
+        fig.set_figheight(fig.get_figheight() + _legend_height(labels, n_cols, title) / 72)
+
+
+def _legend_height(labels: list[str], n_cols: int, title: str | None) -> float:
+    """Points a legend of `labels` in `n_cols` columns takes (its tallest column, dealt as
+    matplotlib deals entries: the first len % n columns one entry longer), with its title.
+
+    Example:
+        >>> round(_legend_height(["a", "b", "c\nd"], 2, None))
+        36
+    """
+    size = RC["legend.fontsize"]
+    counts = [len(labels) // n_cols + (i < len(labels) % n_cols) for i in range(n_cols)]
+    starts = np.cumsum([0, *counts])
+    tallest = max(
+        sum(1.2 * size * label.count("\n") + 1.7 * size for label in labels[a:b])
+        for a, b in itertools.pairwise(starts)
+    )
+    return tallest + (1.7 * RC["legend.title_fontsize"] if title else 0) + size
 
 
 CHAR_WIDTH = 0.6  # em: a wide average glyph of the sans-serif font (measured 0.46-0.52)
@@ -380,6 +430,7 @@ def band_plot(
         spread = shown if (df.groupby([c for c in (x, hue, panel) if c]).size() > 1).any() else None
         _legend(fig, axes, words(hue) if hue else None, mark, spread)
         _suptitle(fig, title)
+        _spread_share_labels(fig)
     return fig
 
 
@@ -446,6 +497,7 @@ def layers(
     by: str | Sequence[str] | None = None,
     floor: Any = None,
     title: str | None = None,
+    width: float | None = None,
 ) -> Figure:
     """The per-layer figure of a tidy frame (from `probe`, `measure`, `simulate` or a run).
 
@@ -460,6 +512,7 @@ def layers(
         by: the column(s) that name a series; None = those of ID_COLUMNS that vary.
         floor: dtype (or value) of the floor the at_floor column flags, e.g. torch.float32.
         title: the figure's title.
+        width: in inches; None = a column for one panel, the text width for more.
 
     Example:
         >>> df = pd.DataFrame({"layer": [0, 1, 0, 1], "metric": ["mu_rel"] * 4,
@@ -476,7 +529,7 @@ def layers(
     panels = _panels(names, hues if multiples else [None])
     mark = floor_of(floor)
     with context():
-        fig, slots = new_figure(len(panels), sharey=False)
+        fig, slots = new_figure(len(panels), sharey=False, width=width)
         for ax, panel in zip(slots, panels):
             ax.set_visible(panel is not None)
         axes = [ax for ax, panel in zip(slots, panels) if panel is not None]
@@ -497,8 +550,8 @@ def layers(
                 hue=None if multiples else hue,
                 hues=[None] if multiples else hues,
                 mark=mark,
-                heading=_series_label(h) if series else (words(name) if len(names) > 1 else None),
-                ylabel=words(name) if multiples or len(names) == 1 else None,
+                heading=_series_label(h) if series else words(name),  # as the probe's panels
+                ylabel=words(name) if multiples else None,
             )
         _floor_points(fig, mark, axes, logs, [name for name, _ in panels])
         if multiples:
@@ -508,6 +561,7 @@ def layers(
         legend_title = words(hue) if hue and not multiples else None
         _legend(fig, axes, legend_title, mark, "quantile" if several else None)
         _suptitle(fig, title)
+        _spread_share_labels(fig)
     return fig
 
 

@@ -25,7 +25,7 @@ from pydantic import BaseModel
 from rankcollapse.errors import InputError, OutputError
 from rankcollapse.experiments import Claim, Experiment, Summary, Tally, get_experiment
 from rankcollapse.files import check_replaceable, digest, json_bytes, write_atomic
-from rankcollapse.reading import MiB, open_bounded, read_json, read_text
+from rankcollapse.reading import MiB, open_bounded, read_json, read_text, refuse_links, shown
 from rankcollapse.report.html import KEY_META, PAGE_END, render_html, tidy_table
 from rankcollapse.report.stored import (
     MAX_YAML,
@@ -100,7 +100,9 @@ def build_report(
     config_path = out_dir / "config.yaml"
     html = render_html(
         experiment=exp,
-        config_text=read_text(config_path, MAX_YAML, error=lambda p: damaged(config_path, p)),
+        config_text=read_text(
+            config_path, MAX_YAML, error=lambda p: damaged(config_path, p), follow=False
+        ),
         manifest=manifest,
         summary=summary,
         pngs={name: files["png"] for name, files in rendered.items()},
@@ -117,17 +119,19 @@ def build_report(
 
 
 def _check_run_folder(out_dir: Path) -> None:
-    """Refuse a path that is not a folder holding a run's three files."""
+    """Refuse a path that is not a folder holding a run's three files, or one holding a
+    symbolic link (`refuse_links`: never followed, to read or to write)."""
     if not out_dir.is_dir():
         raise InputError(
-            f"{str(out_dir)!r} is not a folder; pass the folder of a finished run "
+            f"{shown(out_dir)!r} is not a folder; pass the folder of a finished run "
             "(e.g. results/toy-collapse/<hash>/, the path `rankcollapse run` "
             "printed)."
         )
+    refuse_links(out_dir, "run folder")
     missing = [name for name in RUN_FILES if not (out_dir / name).exists()]
     if missing:
         raise InputError(
-            f"{str(out_dir)!r} has no {', '.join(missing)}; pass the folder of a finished run "
+            f"{shown(out_dir)!r} has no {', '.join(missing)}; pass the folder of a finished run "
             "(e.g. results/toy-collapse/<hash>/, the path `rankcollapse run` printed)."
         )
 
@@ -220,7 +224,7 @@ def _read_record(out_dir: Path) -> dict[str, list[str]] | None:
     if not (path.exists() or path.is_symlink()):
         return None
     try:
-        record = read_json(path, 64 * MiB)
+        record = read_json(path, 64 * MiB, follow=False)
     except InputError as err:
         raise damaged(path, str(err).rstrip(".")) from None
     if not isinstance(record, dict) or not all(isinstance(v, list) for v in record.values()):
@@ -326,7 +330,8 @@ def stored_report(
     out_dir = Path(out_dir)
     meta = f'<meta name="{KEY_META}" content="{report_key(experiment, manifest, figures=figures)}">'
     try:
-        with open_bounded(out_dir / "report.html", MAX_PAGE) as page:
+        refuse_links(out_dir, "run folder")
+        with open_bounded(out_dir / "report.html", MAX_PAGE, follow=False) as page:
             head = page.read(4096)
             end = PAGE_END.encode()
             page.seek(max(0, page.seek(0, 2) - len(end)))

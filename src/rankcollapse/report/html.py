@@ -91,7 +91,7 @@ def render_html(
     parts += _figures_section(names, pngs, sizes, svgs)
     parts += _claims_sections(summary)
     parts += _notes_and_tables(summary, csvs)
-    parts += _run_sections(experiment, config_text, manifest)
+    parts += _run_sections(experiment, config_text, manifest, results)
     return "\n".join(parts) + "\n" + PAGE_END
 
 
@@ -198,11 +198,28 @@ def _notes_and_tables(summary: Summary, csvs: dict[str, str]) -> list[str]:
     return parts
 
 
-def _run_sections(experiment: Experiment, config_text: str, manifest: dict[str, Any]) -> list[str]:
-    """What was run (the experiment module's docstring), the config and the manifest."""
+def _run_sections(
+    experiment: Experiment,
+    config_text: str,
+    manifest: dict[str, Any],
+    results: pd.DataFrame | None,
+) -> list[str]:
+    """What was run: the arms in this run's results (never the config's or the paper's full
+    list), then the experiment module's docstring, which describes every preset; the config
+    and the manifest."""
     doc = inspect.getdoc(inspect.getmodule(experiment.run_unit)) or experiment.description
+    arms = [f"<li>{escape(column)}: {escape(values)}</li>" for column, values in _arms(results)]
+    preset = escape(str(manifest.get("preset", "")))
+    ran = (
+        [f"<p>This run (preset {preset}) measured, as its results hold:</p>", "<ul>", *arms,
+         "</ul>"]
+        if arms
+        else []
+    )  # fmt: skip
     return [
         '<h2 id="what-ran">What was run</h2>',
+        *ran,
+        "<p>The experiment, for every preset (the paper preset runs every arm named here):</p>",
         _doc_html(doc),
         '<h2 id="config">Config</h2>',
         f"<details><summary>config.yaml</summary><pre>{escape(config_text)}</pre></details>",
@@ -233,19 +250,24 @@ def _ran_line(manifest: dict[str, Any]) -> str:
     )
 
 
-def _arm_lines(results: pd.DataFrame | None) -> list[str]:
-    """'model: minilm, smollm2' per compared column, from the results themselves."""
+def _arms(results: pd.DataFrame | None) -> list[tuple[str, str]]:
+    """(column, 'minilm, smollm2') per compared column, from the results themselves."""
     if results is None:
         return []
-    lines = []
+    arms = []
     for column in ARM_COLUMNS:
         if column in results.columns:
             values = [str(v) for v in pd.unique(results[column].dropna())]
             shown = ", ".join(values[:12]) + (
                 f", ... ({len(values)} in all)" if len(values) > 12 else ""
             )
-            lines.append(f"In the results, {escape(column)}: {escape(shown)}.")
-    return lines
+            arms.append((column, shown))
+    return arms
+
+
+def _arm_lines(results: pd.DataFrame | None) -> list[str]:
+    """'In the results, model: minilm, smollm2.' per compared column (`_arms`)."""
+    return [f"In the results, {escape(c)}: {escape(v)}." for c, v in _arms(results)]
 
 
 def _figure(name: str, png: bytes, size: tuple[float, float] | None, svg: str | None) -> str:

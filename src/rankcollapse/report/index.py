@@ -1,20 +1,25 @@
 """An index page of every stored run under a results folder: experiment, preset and `--set`
 overrides, date, findings (how many pass, fail and are not tested; a FAIL red, NOT TESTED
 grey), and a relative link to each report (so the folder can be moved or zipped); then the
-folders of the other commands.
+folders of the other commands. The results folder is walked without following a symbolic link:
+a run folder that holds one is skipped with a line saying so, a link to a folder is named and
+left. A name that is not UTF-8 is shown escaped (`reading.shown`) and linked percent-encoded.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 from collections.abc import Callable
 from html import escape
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote, unquote_to_bytes
 
 from rankcollapse.errors import InputError
 from rankcollapse.files import check_replaceable, read_marker, write_atomic
+from rankcollapse.reading import LinkInsideError, refuse_links, shown
 from rankcollapse.report.build import stored_tally
 from rankcollapse.report.html import STYLE
 from rankcollapse.report.stored import DamagedFileError, folder_kind, read_claims, read_manifest
@@ -23,20 +28,45 @@ SIGNATURE = "<title>rankcollapse runs in "  # in the head of every index page wr
 Notify = Callable[[str], None]  # a line for the user: a damaged run folder skipped, and why
 
 
+def folders(root: Path, notify: Notify | None = None) -> list[Path]:
+    """`root` and every folder below it, in name order, found without following a symbolic
+    link; `notify` hears of each link to a folder outside a run folder (left, never entered)."""
+    found, links = [], []
+    for parent, dirs, _ in os.walk(root, followlinks=False):
+        found.append(Path(parent))
+        links += [Path(parent) / d for d in dirs if os.path.islink(os.path.join(parent, d))]
+    runs = {f for f in found if os.path.lexists(f / "manifest.json")}
+    for link in sorted(links):
+        if notify and not any(run in link.parents for run in runs):
+            notify(f"skipped {shown(link)}: a symbolic link; links are never followed.")
+    return sorted(found)
+
+
+def link_to(path: Path, root: Path) -> str:
+    r"""The relative URL of `path` under `root`, percent-encoded (a name that is not UTF-8
+    keeps its bytes).
+
+    Example:
+        >>> link_to(Path("r") / os.fsdecode(b"run-\xff") / "report.html", Path("r"))
+        'run-%FF/report.html'
+    """
+    return quote(os.fsencode(path.relative_to(root).as_posix()))
+
+
 def run_rows(root: Path, notify: Notify | None = None) -> list[dict[str, Any]]:
     """One row per run folder under `root` (one with manifest.json and report.html); a
-    damaged one is skipped, and `notify` told which and why."""
+    damaged one, or one holding a symbolic link, is skipped, and `notify` told which and why."""
     rows = []
-    for manifest_path in sorted(root.rglob("manifest.json")):
-        folder = manifest_path.parent
-        if not (folder / "report.html").is_file():
+    for folder in folders(root, notify):
+        if not os.path.lexists(folder / "manifest.json") or not (folder / "report.html").is_file():
             continue
         try:
+            refuse_links(folder, "run folder")
             manifest = read_manifest(folder)
             claims = read_claims(folder) if (folder / "claims.json").exists() else []
-        except DamagedFileError as err:
+        except (DamagedFileError, LinkInsideError) as err:
             if notify:
-                notify(f"skipped {folder}: {err}")
+                notify(f"skipped {shown(folder)}: {err}")
             continue
         counts = stored_tally(claims)
         rows.append(
@@ -47,7 +77,7 @@ def run_rows(root: Path, notify: Notify | None = None) -> list[dict[str, Any]]:
                 "finished": manifest.get("finished") or manifest.get("started"),
                 "verdicts": counts.text(),
                 "worst": counts.worst,
-                "link": (folder / "report.html").relative_to(root).as_posix(),
+                "link": link_to(folder / "report.html", root),
             }
         )
     return rows
@@ -74,21 +104,23 @@ def output_rows(root: Path) -> list[dict[str, Any]]:
     `root`, and per metric of a plot-training folder (known by its marker, or by its parent's
     name for an older one); `label` says what it holds (`_what`)."""
     rows = []
-    for folder in sorted(p for p in root.rglob("*") if p.is_dir()):
+    for folder in folders(root):
         kind = folder_kind(folder)
         if kind is None and folder.parent.name in MAIN_FILE:  # written before markers
             kind = folder.parent.name
         if kind not in MAIN_FILE:
             continue
-        mains = [p for p in sorted(folder.glob(MAIN_FILE[kind])) if p.is_file()]
+        mains = [
+            p for p in sorted(folder.glob(MAIN_FILE[kind])) if p.is_file() and not p.is_symlink()
+        ]
         label = str((read_marker(folder) or {}).get("label") or "")
         for main in mains if "*" in MAIN_FILE[kind] else mains[:1]:
             finished = dt.datetime.fromtimestamp(main.stat().st_mtime, dt.UTC)
             rows.append(
                 {
                     "kind": kind,
-                    "label": _what(kind, label, main),
-                    "link": main.relative_to(root).as_posix(),
+                    "label": shown(_what(kind, label, main)),
+                    "link": link_to(main, root),
                     "finished": finished.isoformat(timespec="seconds"),
                 }
             )
@@ -127,7 +159,7 @@ def render_index(
             f"<tr><td>{escape(str(r['experiment']))}</td><td>{escape(str(r['preset']))}</td>"
             f"<td>{escape(_settings(r.get('overrides') or {}))}</td>"
             f"<td>{escape(str(r['finished']))}</td>{_findings_cell(r)}"
-            f'<td><a href="{escape(r["link"])}">{escape(r["link"])}</a></td></tr>'
+            f'<td><a href="{escape(r["link"])}">{escape(_shown_link(r["link"]))}</a></td></tr>'
         )
     return "\n".join(
         [
@@ -158,9 +190,20 @@ def _outputs_table(rows: list[dict[str, Any]]) -> list[str]:
         lines.append(
             f"<tr><td>{escape(r['kind'])}</td><td>{escape(r['label'])}</td>"
             f"<td>{escape(r['finished'])}</td>"
-            f'<td><a href="{escape(r["link"])}">{escape(r["link"])}</a></td></tr>'
+            f'<td><a href="{escape(r["link"])}">{escape(_shown_link(r["link"]))}</a></td></tr>'
         )
     return [*lines, "</table>"]
+
+
+def _shown_link(link: str) -> str:
+    r"""A percent-encoded link as a reader sees the path: UTF-8 names as they are, other bytes
+    escaped (`reading.shown`).
+
+    Example:
+        >>> print(_shown_link("run-%FF/a%20b.html"))
+        run-\xff/a b.html
+    """
+    return shown(os.fsdecode(unquote_to_bytes(link)))
 
 
 def _summary(n_runs: int, n_all: int, n_failed: int) -> str:
@@ -200,18 +243,20 @@ def write_index(root: str | Path, notify: Notify | None = None) -> Path:
     there that this function did not write (no `SIGNATURE`) is refused, never replaced."""
     root = Path(root)
     if not root.is_dir():
-        raise InputError(f"{str(root)!r} is not a folder; pass the results folder, e.g. results/.")
+        raise InputError(
+            f"{shown(root)!r} is not a folder; pass the results folder, e.g. results/."
+        )
     rows, outputs = run_rows(root, notify), output_rows(root)
     if not rows and not outputs:
         raise InputError(
-            f"{str(root)!r} holds no finished run (no report.html beside a manifest.json) and "
+            f"{shown(root)!r} holds no finished run (no report.html beside a manifest.json) and "
             "no output of simulate, probe or compare; run an experiment first, e.g. "
             "`rankcollapse run toy-collapse`."
         )
     path = root / "index.html"
-    if path.is_dir():
-        raise InputError(f"{str(path)!r} is a folder; remove it, or pass another results folder.")
+    if path.is_dir() and not path.is_symlink():
+        raise InputError(f"{shown(path)!r} is a folder; remove it, or pass another results folder.")
     check_replaceable(path, SIGNATURE)  # a user's own index.html is never replaced
-    title = f"{SIGNATURE.removeprefix('<title>')}{root.name or root}"
+    title = f"{SIGNATURE.removeprefix('<title>')}{shown(root.name or root)}"
     write_atomic(path, render_index(rows, title, outputs).encode())
     return path

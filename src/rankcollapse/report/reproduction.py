@@ -24,6 +24,7 @@ import pandas as pd
 from rankcollapse.errors import InputError
 from rankcollapse.experiments import VERDICTS, experiment_names
 from rankcollapse.files import check_replaceable, write_atomic
+from rankcollapse.reading import LinkInsideError, refuse_links, shown
 from rankcollapse.report.build import stored_tally, stored_verdict
 from rankcollapse.report.html import STYLE, format_value
 from rankcollapse.report.stored import DamagedFileError, read_claims, read_manifest
@@ -78,15 +79,18 @@ def stored_runs(results_root: str | Path, notify: Notify | None = None) -> list[
     for manifest_path in sorted(root.glob("*/*/manifest.json")):
         folder = manifest_path.parent
         try:
+            if folder.is_symlink() or folder.parent.is_symlink():  # never followed
+                raise LinkInsideError(f"{shown(folder)} is reached through a symbolic link")
+            refuse_links(folder, "run folder")
             manifest = read_manifest(folder)
             if manifest.get("status") != "complete" or not (folder / "claims.json").exists():
                 continue
             read_claims(folder)
             seconds = _seconds(manifest.get("started"), manifest.get("finished"))
             unit_seconds = manifest.get("unit_seconds")
-        except DamagedFileError as err:
+        except (DamagedFileError, LinkInsideError) as err:
             if notify:
-                notify(f"skipped {folder}: {err}")
+                notify(f"skipped {shown(folder)}: {err}")
             continue
         runs.append(
             StoredRun(

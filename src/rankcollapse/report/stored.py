@@ -3,7 +3,9 @@
 `manifest.json` and `claims.json` are parsed as JSON and checked with pydantic, `config.yaml`
 with the safe YAML loader and the experiment's own config model, `results.csv` for its size,
 line lengths, field counts, column names and column types before pandas reads it; every file
-through `rankcollapse.reading`, within a stated size (a FIFO or device is never opened). A file that
+through `rankcollapse.reading`, within a stated size (a FIFO or device is never opened), and
+never through a symbolic link: a results folder is a closed world, so a link inside one is
+refused, never followed (`reading.refuse_links` for a whole folder). A file that
 fails raises `DamagedFileError`, one sentence naming the file, what is wrong and the fix;
 nothing is written. Readers that list many folders (`report --index`, `reproduce`) skip a
 damaged one with a line saying so and list the others.
@@ -20,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from rankcollapse.errors import ConfigError, InputError
 from rankcollapse.files import digest, read_marker
-from rankcollapse.reading import MiB, check_csv, open_bounded, read_json, read_yaml
+from rankcollapse.reading import MiB, check_csv, open_bounded, read_json, read_yaml, shown
 
 if TYPE_CHECKING:
     from rankcollapse.experiments import Experiment
@@ -37,7 +39,7 @@ class DamagedFileError(InputError):
 
 def damaged(path: Path, problem: str, fix: str = FIX) -> DamagedFileError:
     """The one message for a damaged file: which file, what is wrong, what to do."""
-    return DamagedFileError(f"{path} is damaged ({problem}); {fix}.")
+    return DamagedFileError(f"{shown(path)} is damaged ({problem}); {fix}.")
 
 
 class Manifest(BaseModel):
@@ -72,7 +74,7 @@ class ClaimRecord(BaseModel):
 
 
 def _json(path: Path) -> Any:
-    return read_json(path, MAX_JSON, error=lambda problem: damaged(path, problem))
+    return read_json(path, MAX_JSON, error=lambda problem: damaged(path, problem), follow=False)
 
 
 def _schema_problem(err: ValidationError) -> str:
@@ -117,7 +119,7 @@ def read_config(folder: str | Path, experiment: Experiment) -> BaseModel:
     """`folder/config.yaml` (safe loader only: a `!!python` tag is refused, never run) resolved
     as every config is (`Experiment.make_config`, no preset: the stored config is whole)."""
     path = Path(folder) / "config.yaml"
-    values = read_yaml(path, MAX_YAML, error=lambda problem: damaged(path, problem))
+    values = read_yaml(path, MAX_YAML, error=lambda problem: damaged(path, problem), follow=False)
     if not isinstance(values, dict):
         raise damaged(path, f"holds a {type(values).__name__}, not a mapping of config keys")
     try:
@@ -128,8 +130,8 @@ def read_config(folder: str | Path, experiment: Experiment) -> BaseModel:
 
 def results_sha256(path: str | Path) -> str:
     """sha256 of a results.csv as stored (the manifest records it to detect later edits)."""
-    digest = hashlib.sha256()
-    with open_bounded(path, MAX_CSV, error=lambda problem: damaged(Path(path), problem)) as f:
+    digest, path = hashlib.sha256(), Path(path)
+    with open_bounded(path, MAX_CSV, error=lambda p: damaged(path, p), follow=False) as f:
         for block in iter(lambda: f.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
@@ -143,7 +145,7 @@ def read_results(
     row with the header's number of fields, the `required` columns present, `value` numbers, `layer` integers,
     `at_floor` True/False; `sha256` (from the manifest) when given must match."""
     path = Path(path)
-    check_csv(path, MAX_CSV, error=lambda problem: damaged(path, problem))
+    check_csv(path, MAX_CSV, error=lambda problem: damaged(path, problem), follow=False)
     if sha256 is not None and results_sha256(path) != sha256:
         raise damaged(path, "changed since the run wrote it: its sha256 is not the manifest's")
     # pandas 3 parses floats exactly by default and deprecates the option that pandas 2 needs.
@@ -191,7 +193,8 @@ def folder_kind(folder: Path) -> str | None:
     marker = read_marker(folder)
     if marker is not None:
         return str(marker.get("command"))
-    return "run" if (folder / "manifest.json").is_file() else None
+    manifest = folder / "manifest.json"
+    return "run" if manifest.is_file() and not manifest.is_symlink() else None
 
 
 __all__ = [

@@ -53,7 +53,7 @@ from rankcollapse.files import (
     write_atomic,
 )
 from rankcollapse.presets import DEFAULT_PRESET, PRESETS
-from rankcollapse.reading import MiB, parse_yaml, read_yaml
+from rankcollapse.reading import MiB, parse_yaml, read_yaml, refuse_links
 from rankcollapse.report import config_hash, kept_note, read_manifest, results_sha256
 from rankcollapse.runner._lock import run_lock
 from rankcollapse.runner._store import OLD_SUFFIX, SUFFIX, load_unit, save_unit
@@ -93,7 +93,9 @@ class Plan:
     out_chosen: bool = False  # --out named it (else results/NAME/<hash>)
 
     def claim_folder(self) -> None:
-        """Check the run folder (`files.claim_output`): new, empty, or a run of this config."""
+        """Check the run folder (`files.claim_output`): new, empty, or a run of this config,
+        holding no symbolic link (`reading.refuse_links`: never read or written through)."""
+        refuse_links(self.out_dir, "run folder")
         flag = "--out" if self.out_chosen else None  # how the user named it, if they did
         claim_output(self.out_dir, "run", self.config_hash, flag=flag)
 
