@@ -294,8 +294,7 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
                 f"cos-grows@{r.model}",
                 says=Quote(ANISOTROPY, WHERE),
                 text="The mean |cosine| between tokens grows with depth (anisotropy).",
-                quantity="Spearman correlation of layer and a window's mean |cos| "
-                "(units: windows)",
+                quantity="Spearman correlation of layer and a window's mean |cos| (units: windows)",
                 values=mine["spearman_cos"],
                 side=">",
                 margin=RISES,  # a clear rise with depth, not any positive correlation

@@ -53,8 +53,6 @@ WITH_DEGENERATE = model_rows([0.1, 0.2, 0.3, 0.5], [5, 8, 8, 8], window_1=DEGENE
                              repeated=(0, 1, 0))  # fmt: skip
 
 
-
-
 def worse(cos, rank, *, windows: dict) -> pd.DataFrame:
     """Windows 1 and 2 take `windows` ({metric: per-layer list}); window 0 too for `rank` and
     `cos`, so a model-wide fault shows in every unit."""
@@ -81,7 +79,9 @@ CASES = {
             )
         ),
         OVERRIDES,
-        untested=model_rows([0.1, 0.2, 0.3], [8, 8, 8], window_1={"min_sv_rel": [1e-2, 1e-2, 1e-6]}),
+        untested=model_rows(
+            [0.1, 0.2, 0.3], [8, 8, 8], window_1={"min_sv_rel": [1e-2, 1e-2, 1e-6]}
+        ),
     ),
     # failing: a curve that wanders (Spearman 0.2 over the blocks), not one that rises;
     # untested: one window of three wanders
@@ -90,7 +90,8 @@ CASES = {
         model_rows([0.2, 0.25, 0.22, 0.3, 0.21, 0.24], [8] * 6),
         OVERRIDES,
         untested=model_rows(
-            [0.1, 0.2, 0.3, 0.4, 0.5, 0.6], [8] * 6,
+            [0.1, 0.2, 0.3, 0.4, 0.5, 0.6],
+            [8] * 6,
             window_1={"abs_cos_mean": [0.2, 0.25, 0.22, 0.3, 0.21, 0.24]},
         ),  # fmt: skip
     ),
