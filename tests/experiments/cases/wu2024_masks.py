@@ -119,7 +119,7 @@ CASES |= {
         RISING,
         BEYOND,
         smollm2(curve("complete", -2.0), curve("window:1", -0.0056, spread=0.025)),
-    ),  # fmt: skip
+    ),
     "local-masks-slower@smollm2/eval": Case(
         COLLAPSING, REVERSED.assign(model="smollm2"), BEYOND, SMOL_CROSSING
     ),
@@ -162,15 +162,15 @@ CASES |= {
     # reaches the floor); untested: LN's samples drift -1.5 and +0.3 over the blocks
     "ln-mu-stable@eval": Case(
         STABLE, bert(-0.01, ln_complete=-13.1), LN, bert(-0.2, ln_spread=0.3)
-    ),  # fmt: skip
+    ),
     "ln-mu-stable@train": Case(STABLE, bert(-13.1), LN, bert(-0.2, ln_spread=0.3)),
     # failing: pure SAN's mu stays flat under the window; untested: its samples straddle
     "san-mu-falls@eval": Case(
         STABLE, bert(-0.01, window=0.0), LN, bert(-0.01, window=-0.2, spread=0.3)
-    ),  # fmt: skip
+    ),
     "san-mu-falls@train": Case(
         STABLE, bert(-0.01, window=0.0), LN, bert(-0.01, window=-0.2, spread=0.3)
-    ),  # fmt: skip
+    ),
     "local-masks-slower@bert-base/eval": Case(
         STABLE, bert(-0.01, window=-7.0), LN, bert(-0.01, window=-6.1, spread=0.3)
     ),
