@@ -72,6 +72,7 @@ from rankcollapse.theory import (
     mask_radius,
     radius_concordance,
 )
+from rankcollapse.theory.rates import sample_rates
 from rankcollapse.variants import WU_VARIANTS
 
 NAME = "wu2024-masks"
@@ -193,15 +194,9 @@ def in_paper_setting(model: str) -> bool:
 
 def sample_slopes(results: pd.DataFrame, metric: str = "mu_rel") -> pd.DataFrame:
     """Per model, mode, variant, mask and sample: the collapse slope of one sample's curve of
-    `metric` (`rankcollapse.theory.collapse_rates`), the findings' units. A sample's fit runs up
-    to and including its first layer at the dtype floor (the value there is at most the floor,
-    so the slope is at most as steep as the collapse): a curve that reaches the floor at layer
-    1 still has a slope. Columns: BY..., sample, slope."""
-    rows = results[results["metric"] == metric].sort_values("layer", kind="stable")
-    keys = [*BY, "sample"]
-    floors_before = rows.groupby(keys, sort=False)["at_floor"].cumsum() - rows["at_floor"]
-    rows = rows[floors_before == 0].assign(at_floor=False)
-    return collapse_rates(rows, keys)
+    `metric` (`rankcollapse.theory.rates.sample_rates`: a curve at the floor from layer 1 still
+    has a slope), the findings' units. Columns: BY..., sample, slope, n_fit."""
+    return sample_rates(results[results["metric"] == metric], BY)
 
 
 def norm_growth(results: pd.DataFrame) -> pd.DataFrame:
