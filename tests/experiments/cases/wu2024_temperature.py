@@ -49,9 +49,7 @@ CASES = {
         passing=GOOD,
         failing=table(complete=(-0.1, -3.0), causal=(-0.12413, -0.125), late=-0.125),
         overrides=OVERRIDES,
-        untested=table(
-            complete=(-0.1, -3.0), causal=(-0.44, -0.5), late=-0.5, spread=(0.1, 0.0)
-        ),
+        untested=table(complete=(-0.1, -3.0), causal=(-0.44, -0.5), late=-0.5, spread=(0.1, 0.0)),
     ),
     # failing: the causal mask slows more; untested: its samples straddle the complete mask's
     "complete-most@toy/eval": Case(
@@ -66,8 +64,6 @@ CASES = {
         passing=GOOD,
         failing=table(complete=(-0.1, -0.2), causal=(-0.1, -0.2), late=-3.0),
         overrides=OVERRIDES,
-        untested=table(
-            complete=(-0.1, -3.0), causal=(-0.1, -0.2), late=-0.2, spread=(0.0, 0.3)
-        ),
+        untested=table(complete=(-0.1, -3.0), causal=(-0.1, -0.2), late=-0.2, spread=(0.0, 0.3)),
     ),
 }
