@@ -134,8 +134,7 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
             f"{NOT_LEARNED}: the full-rank arm is below {1 - config.learn_margin:.0%} of the "
             "no-selection baseline",
             bool(full_error < (1 - config.learn_margin) * linear),
-            f"H=1, {full[1]} layer(s), m={full[2]}: error {full_error:.3g} against "
-            f"{linear:.3g}",
+            f"H=1, {full[1]} layer(s), m={full[2]}: error {full_error:.3g} against {linear:.3g}",
         ),
     ]
     return [

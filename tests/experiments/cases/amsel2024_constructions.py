@@ -47,7 +47,7 @@ def table(
 
 CASES = {
     # failing: the full-rank head no better than the mixtures; untested: one seed's full-rank
-    # head better, the other's worse (log ratios -0.12 and +0.09)
+    # head better, the other's worse (ratios 0.75 and 1.25)
     "full-rank-beats-low-rank": Case(
         table(),
         table(full_low=0.5),
