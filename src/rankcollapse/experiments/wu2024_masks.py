@@ -103,8 +103,9 @@ VALUE_GROWTH = 1.0
 """Thm 1's A3 (bounded value maps) is taken as broken when the states' norm grows by more than
 e per layer (log ||X||_F slope > 1): SmolLM2 without its norms grows by about e^3."""
 DECIDES = (
-    "the paper preset (32 windows of 128 tokens, a 128-layer deep BERT, the toy at 128 layers; "
-    "GPU, about an hour: 31,400 s of units on a 2-core CPU)"
+    "more samples (the quick preset with --set n_samples=8: about an hour on a 2-core CPU, "
+    "estimated from quick's 1,163 s of units at 2 windows), or the paper preset (32 windows of "
+    "128 tokens, a 128-layer deep BERT: 31,400 s of units on a 2-core CPU, so a GPU)"
 )
 
 
