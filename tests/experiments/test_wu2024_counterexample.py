@@ -49,3 +49,18 @@ def test_figures_are_built(summary):
 def test_w_at_most_one_is_a_config_error():
     with pytest.raises(ConfigError, match="w"):
         EXP.make_config("quick", {"w": [1.0]})
+
+
+@pytest.mark.parametrize(
+    ("claim", "table"),
+    [
+        ("basin-arc", ends([135.0, 225.0])),  # not one contiguous arc
+        ("ln-plays-a-role", ends([180.0, 225.0])),  # LN brings only 2 of 8 starts to B
+        ("no-ln-collapses", ends([135.0, 180.0, 225.0], no_ln_mu_rel=1e-3)),
+    ],
+)
+def test_each_check_fails_on_a_broken_construction(claim, table):
+    config = EXP.make_config("quick", {"w": [2.0], "token1_angles": [90.0], "n_angles": 8})
+    found = {c.id: c for c in EXP.claims(config, table)}
+    assert found[claim].kind == "check" and found[claim].verdict == "FAIL", found[claim]
+    assert {c.id: c for c in EXP.claims(config, ends([135.0, 180.0, 225.0]))}[claim].passed

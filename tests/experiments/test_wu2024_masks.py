@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import sys
 from pathlib import Path
 
@@ -44,83 +43,109 @@ def test_units_are_model_by_mask():
     ]
 
 
-def test_every_mask_finding_measures_the_largest_slope_and_names_a_diverged_curve():
+def test_every_mask_finding_is_decided_by_its_least_clear_member_and_names_a_diverged_curve():
     config = EXP.make_config("quick", OVERRIDES)
     passing = by_id(config, table(curve("complete", -2.0), curve("window:1", -0.5)))
     assert passing["san-collapses-every-mask"].measured == pytest.approx(-0.5)
+    assert "decided by toy/eval/window:1: mean -0.5" in passing["san-collapses-every-mask"].note
     failing = by_id(config, table(curve("complete", -2.0), diverged("window:1")))
     claim = failing["san-collapses-every-mask"]
-    assert not claim.passed and "toy/eval/window:1: NaN or diverged" in claim.note
+    assert claim.verdict == "FAIL"
+    assert "toy/eval/window:1: 1 of 1 units NaN or diverged" in claim.note
 
 
-def test_a_missing_mask_leaves_every_mask_untested_and_a_maskless_graph_is_excluded_by_name():
+def test_a_missing_mask_fails_every_mask_and_a_maskless_graph_is_excluded_by_name():
     config = EXP.make_config(
         "quick", {**OVERRIDES, "masks": ["complete", "window:1", "dilated:1:2"]}
     )
     claim = by_id(config, table(curve("complete", -2.0)))["san-collapses-every-mask"]
-    assert claim.verdict == "NOT TESTED" and "toy/eval/window:1: missing" in claim.note
+    assert claim.verdict == "FAIL" and "toy/eval/window:1: missing" in claim.note
     assert "excluded by config (1): toy/eval/dilated:1:2 (no center node" in claim.note
 
 
-def test_every_mask_finding_names_its_deciding_member_and_a_margin_inside_the_spread_is_untested():
+def test_every_mask_finding_takes_the_standard_error_over_samples_on_both_sides_of_zero():
     config = EXP.make_config("quick", OVERRIDES)
+    # samples at -0.6 and -0.4: interval -0.5 +- 1.96 x 0.1 lies below 0
     clear = by_id(config, table(curve("complete", -2.0), curve("window:1", -0.5, spread=0.1)))
-    claim = clear["san-collapses-every-mask"]
-    # samples at -0.6 and -0.4: sd 0.14 < 0.5, decided
-    assert claim.verdict == "PASS"
-    assert "deciding member toy/eval/window:1: slope -0.5, per-sample sd 0.14" in claim.note
+    assert clear["san-collapses-every-mask"].verdict == "PASS"
+    # samples at -0.0306 and +0.0194: the interval straddles 0; more samples would decide it
     thin = by_id(config, table(curve("complete", -2.0), curve("window:1", -0.0056, spread=0.025)))
     claim = thin["san-collapses-every-mask"]
-    assert claim.verdict == "NOT TESTED" and claim.untested.startswith("preset too small")
-    assert "toy/eval/window:1's slope -0.0056 is within one standard deviation (0.035)" in (
-        claim.untested
-    )  # samples at -0.0306 and +0.0194: sd 0.025 sqrt(2)
-    # a positive slope is a failure whatever the spread
+    assert claim.verdict == "NOT TESTED"
+    assert claim.untested.startswith("toy/eval/window:1: preset too small")
+    assert claim.n_needed == 154 and "the paper preset" in claim.untested  # (1.96 sd / 0.0056)^2
+    # the rule is two-sided: a rise inside the spread is not decided, a clear rise fails
     up = by_id(config, table(curve("complete", -2.0), curve("window:1", 0.01, spread=0.05)))
+    assert up["san-collapses-every-mask"].verdict == "NOT TESTED"
+    up = by_id(config, table(curve("complete", -2.0), curve("window:1", 0.01)))
     assert up["san-collapses-every-mask"].verdict == "FAIL"
 
 
+def test_members_outside_thm1s_assumptions_are_not_tested_by_rule_with_the_assumption_named():
+    beyond = EXP.make_config("quick", {**OVERRIDES, "models": ["smollm2"], "modes": ["eval"]})
+    # SmolLM2's value maps: ||X||_F grows by e^3 per layer while its mu_rel barely moves
+    amplifying = table(curve("complete", -2.0, growth=3.0), curve("window:1", 0.003, growth=3.0))
+    found = by_id(beyond, amplifying.assign(model="smollm2", init="pretrained"))
+    for id_ in ("san-collapses-every-mask@smollm2", "local-masks-slower@smollm2/eval",
+                "rate-follows-radius@smollm2/eval"):  # fmt: skip
+        assert found[id_].verdict == "NOT TESTED", found[id_]
+        assert found[id_].untested.startswith("assumptions not met")
+        assert "A3: bounded value maps" in found[id_].untested + found[id_].note
+    # train mode: dropout on the attention probabilities; eval mode decides alone
+    real = EXP.make_config("quick", {"models": ["minilm"], "masks": ["complete", "window:1"],
+                                     "n_tokens": 8})  # fmt: skip
+    rows = table(*(c.assign(model="minilm", init="pretrained") for c in (
+        curve("complete", -2.0), curve("window:1", -0.5),
+        curve("complete", 0.5, mode="train"), curve("window:1", 0.6, mode="train"))))  # fmt: skip
+    claim = by_id(real, rows)["san-collapses-every-mask"]
+    assert claim.verdict == "PASS" and "minilm/train/complete: assumptions not met" in claim.note
+    assert "row-stochastic attention" in claim.note
+
+
 def test_a_model_beyond_the_papers_bert_has_findings_of_its_own_that_never_decide_the_papers():
-    config = EXP.make_config("quick", {**OVERRIDES, "models": ["toy", "smollm2"]})
+    config = EXP.make_config("quick", {**OVERRIDES, "models": ["toy", "smollm2"],
+                                       "modes": ["eval"]})  # fmt: skip
     toy = table(curve("complete", -2.0), curve("window:1", -0.5))
     found = by_id(config, table(toy, RISING))  # SmolLM2's window:1 rises, as at the paper preset
     paper, beyond = found["san-collapses-every-mask"], found["san-collapses-every-mask@smollm2"]
     assert paper.verdict == "PASS" and paper.kind == "finding" and "smollm2" not in paper.note
     assert beyond.verdict == "FAIL" and beyond.kind == "beyond"
-    assert "smollm2/eval/window:1: 0.003" in beyond.note
+    assert "smollm2/eval/window:1: mean 0.003" in beyond.note
     assert found["local-masks-slower@smollm2/eval"].kind == "beyond"
     assert found["local-masks-slower@toy/eval"].kind == "finding"
 
 
-def test_layernorm_at_init_is_a_finding_per_mode_with_its_deciding_member():
+def test_rate_follows_radius_does_not_pass_when_no_mask_collapses():
+    config = EXP.make_config("quick", {**OVERRIDES, "models": ["smollm2"], "modes": ["eval"]})
+    rising = table(curve("complete", 0.001), curve("window:1", 0.003))  # ordered, not collapsing
+    claim = by_id(config, rising.assign(model="smollm2"))["rate-follows-radius@smollm2/eval"]
+    assert claim.verdict == "FAIL" and claim.measured == 0.0
+
+
+def test_layernorm_at_init_is_the_papers_two_sentences_per_mode():
     config = EXP.make_config("quick", LN)
-    measured = by_id(config, bert(-0.5, ln_complete=-13.1))  # eval: LN falls faster
-    eval_, train = measured["ln-slows-collapse@eval"], measured["ln-slows-collapse@train"]
-    # the log gap at layer 4, the deepest layer (no curve reaches the floor)
-    assert eval_.verdict == "FAIL" and eval_.measured == pytest.approx(4 * (-13.1 + 6.2))
-    assert "deciding member bert-base/complete: gap -27.6, per-sample sd 0" in eval_.note
-    assert f"bert-base/complete at layer 4: san+ln {math.exp(-52.4):.3g}" in eval_.note
-    assert train.verdict == "PASS" and train.measured == pytest.approx(4 * (-0.5 + 1.0))
-    # a gap inside the spread of its samples is not decided
-    thin = table(curve("complete", -6.2, mode="eval"),
-                 curve("complete", -6.19, mode="eval", variant="san+ln", spread=0.05))  # fmt: skip
-    one = EXP.make_config("quick", {**LN, "masks": ["complete"], "modes": ["eval"]})
-    claim = by_id(one, thin.assign(model="bert-base"))["ln-slows-collapse@eval"]
-    assert claim.verdict == "NOT TESTED" and "within one standard deviation" in claim.untested
+    measured = by_id(config, bert(-0.01, ln_complete=-13.1))  # eval: LN's complete mask falls
+    stable_eval, stable_train = measured["ln-mu-stable@eval"], measured["ln-mu-stable@train"]
+    # mu's trend after the first block: 3 x the slope (layers 1 to 4)
+    assert stable_eval.verdict == "FAIL" and "bert-base/complete: mean -39.3" in stable_eval.note
+    assert "eval mode (the paper does not say whether dropout was on" in stable_eval.note
+    assert stable_train.verdict == "PASS" and stable_train.measured == pytest.approx(-0.03)
+    assert measured["san-mu-falls@eval"].verdict == "PASS"
+    assert measured["san-mu-falls@eval"].source.startswith("Fig. 2")
+    assert stable_eval.source.startswith("Sec. 5 and App. G.1")
     only_eval = EXP.make_config("quick", {**LN, "modes": ["eval"]})
-    assert "ln-slows-collapse@train" not in by_id(only_eval, bert(-0.5))
+    assert "ln-mu-stable@train" not in by_id(only_eval, bert(-0.01))
     # no random-init real model (the toy, a pretrained model): no statement about BERT at init
-    assert not any(k.startswith("ln-slows") for k in by_id(EXP.make_config("quick", OVERRIDES),
-                                                            table(curve("complete", -2.0))))  # fmt: skip
+    assert not any(k.startswith(("ln-", "san-mu")) for k in by_id(
+        EXP.make_config("quick", OVERRIDES), table(curve("complete", -2.0))))  # fmt: skip
 
 
-def test_local_masks_slower_is_a_speed_ratio_only_between_two_collapse_rates():
+def test_local_masks_slower_is_the_per_sample_gap_between_the_masks_slopes():
     config = EXP.make_config("quick", OVERRIDES)
-    ratio = by_id(config, table(curve("complete", -2.0), curve("window:1", -0.5)))
-    assert ratio["local-masks-slower@toy/eval"].measured == pytest.approx(4.0)
-    growing = by_id(config, table(curve("complete", -2.0), curve("window:1", 0.1)))
-    claim = growing["local-masks-slower@toy/eval"]
-    assert math.isnan(claim.measured) and "not both collapse rates" in claim.note
+    gap = by_id(config, table(curve("complete", -2.0), curve("window:1", -0.5)))
+    assert gap["local-masks-slower@toy/eval"].measured == pytest.approx(1.5)
+    faster = by_id(config, table(curve("complete", -0.5), curve("window:1", -2.0)))
+    assert faster["local-masks-slower@toy/eval"].verdict == "FAIL"
 
 
 def test_pure_san_collapses_under_every_mask_slower_the_more_local_on_a_small_toy(toy_run):
@@ -130,7 +155,7 @@ def test_pure_san_collapses_under_every_mask_slower_the_more_local_on_a_small_to
     # by 0.013 per layer while two of three samples rise, so the sign is not decided
     every = found["san-collapses-every-mask"]
     assert every.verdict == "NOT TESTED", every
-    assert "deciding member toy/eval/window:1" in every.note
+    assert every.untested.startswith("toy/eval/window:1: preset too small")
     assert found["local-masks-slower@toy/eval"].passed, found["local-masks-slower@toy/eval"]
     slopes = summary.tables["pure SAN: collapse slope of mu per layer"].iloc[0]
     assert slopes["complete"] < slopes["causal"] < slopes["window:1"] < 0

@@ -14,14 +14,17 @@ Parts (one unit per part, width and seed):
   (the Thm 2 setting), error against H for each (d, r). The full-rank head at the largest
   temperature is scored on the same samples, for the comparison at equal budget.
 
-Beyond the paper (the project's own tests; errors are means over seeds, the notes give each
-seed and how many agree). Thm 2 bounds every rank-r layer; random subspaces with fitted outputs
-are one family of such layers, not the trained or best ones, so these test the project's
-construction, not the theorem:
-- full-rank-beats-low-rank: for every d of the low-rank part, the full-rank head (2 d^2
-  query-key parameters) beats every random mixture with as many (H r >= d): ratio < 1.
-- low-rank-worsens-with-d: rank-1 heads' error at the largest H grows with d: error at the
-  largest d minus at the smallest, > 0.
+Beyond the paper (the project's own tests, decided by the one rule over the seeds:
+`rankcollapse.experiments.verdicts`). Thm 2 bounds every rank-r layer; random subspaces with
+fitted outputs are one family of such layers, not the trained or best ones, so these test the
+project's construction, not the theorem:
+- full-rank-beats-low-rank: for every d of the low-rank part, per seed, the full-rank head's
+  error (2 d^2 query-key parameters) over the best random mixture with as many (H r >= d) < 1.
+- low-rank-worsens-with-d: per seed, rank-1 heads' error at the largest H at the largest d
+  minus at the smallest, > 0.
+Not reproduced: the abstract's "unless the number of heads is exponential in the embedding
+dimension, even for short context lengths" is proved for the biased nearest-neighbour target of
+Sec. 5, which the project does not build; random rank-1 heads can only agree with it.
 Checks (constructions, so they hold by design; they guard the code, not the paper):
 - depth-vote-beats-one-layer: the same H random rank-1 hardmax heads vote (each picks a point)
   and an argmax over the pick counts returns the point most heads picked; it beats the best
@@ -41,16 +44,8 @@ import pandas as pd
 import torch
 from pydantic import BaseModel, ConfigDict, Field
 
-from rankcollapse.experiments._registry import (
-    Experiment,
-    Summary,
-    Unit,
-    finding,
-    for_every,
-    register,
-    seeds_agree,
-)
-from rankcollapse.experiments.verdicts import Claim, check
+from rankcollapse.experiments._registry import Experiment, Summary, Unit, register
+from rankcollapse.experiments.verdicts import Claim, Quote, check, finding, for_every
 from rankcollapse.plot import construction_figures
 from rankcollapse.seeds import Seed
 from rankcollapse.tasks import NeighbourTask, layer_error
@@ -63,6 +58,7 @@ from rankcollapse.theory.amsel import (
 
 NAME = "amsel2024-constructions"
 FIT_SEED_OFFSET, EVAL_SEED_OFFSET = 1_000, 2_000  # fit and score samples: separate streams
+DECIDES = "more seeds (the quick preset with --set seeds=[0,1,2,3,4]; about 5 minutes on 2 cores)"
 
 
 class Config(BaseModel):
@@ -214,8 +210,8 @@ def _full_rank_checks(config: Config, results: pd.DataFrame) -> list[Claim]:
             float(worst),
             "<",
             1e-3,
-            note=f"rises: {', '.join(rises) or 'none'}; per (d, seed): "
-            + seeds_agree(dict(enumerate(last.value)), "<", 1e-3),
+            note=f"rises: {', '.join(rises) or 'none'}; largest error at t={t_max:g} over (d, "
+            f"seed): {last.value.max():.3g}",
         ),
         check(
             "hardmax-exact",
@@ -230,52 +226,64 @@ def _full_rank_checks(config: Config, results: pd.DataFrame) -> list[Claim]:
 
 def _separation(config: Config, errors: pd.DataFrame) -> Claim:
     """Thm 2 on random subspaces: full rank at t_max against the mixtures with at least the
-    full head's query-key rank (H r >= d), per width and per (width, seed)."""
+    full head's query-key rank (H r >= d), per width, seed by seed (the units)."""
     t_max = max(config.temperatures)
-    ratios, per_seed = {}, {}
+    per_seed = {}
     for d, group in errors.groupby("d_model"):
         full_d = group[group.d_qk == d].set_index("seed").value
-        rich = group[(group.d_qk < d) & (group.total_rank >= d)]
-        best = rich.groupby(["d_qk", "n_heads"]).value.mean().min()  # NaN if none
-        ratios[f"d={d}"] = full_d.mean() / best
-        for s in full_d.index:
-            per_seed[(d, s)] = full_d[s] / rich[rich.seed == s].value.min()
+        rich = group[(group.d_qk < d) & (group.total_rank >= d)].groupby("seed").value.min()
+        per_seed[f"d={d}"] = [
+            float(full_d.get(s, np.nan) / rich.get(s, np.nan)) for s in config.seeds
+        ]  # a ratio, not its log: the full-rank head at t_max can score exactly 0
     return for_every(
         "full-rank-beats-low-rank",
-        "at equal (or larger) query-key parameter budget, one full-rank head beats every "
-        "random low-rank mixture tried",
-        "full-rank error / best low-rank error with H r >= d, worst d",
-        ratios,
-        "<",
-        1.0,
+        says=Quote(
+            "a simple and natural target function that can be represented using a single "
+            "full-rank attention head for any context length, but that cannot be approximated "
+            "by low-rank attention unless the number of heads is exponential in the embedding "
+            "dimension",
+            "abstract; Sec. 4, Thm 2",
+        ),
+        text="at equal (or larger) query-key parameter budget, one full-rank head beats every "
+        "random low-rank mixture tried (random subspaces with fitted outputs: one family of "
+        "low-rank layers, not the best, so this tests the project's construction)",
+        quantity="per seed: full-rank error / best low-rank error with H r >= d "
+        "(units: seeds; members: widths)",
+        members=per_seed,
+        side="<",
+        margin=1.0,  # the full-rank head is better, by any amount
         expected=[f"d={d}" for d in config.low_rank_d_models],
-        note=f"full rank at t={t_max:g}, N=2 orthonormal points; per (d, seed): "
-        + seeds_agree(per_seed, "<", 1.0),
-        source="Sec. 4, Thm 2",
-        paper="one full-rank head represents nearest neighbour for any context length; a "
-        "low-rank layer needs many heads to approximate it (Thm 2; the abstract's separation "
-        "exponential in d is Sec. 5's biased nearest neighbour). Tested here on random "
-        "subspaces only",
+        decides=DECIDES,
+        note=f"full rank at t={t_max:g}, N=2 orthonormal points",
         beyond=True,
     )
 
 
 def _width_trend(config: Config, errors: pd.DataFrame) -> Claim:
-    """The project's reading of Thm 2: rank-1 heads' error (at the most heads) grows with d."""
+    """The project's reading of Thm 2: rank-1 heads' error (at the most heads) grows with d,
+    seed by seed (the same seed draws both widths' samples from its own stream)."""
     rank1 = errors[(errors.d_qk == 1) & (errors.n_heads == max(config.n_heads))]
-    rank1 = rank1.groupby("d_model").value.mean()
+    by = rank1.set_index(["d_model", "seed"]).value
     small, large = min(config.low_rank_d_models), max(config.low_rank_d_models)
+    means = rank1.groupby("d_model").value.mean()
     return finding(
         "low-rank-worsens-with-d",
-        f"rank-1 heads' error at H={max(config.n_heads)} grows with the width d",
-        f"error at d={large} minus at d={small}",
-        float(rank1.get(large, np.nan) - rank1.get(small, np.nan)),
-        ">",
-        0.0,
-        note="errors by d: " + ", ".join(f"d={d}: {v:.3g}" for d, v in rank1.items()),
-        source="Sec. 4 (no statement of the paper)",
-        paper="the paper states no trend in d for random rank-1 heads: the project's "
-        "reading of Thm 2",
+        says=Quote(
+            "cannot be approximated by low-rank attention unless the number of heads is "
+            "exponential in the embedding dimension, even for short context lengths",
+            "abstract (proved for the biased nearest neighbour of Sec. 5; Thm 2 for N = 2)",
+        ),
+        text=f"rank-1 heads' error at H={max(config.n_heads)} grows with the width d (N = 2, "
+        "random subspaces: a consequence the project reads off Thm 2, not the abstract's "
+        "exponential count, which needs the best low-rank layer)",
+        quantity=f"per seed: error at d={large} minus at d={small} (units: seeds)",
+        values=[
+            float(by.get((large, s), np.nan) - by.get((small, s), np.nan)) for s in config.seeds
+        ],
+        side=">",
+        margin=0.0,  # grows, by any amount
+        decides=DECIDES,
+        note="mean errors by d: " + ", ".join(f"d={d}: {v:.3g}" for d, v in means.items()),
         beyond=True,
     )
 

@@ -15,39 +15,38 @@ without its norms its states reach ~1e37), in eval and train mode (dropout on).
 Collapse rate of a curve: `rankcollapse.theory.collapse_rate`, the slope per layer of the log
 geometric mean over samples before the first layer at the dtype floor (< 0: collapse).
 
-Thm 1's assumptions, and how the findings keep to them: the attention rows are stochastic
-(train mode puts dropout on the attention probabilities, which breaks that: train-mode curves
-are measured and drawn, and excluded by name from the findings) and the value maps are bounded
-(pretrained value maps amplify, SmolLM2's by about e^3 per layer, so the absolute mu can grow
-while the tokens align: the findings take the slope of mu_rel = mu / ||X||_F, which the value
-maps' scale does not enter).
+Every finding is decided by the one rule (`rankcollapse.experiments.verdicts`): an interval over
+samples (mean +- 1.96 standard errors of the per-sample values) against the paper's side of a
+margin; a "for every" finding decides each member (model/mode/mask) so. Thm 1's assumptions are
+predicates (`thm1_assumptions`): a member whose attention rows are not stochastic (train mode:
+dropout on the attention probabilities) or whose value maps are not bounded (A3: ||X||_F grows
+by more than e per layer; SmolLM2 without its norms grows by about e^3 and reaches 1e37) is NOT
+TESTED by rule, the assumption named. The rates are those of mu_rel = mu / ||X||_F, which the
+value maps' scale does not enter.
 
 The paper's setting is BERT (random init, 12 layers and deep, and pretrained) and Thm 1's own
 dynamics (the toy); `in_paper_setting` says which models are in it (the toy and the BERT
-family, MiniLM among them). The findings below over any other model (SmolLM2, a pretrained
-decoder) are reported beyond the paper, one per model.
+family, MiniLM among them). A finding over any other model (SmolLM2) is beyond the paper.
 
-Findings (pure SAN, eval mode):
-- san-collapses-every-mask: mu_rel has a negative slope for every model of the paper's setting
-  and mask with a center node (a diverged curve fails it; a missing one leaves it NOT TESTED).
-  The note names the deciding member (the largest slope); when that slope is within one
-  standard deviation of its per-sample slopes of 0, one input could flip the sign: NOT TESTED
-  (preset too small). san-collapses-every-mask@model: the same for a model beyond the setting.
-- local-masks-slower@model: the slowest radius-1 mask collapses faster than the fastest mask of
-  radius > 1 (speed ratio of mu_rel slopes > 1; only defined when both are negative).
-Beyond the paper (Thm 1 is an upper bound and orders only the bounds, not the measured rates):
-- rate-follows-radius@model: most mask pairs of different radius (share > 0.5) have slopes
-  ordered by radius.
-Findings (LayerNorm at random init, Wu's masks x components experiment; the paper does not say
-whether dropout was on, so one finding per mode):
-- ln-slows-collapse@mode: for every random-init real model (BERT-base, 12 layers and deep) and
-  every mask, SAN+LN keeps the tokens further apart than pure SAN: log mu_rel(san+ln) - log
-  mu_rel(san) > 0 at the deepest layer before either curve reaches the dtype floor (`ln_gaps`:
-  the same layer for both; fitting each curve's slope up to its own floor compared SAN's
-  layers 0-1 with SAN+LN's 0-2 and made LN look twice as fast, -5.7 against -2.7 per layer
-  on BERT-base's complete mask). The deciding member is named; a gap within one standard
-  deviation of its per-sample gaps of 0 is NOT TESTED. The paper plots mu, whose fall without
-  LN is partly the shrinking norm; mu_rel measures the lost rank only.
+Findings (pure SAN; units: samples):
+- san-collapses-every-mask: every per-sample mu_rel slope interval lies below 0, for every
+  model of the paper's setting, mode and mask with a center node (Thm 1, abstract);
+  san-collapses-every-mask@model beyond the setting.
+- local-masks-slower@model/eval: per sample, the fastest radius > 1 mask's slope minus the
+  slowest radius-1 mask's is > 0 (abstract: local masks slow the collapse).
+Beyond the paper (Thm 1 orders the bounds, not the measured rates):
+- rate-follows-radius@model/eval: per sample, the share of mask pairs of different radius
+  whose collapse follows the radius is > 0.5; a mask that does not collapse orders no pair.
+Findings at random init (Sec. 5, App. G.1; the paper's quantity mu; the paper does not say
+whether dropout was on, so one finding per mode, the mode named):
+- ln-mu-stable@mode: SAN+LN's mu "no longer converges to zero and can be maintained at a
+  stable level significantly above zero": per sample, log mu(last layer) - log mu(layer 1) >
+  -log 2, for every random-init real model and mask (no decreasing trend; the paper never
+  compares SAN+LN with SAN).
+- san-mu-falls@mode: pure SAN's mu falls: the same quantity < -log 2, every mask with a center
+  node (Fig. 2 caption).
+Not reproduced here: "skip connections make mu unstable in deeper layers, LayerNorm
+counteracts" (Sec. 5): the paper gives no measure of instability to test (docs/wu2024.md).
 """
 
 from __future__ import annotations
@@ -59,16 +58,10 @@ import numpy as np
 import pandas as pd
 from pydantic import Field
 
+from rankcollapse.experiments import verdicts
 from rankcollapse.experiments._curves import CORE_MASKS, CurvesConfig, WuVariant
-from rankcollapse.experiments._registry import (
-    Experiment,
-    Summary,
-    Unit,
-    finding,
-    for_every,
-    register,
-)
-from rankcollapse.experiments.verdicts import TOO_SMALL, Claim
+from rankcollapse.experiments._registry import Experiment, Summary, Unit, register
+from rankcollapse.experiments.verdicts import Assumption, Claim, Quote
 from rankcollapse.hf import MODELS, text_model_type
 from rankcollapse.masks import MaskSpec, parse_mask_spec
 from rankcollapse.measure import ModelSource, load_cached, real_curves, toy_curves
@@ -78,8 +71,8 @@ from rankcollapse.theory import (
     curve_slopes,
     mask_radius,
     radius_concordance,
-    speed_ratio,
 )
+from rankcollapse.theory.rates import sample_rates
 from rankcollapse.variants import WU_VARIANTS
 
 NAME = "wu2024-masks"
@@ -88,12 +81,32 @@ Model = text_model_type("toy", DEEP)  # the toy, the deep BERT, or a text model 
 COLUMNS = ["model", "init", "variant", "mask", "mode", "layer", "sample", "metric", "value"]
 COLUMNS += ["at_floor", "device"]
 BY = ["model", "mode", "variant", "mask"]
-SOURCE = "Thm 1, Fig. 2"
-PAPER = (
-    '"pure masked attention still suffers from exponential collapse to a rank one subspace" '
-    "(abstract), for every quasi-strongly connected mask (Thm 1)"
+COLLAPSE = Quote(
+    "pure masked attention still suffers from exponential collapse to a rank one subspace",
+    "abstract; Thm 1 (every quasi-strongly connected mask)",
+)
+LOCAL = Quote(
+    "sparse or local masked attention can provably slow down the collapse rate",
+    "abstract; Thm 1, Fig. 2",
+)
+LN_STABLE = Quote(
+    "no longer converges to zero and can be maintained at a stable level significantly above zero",
+    "Sec. 5 and App. G.1 (random init, SAN+LN; Fig. 2)",
+)
+SAN_FALLS = Quote(
+    "Rank collapse happens exponentially for pure attention, despite different attention masks "
+    "having different convergence rates",
+    "Fig. 2 caption",
 )
 CONCORDANT = 0.5  # share of radius-ordered mask pairs above which the slopes "follow" radius
+VALUE_GROWTH = 1.0
+"""Thm 1's A3 (bounded value maps) is taken as broken when the states' norm grows by more than
+e per layer (log ||X||_F slope > 1): SmolLM2 without its norms grows by about e^3."""
+DECIDES = (
+    "more samples (the quick preset with --set n_samples=8: about an hour on a 2-core CPU, "
+    "estimated from quick's 1,163 s of units at 2 windows), or the paper preset (32 windows of "
+    "128 tokens, a 128-layer deep BERT: 31,400 s of units on a 2-core CPU, so a GPU)"
+)
 
 
 class Config(CurvesConfig):
@@ -180,217 +193,288 @@ def in_paper_setting(model: str) -> bool:
     return model in ("toy", DEEP) or MODELS[model].family == "bert"
 
 
-def _sample_spread(results: pd.DataFrame, variant: str) -> dict[str, float]:
-    """Per model/mode/mask member: the standard deviation of the per-sample mu_rel slopes of
-    `variant` (NaN with one sample): how far one input's rate strays from another's."""
-    rows = results[(results["metric"] == "mu_rel") & (results["variant"] == variant)]
-    per_sample = collapse_rates(rows, [*BY, "sample"])
-    spread = per_sample.groupby(BY, sort=False)["slope"].std()
-    return {f"{model}/{mode}/{mask}": v for (model, mode, _, mask), v in spread.items()}
+def sample_slopes(results: pd.DataFrame, metric: str = "mu_rel") -> pd.DataFrame:
+    """Per model, mode, variant, mask and sample: the collapse slope of one sample's curve of
+    `metric` (`rankcollapse.theory.rates.sample_rates`: a curve at the floor from layer 1 still
+    has a slope), the findings' units. Columns: BY..., sample, slope, n_fit."""
+    return sample_rates(results[results["metric"] == metric], BY)
 
 
-def _deciding(members: dict, expected: list[str], excluded: dict, worst=max) -> str | None:
-    """The member whose value decides a for-every finding (the worst finite one), or None."""
-    values = {
-        k: members[k]
-        for k in expected
-        if k not in excluded and members.get(k) is not None and not math.isnan(members[k])
-    }
-    return worst(values, key=values.get) if values else None
-
-
-def _san_claim(
-    config: Config, results: pd.DataFrame, members: dict, arms: list, model: str | None = None
-) -> Claim:
-    """san-collapses-every-mask over `arms`, its deciding member named; NOT TESTED when that
-    member's slope is within one standard deviation of the per-sample slopes of 0. With
-    `model` (beyond the paper's setting): san-collapses-every-mask@model, a beyond finding."""
-    radii = {
-        (m, k): mask_radius(k, tokens_of(config, m)) for m in config.models for k in config.masks
-    }
-    expected = [f"{m}/{mode}/{k}" for m, mode in arms for k in config.masks]
-    excluded = {
-        f"{m}/{mode}/{k}": "no center node" if radii[m, k] == math.inf else "dropout (train)"
-        for m, mode in arms
-        for k in config.masks
-        if radii[m, k] == math.inf or mode == "train"
-    }
-    spread = _sample_spread(results, "san")
-    decider = _deciding(members, expected, excluded)
-    note, untested = "", ""
-    if decider is not None:
-        slope, sd = members[decider], spread.get(decider, math.nan)
-        note = f"deciding member {decider}: slope {slope:.3g}, per-sample sd {sd:.2g}"
-        if slope < 0 and abs(slope) <= sd:  # a negative slope that one sample could flip
-            untested = (
-                f"{TOO_SMALL}: the deciding member {decider}'s slope {slope:.3g} is within one "
-                f"standard deviation ({sd:.2g}) of its per-sample slopes of 0; a deeper "
-                "run (more layers to fit) or more samples would decide it"
-            )
-    return for_every(
-        "san-collapses-every-mask" + (f"@{model}" if model else ""),
-        "Pure SAN collapses exponentially under every quasi-strongly connected mask"
-        + (f" ({model}, beyond the paper's BERT)." if model else "."),
-        "largest collapse slope of mu_rel per layer (model/mode/mask); < 0 is collapse",
-        members,
-        "<",
-        0.0,
-        expected=expected,
-        excluded=excluded,
-        note=note,
-        untested=untested,
-        source=SOURCE,
-        paper=PAPER,
-        beyond=model is not None,
+def norm_growth(results: pd.DataFrame) -> pd.DataFrame:
+    """Per model, mode, variant and mask: the fitted slope per layer of log ||X||_F, with
+    ||X||_F = mu / mu_rel (the value maps' growth; mu_rel = 0 at the floor is dropped).
+    Columns: BY..., slope."""
+    keys = [*BY, "layer", "sample"]
+    wide = results[results["metric"].isin(["mu", "mu_rel"])].pivot_table(
+        index=keys, columns="metric", values="value", aggfunc="first"
     )
+    wide = wide[(wide.get("mu_rel", 0) > 0)].reset_index()
+    if wide.empty:
+        return pd.DataFrame(columns=[*BY, "slope"])
+    norms = wide.assign(value=wide["mu"] / wide["mu_rel"], at_floor=False)
+    return collapse_rates(norms, BY)[[*BY, "slope"]]
 
 
-def ln_gaps(results: pd.DataFrame) -> pd.DataFrame:
-    """Per model, mode and mask: how far LayerNorm keeps pure SAN's tokens apart, at the same
-    layer, on random-init curves.
-
-    Formula: gap = mean_s log mu_rel(SAN+LN) - mean_s log mu_rel(SAN) at layer l*, the deepest
-    layer before either curve has a sample at the dtype floor (a floor value is rounding, and
-    fitting each curve up to its own floor compares different layers); > 0: LN slowed the
-    collapse. sd: the standard deviation over samples of the per-sample gap at l*.
-    Columns: model, mode, mask, layer (l*), gap, sd, ln, san (the two geometric means).
-    """
-    rows = results[(results["metric"] == "mu_rel") & results["variant"].isin(["san", "san+ln"])]
-    rows = rows[rows["init"] == "random"].assign(
-        log=np.log(rows["value"].astype(float).clip(lower=1e-300)),
-        floor=rows["at_floor"].astype(bool),
-    )
-    out = []
-    for (model, mode, mask), part in rows.groupby(["model", "mode", "mask"], sort=False):
-        floored = part[part["floor"]].groupby("variant")["layer"].min()
-        deepest = part.groupby("variant")["layer"].max()
-        if len(deepest) < 2:
-            continue  # one variant only: no comparison
-        layer = min(floored.get(v, deepest[v] + 1) - 1 for v in deepest.index)
-        at = part[part["layer"] == max(layer, 0)].pivot_table(
-            index="sample", columns="variant", values="log", aggfunc="mean"
-        )
-        per_sample = at["san+ln"] - at["san"]
-        out.append(
-            (model, mode, mask, max(layer, 0), per_sample.mean(), per_sample.std(),
-             math.exp(at["san+ln"].mean()), math.exp(at["san"].mean()))
-        )  # fmt: skip
-    return pd.DataFrame(out, columns=["model", "mode", "mask", "layer", "gap", "sd", "ln", "san"])
+def _members(slopes: pd.DataFrame, results: pd.DataFrame, variant: str) -> dict:
+    """member "model/mode/mask" -> per-sample slopes of `variant` (None: the curve diverged)."""
+    part = slopes[slopes["variant"] == variant]
+    members = {
+        f"{k[0]}/{k[1]}/{k[2]}": list(g["slope"])
+        for k, g in part.groupby(["model", "mode", "mask"], sort=False)
+    }
+    diverged = results[(results["metric"] == "diverged") & (results["variant"] == variant)]
+    for r in diverged[["model", "mode", "mask"]].drop_duplicates().itertuples():
+        members[f"{r.model}/{r.mode}/{r.mask}"] = None
+    return members
 
 
-def _ln_claims(config: Config, results: pd.DataFrame) -> list[Claim]:
-    """ln-slows-collapse@mode: at random init, LN keeps pure SAN's tokens further apart
-    (`ln_gaps` > 0) for every random-init real model and mask, one finding per mode; the
-    deciding member is named, and NOT TESTED when its gap is within one sd of 0."""
-    models = [m for m in config.models if m != "toy" and init_of(m) == "random"]
-    if not models or not {"san", "san+ln"} <= {v.short for v in config.variants}:
-        return []
-    gaps = ln_gaps(results[results["model"].isin(models)])
+def thm1_assumptions(results: pd.DataFrame) -> dict[str, list[Assumption]]:
+    """Per pure-SAN member "model/mode/mask": Thm 1's assumptions evaluated on this run.
+
+    Row-stochastic attention: train mode puts dropout on the attention probabilities, whose
+    rows then no longer sum to 1. A3 (bounded products of the value maps): the states' norm
+    ||X||_F grows by more than e^VALUE_GROWTH per layer (SmolLM2 without its norms: about e^3;
+    its states reach 1e37), which no bounded product sustains."""
+    san = results[results["variant"] == "san"]
+    out: dict[str, list[Assumption]] = {}
+    for r in norm_growth(san).itertuples():
+        growth = r.slope
+        out[f"{r.model}/{r.mode}/{r.mask}"] = [
+            Assumption(
+                "row-stochastic attention",
+                r.mode != "train",
+                "train mode: dropout on the attention probabilities",
+            ),
+            Assumption(
+                "A3: bounded value maps",
+                not growth > VALUE_GROWTH,
+                f"||X||_F grows by e^{growth:.2g} per layer",
+            ),
+        ]
+    return out
+
+
+def _san_claims(config: Config, results: pd.DataFrame, slopes: pd.DataFrame) -> list[Claim]:
+    """san-collapses-every-mask over the paper's setting, and @model for each model beyond it:
+    per-sample mu_rel slopes of pure SAN, every model/mode/mask with a center node."""
+    members = _members(slopes, results, "san")
+    assumptions = thm1_assumptions(results)
+    arms = [(m, mode) for m in config.models for mode in modes_of(config, m)]
+    groups = {None: [a for a in arms if in_paper_setting(a[0])]}
+    groups |= {m: [a for a in arms if a[0] == m] for m in config.models if not in_paper_setting(m)}
     found = []
-    for mode in config.modes:
-        part = gaps[gaps["mode"] == mode]
-        members = {f"{r.model}/{r.mask}": r.gap for r in part.itertuples()}
-        expected = [f"{m}/{k}" for m in models for k in config.masks]
-        decider = _deciding(members, expected, {}, worst=min)
-        note, untested = "", ""
-        if decider is not None:
-            row = part[part["model"] + "/" + part["mask"] == decider].iloc[0]
-            note = f"deciding member {decider}: gap {row.gap:.3g}, per-sample sd {row.sd:.2g}; "
-            if row.gap > 0 and row.gap <= row.sd:
-                untested = (
-                    f"{TOO_SMALL}: the deciding member {decider}'s gap {row.gap:.3g} is within "
-                    f"one standard deviation ({row.sd:.2g}) of its per-sample gaps of 0"
-                )
-        said = "; ".join(
-            f"{r.model}/{r.mask} at layer {r.layer}: san+ln {r.ln:.3g}, san {r.san:.3g}"
-            for r in part.itertuples()
-        )
+    for model, group in groups.items():
+        if not group:
+            continue
+        expected = [f"{m}/{mode}/{k}" for m, mode in group for k in config.masks]
+        excluded = {
+            f"{m}/{mode}/{k}": "no center node: Thm 1 does not apply"
+            for m, mode in group
+            for k in config.masks
+            if mask_radius(k, tokens_of(config, m)) == math.inf
+        }
         found.append(
-            for_every(
-                f"ln-slows-collapse@{mode}",
-                f"At random initialisation ({mode} mode), LayerNorm slows pure SAN's collapse: "
-                "SAN+LN's tokens stay further apart than SAN's under every mask.",
-                "least log mu_rel(SAN+LN) - log mu_rel(SAN) at the deepest layer before either "
-                "reaches the floor (model/mask); > 0: LN slows collapse",
-                members,
-                ">",
-                0.0,
+            verdicts.for_every(
+                "san-collapses-every-mask" + (f"@{model}" if model else ""),
+                says=COLLAPSE,
+                text="Pure SAN collapses exponentially under every quasi-strongly connected mask"
+                + (f" ({model}, beyond the paper's BERT)." if model else "."),
+                quantity="per-sample collapse slope of mu_rel per layer (units: samples; "
+                "members: model/mode/mask); < 0 is collapse",
+                members=members,
+                side="<",
+                margin=0.0,  # the sign of the slope: collapse or not
                 expected=expected,
-                note=note + "mu_rel (geometric mean): " + said,
-                untested=untested,
-                source="Sec. 6 (masks x components, random init)",
-                paper="LayerNorm changes the picture at random initialisation: with LN the "
-                "tokens of pure attention stop collapsing (the paper does not say whether "
-                "dropout was on)",
+                excluded=excluded,
+                assumptions=assumptions,
+                decides=DECIDES,
+                beyond=model is not None,
             )
         )
     return found
 
 
-def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
-    slopes = curve_slopes(results.astype({"at_floor": bool}), BY)
-    san = slopes[slopes["variant"] == "san"]
-    members = {
-        f"{r.model}/{r.mode}/{r.mask}": None if r.diverged else r.slope_mu_rel
-        for r in san.itertuples()
-    }
-    arms = [(model, mode) for model in config.models for mode in modes_of(config, model)]
-    radii = {
-        (m, k): mask_radius(k, tokens_of(config, m)) for m in config.models for k in config.masks
-    }
-    paper_arms = [arm for arm in arms if in_paper_setting(arm[0])]
-    found = [_san_claim(config, results, members, paper_arms)] if paper_arms else []
-    for model in dict.fromkeys(m for m, _ in arms if not in_paper_setting(m)):
-        model_arms = [arm for arm in arms if arm[0] == model]
-        found.append(_san_claim(config, results, members, model_arms, model))
-    found += _ln_claims(config, results)
-    for model, mode in arms:
-        if mode == "train":  # dropout on the attention: rows not stochastic, Thm 1 does not apply
-            continue
-        radius = {k: radii[model, k] for k in config.masks if radii[model, k] < math.inf}
-        slope = {k: members.get(f"{model}/{mode}/{k}") for k in radius}
-        slope = {k: math.nan if v is None else v for k, v in slope.items()}
-        near = {k: slope[k] for k, r in radius.items() if r <= 1}
-        far = {k: slope[k] for k, r in radius.items() if r > 1}
-        if near and far:
-            slow, fast = max(near, key=near.get), min(far, key=far.get)
-            ratio, reason = speed_ratio(near[slow], far[fast])
-            reason = (
-                reason
-                or f"slowest radius-1: {slow} {near[slow]:.3g}; fastest: {fast} {far[fast]:.3g}"
-            )
+def _local_claim(
+    config: Config, model: str, slopes: pd.DataFrame, assumptions: list[Assumption]
+) -> Claim | None:
+    """local-masks-slower@model/eval: per sample, the fastest radius > 1 mask's mu_rel slope
+    minus the slowest radius-1 mask's (> 0: every local mask is slower)."""
+    radius = {str(k): mask_radius(k, tokens_of(config, model)) for k in config.masks}
+    part = slopes[(slopes["model"] == model) & (slopes["mode"] == "eval")]
+    part = part[part["variant"] == "san"].pivot_table(
+        index="sample", columns="mask", values="slope", aggfunc="first"
+    )
+    near = [k for k, r in radius.items() if r <= 1 and k in part]
+    far = [k for k, r in radius.items() if 1 < r < math.inf and k in part]
+    if not (near and far):
+        return None
+    gap = part[far].min(axis=1) - part[near].max(axis=1)
+    means = part.mean()
+    return verdicts.finding(
+        f"local-masks-slower@{model}/eval",
+        says=LOCAL,
+        text="More local masks collapse more slowly: every radius > 1 mask is slower than "
+        "every radius-1 mask (pure SAN).",
+        quantity="per sample: fastest radius > 1 mu_rel slope minus slowest radius-1 slope "
+        "(units: samples); > 0: the local masks are slower",
+        values=gap,
+        side=">",
+        margin=0.0,  # the order of the rates, whatever their ratio
+        assumptions=assumptions,
+        decides=DECIDES,
+        note="mean slopes, fastest first: "
+        + ", ".join(f"{k} {means[k]:.3g}" for k in means.sort_values().index),
+        beyond=not in_paper_setting(model),
+    )
+
+
+def collapse_concordance(radii: list[float], slopes: list[float]) -> float:
+    """`radius_concordance` counting only collapse: a slope >= 0 is slower than every collapse
+    and ties with another non-collapse, so masks none of which collapse concord in no pair.
+
+    Example:
+        >>> collapse_concordance([1, 4], [-2.0, -0.5]), collapse_concordance([1, 4], [0.1, 0.2])
+        (1.0, 0.0)
+    """
+    return radius_concordance(radii, [s if s < 0 else math.inf for s in slopes])
+
+
+def _radius_claim(
+    config: Config, model: str, slopes: pd.DataFrame, assumptions: list[Assumption]
+) -> Claim | None:
+    """rate-follows-radius@model/eval (beyond the paper): per sample, the share of mask pairs of
+    different radius whose collapse follows the radius."""
+    radius = {str(k): mask_radius(k, tokens_of(config, model)) for k in config.masks}
+    radius = {k: r for k, r in radius.items() if r < math.inf}
+    part = slopes[(slopes["model"] == model) & (slopes["mode"] == "eval")]
+    part = part[part["variant"] == "san"].pivot_table(
+        index="sample", columns="mask", values="slope", aggfunc="first"
+    )
+    masks = [k for k in radius if k in part]
+    if len({radius[k] for k in masks}) < 2:
+        return None
+    shares = [
+        collapse_concordance([radius[k] for k in masks], [row[k] for k in masks])
+        for _, row in part.iterrows()
+    ]
+    return verdicts.finding(
+        f"rate-follows-radius@{model}/eval",
+        says=Quote(
+            "sparse or local masked attention can provably slow down the collapse rate",
+            "abstract; Thm 1 orders the bounds (1 - eps^r)^(1/r), not the measured rates",
+        ),
+        text="Most mask pairs of different radius have collapse slopes ordered by the radius "
+        "(larger radius, slower; a mask that does not collapse orders no pair with another).",
+        quantity="per sample: share of mask pairs of different radius whose mu_rel collapse "
+        "follows the radius (units: samples)",
+        values=shares,
+        side=">",
+        margin=CONCORDANT,  # "most" pairs
+        assumptions=assumptions,
+        decides=DECIDES,
+        beyond=True,
+    )
+
+
+def _ln_claims(config: Config, results: pd.DataFrame) -> list[Claim]:
+    """Per mode, at random init (Sec. 5, App. G.1): san+ln's mu shows no decreasing trend, and
+    pure SAN's mu falls, for every random-init real model and mask (`mu_trend` per sample)."""
+    models = [m for m in config.models if m != "toy" and init_of(m) == "random"]
+    variants = {v.short for v in config.variants}
+    if not models:
+        return []
+    trend = mu_trend(results[results["model"].isin(models)])
+    found = []
+    for mode in config.modes:
+        members = {
+            variant: {
+                f"{r[0]}/{r[1]}": list(g["trend"])
+                for r, g in trend[(trend["mode"] == mode) & (trend["variant"] == variant)].groupby(
+                    ["model", "mask"], sort=False
+                )
+            }
+            for variant in ("san+ln", "san")
+        }
+        expected = [f"{m}/{k}" for m in models for k in config.masks]
+        said = (
+            f"{mode} mode (the paper does not say whether dropout was on; train mode puts it "
+            "on, eval mode takes it off)"
+        )
+        if "san+ln" in variants:
             found.append(
-                finding(
-                    f"local-masks-slower@{model}/{mode}",
-                    "More local masks collapse more slowly: every radius > 1 mask is slower than "
-                    "every radius-1 mask (pure SAN).",
-                    "slowest radius-1 slope / fastest radius > 1 slope of mu_rel (both < 0)",
-                    ratio,
-                    ">",
-                    1.0,
-                    note=reason,
-                    source=SOURCE,
-                    paper='"sparse or local masked attention can provably slow down the collapse '
-                    'rate" (abstract); Fig. 2: the masks collapse at different rates',
-                    beyond=not in_paper_setting(model),
+                verdicts.for_every(
+                    f"ln-mu-stable@{mode}",
+                    says=LN_STABLE,
+                    text=f"At random initialisation, SAN+LN's mu shows no decreasing trend under "
+                    f"every mask ({mode} mode).",
+                    quantity="per sample: log(mu at the last layer / mu after the first block) "
+                    "of SAN+LN, floor values at the floor (units: samples; members: "
+                    "model/mask)",
+                    members=members["san+ln"],
+                    side=">",
+                    margin=-math.log(2),  # a stable level: less than half of mu lost
+                    expected=expected,
+                    decides=DECIDES,
+                    note=said,
                 )
             )
-        found.append(
-            finding(
-                f"rate-follows-radius@{model}/{mode}",
-                "Most mask pairs of different radius have collapse slopes ordered by the radius "
-                "(larger radius, slower).",
-                "fraction of mask pairs of different radius whose mu_rel slopes follow the radius",
-                radius_concordance(list(radius.values()), list(slope.values())),
-                ">",
-                CONCORDANT,
-                note="fastest first: " + " > ".join(sorted(slope, key=slope.get)),
-                source="Thm 1 (the bound's rate against radius)",
-                paper="Thm 1 bounds the rate by (1 - eps^r)^(1/r), slower for larger r; it "
-                "orders the bounds, not the measured rates",
-                beyond=True,
+        if "san" in variants:
+            expected_san = [
+                e for e in expected if mask_radius(config.mask(e.split("/")[1]),
+                                                   config.n_tokens) < math.inf
+            ]  # fmt: skip
+            found.append(
+                verdicts.for_every(
+                    f"san-mu-falls@{mode}",
+                    says=SAN_FALLS,
+                    text=f"At random initialisation, pure SAN's mu falls under every mask with "
+                    f"a center node ({mode} mode).",
+                    quantity="per sample: log(mu at the last layer / mu after the first block) "
+                    "of pure SAN (units: samples; members: model/mask)",
+                    members=members["san"],
+                    side="<",
+                    margin=-math.log(2),  # a fall: more than half of mu lost
+                    expected=expected_san,
+                    decides=DECIDES,
+                    note=said,
+                )
             )
-        )
+    return found
+
+
+def mu_trend(results: pd.DataFrame) -> pd.DataFrame:
+    """Per model, mode, variant, mask and sample: log mu(last layer) - log mu(layer 1), the
+    trend of mu after the first block (the embedding-to-block step is not a trend; a value at
+    the dtype floor counts at the floor). Columns: BY..., sample, trend."""
+    rows = results[(results["metric"] == "mu") & (results["layer"] >= 1)]
+    if rows.empty:
+        return pd.DataFrame(columns=[*BY, "sample", "trend"])
+    logs = rows.assign(log=np.log(rows["value"].astype(float).clip(lower=1e-300)))
+    ordered = logs.sort_values("layer", kind="stable").groupby([*BY, "sample"], sort=False)["log"]
+    trend = (ordered.last() - ordered.first()).rename("trend").reset_index()
+    return trend
+
+
+def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
+    results = results.astype({"at_floor": bool})
+    slopes = sample_slopes(results)
+    found = _san_claims(config, results, slopes)
+    found += _ln_claims(config, results)
+    assumptions = thm1_assumptions(results)
+    for model in config.models:
+        if "eval" not in modes_of(config, model):
+            continue  # train mode: dropout breaks the row-stochastic attention of Thm 1
+        worst = [
+            a for k in config.masks for a in assumptions.get(f"{model}/eval/{k}", []) if not a.holds
+        ][:1]
+        found += [
+            c
+            for c in (
+                _local_claim(config, model, slopes, worst),
+                _radius_claim(config, model, slopes, worst),
+            )
+            if c is not None
+        ]
     return found
 
 
@@ -436,9 +520,9 @@ NOTE_SLOPES = (
     "shrinking norm from lost rank (without LN much of mu's decay is the norm)."
 )
 NOTE_LN = (
-    "SAN+LN at random init: ln-slows-collapse@eval and @train state, per mode, whether LN slows "
-    "the collapse; the paper does not say which mode it ran (the table gives mu_rel at the last "
-    "layer)."
+    "SAN+LN at random init: ln-mu-stable@eval and @train state, per mode, whether SAN+LN's mu "
+    "keeps a stable level (Sec. 5, App. G.1); the paper does not say which mode it ran (the "
+    "table gives mu_rel at the last layer)."
 )
 
 register(

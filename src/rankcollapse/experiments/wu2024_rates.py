@@ -45,8 +45,14 @@ Findings:
   eps^{2r} within 1e-3 of 1), while the complete mask reaches the float64 floor in about 3
   layers; no preset of this size makes the rate informative. (Departure: the corollary bounds
   the rate; the finding tests the exponential collapse it proves.)
-- local-masks-slower: the complete mask collapses faster than the causal window of width 1
-  (speed ratio of the two slopes > 1 for every seed; only defined when both are < 0).
+- local-masks-slower: the complete mask collapses faster than the causal window of width 1:
+  per seed and sample, slope(causal_window:1) - slope(complete) > 0.
+Beyond the paper (Cor 1 orders the bounds, not the measured rates):
+- centre-nodes-speed: at equal radius 1 with LayerNorm, the complete mask (N center nodes)
+  collapses faster than the causal mask (one): per seed and sample, slope(causal) -
+  slope(complete) of mu_rel > 0.
+Every finding is decided by the one rule (`rankcollapse.experiments.verdicts`) over seeds x
+samples (per-sample slopes: `rankcollapse.theory.rates.sample_rates`).
 """
 
 from __future__ import annotations
@@ -60,17 +66,9 @@ import pandas as pd
 import torch
 from pydantic import ConfigDict, Field
 
-from rankcollapse.experiments._registry import (
-    Experiment,
-    Summary,
-    Unit,
-    finding,
-    for_every,
-    register,
-    seeds_agree,
-    toy_sizes,
-)
-from rankcollapse.experiments.verdicts import TOO_SMALL, UNMET, Claim
+from rankcollapse.experiments import verdicts
+from rankcollapse.experiments._registry import Experiment, Summary, Unit, register, toy_sizes
+from rankcollapse.experiments.verdicts import TOO_SMALL, UNMET, Claim, Quote, check
 from rankcollapse.masks import MaskSpec, center_nodes, parse_mask_spec
 from rankcollapse.metrics import measure_layers
 from rankcollapse.nets import ToyNet, random_tokens, toy_config
@@ -82,9 +80,9 @@ from rankcollapse.theory import (
     mask_radius,
     rate_persistence,
     rate_unit_norm,
-    speed_ratio,
     thm1_log_bound,
 )
+from rankcollapse.theory.rates import sample_rates
 from rankcollapse.variants import VARIANTS
 
 NAME = "wu2024-rates"
@@ -92,6 +90,7 @@ VARIANT = {"none": VARIANTS["wu:san"], "unit": VARIANTS["wu:san+ln"]}  # norm ->
 INFORMATIVE = math.log(10)  # a bound that predicts less contraction than a decade cannot fail
 PERSISTS = 0.5  # an exponential fall keeps about 1; one levelling off at a plateau tends to 0
 BOUNDED = 1.01  # value-map products whose last norm tops the first half's by 1 % grow: not A3
+DECIDES = "the paper preset (3 seeds x 32 samples, 128 layers; CPU, about 4 minutes)"
 
 
 class Config(toy_sizes(n_layers=32, d_model=16, n_tokens=8, n_samples=8)):
@@ -244,9 +243,49 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
     plain = table[table["norm"] == "none"]
     found = []
     if "unit" in config.norms:
-        found.append(_ln_collapse_claim(config, results[results["norm"] == "unit"]))
+        unit = results[results["norm"] == "unit"]
+        found.append(_ln_collapse_claim(config, unit))
+        found += _centre_claim(config, unit)
     if "none" not in config.norms:
         return found
+    found.append(_bound_check(config, plain))
+    if {"complete", "causal_window:1"} <= set(config.masks):
+        gaps = _gaps(results[results["norm"] == "none"], "causal_window:1", "complete")
+        found.append(
+            verdicts.finding(
+                "local-masks-slower",
+                says=Quote(
+                    "sparse or local masked attention can provably slow down the collapse rate",
+                    "abstract; Thm 1 (rate against radius)",
+                ),
+                text="The complete mask collapses faster than the most local mask (causal "
+                "window 1).",
+                quantity="per seed and sample: slope(causal_window:1) - slope(complete) of "
+                "log mu per layer (units: seeds x samples); > 0: the local mask is slower",
+                values=gaps,
+                side=">",
+                margin=0.0,  # the order of the two rates
+                decides=DECIDES,
+            )
+        )
+    return found
+
+
+def _gaps(results: pd.DataFrame, slow: str, fast: str, metric: str = "mu") -> list[float]:
+    """Per (seed, sample): the `slow` mask's collapse slope minus the `fast` mask's
+    (`rankcollapse.theory.rates.sample_rates`; the same seed draws the same inputs)."""
+    rows = results[(results["metric"] == metric) & results["mask"].isin([slow, fast])]
+    rates = sample_rates(rows.astype({"at_floor": bool}), ["mask", "seed"])
+    wide = rates.pivot_table(index=["seed", "sample"], columns="mask", values="slope")
+    if not {slow, fast} <= set(wide.columns):
+        return []
+    return list(wide[slow] - wide[fast])
+
+
+def _bound_check(config: Config, plain: pd.DataFrame) -> Claim:
+    """bound-is-upper, a check (the proof's own inequality with its constants computed): the
+    largest log(mu_t / B_t) over every informative mask and seed that meets Thm 1's
+    assumptions; NOT TESTED when none does (verdicts.check has no NOT TESTED: set here)."""
     members = {f"{r.mask}/seed {r.seed}": r.excess for r in plain.itertuples()}
     expected = [f"{m}/seed {s}" for m in config.masks for s in config.seeds]
     unmet = _amplifying(plain) | {
@@ -256,13 +295,7 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
         if math.isinf(mask_radius(m, config.n_tokens))
     }
     excluded = _uninformative_thm1(plain) | unmet
-    untested = ""
-    if all(name in excluded for name in expected):
-        cause = UNMET if any(name in unmet for name in expected) else TOO_SMALL
-        untested = (
-            f"{cause}: no mask meets Thm 1's assumptions with a bound that reaches a decade "
-            "below mu(X^0) before the dtype floor (each mask's reason in the note)"
-        )
+    used = [members.get(name, math.nan) for name in expected if name not in excluded]
     looseness = "; ".join(
         f"{r.mask}: bound {r.bound_slope:.2g}/layer vs measured {r.slope:.2g}/layer"
         for r in plain.groupby("mask", sort=False)[["bound_slope", "slope"]]
@@ -270,50 +303,27 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
         .reset_index()
         .itertuples()
     )
-    upper = for_every(
+    reasons = ", ".join(f"{k} ({v})" for k, v in excluded.items())
+    upper = check(
         "bound-is-upper",
         "Thm 1's bound with its constants computed (C = sqrt(N - 1) K mu(X^0), eps the "
         "smallest allowed attention weight up to the layer, K the value-map products' "
         "norm) stays above mu at every layer and for every sample (no norm).",
-        "largest log(mu_t / B_t) over layers and samples, per mask and seed",
-        members,
+        "largest log(mu_t / B_t) over layers, samples, masks and seeds (NaN: a member missing)",
+        max(used) if used and not any(math.isnan(v) for v in used) else math.nan,
         "<=",
         0.0,
-        expected=expected,
-        excluded=excluded,
-        note=looseness,
-        source="Sec. 4, Thm 1",
-        paper="Thm 1: for a quasi-strongly connected mask of radius r, under A1-A3 "
-        "(self-loops, bounded W_Q and W_K, bounded products of W_V), there is eps > 0 "
-        "with mu(X^t) <= C (1 - eps^r)^(t/r): tokens converge to a common vector "
-        "exponentially fast",
-        untested=untested,
+        note=looseness + (f"; excluded ({len(excluded)}): {reasons}" if excluded else ""),
     )
-    found.append(replace(upper, kind="check"))  # the proof's own inequality: a check
-    slopes = plain.pivot_table(index="seed", columns="mask", values="slope")
-    if {"complete", "causal_window:1"} <= set(config.masks):
-        ratios = {
-            seed: speed_ratio(row.get("complete", math.nan), row.get("causal_window:1", math.nan))
-            for seed, row in slopes.iterrows()
-        }
-        values = {seed: ratio for seed, (ratio, _) in ratios.items()}
-        reasons = [f"seed {s}: {why}" for s, (_, why) in ratios.items() if why]
-        finite = {seed: v for seed, v in values.items() if math.isfinite(v)}
-        found.append(
-            finding(
-                "local-masks-slower",
-                "The complete mask collapses faster than the most local mask (causal window 1).",
-                "smallest over seeds of slope(complete) / slope(causal_window:1)",
-                min(values.values()) if len(values) == len(config.seeds) else math.nan,
-                ">",
-                1.0,
-                note="; ".join(reasons + ([seeds_agree(finite, ">", 1.0)] if finite else [])),
-                source="Thm 1 (rate against radius)",
-                paper='"sparse or local masked attention can provably slow down the collapse '
-                'rate" (abstract)',
-            )
-        )
-    return found
+    if used:
+        return upper
+    cause = UNMET if any(name in unmet for name in expected) else TOO_SMALL
+    return replace(
+        upper,
+        untested=f"{cause}: no mask meets Thm 1's assumptions with a bound that reaches a "
+        "decade below mu(X^0) before the dtype floor (each mask's reason in the note); the "
+        "quick preset (temperature 4096) decides it",
+    )
 
 
 def _uninformative_thm1(table: pd.DataFrame) -> dict[str, str]:
@@ -340,41 +350,60 @@ def _amplifying(table: pd.DataFrame) -> dict[str, str]:
 
 
 def _ln_collapse_claim(config: Config, unit_norm: pd.DataFrame) -> Claim:
-    """Thm 2 / Cor 1's exponential collapse with LayerNorm and orthogonal W_V, for every mask
-    and seed: the fall of the geometric mean of mu_rel does not die out (`rate_persistence`)."""
+    """Thm 2 / Cor 1's exponential collapse with LayerNorm and orthogonal W_V, for every mask:
+    per seed and sample, the fall of mu_rel does not die out (`rate_persistence`; a curve that
+    reaches the float64 floor counts 1, an exponential fall)."""
     rel = unit_norm[unit_norm["metric"] == "mu_rel"]
-    members, notes = {}, []
-    for (mask, seed), curve in rel.groupby(["mask", "seed"], sort=False):
-        rate = rate_persistence(curve)
-        members[f"{mask}/seed {seed}"] = rate.ratio
-        where = (
-            f"at the float64 floor from layer {rate.floor_layer}"
-            if rate.floor_layer is not None
-            else f"last quarter / the one before {rate.ratio:.3g}"
-        )
-        notes.append(f"{mask}/seed {seed}: {where}, {rate.decades:.3g} decades in all")
-    return for_every(
+    members: dict[str, list[float]] = {}
+    for (mask, _seed, _sample), curve in rel.groupby(["mask", "seed", "sample"], sort=False):
+        members.setdefault(str(mask), []).append(min(rate_persistence(curve).ratio, 1.0))
+    return verdicts.for_every(
         "ln-collapses-every-mask",
-        "With LayerNorm and orthogonal value weights, pure SAN still collapses exponentially "
-        "under every mask, however slowly: over the last quarter of the layers before the "
-        "float64 floor mu_rel falls at least half as fast (decades per layer) as over the "
-        "quarter before; a curve levelling off at a non-collapsed value does not.",
-        "smallest ratio of the decades per layer lost by the geometric mean of mu_rel over "
-        "samples, last quarter of the layers over the quarter before, per mask and seed "
-        "(0: a quarter without a fall; inf: the float64 floor reached)",
-        members,
-        ">=",
-        PERSISTS,
-        expected=[f"{m}/seed {s}" for m in config.masks for s in config.seeds],
-        note="; ".join(notes) + "; inputs |Z| (every initial cosine >= 0)",
-        source="Thm 2, Cor 1",
-        paper="with LayerNorm and orthogonal W_V, for a quasi-strongly connected mask and "
-        "initial cosines >= 0 (or a strongly connected mask, N <= d): mu(X^t) <= C (1 - n "
-        "eps^{2r})^{t/(2r)}: the tokens still collapse exponentially (Cor 1)",
-        untested=TOO_SMALL + ": fewer than 4 layers, no quarters to compare"
-        if config.n_layers < 4
-        else "",
+        says=Quote(
+            "for certain classes of value matrices, collapse to a rank one subspace still "
+            "happens exponentially",
+            "abstract; Thm 2, Cor 1 (orthogonal W_V, initial cosines >= 0)",
+        ),
+        text="With LayerNorm and orthogonal value weights, pure SAN still collapses "
+        "exponentially under every mask, however slowly: over the last quarter of the layers "
+        "before the float64 floor mu_rel falls at least half as fast (decades per layer) as "
+        "over the quarter before; a curve levelling off at a non-collapsed value does not.",
+        quantity="per seed and sample: decades per layer lost by mu_rel over the last quarter "
+        "of the layers over the quarter before, capped at 1 (1: the float64 floor reached; "
+        "0: no fall); units: seeds x samples, members: masks",
+        members=members,
+        side=">",
+        margin=PERSISTS,  # an exponential fall keeps about 1, a plateau tends to 0
+        expected=[str(m) for m in config.masks],
+        decides=DECIDES,
+        note="inputs |Z| (every initial cosine >= 0)",
     )
+
+
+def _centre_claim(config: Config, unit_norm: pd.DataFrame) -> list[Claim]:
+    """centre-nodes-speed (beyond: Cor 1 orders the bounds): at equal radius 1, with LayerNorm
+    the complete mask (N center nodes) collapses faster than the causal mask (one)."""
+    if not {"complete", "causal"} <= set(config.masks):
+        return []
+    return [
+        verdicts.finding(
+            "centre-nodes-speed",
+            says=Quote(
+                "mu(X^t) <= C (1 - n eps^{2r})^{t/(2r)}, n the number of center nodes",
+                "Cor 1 (LayerNorm, orthogonal W_V)",
+            ),
+            text="At equal radius (1), the mask with more center nodes collapses faster with "
+            "LayerNorm: the complete mask (N centers) faster than the causal mask (one), as "
+            "Cor 1's bound orders them (the project's reading: the corollary orders bounds).",
+            quantity="per seed and sample: slope(causal) - slope(complete) of log mu_rel per "
+            "layer, LayerNorm (units: seeds x samples); > 0: more centers, faster",
+            values=_gaps(unit_norm, "causal", "complete", metric="mu_rel"),
+            side=">",
+            margin=0.0,  # the order of the two rates
+            decides=DECIDES,
+            beyond=True,
+        )
+    ]
 
 
 def summarize(config: Config, results: pd.DataFrame) -> Summary:

@@ -59,6 +59,27 @@ def collapse_rates(curves: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=[*by, "slope", "n_fit"])
 
 
+def sample_rates(curves: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
+    """One collapse slope per sample: `collapse_rates` by (by..., sample), each sample's fit
+    running up to *and including* its first layer at the dtype floor (the value there is at
+    most the floor, so the slope is at most as steep as the true fall: a curve at the floor
+    from layer 1 still has a slope, where the fit before the floor would have one layer).
+    The units a finding's interval is taken over (`rankcollapse.experiments.verdicts`).
+
+    Example:
+        >>> curves = pd.DataFrame({"sample": [0, 0, 0, 1, 1, 1], "layer": [0, 1, 2] * 2,
+        ...                        "at_floor": [False, True, True, False, False, False],
+        ...                        "value": [1.0, 1e-16, 1e-16, 1.0, 0.5, 0.25]})
+        >>> sample_rates(curves, []).round(3).to_dict("records")
+        [{'sample': 0, 'slope': -36.841, 'n_fit': 2}, {'sample': 1, 'slope': -0.693, 'n_fit': 3}]
+    """
+    keys = [*by, "sample"]
+    rows = curves.sort_values("layer", kind="stable")
+    floor = rows["at_floor"].astype(bool)
+    before = floor.groupby([rows[k] for k in keys], sort=False).cumsum() - floor
+    return collapse_rates(rows[before == 0].assign(at_floor=False), keys)
+
+
 class Persistence(NamedTuple):
     ratio: float
     """Last quarter's fall over the quarter before's (see `rate_persistence`)."""

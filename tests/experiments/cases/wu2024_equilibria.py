@@ -1,5 +1,5 @@
 """wu2024-equilibria's finding on hand-made stability rows: final numerical ranks of random
-inputs, four per size; N = 3 and N = 4 (both >= 3, so both must have small basins)."""
+inputs, eight per size (units of the interval); N = 3 and N = 4 (both >= 3, so both must have small basins)."""
 
 from __future__ import annotations
 
@@ -20,8 +20,12 @@ def random_ends(ranks: dict[int, list[int]]) -> pd.DataFrame:
 
 CASES = {
     "thm3-small-basins": Case(
-        passing=random_ends({3: [1, 1, 1, 2], 4: [1, 1, 1, 1]}),  # 25% and 0% keep rank 2
-        failing=random_ends({3: [1, 1, 1, 2], 4: [2, 2, 3, 1]}),  # 75% at N = 4
+        # 1 and 0 of 8 inputs keep rank 2: the intervals lie below one half
+        passing=random_ends({3: [1, 1, 1, 2, 1, 1, 1, 1], 4: [1] * 8}),
+        # a map that preserves rank too well: 7 of 8 keep rank >= 2 at N = 4
+        failing=random_ends({3: [1, 1, 1, 2, 1, 1, 1, 1], 4: [2, 2, 3, 1, 2, 2, 4, 2]}),
+        # 1 of 4 at N = 3: the interval [-0.24, 0.74] straddles one half
+        untested=random_ends({3: [1, 1, 1, 2], 4: [1] * 8}),
         overrides=OVERRIDES,
     ),
 }
