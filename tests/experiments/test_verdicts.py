@@ -10,7 +10,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rankcollapse.experiments import MODULES, Assumption, Quote, Z, decide, finding, for_every
+from rankcollapse.experiments import (
+    MODULES,
+    Assumption,
+    Quote,
+    decide,
+    finding,
+    for_every,
+    t_quantile,
+)
 
 SAYS = Quote("pure attention loses rank", "Thm 2.2")
 
@@ -30,12 +38,18 @@ def test_the_rule_is_two_sided(values, side, verdict):
     assert decide(values, side).verdict == verdict
 
 
-def test_the_interval_is_mean_plus_minus_z_standard_errors():
+def test_the_interval_is_mean_plus_minus_t_standard_errors():
     values = [1.0, 2.0, 4.0, 5.0]
     d = decide(values, ">", margin=0.0)
     se = np.std(values, ddof=1) / 2
-    assert (d.mean, d.se, d.n) == (3.0, pytest.approx(se), 4)
-    assert (d.low, d.high) == (pytest.approx(3 - Z * se), pytest.approx(3 + Z * se))
+    t = 3.182446305284263  # Student's t, 97.5 % quantile, 3 degrees of freedom
+    assert (d.mean, d.se, d.n, t_quantile(4)) == (3.0, pytest.approx(se), 4, pytest.approx(t))
+    assert (d.low, d.high) == (pytest.approx(3 - t * se), pytest.approx(3 + t * se))
+
+
+def test_two_units_decide_only_what_lies_far_beyond_their_spread():
+    assert decide([-1.0, -1.05], "<").verdict == "PASS"  # 12.7 se = 0.32 < 1.025
+    assert decide([-1.0, -1.5], "<").verdict == "NOT TESTED"  # z = 1.96 would say PASS
 
 
 def test_the_units_needed_decide_at_the_same_spread():
@@ -72,10 +86,10 @@ def test_a_finding_outside_its_assumptions_is_not_tested_whatever_its_values():
 
 
 def test_a_fail_says_what_the_paper_says_and_what_we_measure():
-    claim = finding("f", says=SAYS, text="t", quantity="q", values=[1.0, 1.2], side="<")
+    claim = finding("f", says=SAYS, text="t", quantity="q", values=[1.0, 1.1, 1.2], side="<")
     assert claim.verdict == "FAIL"
     assert claim.note.startswith('the paper says "pure attention loses rank" (Thm 2.2); we measure')
-    assert (claim.source, claim.paper, claim.n_units) == ("Thm 2.2", SAYS.text, 2)
+    assert (claim.source, claim.paper, claim.n_units) == ("Thm 2.2", SAYS.text, 3)
 
 
 def test_a_not_tested_names_what_decides_it():

@@ -21,6 +21,7 @@ from rankcollapse.experiments._registry import (
     register,
 )
 from rankcollapse.experiments.verdicts import (
+    LEVEL,
     MISSING,
     NOT_LEARNED,
     TOO_SMALL,
@@ -31,11 +32,11 @@ from rankcollapse.experiments.verdicts import (
     Decision,
     Quote,
     Tally,
-    Z,
     check,
     decide,
     finding,
     for_every,
+    t_quantile,
     tally,
 )
 
@@ -64,6 +65,7 @@ for _name, _module in MODULES.items():
 
 __all__ = [
     "DEFAULT_PRESET",
+    "LEVEL",
     "MISSING",
     "MODULES",
     "NOT_LEARNED",
@@ -79,7 +81,6 @@ __all__ = [
     "Summary",
     "Tally",
     "Unit",
-    "Z",
     "check",
     "decide",
     "declare",
@@ -91,5 +92,6 @@ __all__ = [
     "merged_values",
     "nest_dotted",
     "register",
+    "t_quantile",
     "tally",
 ]

@@ -7,10 +7,11 @@ Every finding of every experiment is decided here, and nowhere else (docs/method
   the units the quantity is measured over (samples, seeds, members) and the theorem's
   assumptions as predicates (`Assumption`);
 - `decide` takes the units' mean and standard error se = sd / sqrt(n) and the interval
-  mean +- Z se (Z stated once, below): PASS when the interval lies on the paper's side of the
-  margin, FAIL when it lies on the other side, NOT TESTED when it straddles the margin, with
-  the number of units that would decide it at the measured spread,
-  n* = ceil((Z sd / |mean - margin|)^2);
+  mean +- t se, t the two-sided Student quantile of `LEVEL` (stated once, below) at n - 1
+  degrees of freedom: PASS when the interval lies on the paper's side of the margin, FAIL when
+  it lies on the other side, NOT TESTED when it straddles the margin, with the number of units
+  n* that would decide it at the measured spread (the least n with t_n sd / sqrt(n) below
+  |mean - margin|);
 - a NaN or diverged unit fails; fewer than two units have no spread and decide nothing;
 - a member outside the theorem's assumptions is NOT TESTED by rule, the assumption named.
 
@@ -24,6 +25,7 @@ box, `report --index`, `make demo`'s last line and `rankcollapse reproduce`.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -31,8 +33,38 @@ from typing import Any, Literal
 
 import numpy as np
 
-Z = 1.96
-"""Two-sided 95 % normal interval: the one spread rule of every finding."""
+LEVEL = 0.95
+"""The two-sided confidence of every finding's interval: the one spread rule."""
+
+
+@functools.lru_cache(maxsize=256)
+def t_quantile(n: int) -> float:
+    """The interval's half-width in standard errors for `n` units: Student's t quantile of
+    (1 + LEVEL) / 2 at n - 1 degrees of freedom (12.7 for 2 units, 2.26 for 10, 1.96 in the
+    limit); a normal quantile would claim 95 % where two units give 70 %.
+
+    Example:
+        >>> round(t_quantile(2), 2), round(t_quantile(10), 2), round(t_quantile(10**6), 2)
+        (12.71, 2.26, 1.96)
+    """
+    from scipy.stats import t  # scipy.stats is slow to import: not at the command line's start
+
+    return float(t.ppf((1 + LEVEL) / 2, n - 1))
+
+
+def units_needed(n: int, sd: float, gap: float) -> int:
+    """The least number of units (at least `n`) whose interval, at spread `sd`, no longer
+    reaches across `gap` = |mean - margin|.
+
+    Example:
+        >>> units_needed(4, 1.0, 0.5)
+        18
+    """
+    needed = max(n, math.ceil(min((1.96 * sd / gap) ** 2, 1e7)))  # the normal limit: a lower bound
+    while needed < 10**7 and t_quantile(needed) * sd / math.sqrt(needed) >= gap:
+        needed += 1
+    return needed
+
 
 Kind = Literal["finding", "beyond", "check"]
 Verdict = Literal["PASS", "FAIL", "NOT TESTED"]
@@ -75,18 +107,23 @@ class Decision:
     n: int
     mean: float
     se: float
+    """Standard error: sd / sqrt(n) (NaN for fewer than two units)."""
     n_needed: int | None = None
     """Units that would decide it at the measured spread (NOT TESTED by spread only)."""
     reason: str = ""
     """Why NOT TESTED or FAIL, when not from the interval alone (NaN units, too few units)."""
 
     @property
+    def half_width(self) -> float:
+        return t_quantile(self.n) * self.se if self.n > 1 else math.nan
+
+    @property
     def low(self) -> float:
-        return self.mean - Z * self.se
+        return self.mean - self.half_width
 
     @property
     def high(self) -> float:
-        return self.mean + Z * self.se
+        return self.mean + self.half_width
 
     def describe(self) -> str:
         """The interval in words, e.g. 'mean -0.31, 95% interval [-0.4, -0.22] over 8 units'."""
@@ -95,7 +132,7 @@ class Decision:
         if self.n == 1 or math.isnan(self.se):
             return f"{self.mean:.3g} from one unit"
         return (
-            f"mean {self.mean:.3g}, 95% interval [{self.low:.3g}, {self.high:.3g}] "
+            f"mean {self.mean:.3g}, {LEVEL:.0%} interval [{self.low:.3g}, {self.high:.3g}] "
             f"over {self.n} units"
         )
 
@@ -103,10 +140,10 @@ class Decision:
 def decide(values: Iterable[float | None], side: Side, margin: float = 0.0) -> Decision:
     """PASS, FAIL or NOT TESTED for `values` (one per unit) against `side margin`.
 
-    Formula: se = sd / sqrt(n) (sd with n - 1); PASS when mean - Z se > margin (side ">") or
-    mean + Z se < margin (side "<"); FAIL when the interval lies wholly on the other side or
-    any unit is NaN or diverged (None); NOT TESTED when it straddles the margin, with
-    n* = ceil((Z sd / |mean - margin|)^2) units that would decide it; one unit has no spread.
+    Formula: se = sd / sqrt(n) (sd with n - 1), t = `t_quantile(n)`; PASS when mean - t se >
+    margin (side ">") or mean + t se < margin (side "<"); FAIL when the interval lies wholly
+    on the other side or any unit is NaN or diverged (None); NOT TESTED when it straddles the
+    margin, with the `units_needed` that would decide it; one unit has no spread.
 
     Example:
         >>> decide([-1.0, -1.2, -0.9], "<").verdict
@@ -115,7 +152,7 @@ def decide(values: Iterable[float | None], side: Side, margin: float = 0.0) -> D
         'FAIL'
         >>> d = decide([-0.1, 0.05, -0.2, 0.1], "<")
         >>> d.verdict, d.n_needed
-        ('NOT TESTED', 52)
+        ('NOT TESTED', 54)
         >>> decide([-1.0, float("nan")], "<").reason
         '1 of 2 units NaN or diverged'
         >>> decide([-1.0], "<").verdict
@@ -134,14 +171,14 @@ def decide(values: Iterable[float | None], side: Side, margin: float = 0.0) -> D
         return Decision("NOT TESTED", 1, mean, math.nan, reason=reason)
     sd = float(arr.std(ddof=1))
     se = sd / math.sqrt(n)
-    low, high = mean - Z * se, mean + Z * se
+    low, high = mean - t_quantile(n) * se, mean + t_quantile(n) * se
     paper_side = low > margin if side == ">" else high < margin
     other_side = high < margin if side == ">" else low > margin
     if paper_side:
         return Decision("PASS", n, mean, se)
     if other_side or (sd == 0.0 and mean == margin):
         return Decision("FAIL", n, mean, se)
-    needed = math.ceil((Z * sd / abs(mean - margin)) ** 2) if mean != margin else None
+    needed = units_needed(n, sd, abs(mean - margin)) if mean != margin else None
     return Decision("NOT TESTED", n, mean, se, n_needed=needed)
 
 
@@ -294,52 +331,27 @@ def for_every(
         ...           expected=["a", "b", "c"], excluded={"c": "no centre node"}).verdict
         'PASS'
     """
-    excluded, assumptions = dict(excluded or {}), dict(assumptions or {})
-    decided: dict[str, Decision] = {}
-    failed: list[str] = []
-    outside: list[str] = []
-    for name in (n for n in expected if n not in excluded):
-        unmet = _unmet(assumptions.get(name, ()))
-        if unmet:
-            outside.append(f"{name}: {unmet}")
-        elif name not in members:
-            failed.append(f"{name}: missing")
-        else:
-            values = members[name]
-            decision = decide([None] if values is None else values, side, margin)
-            decided[name] = decision
-            if decision.verdict == "FAIL":
-                failed.append(f"{name}: {decision.reason or decision.describe()}")
-    deciding = _deciding(decided, side)
+    excluded = dict(excluded or {})
+    chosen = [n for n in expected if n not in excluded]
+    decided, failed, outside = _decide_members(members, chosen, assumptions or {}, side, margin)
     straddling = {k: d for k, d in decided.items() if d.verdict == "NOT TESTED"}
-    if failed:
-        verdict: Verdict = "FAIL"
-    elif straddling:
-        verdict = "NOT TESTED"
-        deciding = _deciding(straddling, side)
-    elif decided:
-        verdict = "PASS"
-    else:
-        verdict = "NOT TESTED"
-    decision = decided.get(deciding) if deciding else None
+    verdict: Verdict = "FAIL" if failed else "NOT TESTED" if straddling or not decided else "PASS"
+    deciding = _deciding(straddling or decided, side)
+    decision = decided[deciding] if deciding else None
+    needed = max((d.n_needed for d in straddling.values() if d.n_needed), default=None)
     untested = ""
-    if verdict == "NOT TESTED":
-        if not decided:
-            untested = (
-                f"{UNMET}: " + "; ".join(outside)
-                if outside
-                else (f"{TOO_SMALL}: every member is excluded by the config")
-            )
-        else:
-            needed = [d.n_needed for d in straddling.values() if d.n_needed]
-            worst = Decision("NOT TESTED", decision.n, decision.mean, decision.se,
-                             max(needed) if needed else None, decision.reason)  # fmt: skip
-            untested = f"{deciding}: " + _untested(worst, decides)
-    head = [f"decided by {deciding}: {decision.describe()}"] if decision else []
+    if verdict == "NOT TESTED" and decision is not None:
+        worst = Decision("NOT TESTED", decision.n, decision.mean, decision.se, needed,
+                         decision.reason)  # fmt: skip
+        untested = f"{deciding}: " + _untested(worst, decides)
+    elif verdict == "NOT TESTED":
+        every = f"{TOO_SMALL}: every member is excluded by the config"
+        untested = f"{UNMET}: " + "; ".join(outside) if outside else every
     if verdict == "FAIL":
-        measured = "; ".join(failed)
-        head, failed = [f'the paper says "{says.text}" ({says.where}); we measure {measured}'], []
-    parts = [*head, *failed, *outside, note]
+        head = [f'the paper says "{says.text}" ({says.where}); we measure {"; ".join(failed)}']
+    else:
+        head = [f"decided by {deciding}: {decision.describe()}"] if decision else []
+    parts = [*head, *outside, note]
     if excluded:
         reasons = ", ".join(f"{k} ({v})" for k, v in excluded.items())
         parts.append(f"excluded by config ({len(excluded)}): {reasons}")
@@ -348,9 +360,34 @@ def for_every(
         decision.mean if decision else math.nan, verdict == "PASS",
         "; ".join(p for p in parts if p), says.where, says.text, untested,
         _finite(decision.low) if decision else None, _finite(decision.high) if decision else None,
-        decision.n if decision else None,
-        max((d.n_needed for d in straddling.values() if d.n_needed), default=None), decides,
+        decision.n if decision else None, needed, decides,
     )  # fmt: skip
+
+
+def _decide_members(
+    members: Mapping[str, Iterable[float | None] | None],
+    names: Sequence[str],
+    assumptions: Mapping[str, Sequence[Assumption]],
+    side: Side,
+    margin: float,
+) -> tuple[dict[str, Decision], list[str], list[str]]:
+    """Each named member by the one rule: (decisions, why each failing or missing member
+    fails, why each member outside the assumptions is not tested)."""
+    decided: dict[str, Decision] = {}
+    failed: list[str] = []
+    outside: list[str] = []
+    for name in names:
+        unmet = _unmet(assumptions.get(name, ()))
+        if unmet:
+            outside.append(f"{name}: {unmet}")
+        elif name not in members:
+            failed.append(f"{name}: missing")
+        else:
+            values = members[name]
+            decided[name] = decision = decide([None] if values is None else values, side, margin)
+            if decision.verdict == "FAIL":
+                failed.append(f"{name}: {decision.reason or decision.describe()}")
+    return decided, failed, outside
 
 
 def _deciding(decisions: Mapping[str, Decision], side: Side) -> str | None:

@@ -15,9 +15,8 @@ without its norms its states reach ~1e37), in eval and train mode (dropout on).
 Collapse rate of a curve: `rankcollapse.theory.collapse_rate`, the slope per layer of the log
 geometric mean over samples before the first layer at the dtype floor (< 0: collapse).
 
-Every finding is decided by the one rule (`rankcollapse.experiments.verdicts`): an interval over
-samples (mean +- 1.96 standard errors of the per-sample values) against the paper's side of a
-margin; a "for every" finding decides each member (model/mode/mask) so. Thm 1's assumptions are
+Every finding is decided by the one rule (`rankcollapse.experiments.verdicts`): the interval
+over the per-sample values against the paper's side of a margin; a "for every" finding decides each member (model/mode/mask) so. Thm 1's assumptions are
 predicates (`thm1_assumptions`): a member whose attention rows are not stochastic (train mode:
 dropout on the attention probabilities) or whose value maps are not bounded (A3: ||X||_F grows
 by more than e per layer; SmolLM2 without its norms grows by about e^3 and reaches 1e37) is NOT

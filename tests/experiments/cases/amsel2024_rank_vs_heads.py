@@ -29,7 +29,7 @@ def table(full: Three, cosine: Three) -> pd.DataFrame:
 
 # seeds 0 and 1 learn (0.01 and 0.012: 0.02 x the best split, 0.05 x the best low rank); seed
 # 2's head settles in the +I basin (0.6, cosine 0.2): named and left out
-GOOD = table(full=(0.01, 0.012, 0.6), cosine=(0.95, 0.96, 0.2))
+GOOD = table(full=(0.01, 0.012, 0.6), cosine=(0.95, 0.952, 0.2))
 # only seed 2 learned: fewer than two units
 UNLEARNED = table(full=(0.9, 0.95, 0.3), cosine=(0.3, 0.2, 0.95))
 
@@ -40,7 +40,7 @@ CASES = {
     ),
     # failing: 16 rank-2 heads beat the full-rank head (0.2 against 0.3)
     "more-heads-do-not-close-gap": Case(
-        GOOD, table(full=(0.3, 0.32, 0.6), cosine=(0.95, 0.96, 0.2)), OVERRIDES, UNLEARNED
+        GOOD, table(full=(0.3, 0.375, 0.6), cosine=(0.95, 0.952, 0.2)), OVERRIDES, UNLEARNED
     ),
     "full-rank-aligns": Case(
         GOOD, table(full=(0.01, 0.012, 0.6), cosine=(0.5, 0.55, 0.99)), OVERRIDES, UNLEARNED
