@@ -64,7 +64,7 @@ def measure_states(
     x: Tensor,
     mask: Tensor | None = None,
     *,
-    metrics: list[str] | tuple[str, ...] | None = None,
+    metrics: list[str] | tuple[str, ...] | tuple[MetricInfo, ...] | None = None,
     source_dtype: torch.dtype | None = None,
 ) -> dict[str, MetricValue]:
     """State metrics of a batch of hidden states, sharing one Gram matrix per sequence.
@@ -135,7 +135,7 @@ def measure_attention(
     mask: Tensor | None = None,
     *,
     edges: Tensor | None = None,
-    metrics: list[str] | tuple[str, ...] | None = None,
+    metrics: list[str] | tuple[str, ...] | tuple[MetricInfo, ...] | None = None,
 ) -> dict[str, MetricValue]:
     """Attention metrics of a batch of attention matrices, checked once.
 
