@@ -405,7 +405,10 @@ def _what(model: Any) -> str:
             f"a {type(model).__name__} (a torch module without a config with a model_type; "
             "watch(model, blocks=..., inputs=...) measures any module with declared blocks)"
         )
-    return f"a {type(model).__name__} ({str(model)[:40]!r})"
+    name = type(model).__name__
+    article = "an" if name[0].lower() in "aeiou" else "a"
+    shown = repr(model)
+    return f"{article} {name}" + (f" ({shown})" if len(shown) <= 40 else "")
 
 
 def is_in_memory(model: Any) -> bool:
