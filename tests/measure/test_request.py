@@ -127,11 +127,11 @@ def test_probe_measures_the_callers_token_ids_with_their_mask():
         (
             {"tokens": torch.ones(1, 4, dtype=torch.long), "token_mask": torch.ones(1, 5)},
             r"pass a boolean mask of shape \(1, 4\)",
-        ),  # fmt: skip
+        ),
         (
             {"tokens": torch.ones(1, 4, dtype=torch.long), "random_tokens": True},
             "tokens= are the inputs themselves; drop random_tokens",
-        ),  # fmt: skip
+        ),
     ],
 )
 def test_bad_token_ids_are_refused_with_a_sentence(options, message):
