@@ -348,7 +348,7 @@ class BlocksMeasured(Measured):
             self.model(input_ids.to(device))
 
 
-KINDS += [HfMeasured, HookedMeasured, BridgeMeasured]
+KINDS += [HookedMeasured, BridgeMeasured, HfMeasured]  # a bridge also has an HF config
 
 
 def as_measured(model: Any, *, tokenizer: Any = None) -> Measured:
