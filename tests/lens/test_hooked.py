@@ -17,7 +17,7 @@ tl = pytest.importorskip(
     reason='the transformer-lens extra is not installed (pip install -e ".[transformer-lens]")',
 )
 try:
-    tl.HookedTransformer
+    from transformer_lens import HookedTransformer  # noqa: F401 - there, or skip
 except ImportError:  # TransformerLens 4 removed it; the bridge is tests/lens/test_bridge.py
     pytest.skip("HookedTransformer was removed in TransformerLens 4", allow_module_level=True)
 pytestmark = pytest.mark.filterwarnings("ignore:HookedTransformer is deprecated:DeprecationWarning")

@@ -22,7 +22,7 @@ STATES = ["res_comp_rel", "mu_rel", "stable_rank"]
 def hooked_transformer(**overrides):
     tl = pytest.importorskip("transformer_lens", reason=TL_REASON)
     try:
-        tl.HookedTransformer
+        from transformer_lens import HookedTransformer  # noqa: F401 - there, or skip
     except ImportError:  # TransformerLens 4 removed it; the bridge is tests/lens/test_bridge.py
         pytest.skip("HookedTransformer was removed in TransformerLens 4")
     config = {"n_layers": 3, "d_model": 16, "n_ctx": 12, "d_head": 4, "n_heads": 4,
