@@ -24,7 +24,7 @@ STATES = ["res_comp_rel", "mu_rel", "stable_rank"]
 
 def bridge(vocab_size: int = 64):
     """A TransformerBridge around a 2-layer GPT-2 of a config, seeded."""
-    from transformer_lens.model_bridge.sources._bridge_builder import build_bridge_from_module
+    from transformer_lens.model_bridge.sources import build_bridge_from_module
     from transformers import GPT2Config, GPT2LMHeadModel
 
     config = GPT2Config(n_embd=16, n_layer=2, n_head=2, vocab_size=vocab_size, n_positions=32,
