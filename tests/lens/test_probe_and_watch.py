@@ -176,3 +176,12 @@ def test_an_nnsight_tokenizer_without_a_vocabulary_gives_way_to_the_configs():
     frame = probe(wrapped, random_tokens=True, n_samples=2, n_tokens=8, metrics=["mu_rel"])
     assert frame.equals(probe(tiny_gpt2(), random_tokens=True, n_samples=2, n_tokens=8,
                               metrics=["mu_rel"]))  # fmt: skip
+
+
+def test_a_transformer_lens_config_is_not_a_model():
+    tl = pytest.importorskip("transformer_lens", reason=TL_REASON)
+    config = tl.HookedTransformerConfig(n_layers=1, d_model=8, n_ctx=8, d_head=4, d_vocab=10,
+                                        act_fn="gelu")  # fmt: skip
+    for measure in (probe, watch):
+        with pytest.raises(InputError, match="a HookedTransformerConfig is not a model the probe"):
+            measure(config, random_tokens=True, n_tokens=8)
