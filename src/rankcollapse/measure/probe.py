@@ -299,8 +299,9 @@ def probe(
     device: str | torch.device = "cpu",
     dtype: str | torch.dtype = "float32",
 ) -> pd.DataFrame:
-    """Per-layer metrics of a model's residual stream, one row per (variant, layer, sample,
-    metric). Args:
+    """Per-layer metrics of a model's residual stream, a row per (variant, layer, sample, metric).
+
+    Args:
         model: a name of `MODELS`, a local model directory, or a model in memory (a Hugging
             Face model, a TransformerLens `HookedTransformer` or `TransformerBridge`, an nnsight
             wrapper of one; used as it is, not copied, hooks and modes put back).
@@ -341,9 +342,8 @@ def probe(
         6
 
     Returns:
-        Tidy DataFrame: model, init, variant, mask, temperature, mode, layer, layer_kind
-        ("embedding" for layer 0, "block" after; never a final-norm output), sample, metric,
-        value (float64), at_floor, quantized.
+        Tidy DataFrame: model, init, variant, mask, temperature, mode, layer, layer_kind ("embedding"
+        for layer 0, "block" after; no final norm), sample, metric, value, at_floor, quantized.
     """
     options = {"temperature": temperature, "train_mode": train_mode, "batch_size": batch_size}
     request = resolve_probe(variants, mask, metrics, **options, keep_states=keep_states)

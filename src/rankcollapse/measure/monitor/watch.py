@@ -7,10 +7,11 @@ optimiser step (and `monitor.step(0)` before the first, to record the initialisa
 
 A measurement runs the model on the held-out batch under `no_grad`, in eval mode, and puts
 back every module's mode and every hook afterwards; it never sees the optimiser or the
-training batch. Real models go through the probe's own forward pass
-(`rankcollapse.hf.run_batch`: variants as hooks, layer 0 = the embedding output, final norm
-never applied); any other torch module through the same capture hooks on the blocks it
-declares (`blocks="body.blocks"` or a list of modules; layer 0 = the first block's input).
+training batch. Every model goes through the probe's own loop (`measure.layers.measure_batch`)
+and its kind (`measure.kinds`): real models through their hooks (variants as hooks, layer 0 =
+the embedding output, final norm never applied), any other torch module through the capture
+hooks on the blocks it declares (`blocks="body.blocks"` or a list of modules; layer 0 = the
+first block's input).
 Each layer's states are copied as soon as the block has run and measured by the metric suite
 (`rankcollapse.metrics.measure_states`, float64, floor flags of the model's dtype) a few
 layers at a time (`rankcollapse.measure.layers.LayerMeasure`).
@@ -159,9 +160,9 @@ def watch(
 
     Args:
         model: a Hugging Face model in memory (any family the probe knows; base model or one
-            with a head), a `LoadedModel`, a TransformerLens `HookedTransformer` (its
-            residual-stream hooks), an nnsight wrapper (the model it wraps), a DDP wrapper
-            (its module), or any torch module together with `blocks`.
+            with a head), a `LoadedModel`, a TransformerLens `HookedTransformer` or
+            `TransformerBridge` (its residual-stream hooks), an nnsight wrapper (the model it
+            wraps), a DDP wrapper (its module), or any torch module together with `blocks`.
         every: measure at steps 0, every, 2 every, ...
         metrics: metric names of `rankcollapse.metrics.METRICS`, a list or "a,b" (default
             `MONITOR_METRICS`); attention metrics for a Hugging Face model (averaged over
