@@ -30,14 +30,14 @@ def no_load(monkeypatch):
 
 @pytest.mark.parametrize("temperature", [-1, 0, math.inf, math.nan, "2", True])
 def test_a_bad_temperature_is_refused_before_any_model_loads(no_load, temperature):
-    with pytest.raises(ConfigError, match="temperature must be a number > 0 and finite"):
+    with pytest.raises(ConfigError, match=r"temperature must be > 0 and finite \(a number\)"):
         probe("minilm", temperature=temperature)
 
 
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--temperature", "-1"], "temperature must be a number > 0 and finite, got -1.0"),
+        (["--temperature", "-1"], "temperature must be > 0 and finite (a number), got -1.0"),
         (["--mask", "sinks:20:1"], "n_sinks must be at most the number of tokens n=16"),
         (["--batch-size", "0"], "--batch-size is 0"),
     ],

@@ -57,7 +57,7 @@ def check_temperature(temperature: object) -> float:
         or not 0 < temperature < math.inf
     ):
         raise ConfigError(
-            f"temperature must be a number > 0 and finite, got {temperature!r}; 1.0 keeps the "
+            f"temperature must be > 0 and finite (a number), got {temperature!r}; 1.0 keeps the "
             "model's own."
         )
     return float(temperature)
