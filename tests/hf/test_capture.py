@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from rankcollapse.errors import ConfigError, InputError
-from rankcollapse.hf import run_batch
+from rankcollapse.hf import RunSettings, run_batch
 from rankcollapse.masks import causal, causal_window, window
 
 VOCAB = 60  # as in conftest.py
@@ -12,7 +12,7 @@ VOCAB = 60  # as in conftest.py
 
 def capture(loaded, ids, **kw):
     got = []
-    run_batch(loaded, ids, on_layer=got.append, **kw)
+    run_batch(loaded, ids, on_layer=got.append, settings=RunSettings(**kw))
     return got
 
 

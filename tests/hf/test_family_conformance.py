@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from rankcollapse.errors import ConfigError
-from rankcollapse.hf import ARCHITECTURES, VARIANTS, run_batch, wrap_model
+from rankcollapse.hf import ARCHITECTURES, VARIANTS, RunSettings, run_batch, wrap_model
 from rankcollapse.hf.architectures import block_list, submodule
 from rankcollapse.hf.models import tiny_model
 from rankcollapse.hf.qk_rank import qk_ranks
@@ -43,7 +43,7 @@ def _inputs(loaded, seed=1):
 
 def _run(loaded, inputs, **options):
     got = []
-    run_batch(loaded, inputs, on_layer=got.append, **options)
+    run_batch(loaded, inputs, on_layer=got.append, settings=RunSettings(**options))
     return got
 
 

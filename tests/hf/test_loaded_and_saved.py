@@ -5,7 +5,7 @@ import torch
 
 from rankcollapse.devices import resolve_device, resolve_dtype
 from rankcollapse.errors import ConfigError, InputError
-from rankcollapse.hf import load_model, run_batch, wrap_model
+from rankcollapse.hf import RunSettings, load_model, run_batch, wrap_model
 from rankcollapse.hf.models import tiny_model
 from rankcollapse.hf.registry import VOCAB, tiny_config
 from rankcollapse.measure import probe
@@ -47,8 +47,8 @@ def test_hooks_and_attention_implementation_are_restored_after_an_error():
             raise RuntimeError("callback failed")
 
     with pytest.raises(RuntimeError, match="callback failed"):
-        run_batch(loaded, torch.ones(1, 5, dtype=torch.long), on_layer=fail, variant="san",
-                  mask=torch.eye(5, dtype=torch.bool), train_mode=True)  # fmt: skip
+        settings = RunSettings("san", torch.eye(5, dtype=torch.bool), train_mode=True)
+        run_batch(loaded, torch.ones(1, 5, dtype=torch.long), on_layer=fail, settings=settings)
     assert _hooks(model) == hooks and model.config._attn_implementation == implementation
     assert not model.training
 
@@ -90,8 +90,10 @@ def test_tokenizer_larger_than_the_embedding_is_refused(saved):
 
     loaded = load_model(str(saved / "bert"))
     loaded.tokenizer = _minilm_tokenizer()  # 30522 ids for an embedding of 64
-    with pytest.raises(InputError, match="ids up to .* but the model's embedding has 64"):
+    with pytest.raises(InputError, match="token ids from .* but .* a vocabulary of 64"):
         probe(loaded, n_samples=2, n_tokens=8, metrics=["res_comp_rel"])
+    with pytest.raises(InputError, match="has 30522 ids but the model's embedding has 64 rows"):
+        probe(loaded, random_tokens=True, n_samples=2, n_tokens=8, metrics=["res_comp_rel"])
 
 
 def test_unknown_model_type_with_llama_blocks_gets_the_llama_adapter_and_says_so():

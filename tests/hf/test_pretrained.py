@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from rankcollapse.hf import load_model, load_windows, run_batch
+from rankcollapse.hf import RunSettings, load_model, load_windows, run_batch
 from rankcollapse.masks import from_matrix
 from rankcollapse.measure import probe
 
@@ -22,7 +22,7 @@ def smollm2():
 
 def captured(loaded, ids, **kw):
     got = []
-    run_batch(loaded, ids, on_layer=got.append, **kw)
+    run_batch(loaded, ids, on_layer=got.append, settings=RunSettings(**kw))
     return [c.states for c in got]
 
 

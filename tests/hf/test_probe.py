@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from rankcollapse.errors import ConfigError, InputError, UnknownNameError
-from rankcollapse.hf import load_model, load_windows, run_batch, wrap_model
+from rankcollapse.hf import RunSettings, load_model, load_windows, run_batch, wrap_model
 from rankcollapse.masks import causal, complete
 from rankcollapse.measure import layers, probe
 from rankcollapse.metrics import measure_states
@@ -93,8 +93,10 @@ def test_pads_never_enter_a_metric_even_under_an_injected_mask(tiny_bert, tokeni
     padded = torch.cat([ids, torch.zeros(2, 3, dtype=torch.long)], dim=1)
     token_mask = torch.cat([mask, torch.zeros(2, 3, dtype=torch.bool)], dim=1)
     short, long = [], []
-    run_batch(tiny_bert, ids, mask, on_layer=short.append, mask=complete(8))
-    run_batch(tiny_bert, padded, token_mask, on_layer=long.append, mask=complete(11))
+    run_batch(tiny_bert, ids, mask, on_layer=short.append, settings=RunSettings(mask=complete(8)))
+    run_batch(
+        tiny_bert, padded, token_mask, on_layer=long.append, settings=RunSettings(mask=complete(11))
+    )
     for a, b in zip(short, long):
         torch.testing.assert_close(
             measure_states(a.states, mask)["res_comp_rel"].value,
@@ -160,7 +162,7 @@ def test_variant_not_defined_for_a_model_whose_blocks_lack_the_part(make_tiny, i
         ConfigError,
         match="variant 'san' is not defined for this bert model.*attention.output.dropout",
     ):
-        run_batch(loaded, ids, on_layer=lambda c: None, variant="san")
+        run_batch(loaded, ids, on_layer=lambda c: None, settings=RunSettings("san"))
     assert not any(m._forward_hooks for m in loaded.model.modules())
 
 
@@ -261,8 +263,10 @@ def test_resolve_probe_parses_names_once_into_typed_values():
     request = resolve_probe("san,transformer", "causal_window:1", "res_comp_rel,attn_entropy")
     assert request.variants == (VARIANTS["san"], VARIANTS["transformer"])
     assert request.mask == MaskSpec("causal_window", (1,))
-    assert set(request.metrics) == {"res_comp_rel", "attn_entropy"}
-    assert resolve_probe(request.variants, request.mask, request.metrics) == request
+    assert [m.name for m in request.metrics] == list(request.names)
+    assert set(request.names) == {"res_comp_rel", "attn_entropy"}
+    assert [m.kind for m in request.metrics] == ["states", "attention"]
+    assert resolve_probe(request.variants, request.mask, request.names) == request
     assert resolve_probe(mask="model").mask is None
     with pytest.raises(UnknownNameError, match="unknown variant 'sna'.*Did you mean 'san'"):
         resolve_probe(["sna"])

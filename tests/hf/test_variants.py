@@ -8,12 +8,19 @@ import torch
 from torch.nn import functional as F
 
 from rankcollapse.errors import ConfigError, UnknownNameError
-from rankcollapse.hf import ARCHITECTURES, VARIANTS, describe, parse_variant, run_batch
+from rankcollapse.hf import (
+    ARCHITECTURES,
+    VARIANTS,
+    RunSettings,
+    describe,
+    parse_variant,
+    run_batch,
+)
 
 
 def states(loaded, ids, variant):
     got = []
-    run_batch(loaded, ids, on_layer=got.append, variant=variant)
+    run_batch(loaded, ids, on_layer=got.append, settings=RunSettings(variant))
     return [c.states for c in got]
 
 

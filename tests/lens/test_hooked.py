@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from rankcollapse.errors import ConfigError
+from rankcollapse.hf import RunSettings
 from rankcollapse.lens import as_hooked, is_hooked_transformer, run_hooked
 from rankcollapse.masks import causal, window
 
@@ -15,6 +16,10 @@ tl = pytest.importorskip(
     "transformer_lens",
     reason='the transformer-lens extra is not installed (pip install -e ".[transformer-lens]")',
 )
+try:
+    from transformer_lens import HookedTransformer  # noqa: F401 - there, or skip
+except ImportError:  # TransformerLens 4 removed it; the bridge is tests/lens/test_bridge.py
+    pytest.skip("HookedTransformer was removed in TransformerLens 4", allow_module_level=True)
 pytestmark = pytest.mark.filterwarnings("ignore:HookedTransformer is deprecated:DeprecationWarning")
 
 
@@ -43,13 +48,17 @@ def ids(b: int = 2, n: int = 8) -> torch.Tensor:
     return torch.randint(50, (b, n), generator=torch.Generator().manual_seed(1))
 
 
-def stream(model, tokens, **options) -> dict[int, tuple[torch.Tensor, torch.Tensor | None]]:
+def stream(
+    model, tokens, token_mask=None, **options
+) -> dict[int, tuple[torch.Tensor, torch.Tensor | None]]:
     seen = {}
 
     def on_layer(c):
         seen[c.layer] = (c.states.clone(), c.attention)
 
-    run_hooked(as_hooked(model), tokens, on_layer=on_layer, **options)
+    run_hooked(
+        as_hooked(model), tokens, token_mask, on_layer=on_layer, settings=RunSettings(**options)
+    )
     return seen
 
 
@@ -134,8 +143,8 @@ def test_hooks_modes_and_config_are_put_back_also_after_an_error():
             raise RuntimeError("stop")
 
     with pytest.raises(RuntimeError, match="stop"):
-        run_hooked(as_hooked(model), ids(), on_layer=fail, variant="wu:san", mask=causal(8),
-                   temperature=3.0, attention=True)  # fmt: skip
+        settings = RunSettings("wu:san", causal(8), temperature=3.0, attention=True)
+        run_hooked(as_hooked(model), ids(), on_layer=fail, settings=settings)
     assert forward_hooks(model) == 0
     assert model.training and not model.blocks[0].training and model.blocks[1].training
     assert model.cfg.attention_dir == "causal"
@@ -153,7 +162,12 @@ def test_a_variant_its_hook_points_cannot_realise_is_refused_with_the_reason(
     variant, overrides, reason
 ):
     with pytest.raises(ConfigError, match=reason):
-        run_hooked(as_hooked(hooked(**overrides)), ids(), on_layer=lambda c: None, variant=variant)
+        run_hooked(
+            as_hooked(hooked(**overrides)),
+            ids(),
+            on_layer=lambda c: None,
+            settings=RunSettings(variant),
+        )
 
 
 def test_the_class_check_knows_a_hooked_transformer():

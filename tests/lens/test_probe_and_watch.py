@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from rankcollapse.errors import ConfigError
+from rankcollapse.errors import ConfigError, InputError
 from rankcollapse.lens import as_hooked
 from rankcollapse.measure import ProbeInputs, probe
 from rankcollapse.measure.monitor import MemoryLog, watch
@@ -21,6 +21,10 @@ STATES = ["res_comp_rel", "mu_rel", "stable_rank"]
 
 def hooked_transformer(**overrides):
     tl = pytest.importorskip("transformer_lens", reason=TL_REASON)
+    try:
+        from transformer_lens import HookedTransformer  # noqa: F401 - there, or skip
+    except ImportError:  # TransformerLens 4 removed it; the bridge is tests/lens/test_bridge.py
+        pytest.skip("HookedTransformer was removed in TransformerLens 4")
     config = {"n_layers": 3, "d_model": 16, "n_ctx": 12, "d_head": 4, "n_heads": 4,
               "d_mlp": 32, "d_vocab": 50, "act_fn": "gelu", "normalization_type": "LN",
               "dtype": torch.float64, "seed": 0, **overrides}  # fmt: skip
@@ -120,3 +124,64 @@ def test_a_language_model_brings_its_tokenizer():
     frame = probe(wrapped, n_samples=2, n_tokens=8, metrics=["mu_rel"])
     assert frame.equals(probe(model, tokenizer=tokenizer, n_samples=2, n_tokens=8,
                               metrics=["mu_rel"]))  # fmt: skip
+
+
+@pytest.mark.filterwarnings("ignore:HookedTransformer is deprecated")
+def test_a_hooked_transformer_without_blocks_is_refused_with_a_sentence():
+    for model in (hooked_transformer(n_layers=0), hooked_transformer()):
+        model.blocks = torch.nn.ModuleList()  # the second: blocks taken away after building
+        for measure in (probe, watch):
+            with pytest.raises(InputError, match=r"has no blocks \(n_layers=0\)"):
+                measure(model, random_tokens=True, n_tokens=8)
+
+
+@pytest.mark.filterwarnings("ignore:HookedTransformer is deprecated")
+def test_probe_of_a_hooked_transformers_token_ids_is_that_of_the_same_ids_drawn():
+    model = hooked_transformer()
+    drawn = probe(model, random_tokens=True, n_samples=2, n_tokens=8, metrics=STATES)
+    ids, mask = ProbeInputs(random_tokens=True, n_samples=2, n_tokens=8).build(model)
+    assert probe(model, tokens=ids, token_mask=mask, metrics=STATES).equals(drawn)
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_an_nnsight_wrapper_is_probed_on_the_callers_token_ids():
+    nnsight = pytest.importorskip("nnsight", reason=NNSIGHT_REASON)
+    model = tiny_gpt2()
+    ids = torch.randint(64, (2, 8), generator=torch.Generator().manual_seed(0))
+    wrapped = probe(nnsight.NNsight(model), tokens=ids, metrics=STATES)
+    assert wrapped.equals(probe(model, tokens=ids, metrics=STATES))
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_nnsight_wrapping_a_module_the_probe_does_not_know_is_refused_with_a_sentence():
+    nnsight = pytest.importorskip("nnsight", reason=NNSIGHT_REASON)
+    with pytest.raises(InputError, match="this nnsight NNsight wraps a Linear, not a model"):
+        probe(nnsight.NNsight(torch.nn.Linear(4, 4)), random_tokens=True)
+    with pytest.raises(ConfigError, match="a Linear is not a Hugging Face model.*declare its"):
+        watch(nnsight.NNsight(torch.nn.Linear(4, 4)), random_tokens=True)
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_an_nnsight_tokenizer_without_a_vocabulary_gives_way_to_the_configs():
+    nnsight = pytest.importorskip("nnsight", reason=NNSIGHT_REASON)
+    from rankcollapse.lens import unwrap_nnsight
+
+    class Empty:  # what a LanguageModel of a folder saved without tokenizer files holds
+        def __len__(self):
+            return 0
+
+    wrapped = nnsight.NNsight(tiny_gpt2())
+    object.__setattr__(wrapped, "tokenizer", Empty())
+    assert unwrap_nnsight(wrapped)[1] is None
+    frame = probe(wrapped, random_tokens=True, n_samples=2, n_tokens=8, metrics=["mu_rel"])
+    assert frame.equals(probe(tiny_gpt2(), random_tokens=True, n_samples=2, n_tokens=8,
+                              metrics=["mu_rel"]))  # fmt: skip
+
+
+def test_a_transformer_lens_config_is_not_a_model():
+    tl = pytest.importorskip("transformer_lens", reason=TL_REASON)
+    config = tl.HookedTransformerConfig(n_layers=1, d_model=8, n_ctx=8, d_head=4, d_vocab=10,
+                                        act_fn="gelu")  # fmt: skip
+    for measure in (probe, watch):
+        with pytest.raises(InputError, match="a HookedTransformerConfig is not a model the probe"):
+            measure(config, random_tokens=True, n_tokens=8)

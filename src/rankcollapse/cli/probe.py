@@ -139,7 +139,7 @@ def _probe(args: argparse.Namespace, figures: FigureProcesses) -> int:
     from rankcollapse.cli._console import err_console
     from rankcollapse.cli._output import output_folder
     from rankcollapse.devices import resolve_device, resolve_dtype
-    from rankcollapse.measure import ModelSource, ProbeInputs, resolve_probe, run_probe
+    from rankcollapse.measure import ModelSource, ProbeInputs, prepare_probe, resolve_probe
 
     _check_memory(args)
     check_sizes(n_samples=args.samples, n_tokens=args.tokens, batch_size=args.batch_size)
@@ -161,7 +161,7 @@ def _probe(args: argparse.Namespace, figures: FigureProcesses) -> int:
         n_tokens=args.tokens,
         seed=args.seed,
     )
-    request.check_fits(inputs)
+    inputs.check_fits(request)
     variants = [variant.name for variant in request.variants]
     device, dtype = resolve_device(args.device), resolve_dtype(args.dtype)
     default = Path("results/probe") / "+".join(Path(m).name for m in args.model)
@@ -171,7 +171,8 @@ def _probe(args: argparse.Namespace, figures: FigureProcesses) -> int:
         step = f"[{k}/{len(args.model)}] {name}"
         source = ModelSource(name, args.init, args.seed, device, dtype, tokenizer=args.tokenizer)
         with err_console.status(Text(f"{step}: loading")):
-            loaded = source.load()
+            prepared = prepare_probe(source.load(), inputs, request)  # checked before probing
+        loaded = prepared.measured
         err_console.print(
             Text(
                 f"{step}: probing {len(variants)} variant(s) on {args.samples} sequences of "
@@ -179,7 +180,7 @@ def _probe(args: argparse.Namespace, figures: FigureProcesses) -> int:
             )
         )
         with err_console.status(Text(f"{step}: probing")):
-            frame = run_probe(loaded, inputs, request)
+            frame = prepared.run()
         quantized = loaded.info.get("quantized", "no")
         labels.append(
             f"{loaded.name} ({loaded.init}{'' if quantized == 'no' else ', ' + quantized})"

@@ -14,12 +14,15 @@
   own surgery `dong-authors:*`; the vocabulary of `rankcollapse.variants`, re-exported with
   `parse_variant`), applied by hooks with `variant_applied`; `describe(variant, arch)` says
   exactly what each removes.
-- `run_batch(loaded, input_ids, token_mask, *, on_layer, variant, mask, temperature, train_mode,
-  attention)`: one forward pass streaming every layer's states (and attention) to a callback;
-  `applied(...)` is the same setup as a context manager for your own hooks;
+- `run_batch(loaded, input_ids, token_mask, *, on_layer, settings)`: one forward pass
+  streaming every layer's states (and attention) to a callback
+  (`RunSettings`: variant, mask, temperature, mode, attention captured; `stream_batch`: the
+  same with settings checked once by `check_run`);
+  `applied(loaded, settings)` is the same setup as a context manager for your own hooks;
   `blocks_captured(blocks, on_layer)` the same capture on the blocks of any module, and
   `modes_kept(model)` puts every submodule's mode back. The checks before a forward pass:
-  `check_variant(variant, arch)`, `check_attention_settings(loaded, mask, n_tokens, T)`.
+  `check_variant(variant, arch)`, `check_run(loaded, settings, n_tokens)` (`check_variant(variant, arch)`,
+  `check_attention_settings(loaded, settings, n_tokens)`), `check_temperature(T)`.
 - Inputs: `load_windows` / `load_paragraphs` / `sample_corpus` / `load_images`;
   `random_token_ids`, `pixel_inputs`.
 
@@ -31,11 +34,15 @@ from rankcollapse.hf.architectures import ARCHITECTURES, Architecture, architect
 from rankcollapse.hf.attention import AttentionSettings, attention_settings, custom_attention
 from rankcollapse.hf.capture import (
     LayerCapture,
+    RunSettings,
     applied,
     blocks_captured,
     check_attention_settings,
+    check_run,
+    check_temperature,
     modes_kept,
     run_batch,
+    stream_batch,
 )
 from rankcollapse.hf.images import load_images, pixel_inputs
 from rankcollapse.hf.models import (
@@ -80,6 +87,7 @@ __all__ = [
     "LayerCapture",
     "LoadedModel",
     "ModelSpec",
+    "RunSettings",
     "Variant",
     "applied",
     "architecture_for",
@@ -87,6 +95,8 @@ __all__ = [
     "attention_settings",
     "blocks_captured",
     "check_attention_settings",
+    "check_run",
+    "check_temperature",
     "check_variant",
     "custom_attention",
     "describe",
@@ -103,6 +113,7 @@ __all__ = [
     "random_token_ids",
     "run_batch",
     "sample_corpus",
+    "stream_batch",
     "text_model_type",
     "text_models",
     "tiny_config",

@@ -18,7 +18,7 @@ import inspect
 import math
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 import torch
 from torch import Tensor, nn
@@ -48,15 +48,51 @@ class LayerCapture:
     attention: Tensor | None = None
 
 
-def check_attention_settings(
-    loaded: LoadedModel, mask: Tensor | None, n_tokens: int, temperature: float
-) -> None:
-    """Fail before any work when a mask or temperature cannot be applied to this model: the
-    one validation of a probe's attention mask and temperature (`run_batch` trusts it)."""
-    if not 0 < temperature < math.inf:
+def check_temperature(temperature: object) -> float:
+    """The softmax temperature as a float: a real number > 0 and finite, else a ConfigError (the
+    one check of a temperature, wherever it enters)."""
+    if (
+        isinstance(temperature, bool)
+        or not isinstance(temperature, (int, float))
+        or not 0 < temperature < math.inf
+    ):
         raise ConfigError(
-            f"temperature must be > 0 and finite, got {temperature}; 1.0 keeps the model's own."
+            f"temperature must be > 0 and finite (a number), got {temperature!r}; 1.0 keeps the "
+            "model's own."
         )
+    return float(temperature)
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """How one forward pass of a real model runs: what `run_batch` and `lens.run_hooked` take.
+
+    A variant given by name is parsed, and the temperature checked, when the settings are made;
+    what depends on the model (the variant defined for its family, a mask of its context, an
+    attention that takes masks) is checked by the run.
+    """
+
+    variant: Variant = field(default_factory=lambda: parse_variant("transformer"))
+    """A name of `VARIANTS` or a `Variant`."""
+    mask: Tensor | None = None
+    """A boolean (n, n) attention mask replacing the model's own pattern in every layer."""
+    temperature: float = 1.0
+    """Softmax temperature (logits / T on top of the model's own scaling)."""
+    train_mode: bool = False
+    """Run with dropout on (the model is put back in its previous mode afterwards)."""
+    attention: bool = False
+    """Also capture each block's attention probabilities."""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.variant, Variant):
+            object.__setattr__(self, "variant", parse_variant(self.variant))
+        object.__setattr__(self, "temperature", check_temperature(self.temperature))
+
+
+def check_attention_settings(loaded: LoadedModel, settings: RunSettings, n_tokens: int) -> None:
+    """Fail before any work when the settings' mask or temperature cannot be applied to this
+    model: the one validation of a probe's attention mask against a model."""
+    mask, temperature = settings.mask, settings.temperature
     if (mask is not None or temperature != 1.0) and not loaded.arch.attention_interface:
         with_interface = [a.name for a in ARCHITECTURES.values() if a.attention_interface]
         raise ConfigError(
@@ -89,37 +125,28 @@ def modes_kept(model: nn.Module) -> Iterator[None]:
 @contextmanager
 def applied(
     loaded: LoadedModel,
+    settings: RunSettings,
     *,
-    variant: Variant | str = "transformer",
-    mask: Tensor | None = None,
     token_mask: Tensor | None = None,
-    temperature: float = 1.0,
-    train_mode: bool = False,
     record: Callable | None = None,
-    check: bool = True,
 ) -> Iterator[None]:
-    """Inside this block, `loaded.model` runs with the variant, mask, temperature and mode.
+    """Inside this block, `loaded.model` runs with the settings' variant, mask, temperature and
+    mode (settings checked by `check_run`).
 
-    A variant given by name is parsed here; `check` checks it is defined for this family
-    (False: the caller checked it once for all its batches). `record(module, probs)` receives
-    every attention call's probabilities (custom attention). The model's own attention
-    implementation is kept when nothing needs the custom one.
+    `record(module, probs)` receives every attention call's probabilities (custom attention).
+    The model's own attention implementation is kept when nothing needs the custom one.
     """
-    if not isinstance(variant, Variant):
-        variant = parse_variant(variant)
-    if check:
-        check_variant(variant, loaded.arch)
-    model = loaded.model
+    model, mask, temperature = loaded.model, settings.mask, settings.temperature
     custom = loaded.arch.attention_interface and (
         mask is not None or temperature != 1.0 or record is not None
     )
     with ExitStack() as stack:
-        stack.enter_context(variant_applied(model, loaded.arch, variant))
+        stack.enter_context(variant_applied(model, loaded.arch, settings.variant))
         if custom:
-            settings = AttentionSettings(mask, token_mask, temperature, record)
-            stack.enter_context(attention_settings(model, settings))
+            attention = AttentionSettings(mask, token_mask, temperature, record)
+            stack.enter_context(attention_settings(model, attention))
         stack.enter_context(modes_kept(model))
-        model.train(train_mode)
+        model.train(settings.train_mode)
         yield
 
 
@@ -163,18 +190,22 @@ def blocks_captured(
             handle.remove()
 
 
+def check_run(loaded: LoadedModel, settings: RunSettings, n_tokens: int) -> None:
+    """Fail before any work when the settings cannot be applied to this model: the variant
+    defined for its family (`check_variant`), the mask and temperature
+    (`check_attention_settings`). `run_batch` calls it; a caller of `stream_batch` calls it
+    once for all its batches."""
+    check_variant(settings.variant, loaded.arch)
+    check_attention_settings(loaded, settings, n_tokens)
+
+
 def run_batch(
     loaded: LoadedModel,
     input_ids: Tensor,
     token_mask: Tensor | None = None,
     *,
     on_layer: Callable[[LayerCapture], None],
-    variant: Variant | str = "transformer",
-    mask: Tensor | None = None,
-    temperature: float = 1.0,
-    train_mode: bool = False,
-    attention: bool = False,
-    check: bool = True,
+    settings: RunSettings | None = None,
 ) -> None:
     """One forward pass; `on_layer` is called with every layer's state as soon as it exists.
 
@@ -189,43 +220,49 @@ def run_batch(
             attention by the model (or by the replacement mask) and must be excluded from metrics
             by the callback.
         on_layer: called n_layers + 1 times, in order, with a `LayerCapture`.
-        variant: a name of `VARIANTS` or a `Variant`.
-        mask: boolean (n, n) attention mask replacing the model's own pattern in every layer.
-        temperature: softmax temperature (logits / T on top of the model's scaling).
-        train_mode: run with dropout on (the model is put back in its previous mode afterwards).
-        attention: also capture each block's attention probabilities.
-        check: check the variant, mask and temperature here (`check_variant`,
-            `check_attention_settings`); False when the caller checked them once for all its
-            batches, as `run_probe` and the monitor do.
+        settings: the variant, mask, temperature, mode and whether attention is captured,
+            checked against this model here (`check_run`); None: the model as it is, in eval
+            mode.
     """
+    settings = settings or RunSettings()
+    token_mask = _token_mask(loaded, input_ids, token_mask)
+    check_run(loaded, settings, token_mask.shape[-1])
+    stream_batch(loaded, input_ids, token_mask, on_layer=on_layer, settings=settings)
+
+
+def _token_mask(loaded: LoadedModel, input_ids: Tensor, token_mask: Tensor | None) -> Tensor:
+    """`token_mask`, or all real: (b, n) of the ids, (b, patches + 1) of pixels."""
+    if token_mask is not None:
+        return token_mask
+    if loaded.arch.inputs == "pixels":
+        return torch.ones(input_ids.shape[0], n_patch_tokens(loaded.model.config), dtype=torch.bool)
+    return torch.ones(input_ids.shape, dtype=torch.bool)
+
+
+def stream_batch(
+    loaded: LoadedModel,
+    input_ids: Tensor,
+    token_mask: Tensor | None,
+    *,
+    on_layer: Callable[[LayerCapture], None],
+    settings: RunSettings,
+) -> None:
+    """`run_batch` with settings its caller checked once for all its batches (`check_run`):
+    the probe's passes (`measure.kinds`)."""
     arch, model = loaded.arch, loaded.model
     device = loaded.device
-    pixels = arch.inputs == "pixels"
-    if token_mask is None:
-        shape = (input_ids.shape[0], n_patch_tokens(model.config)) if pixels else input_ids.shape
-        token_mask = torch.ones(shape, dtype=torch.bool)
-    if check:
-        check_attention_settings(loaded, mask, token_mask.shape[-1], temperature)
-    input_ids, token_mask = input_ids.to(device), token_mask.to(device)
-    if mask is not None:
-        mask = mask.to(device)
+    token_mask = _token_mask(loaded, input_ids, token_mask).to(device)
+    input_ids = input_ids.to(device)
+    if settings.mask is not None:
+        settings = replace(settings, mask=settings.mask.to(device))
     blocks = block_list(model, arch)
     with (
-        _attention_recorded(arch, blocks, attention) as (take_probs, record),
+        _attention_recorded(arch, blocks, settings.attention) as (take_probs, record),
         blocks_captured(blocks, on_layer, seq_first=arch.seq_first, probs=take_probs),
-        applied(
-            loaded,
-            variant=variant,
-            mask=mask,
-            token_mask=token_mask,
-            temperature=temperature,
-            train_mode=train_mode,
-            record=record,
-            check=check,
-        ),
+        applied(loaded, settings, token_mask=token_mask, record=record),
         torch.no_grad(),
     ):
-        if pixels:
+        if arch.inputs == "pixels":
             model(pixel_values=input_ids.to(loaded.dtype))
         else:
             model(input_ids=input_ids, attention_mask=token_mask.long(), **_without_cache(model))

@@ -34,10 +34,10 @@ import torch
 from torch import Tensor, nn
 
 from rankcollapse.errors import ConfigError, InputError
-from rankcollapse.hf.capture import LayerCapture, modes_kept
+from rankcollapse.hf.capture import LayerCapture, RunSettings, modes_kept
 from rankcollapse.hf.models import Vocabulary
 from rankcollapse.masks import check_mask
-from rankcollapse.variants import Variant, parse_variant
+from rankcollapse.variants import Variant
 
 EXTRA = "transformer-lens"
 
@@ -143,16 +143,11 @@ def check_hooked_variant(variant: Variant, hooked: HookedModel) -> None:
         )
 
 
-def check_hooked_settings(
-    hooked: HookedModel, mask: Tensor | None, n_tokens: int, temperature: float
-) -> None:
-    """Fail before any work when a mask or temperature cannot be applied to this model."""
-    if not 0 < temperature < math.inf:
-        raise ConfigError(
-            f"temperature must be > 0 and finite, got {temperature}; 1.0 keeps the model's own."
-        )
-    cfg = hooked.cfg
-    if (mask is not None or temperature != 1.0) and (
+def check_hooked_settings(hooked: HookedModel, settings: RunSettings, n_tokens: int) -> None:
+    """Fail before any work when the settings' mask or temperature cannot be applied to this
+    model (the temperature itself is checked where the settings are made)."""
+    cfg, mask = hooked.cfg, settings.mask
+    if (mask is not None or settings.temperature != 1.0) and (
         cfg.positional_embedding_type == "alibi" or getattr(cfg, "use_attention_sinks", False)
     ):
         raise ConfigError(
@@ -289,38 +284,46 @@ def run_hooked(
     token_mask: Tensor | None = None,
     *,
     on_layer: Callable[[LayerCapture], None],
-    variant: Variant | str = "transformer",
-    mask: Tensor | None = None,
-    temperature: float = 1.0,
-    train_mode: bool = False,
-    attention: bool = False,
-    check: bool = True,
+    settings: RunSettings | None = None,
 ) -> None:
     """One forward pass of a `HookedTransformer`; `on_layer` gets every layer's state as soon
-    as it exists (the arguments of `rankcollapse.hf.run_batch`, for this model).
-    `tests/lens/test_hooked.py` checks every state and pattern against `run_with_cache`.
+    as it exists (the arguments of `rankcollapse.hf.run_batch`, for this model: the settings
+    checked against it here). `tests/lens/test_hooked.py` checks every state and pattern
+    against `run_with_cache`.
     """
-    variant = parse_variant(variant)
+    settings = settings or RunSettings()
     if token_mask is None:
         token_mask = torch.ones(input_ids.shape, dtype=torch.bool)
-    if check:
-        check_hooked_variant(variant, hooked)
-        check_hooked_settings(hooked, mask, token_mask.shape[-1], temperature)
+    check_hooked_variant(settings.variant, hooked)
+    check_hooked_settings(hooked, settings, token_mask.shape[-1])
     if int(input_ids.max()) >= hooked.embedding_size or int(input_ids.min()) < 0:
         raise InputError(
             f"token ids run from {int(input_ids.min())} to {int(input_ids.max())} but the "
             f"model's embedding has {hooked.embedding_size} rows; pass its own tokenizer or "
             "random_tokens=True."
         )
+    stream_hooked(hooked, input_ids, token_mask, on_layer=on_layer, settings=settings)
+
+
+def stream_hooked(
+    hooked: HookedModel,
+    input_ids: Tensor,
+    token_mask: Tensor,
+    *,
+    on_layer: Callable[[LayerCapture], None],
+    settings: RunSettings,
+) -> None:
+    """`run_hooked` with settings and ids its caller checked once for all its batches (the
+    probe's passes, `measure.kinds`)."""
     device = hooked.device
     input_ids, token_mask = input_ids.to(device), token_mask.to(device)
-    mask = None if mask is None else mask.to(device)
+    mask = None if settings.mask is None else settings.mask.to(device)
     model = hooked.model
     with ExitStack() as stack:
-        stack.enter_context(hooked_variant(hooked, variant))
-        stack.enter_context(hooked_attention(hooked, mask, token_mask, temperature))
-        stack.enter_context(hooked_capture(hooked, on_layer, attention=attention))
+        stack.enter_context(hooked_variant(hooked, settings.variant))
+        stack.enter_context(hooked_attention(hooked, mask, token_mask, settings.temperature))
+        stack.enter_context(hooked_capture(hooked, on_layer, attention=settings.attention))
         stack.enter_context(modes_kept(model))
         stack.enter_context(torch.no_grad())
-        model.train(train_mode)
+        model.train(settings.train_mode)
         model(input_ids, stop_at_layer=hooked.n_layers)

@@ -27,13 +27,23 @@ def is_nnsight(model: Any) -> bool:
 
 def unwrap_nnsight(model: Any, tokenizer: Any = None) -> tuple[nn.Module, Any]:
     """(the torch module an nnsight wrapper holds, its tokenizer: `tokenizer` if given, else
-    the wrapper's own, else None)."""
+    the wrapper's own when it holds a vocabulary, else None)."""
     module = getattr(model, "_module", None)
     if not isinstance(module, nn.Module):
         raise InputError(
             f"this {type(model).__name__} holds no torch module where nnsight keeps it "
             "(`_module`); pass the Hugging Face model itself."
         )
-    if tokenizer is None:
-        tokenizer = getattr(model, "tokenizer", None)
+    if tokenizer is None and _has_vocabulary(getattr(model, "tokenizer", None)):
+        tokenizer = model.tokenizer
     return module, tokenizer
+
+
+def _has_vocabulary(tokenizer: Any) -> bool:
+    """Whether a wrapper's tokenizer holds a vocabulary: a `LanguageModel` of a folder saved
+    without tokenizer files holds an empty one, whose random ids would come from nothing (the
+    model is then measured without a tokenizer: random ids from its config's vocabulary)."""
+    try:
+        return tokenizer is not None and len(tokenizer) > 0
+    except TypeError:
+        return False

@@ -3,8 +3,12 @@
 - `probe(model, **options)` -> tidy DataFrame of a real model's per-layer metrics, composed of
   three typed parts: `ModelSource` (which model, how it loads), `ProbeInputs` (text windows,
   padded paragraphs, random ids from the tokenizer or the config's vocabulary, random pixels,
-  a folder of images) and `ProbeRequest` (`resolve_probe`: variants, mask, temperature,
-  metrics by kind), run by `run_probe(loaded, inputs, request)`.
+  a folder of images, or the caller's `tokens`) and `ProbeRequest` (`measure.request.
+  resolve_probe`: variants, mask, temperature, metrics, checked before any model loads), run
+  by `run_probe(model, inputs, request)` (`prepare_probe` checks, then `PreparedProbe.run`).
+- `Measured` (`measure.kinds`): one interface per kind of model (Hugging Face,
+  TransformerLens `HookedTransformer` and `TransformerBridge`, any module with declared
+  blocks; nnsight wrappers as the model they wrap), `as_measured(model)`, `register_kind`.
 - `real_curves(loaded, variants, mask, ...)` and `toy_curves(variants, mask, ...)`: Wu et
   al.'s mu curves of a real model (`load_cached(source)` keeps the last model loaded) and of
   the toy network, per variant and mode; `CURVE_METRICS`.
@@ -30,28 +34,35 @@ from rankcollapse.measure.curves import (
     real_curves,
     toy_curves,
 )
+from rankcollapse.measure.kinds import Measured, as_measured, register_kind
 from rankcollapse.measure.probe import (
     CPU,
     ModelSource,
+    PreparedProbe,
     ProbeInputs,
-    ProbeRequest,
+    prepare_probe,
     probe,
-    resolve_probe,
     run_probe,
 )
+from rankcollapse.measure.request import ProbeRequest, resolve_probe
 
 __all__ = [
     "CPU",
     "CURVE_METRICS",
+    "Measured",
     "ModelSource",
+    "PreparedProbe",
     "ProbeInputs",
     "ProbeRequest",
+    "as_measured",
     "head_dim",
     "load_cached",
     "measure_activations",
     "measure_file",
+    "prepare_probe",
     "probe",
     "real_curves",
+    "register_kind",
     "resolve_probe",
     "run_probe",
     "save_activations",

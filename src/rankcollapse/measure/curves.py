@@ -21,6 +21,7 @@ from __future__ import annotations
 import functools
 import itertools
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -29,7 +30,8 @@ import torch
 from rankcollapse.errors import NonFiniteError
 from rankcollapse.hf import LoadedModel
 from rankcollapse.masks import MaskSpec
-from rankcollapse.measure.probe import CPU, ModelSource, ProbeInputs, resolve_probe, run_probe
+from rankcollapse.measure.probe import CPU, ModelSource, ProbeInputs, run_probe
+from rankcollapse.measure.request import resolve_probe
 from rankcollapse.metrics import measure_layers
 from rankcollapse.nets import ToyNet, random_tokens, toy_config
 from rankcollapse.seeds import stream_seed
@@ -73,11 +75,11 @@ def real_curves(
     metric `diverged` (value 1, layer NaN), so a claim over every curve sees it missing.
     """
     inputs = ProbeInputs(n_samples=n_samples, n_tokens=n_tokens, seed=seed)
+    checked = resolve_probe(variants, mask, metrics, temperature=temperature)
+    inputs.check_fits(checked)
     frames = []
-    for mode, variant in itertools.product(modes, variants):
-        request = resolve_probe(
-            [variant], mask, metrics, temperature=temperature, train_mode=mode == "train"
-        )
+    for mode, variant in itertools.product(modes, checked.variants):
+        request = replace(checked, variants=(variant,), train_mode=mode == "train")
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)  # the dropout masks of train mode
             try:

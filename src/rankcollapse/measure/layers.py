@@ -1,10 +1,11 @@
-"""The one per-layer measurement of the probe and the monitor: the checks a model and a batch
-pass before any forward pass, and the `on_layer` callback that measures each captured layer.
+"""The one per-layer measurement of the probe, the curves and the monitor, for every kind of
+model (`measure.kinds.Measured`): the checks a model and a batch pass before any forward pass,
+and the `on_layer` callback that measures each captured layer.
 
 `run_probe` and the monitor's `watch` call `check_model` (every variant defined for the
-model's family; a text model's context long enough) and `prepare_batch` (the attention mask
-injected, the pattern attended with, mask and temperature checked once) before the first
-forward; `measure_batch` then runs each variant over the batch (in chunks of `batch_size`),
+model; a text model's context long enough) and `prepare_batch` (the attention mask built once
+and injected, the pattern attended with, mask and temperature checked once against the model)
+before the first forward; `measure_batch` then runs each variant over the batch (in chunks of `batch_size`),
 streaming every layer to a `LayerMeasure`, which copies its states into a group of a few
 layers, measures the group in one call once it holds `GROUP_SEQUENCES` sequences or the pass
 ends (metrics float64 on the states' device, MPS: the CPU; floor flags of the states' dtype),
@@ -24,32 +25,26 @@ from torch import Tensor
 from rankcollapse.devices import metrics_device
 from rankcollapse.errors import InputError, option
 from rankcollapse.hf import LayerCapture
-from rankcollapse.masks import MaskSpec, causal
-from rankcollapse.measure.kinds import (
-    Measured,
-    check_settings,
-    check_variants,
-    is_causal,
-    n_positions,
-    run_layers,
-    takes_pixels,
+from rankcollapse.masks import causal
+from rankcollapse.measure.kinds import Measured
+from rankcollapse.measure.request import ProbeRequest
+from rankcollapse.metrics import (
+    MetricInfo,
+    MetricValue,
+    measure_attention,
+    measure_states,
+    metrics_frame,
 )
-from rankcollapse.metrics import MetricValue, measure_attention, measure_states, metrics_frame
-from rankcollapse.variants import Variant
-
-ProbeRequest = Any
-"""A `rankcollapse.measure.ProbeRequest` (named here by type only: `measure.probe` imports this
-module, never the reverse)."""
 
 
-def check_model(loaded: Measured, variants: Sequence[Variant], n_tokens: int) -> None:
-    """Fail before any work when a variant is not defined for this model's family, or a text
-    model has fewer positions than `n_tokens`."""
-    check_variants(loaded, variants)
-    limit = n_positions(loaded)
-    if not takes_pixels(loaded) and limit is not None and limit < n_tokens:
+def check_model(measured: Measured, request: ProbeRequest, n_tokens: int) -> None:
+    """Fail before any work when a variant is not defined for this model, or a text model has
+    fewer positions than `n_tokens`."""
+    measured.check_variants(request.variants)
+    limit = measured.n_positions
+    if not measured.takes_pixels and limit is not None and limit < n_tokens:
         raise InputError(
-            f"{n_tokens} tokens exceed the context of '{loaded.name}' ({limit} positions); "
+            f"{n_tokens} tokens exceed the context of '{measured.name}' ({limit} positions); "
             f"pass {option('n_tokens', limit)} or fewer tokens."
         )
 
@@ -59,9 +54,10 @@ class Batch:
     """A checked batch of one model: what each forward pass of `measure_batch` feeds it."""
 
     input_ids: Tensor
-    """(b, n) token ids, or (b, channels, height, width) pixels."""
-    token_mask: Tensor
-    """(b, n) True for real tokens."""
+    """(b, n) token ids, (b, channels, height, width) pixels, or what a module with declared
+    blocks takes."""
+    token_mask: Tensor | None
+    """(b, n) True for real tokens (None: all real, a module with declared blocks)."""
     mask: Tensor | None
     """The (n, n) attention mask injected in every layer (None: the model's own pattern)."""
     mask_label: str
@@ -70,24 +66,21 @@ class Batch:
     """The pattern attended with (the injected mask, causal for a decoder's own), None = every
     real pair: the edges of the attention metrics."""
 
-
-def resolve_mask(mask: MaskSpec | Tensor | None, n_tokens: int) -> tuple[Tensor | None, str]:
-    """(boolean (n, n) mask or None, its label); None keeps the model's own pattern ("model")."""
-    if mask is None:
-        return None, "model"
-    if isinstance(mask, MaskSpec):
-        return mask.build(n_tokens), str(mask)
-    return mask, "custom"
+    @property
+    def n_samples(self) -> int:
+        return self.input_ids.shape[0]
 
 
 def prepare_batch(
-    loaded: Measured, request: ProbeRequest, input_ids: Tensor, token_mask: Tensor
+    measured: Measured, request: ProbeRequest, input_ids: Tensor, token_mask: Tensor | None
 ) -> Batch:
-    """The batch with the request's attention mask and temperature checked for this model."""
-    n_context = token_mask.shape[1]
-    mask, label = resolve_mask(request.mask, n_context)
-    check_settings(loaded, mask, n_context, request.temperature)
-    allowed = causal(n_context) if mask is None and is_causal(loaded) else mask
+    """The batch with the request's attention mask (built once per token count) and settings
+    checked for this model."""
+    n_context = None if token_mask is None else token_mask.shape[1]
+    mask, label = (None, "model") if n_context is None else request.mask_for(n_context)
+    settings = request.settings(request.variants[0], mask)
+    measured.check_settings(settings, n_context or 0)
+    allowed = causal(n_context) if mask is None and n_context and measured.causal else mask
     return Batch(input_ids, token_mask, mask, label, allowed)
 
 
@@ -129,7 +122,7 @@ def samples_per_pass(
 
 
 def measure_batch(
-    loaded: Measured,
+    measured: Measured,
     batch: Batch,
     request: ProbeRequest,
     ids: dict[str, Any],
@@ -138,35 +131,28 @@ def measure_batch(
     """Per-layer rows (`ids`, variant, layer, sample, metric, value, at_floor) of every variant
     of `request` on `batch`, `samples_per_pass` samples per forward pass, in the order of one
     pass over all samples (per variant and layer: state metrics, then attention metrics, each
-    over samples); with `kept`, also every layer's states per variant (chunks per layer)."""
-    n_samples, n_tokens = batch.token_mask.shape
-    step = samples_per_pass(request, n_samples, n_tokens, loaded.device)
+    over samples); with `kept`, also every layer's states per variant (chunks per layer). The
+    one measuring loop of the probe, the curves and the monitor, for every kind of model."""
+    n_samples = batch.n_samples
+    n_tokens = 1 if batch.token_mask is None else batch.token_mask.shape[1]
+    step = samples_per_pass(request, n_samples, n_tokens, measured.device)
     frames: list[pd.DataFrame] = []
     for variant in request.variants:
         layers = None if kept is None else kept.setdefault(variant.name, [])
+        settings = request.settings(variant, batch.mask)
         passes: list[LayerMeasure] = []
         for start in range(0, n_samples, step):
             chunk = slice(start, start + step)
+            token_mask = None if batch.token_mask is None else batch.token_mask[chunk]
             on_layer = LayerMeasure(
                 request.state_metrics,
                 request.attention_metrics,
                 {**ids, "variant": variant.name},
-                batch.token_mask[chunk],
+                token_mask,
                 batch.allowed,
                 layers,
             )
-            run_layers(
-                loaded,
-                batch.input_ids[chunk],
-                batch.token_mask[chunk],
-                on_layer=on_layer,
-                variant=variant,
-                mask=batch.mask,
-                temperature=request.temperature,
-                train_mode=request.train_mode,
-                attention=bool(request.attention_metrics),
-                check=False,  # checked once, by prepare_batch
-            )
+            measured.run_layers(batch.input_ids[chunk], token_mask, on_layer, settings)
             on_layer.finish()
             passes.append(on_layer)
         frames += LayerMeasure.frames_of(passes)
@@ -201,8 +187,8 @@ class LayerMeasure:
     layer arrives. Frames are built once, after the passes (`frames_of`): a frame per layer
     and pass cost more than the metrics of a small model."""
 
-    state_metrics: Sequence[str]
-    attention_metrics: Sequence[str]
+    state_metrics: Sequence[MetricInfo]
+    attention_metrics: Sequence[MetricInfo]
     ids: dict[str, Any]
     token_mask: Tensor | None
     """(b, n) True for real tokens (None: all real)."""
@@ -268,7 +254,7 @@ class LayerMeasure:
         if self.token_mask is not None:
             token_mask = self.token_mask.to(states.device).expand(states.shape[:-1])
         values = measure_states(
-            states, token_mask, metrics=list(self.state_metrics), source_dtype=states.dtype
+            states, token_mask, metrics=tuple(self.state_metrics), source_dtype=states.dtype
         )
         for row, index in enumerate(self.waiting):
             self.measured[index][1].update(
@@ -298,7 +284,7 @@ class LayerMeasure:
 
 
 def attention_values(
-    probs: Tensor, token_mask: Tensor, allowed: Tensor | None, names: Sequence[str]
+    probs: Tensor, token_mask: Tensor, allowed: Tensor | None, metrics: Sequence[MetricInfo]
 ) -> dict[str, Any]:
     """Attention metrics of (b, h, n, n) probabilities per sample, averaged over heads (the
     share at the floor: any head at it); pairs outside `allowed` and pads are no edges."""
@@ -306,7 +292,7 @@ def attention_values(
     edges = mask[..., None, :] & mask[..., :, None]  # (b, 1, n, n)
     if allowed is not None:
         edges = edges & allowed
-    values = measure_attention(probs, mask, edges=edges, metrics=list(names))
+    values = measure_attention(probs, mask, edges=edges, metrics=tuple(metrics))
     return {
         name: type(mv)(value=mv.value.mean(dim=1), at_floor=mv.at_floor.any(dim=1))
         for name, mv in values.items()

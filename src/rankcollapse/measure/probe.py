@@ -1,17 +1,20 @@
 """Probe a real model: per-layer metrics of its residual stream, for several variants, as a
 tidy DataFrame. The Python twin of `rankcollapse probe`.
 
-A probe is three small typed parts, each built once where the values enter (the command line,
-a config, a Python call), then composed by `run_probe`:
+A probe is three small typed parts, each built and checked once where the values enter (the
+command line, a config, a Python call), before any model loads, then composed by `run_probe`:
 
 - `ModelSource`: which model and how it loads (name, directory or model in memory; init,
-  seed, device, dtype, depth of a random init) -> `LoadedModel`;
-- `ProbeInputs`: what goes in (text windows, padded paragraphs, random token ids, images;
-  sizes and seed) -> token ids and the token mask;
-- `ProbeRequest`: what is measured (variants, attention mask, temperature, mode, metrics
-  split by kind), from names by `resolve_probe`.
+  seed, device, dtype, depth of a random init) -> a `LoadedModel`, or a model in memory as
+  its kind (`measure.kinds.as_measured`);
+- `ProbeInputs`: what goes in (text windows, padded paragraphs, random token ids, images, or
+  the caller's token ids; sizes and seed) -> token ids and the token mask;
+- `ProbeRequest` (`measure.request`): what is measured (variants, attention mask, temperature,
+  mode, metrics), from names by `resolve_probe`.
 
-`probe(model, **options)` builds the three from plain values and runs them. Metrics stream:
+`probe(model, **options)` builds the three from plain values and runs them: `prepare_probe`
+checks the model and builds the batch, `PreparedProbe.run` measures it
+(`measure.layers.measure_batch`). Metrics stream:
 each layer's states are copied as soon as the block has run, measured a few layers at a time
 (float64, with the dtype-floor flag of the model's dtype; `measure.layers.LayerMeasure`) and
 dropped unless `keep_states=True`.
@@ -20,7 +23,7 @@ dropped unless `keep_states=True`.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -37,21 +40,26 @@ from rankcollapse.hf import (
     load_paragraphs,
     load_resolved,
     load_windows,
-    pixel_inputs,
     random_token_ids,
 )
-from rankcollapse.masks import MaskSpec, as_mask_spec
-from rankcollapse.measure.kinds import (
-    Measured,
-    embedding_size,
-    in_memory,
-    is_in_memory,
-    takes_pixels,
-)
-from rankcollapse.measure.layers import check_model, measure_batch, prepare_batch
-from rankcollapse.metrics import DEFAULT_METRICS, get_metric
+from rankcollapse.masks import MaskSpec
+from rankcollapse.measure.kinds import Measured, as_measured, is_in_memory
+from rankcollapse.measure.layers import Batch, check_model, measure_batch, prepare_batch
+from rankcollapse.measure.request import ProbeRequest, resolve_probe
 from rankcollapse.sizes import check_memory, check_size
-from rankcollapse.variants import Variant, parse_variant
+from rankcollapse.variants import Variant
+
+__all__ = [
+    "CPU",
+    "ModelSource",
+    "PreparedProbe",
+    "ProbeInputs",
+    "ProbeRequest",
+    "prepare_probe",
+    "probe",
+    "resolve_probe",
+    "run_probe",
+]
 
 CPU = torch.device("cpu")
 
@@ -78,9 +86,11 @@ class ModelSource:
     """A tokenizer directory replacing a named model's own, or the tokenizer of a model in
     memory."""
 
-    def load(self) -> Measured:
+    def load(self) -> LoadedModel | Measured:
+        """A model given by name or directory loaded (a `LoadedModel`), one in memory as the
+        kind that measures it (`as_measured`: checked that it can run)."""
         if is_in_memory(self.model):
-            return in_memory(self.model, tokenizer=self.tokenizer)
+            return as_measured(self.model, tokenizer=self.tokenizer)
         return load_resolved(
             self.model,
             init=self.init,
@@ -96,9 +106,10 @@ class ModelSource:
 class ProbeInputs:
     """What a probe feeds the model: text windows of exactly `n_tokens` real tokens (from
     `text`: None = the sample corpus, a Path to a file, or the text itself), one padded
-    paragraph per sample (`padded`), random token ids (`random_tokens`), or images (`images`:
-    a folder, for vision models; random pixels without one). `seed` picks windows and
-    random tokens."""
+    paragraph per sample (`padded`), random token ids (`random_tokens`), images (`images`:
+    a folder, for vision models; random pixels without one), or the caller's own token ids
+    (`tokens`, (b, n), with `token_mask`: True for real tokens; then `n_samples` and
+    `n_tokens` are its shape). `seed` picks windows and random tokens."""
 
     text: str | Path | None = None
     random_tokens: bool = False
@@ -107,11 +118,28 @@ class ProbeInputs:
     n_samples: int = 32
     n_tokens: int = 128
     seed: int = 0
+    tokens: Tensor | None = field(default=None, compare=False)
+    token_mask: Tensor | None = field(default=None, compare=False)
+    tokens_name: str = field(default="tokens", compare=False)
+    """The caller's name of `tokens` in its errors (`watch` calls them `inputs`)."""
 
     def __post_init__(self) -> None:
         """Each size within its bound (`rankcollapse.sizes`) and the token ids within this
         machine's memory, checked before anything is allocated; else a ConfigError naming the
-        size, its bound and the memory it would need."""
+        size, its bound and the memory it would need. Given `tokens`, they and their mask are
+        checked (`checked_tokens`) and give the sizes."""
+        if self.tokens is not None or self.token_mask is not None:
+            tokens, mask = checked_tokens(self.tokens, self.token_mask, self.tokens_name)
+            others = {"text": self.text, "random_tokens": self.random_tokens,
+                      "padded": self.padded, "images": self.images}  # fmt: skip
+            given = [name for name, value in others.items() if value not in (None, False)]
+            if given:
+                raise ConfigError(
+                    f"{self.tokens_name}= are the inputs themselves; drop {', '.join(given)}."
+                )
+            for name, value in [("tokens", tokens), ("token_mask", mask),
+                                ("n_samples", tokens.shape[0]), ("n_tokens", tokens.shape[1])]:  # fmt: skip
+                object.__setattr__(self, name, value)
         ids = {"n_samples": self.n_samples, "n_tokens": self.n_tokens}
         sized = all(type(v) is int and v > 0 for v in ids.values())
         needed = 8 * self.n_samples * self.n_tokens if sized else None  # int64 token ids
@@ -119,178 +147,136 @@ class ProbeInputs:
             check_size(name, value, needs=needed)
         check_memory("probe inputs", needed, ids, "lower n_samples or n_tokens")
 
-    def build(self, loaded: Measured) -> tuple[Tensor, Tensor]:
-        """(input ids or pixels, boolean token mask (b, n)) for this model: text windows,
-        padded paragraphs, random token ids (from the tokenizer, or the config's vocabulary
-        when there is none), random pixels, or up to `n_samples` images of a folder."""
-        size = None if takes_pixels(loaded) else embedding_size(loaded)
-        if takes_pixels(loaded):
-            return pixel_inputs(
-                loaded,
-                text=self.text,
-                padded=self.padded,
-                images=self.images,
-                n_samples=self.n_samples,
-                seed=self.seed,
-            )
+    def check_fits(self, request: ProbeRequest) -> None:
+        """A mask whose parameters do not fit the token count fails here, before loading (the
+        mask built here is the one the probe injects)."""
+        if not self.padded:
+            request.mask_for(self.n_tokens)
+
+    def build(self, model: LoadedModel | Measured | Any) -> tuple[Tensor, Tensor]:
+        """(input ids or pixels, boolean token mask (b, n)) for this model (`as_measured`): the
+        caller's tokens, text windows, padded paragraphs, random token ids (from the tokenizer,
+        or the config's vocabulary when there is none), random pixels, or up to `n_samples`
+        images of a folder; token ids checked to be below the model's embedding size."""
+        measured = as_measured(model)
+        if measured.takes_pixels:
+            if self.tokens is not None:
+                raise InputError(
+                    f"'{measured.name}' takes pixels, not token ids: drop {self.tokens_name}=."
+                )
+            return measured.pixels(text=self.text, padded=self.padded, images=self.images,
+                                   n_samples=self.n_samples, seed=self.seed)  # fmt: skip
         if self.images is not None:
             raise InputError(
-                f"model '{loaded.name}' takes text, not images; drop "
+                f"model '{measured.name}' takes text, not images; drop "
                 f"{option('images', 'DIR')}, or pass a vision model (vit)."
             )
-        if self.random_tokens:
-            vocabulary = loaded.vocabulary  # no tokenizer is loaded for random ids
-            return random_token_ids(
-                vocabulary.size,
-                vocabulary.special,
-                n_samples=self.n_samples,
-                n_tokens=self.n_tokens,
-                seed=self.seed,
-            )
-        if not loaded.has_tokenizer:
-            raise _no_tokenizer(loaded)
-        if self.padded:
-            ids, mask = load_paragraphs(
-                loaded.tokenizer, text=self.text, n_samples=self.n_samples, max_tokens=self.n_tokens
-            )
+        if self.tokens is not None:
+            ids, mask = self.tokens, self.token_mask
+        elif self.random_tokens:
+            vocabulary = measured.vocabulary  # no tokenizer is loaded for random ids
+            _check_vocabulary(measured, vocabulary.size)
+            ids, mask = random_token_ids(vocabulary.size, vocabulary.special,
+                                         n_samples=self.n_samples, n_tokens=self.n_tokens,
+                                         seed=self.seed)  # fmt: skip
         else:
-            ids, mask = load_windows(
-                loaded.tokenizer,
-                text=self.text,
-                n_samples=self.n_samples,
-                n_tokens=self.n_tokens,
-                seed=self.seed,
+            ids, mask = self._text(measured)
+        size = measured.embedding_size
+        if size is not None and int(ids.max()) >= size:
+            source = (
+                f"the tokenizer of '{measured.name}' gives"
+                if self.tokens is None
+                else (f"{self.tokens_name} holds")
             )
-        if int(ids.max()) >= size:
             raise InputError(
-                f"the tokenizer of '{loaded.name}' gives ids up to {int(ids.max())} but the "
-                f"model's embedding has {size}; pass the model's own tokenizer "
+                f"{source} token ids from {int(ids.min())} to {int(ids.max())} but "
+                f"'{measured.name}' has a vocabulary of {size} (its embedding's rows, ids 0 to "
+                f"{size - 1}); pass ids of the model's own tokenizer "
                 f"({option('tokenizer', 'DIR')}) or {option('random_tokens')}."
             )
         return ids, mask
 
+    def _text(self, measured: Measured) -> tuple[Tensor, Tensor]:
+        """Padded paragraphs or text windows, from the model's tokenizer."""
+        if not measured.has_tokenizer:
+            raise _no_tokenizer(measured)
+        if self.padded:
+            return load_paragraphs(measured.tokenizer, text=self.text,
+                                   n_samples=self.n_samples, max_tokens=self.n_tokens)  # fmt: skip
+        return load_windows(measured.tokenizer, text=self.text, n_samples=self.n_samples,
+                            n_tokens=self.n_tokens, seed=self.seed)  # fmt: skip
 
-def _no_tokenizer(loaded: Measured) -> InputError:
+
+def _check_vocabulary(measured: Measured, size: int) -> None:
+    """Random ids drawn from a tokenizer larger than the model's embedding would overflow it."""
+    rows = measured.embedding_size
+    if measured.has_tokenizer and rows is not None and size > rows:
+        raise InputError(
+            f"the tokenizer of '{measured.name}' has {size} ids but the model's embedding has "
+            f"{rows} rows, so random ids from it would overflow the embedding; pass the model's "
+            f"own tokenizer, or none ({option('random_tokens')} then draws from the config's "
+            f"vocabulary of {rows})."
+        )
+
+
+def checked_tokens(tokens: Any, token_mask: Any, name: str = "tokens") -> tuple[Tensor, Tensor]:
+    """A caller's token ids (a (b, n) tensor of whole numbers >= 0, b >= 1, n >= 2, on the CPU)
+    and their boolean mask (None: all real; every row at least 2 real tokens), or a clear
+    error naming the argument (`name`)."""
+    if not isinstance(tokens, Tensor) or tokens.ndim != 2 or min(tokens.shape) < 1:
+        what = f"shape {tuple(tokens.shape)}" if isinstance(tokens, Tensor) else type(tokens)
+        raise InputError(
+            f"{name} must be token ids, a torch.Tensor of shape (b, n), got {what}; e.g. "
+            "tokenizer(texts, return_tensors='pt')['input_ids']."
+        )
+    if tokens.dtype == torch.bool or tokens.is_floating_point() or tokens.is_complex():
+        raise InputError(
+            f"{name} holds {tokens.dtype} values, not token ids; pass whole numbers "
+            f"(torch.long), e.g. {name}.long() if they are ids."
+        )
+    if int(tokens.min()) < 0:
+        raise InputError(
+            f"{name} holds token ids from {int(tokens.min())}; ids are whole numbers >= 0."
+        )
+    if token_mask is None:
+        token_mask = torch.ones(tokens.shape, dtype=torch.bool)
+    if (
+        not isinstance(token_mask, Tensor)
+        or token_mask.shape != tokens.shape
+        or token_mask.dtype != torch.bool
+    ):
+        shape = tuple(token_mask.shape) if isinstance(token_mask, Tensor) else None
+        raise InputError(
+            f"token_mask has shape {shape} and dtype {getattr(token_mask, 'dtype', None)} but "
+            f"{name} have shape {tuple(tokens.shape)}; pass a boolean mask of shape "
+            f"{tuple(tokens.shape)} (True for real tokens) or none."
+        )
+    if int(token_mask.sum(dim=1).min()) < 2:
+        raise InputError(
+            f"token_mask leaves a sequence with fewer than 2 real tokens; every sequence of "
+            f"{name} needs at least 2 (a metric compares tokens)."
+        )
+    return tokens.detach().long().cpu(), token_mask.detach().cpu()
+
+
+def _no_tokenizer(measured: Measured) -> InputError:
     """Text asked of a model without a tokenizer: the fix in the caller's words."""
-    vocabulary = f"random ids from the config's vocabulary of {embedding_size(loaded)}"
-    if loaded.init == "in-memory":
+    vocabulary = f"random ids from the config's vocabulary of {measured.embedding_size}"
+    if measured.init == "in-memory":
         return InputError(
-            f"model '{loaded.name}' is in memory without a tokenizer, so text cannot be "
-            f"tokenized. Pass {option('random_tokens')} ({vocabulary}) or its tokenizer "
-            f"({option('tokenizer', 'tokenizer')})."
+            f"model '{measured.name}' is in memory without a tokenizer, so text cannot be "
+            f"tokenized. Pass {option('random_tokens')} ({vocabulary}), its tokenizer "
+            f"({option('tokenizer', 'tokenizer')}) or the token ids (tokens=ids)."
         )
     return InputError(
-        f"model '{loaded.name}' has no tokenizer (its directory holds no tokenizer files), so "
+        f"model '{measured.name}' has no tokenizer (its directory holds no tokenizer files), so "
         f"text cannot be tokenized. Pass {option('random_tokens')} ({vocabulary}) or a "
         f"tokenizer directory ({option('tokenizer', 'DIR')})."
     )
 
 
-@dataclass(frozen=True)
-class ProbeRequest:
-    """What a probe measures, resolved once from names (`resolve_probe`), before any model
-    loads."""
-
-    variants: tuple[Variant, ...]
-    mask: MaskSpec | Tensor | None
-    """A parsed mask spec, a boolean (n, n) tensor, or None: the model's own pattern."""
-    state_metrics: tuple[str, ...]
-    """Metric names of `rankcollapse.metrics.METRICS` measured on the states."""
-    attention_metrics: tuple[str, ...] = ()
-    """Metric names measured on the attention probabilities (averaged over heads)."""
-    temperature: float = 1.0
-    """Softmax temperature (logits / T) on top of the model's own scaling."""
-    train_mode: bool = False
-    """Dropout on."""
-    batch_size: int | None = None
-    """Samples per forward pass (None: as many as hold `measure.layers.MAX_TOKENS` tokens, on
-    an accelerator `DEVICE_MAX_TOKENS`; all at once in train mode)."""
-    keep_states: bool = False
-    """Also keep every layer's states in `frame.attrs["states"]`."""
-
-    @property
-    def metrics(self) -> tuple[str, ...]:
-        """Every metric name: the states metrics, then the attention ones."""
-        return (*self.state_metrics, *self.attention_metrics)
-
-    def check_fits(self, inputs: ProbeInputs) -> None:
-        """A mask spec whose parameters do not fit the token count fails here, before loading."""
-        if isinstance(self.mask, MaskSpec) and not inputs.padded:
-            self.mask.build(inputs.n_tokens)
-
-
-def _names(what: str, names: Any) -> list[Any] | None:
-    """A list of names from "a,b" or a list (None stays None), each named once."""
-    if names is None:
-        return None
-    if isinstance(names, str):
-        names = [name.strip() for name in names.split(",") if name.strip()]
-    try:
-        names = list(names)
-    except TypeError:
-        raise ConfigError(
-            f"{what} takes names, as a list or 'a,b', got {names!r}; see `rankcollapse {what}`."
-        ) from None
-    if not all(isinstance(name, str) for name in names):
-        odd = next(name for name in names if not isinstance(name, str))
-        raise ConfigError(
-            f"{what} takes names (str), got {odd!r} in {names!r}; see `rankcollapse {what}`."
-        )
-    twice = sorted({name for name in names if names.count(name) > 1})
-    if twice:
-        raise ConfigError(f"{what} names {twice} more than once; name each once.")
-    return names
-
-
-def resolve_probe(
-    variants: str | Sequence[str | Variant] = ("transformer",),
-    mask: str | MaskSpec | Tensor | None = None,
-    metrics: str | Sequence[str] | None = None,
-    *,
-    temperature: float = 1.0,
-    train_mode: bool = False,
-    batch_size: int | None = None,
-    keep_states: bool = False,
-) -> ProbeRequest:
-    """Resolve a probe's names once: variants ("san,transformer", a list of names or `Variant`
-    objects), a mask spec ("window:1"; None or "model": the model's own pattern) and metric
-    names (a list or "a,b"; None: `DEFAULT_METRICS`). A bad name raises a clear error
-    ("did you mean").
-
-    Example:
-        >>> request = resolve_probe("san, transformer", "window:1", ["res_comp_rel"])
-        >>> [v.name for v in request.variants], str(request.mask), request.metrics
-        (['san', 'transformer'], 'window:1', ('res_comp_rel',))
-    """
-    variants, metrics = _names("variants", variants), _names("metrics", metrics)
-    resolved = tuple(parse_variant(v) for v in variants)
-    names = list(DEFAULT_METRICS) if metrics is None else metrics
-    kinds = {name: get_metric(name).kind for name in names}
-    state_metrics = tuple(n for n in names if kinds[n] == "states")
-    attention_metrics = tuple(n for n in names if kinds[n] == "attention")
-    if not resolved or not (state_metrics or attention_metrics):
-        raise ConfigError(
-            f"at least one variant and one metric are needed, got variants={list(variants)}, "
-            f"metrics={metrics}; see `rankcollapse variants` and `rankcollapse metrics`."
-        )
-    if batch_size is not None:
-        check_size("batch_size", batch_size)
-    if isinstance(mask, str):
-        mask = None if mask == "model" else as_mask_spec(mask)
-    return ProbeRequest(
-        resolved,
-        mask,
-        state_metrics,
-        attention_metrics,
-        temperature=temperature,
-        train_mode=train_mode,
-        batch_size=batch_size,
-        keep_states=keep_states,
-    )
-
-
 def probe(
-    model: str | LoadedModel | nn.Module,
+    model: str | Path | LoadedModel | nn.Module | Any,
     *,
     tokenizer: Any = None,
     init: Init = "pretrained",
@@ -302,6 +288,8 @@ def probe(
     random_tokens: bool = False,
     padded: bool = False,
     images: str | Path | None = None,
+    tokens: Tensor | None = None,
+    token_mask: Tensor | None = None,
     n_samples: int = 32,
     n_tokens: int = 128,
     metrics: Sequence[str] | None = None,
@@ -311,37 +299,35 @@ def probe(
     device: str | torch.device = "cpu",
     dtype: str | torch.dtype = "float32",
 ) -> pd.DataFrame:
-    """Per-layer metrics of a real model's residual stream, one row per (variant, layer,
-    sample, metric).
+    """Per-layer metrics of a model's residual stream, a row per (variant, layer, sample, metric).
 
     Args:
-        model: a name of `MODELS`, a local model directory, a `LoadedModel`, or a Hugging Face
-            model in memory (base model or one with a head; used as it is, not copied, and
-            left as it was: hooks and attention implementation restored, also after an error).
-        tokenizer: the tokenizer of a model in memory (None: random tokens only).
-        init: "pretrained" or "random" (ignored when `model` is already loaded).
+        model: a name of `MODELS`, a local model directory, or a model in memory (a Hugging
+            Face model, a TransformerLens `HookedTransformer` or `TransformerBridge`, an nnsight
+            wrapper of one; used as it is, not copied, hooks and modes put back).
+        tokenizer, init: a model in memory's tokenizer (None: its own, if any); "pretrained" or
+            "random" for a model given by name.
         variants: names of `VARIANTS` ("san", "san+mlp", "san+skip", "transformer", "wu:..."),
             as a list or "a,b", or resolved `Variant`s (see `resolve_probe`).
         mask: None (the model's own pattern), a spec of `rankcollapse.masks.mask_from_spec`
             ("causal", "window:1", ...) or its `MaskSpec`, or a boolean (n, n) tensor.
-        temperature: softmax temperature (logits / T).
-        train_mode: dropout on.
-        text: None (the sample corpus), a Path to a text file, or the text as a str.
-        random_tokens: random token ids instead of text.
-        padded: one paragraph per sample, truncated to `n_tokens`, right-padded; pads never
-            enter attention (as keys) nor metrics.
+        temperature, train_mode: softmax temperature (logits / T, > 0); dropout on.
+        text, random_tokens: None (the sample corpus), a text file's Path or the text itself;
+            random token ids instead of text.
+        padded: one paragraph per sample, truncated to `n_tokens`, right-padded (pads never
+            enter attention as keys nor metrics).
         images: a folder of PNG or JPEG files for a vision model (ViT; up to `n_samples` in
             file-name order, see `load_images`). None: random pixels.
+        tokens, token_mask: the ids to measure, (b, n) integers (its shape replaces
+            `n_samples`, `n_tokens`), and True for real tokens (None: all real).
         n_samples, n_tokens: windows of exactly `n_tokens` real tokens.
-        metrics: names of `rankcollapse.metrics.METRICS` (default `DEFAULT_METRICS`); attention
-            metrics are averaged over heads per sample.
-        seed: seed of the random init, the window choice and random tokens.
-        batch_size: samples per forward pass (default: about 2048 tokens per pass, all at
-            once in train mode); rows and values do not depend on it.
-        keep_states: also keep every layer's states: `frame.attrs["states"][variant]` is a list
-            of (n_samples, n, d) float tensors, index = layer.
-        device, dtype: where and in which parameter dtype a model given by name runs ("auto",
-            "cpu", "cuda", "mps"; "float32", "bfloat16", "float16"); metrics are float64.
+        metrics: names of `METRICS` (default `DEFAULT_METRICS`; attention ones: head means).
+        seed: seed of a random init, the windows and random tokens.
+        batch_size: samples per forward pass (default: about 1024 tokens per pass on the CPU);
+            rows and values do not depend on it.
+        keep_states: also keep every layer's states in `frame.attrs["states"][variant][layer]`.
+        device, dtype: where and in which dtype a model given by name runs ("auto", "cpu",
+            "cuda"; "float32", "bfloat16"); metrics are float64.
 
     Example:
         >>> from transformers import BertConfig, BertModel
@@ -351,43 +337,73 @@ def probe(
         >>> df = probe(model, random_tokens=True, n_samples=2, n_tokens=8, metrics=["res_comp_rel"])
         >>> sorted(df.layer.unique().tolist()), model.config._attn_implementation
         ([0, 1, 2], 'sdpa')
+        >>> ids = torch.randint(50, (2, 6), generator=torch.Generator().manual_seed(0))
+        >>> probe(model, tokens=ids, metrics=["res_comp_rel"]).shape[0]
+        6
 
     Returns:
-        Tidy DataFrame: model, init, variant, mask, temperature, mode, layer, layer_kind
-        ("embedding" for layer 0, "block" after; never a final-norm output), sample, metric,
-        value (float64), at_floor, quantized.
+        Tidy DataFrame: model, init, variant, mask, temperature, mode, layer, layer_kind ("embedding"
+        for layer 0, "block" after; no final norm), sample, metric, value, at_floor, quantized.
     """
-    # Every name and option is resolved once, here, before the model loads; a model loaded by
-    # name needs its device visible (a model in memory stays where it is).
     options = {"temperature": temperature, "train_mode": train_mode, "batch_size": batch_size}
     request = resolve_probe(variants, mask, metrics, **options, keep_states=keep_states)
-    inputs = ProbeInputs(text, random_tokens, padded, images, n_samples, n_tokens, seed)
-    request.check_fits(inputs)
+    inputs = ProbeInputs(text, random_tokens, padded, images, n_samples, n_tokens, seed,
+                         tokens=tokens, token_mask=token_mask)  # fmt: skip
+    inputs.check_fits(request)
+    # a model loaded by name needs its device visible (a model in memory stays where it is)
     where = parse_device(device) if is_in_memory(model) else resolve_device(device)
     source = ModelSource(model, init, seed, where, resolve_dtype(dtype), tokenizer=tokenizer)
     return run_probe(source.load(), inputs, request)
 
 
-def run_probe(loaded: Measured, inputs: ProbeInputs, request: ProbeRequest) -> pd.DataFrame:
+@dataclass(frozen=True)
+class PreparedProbe:
+    """A probe checked against its model and its batch built: `run()` measures it."""
+
+    measured: Measured
+    batch: Batch
+    inputs: ProbeInputs
+    request: ProbeRequest
+
+    def run(self) -> pd.DataFrame:
+        """One row per (variant, layer, sample, metric); the columns of `probe`."""
+        measured, request = self.measured, self.request
+        ids = {
+            "model": measured.name,
+            "init": measured.init,
+            "mask": self.batch.mask_label,
+            "temperature": request.temperature,
+            "mode": "train" if request.train_mode else "eval",
+        }
+        kept: dict[str, list[list[Tensor]]] | None = {} if request.keep_states else None
+        frame = pd.concat(
+            measure_batch(measured, self.batch, request, ids, kept), ignore_index=True
+        )
+        frame["layer_kind"] = np.where(frame["layer"] == 0, "embedding", "block")
+        frame["quantized"] = measured.info.get("quantized", "no")
+        first = [c for c in ID_COLUMNS if c in frame.columns]
+        frame = frame[first + [c for c in frame.columns if c not in first]]
+        if kept is not None:
+            frame.attrs["states"] = {
+                name: [torch.cat(chunks) for chunks in layers] for name, layers in kept.items()
+            }
+        return frame
+
+
+def prepare_probe(
+    model: LoadedModel | Measured | Any, inputs: ProbeInputs, request: ProbeRequest
+) -> PreparedProbe:
+    """`request` checked against the model (`as_measured`: a model that can run; its variants,
+    context, mask and temperature) and the inputs built for it, before any forward pass."""
+    measured = as_measured(model)
+    check_model(measured, request, inputs.n_tokens)
+    batch = prepare_batch(measured, request, *inputs.build(measured))
+    return PreparedProbe(measured, batch, inputs, request)
+
+
+def run_probe(
+    model: LoadedModel | Measured | Any, inputs: ProbeInputs, request: ProbeRequest
+) -> pd.DataFrame:
     """The probe of a loaded model: `request` measured on `inputs`, one row per (variant,
     layer, sample, metric); the columns of `probe`."""
-    check_model(loaded, request.variants, inputs.n_tokens)
-    batch = prepare_batch(loaded, request, *inputs.build(loaded))
-    ids = {
-        "model": loaded.name,
-        "init": loaded.init,
-        "mask": batch.mask_label,
-        "temperature": request.temperature,
-        "mode": "train" if request.train_mode else "eval",
-    }
-    kept: dict[str, list[list[Tensor]]] | None = {} if request.keep_states else None
-    frame = pd.concat(measure_batch(loaded, batch, request, ids, kept), ignore_index=True)
-    frame["layer_kind"] = np.where(frame["layer"] == 0, "embedding", "block")
-    frame["quantized"] = loaded.info.get("quantized", "no")
-    first = [c for c in ID_COLUMNS if c in frame.columns]
-    frame = frame[first + [c for c in frame.columns if c not in first]]
-    if kept is not None:
-        frame.attrs["states"] = {
-            name: [torch.cat(chunks) for chunks in layers] for name, layers in kept.items()
-        }
-    return frame
+    return prepare_probe(model, inputs, request).run()

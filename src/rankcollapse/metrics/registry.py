@@ -135,8 +135,16 @@ def get_metric(name: str) -> MetricInfo:
     return METRICS[name]
 
 
-def names_of_kind(names: list[str] | tuple[str, ...] | None, kind: Kind) -> list[str]:
-    """Check metric names for one suite (None = that kind's defaults) before any work starts."""
+def names_of_kind(
+    names: list[str] | tuple[str, ...] | tuple[MetricInfo, ...] | None, kind: Kind
+) -> list[str]:
+    """Check metric names for one suite (None = that kind's defaults) before any work starts;
+    metrics already resolved (`MetricInfo`s of this kind, as a probe's request holds them)
+    are not looked up again."""
+    if names is not None and not isinstance(names, str):
+        resolved = [m.name for m in names if isinstance(m, MetricInfo) and m.kind == kind]
+        if resolved and len(resolved) == len(names):
+            return resolved
     if names is None:
         return [name for name, info in METRICS.items() if info.kind == kind]
     if isinstance(names, str):

@@ -65,7 +65,7 @@ def measure_states(
     x: Tensor,
     mask: Tensor | None = None,
     *,
-    metrics: list[str] | tuple[str, ...] | None = None,
+    metrics: list[str] | tuple[str, ...] | tuple[MetricInfo, ...] | None = None,
     source_dtype: torch.dtype | None = None,
     batched: bool | None = None,
 ) -> dict[str, MetricValue]:
@@ -185,7 +185,7 @@ def measure_attention(
     mask: Tensor | None = None,
     *,
     edges: Tensor | None = None,
-    metrics: list[str] | tuple[str, ...] | None = None,
+    metrics: list[str] | tuple[str, ...] | tuple[MetricInfo, ...] | None = None,
 ) -> dict[str, MetricValue]:
     """Attention metrics of a batch of attention matrices, checked once.
 

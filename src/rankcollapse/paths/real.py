@@ -47,7 +47,7 @@ import torch
 from torch import Tensor, nn
 
 from rankcollapse.errors import UnknownNameError
-from rankcollapse.hf import ARCHITECTURES, LoadedModel, run_batch
+from rankcollapse.hf import ARCHITECTURES, LoadedModel, RunSettings, run_batch
 from rankcollapse.hf.architectures import Architecture, block_list, head_sizes, submodule
 from rankcollapse.hf.models import as_loaded
 from rankcollapse.paths.decompose import LengthDecomposition, decompose_by_length
@@ -249,7 +249,7 @@ def freeze_real(
         if capture.attention is not None:
             attention.append(capture.attention.detach().clone())
 
-    run_batch(loaded, input_ids, token_mask, on_layer=keep, attention=True)
+    run_batch(loaded, input_ids, token_mask, on_layer=keep, settings=RunSettings(attention=True))
     blocks = block_list(loaded.model, loaded.arch)
     if loaded.arch.shared_layers:  # ALBERT: its one block, applied n_layers times
         blocks = blocks * loaded.n_layers

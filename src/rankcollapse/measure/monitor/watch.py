@@ -7,10 +7,11 @@ optimiser step (and `monitor.step(0)` before the first, to record the initialisa
 
 A measurement runs the model on the held-out batch under `no_grad`, in eval mode, and puts
 back every module's mode and every hook afterwards; it never sees the optimiser or the
-training batch. Real models go through the probe's own forward pass
-(`rankcollapse.hf.run_batch`: variants as hooks, layer 0 = the embedding output, final norm
-never applied); any other torch module through the same capture hooks on the blocks it
-declares (`blocks="body.blocks"` or a list of modules; layer 0 = the first block's input).
+training batch. Every model goes through the probe's own loop (`measure.layers.measure_batch`)
+and its kind (`measure.kinds`): real models through their hooks (variants as hooks, layer 0 =
+the embedding output, final norm never applied), any other torch module through the capture
+hooks on the blocks it declares (`blocks="body.blocks"` or a list of modules; layer 0 = the
+first block's input).
 Each layer's states are copied as soon as the block has run and measured by the metric suite
 (`rankcollapse.metrics.measure_states`, float64, floor flags of the model's dtype) a few
 layers at a time (`rankcollapse.measure.layers.LayerMeasure`).
@@ -18,11 +19,12 @@ layers at a time (`rankcollapse.measure.layers.LayerMeasure`).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 import pandas as pd
@@ -30,12 +32,19 @@ import torch
 from torch import Tensor, nn
 
 from rankcollapse.errors import ConfigError, InputError, RankCollapseError
-from rankcollapse.hf import LayerCapture, blocks_captured, modes_kept
+from rankcollapse.hf import LayerCapture, RunSettings
 from rankcollapse.lens import is_nnsight, unwrap_nnsight
-from rankcollapse.measure.kinds import Measured, embedding_size, in_memory, knows, takes_pixels
-from rankcollapse.measure.layers import LayerMeasure, check_model, measure_batch, prepare_batch
+from rankcollapse.measure.kinds import (
+    KINDS,
+    BlocksMeasured,
+    Measured,
+    as_measured,
+    check_parameters,
+)
+from rankcollapse.measure.layers import Batch, check_model, measure_batch, prepare_batch
 from rankcollapse.measure.monitor.distributed import Ranks, check_ranks, local_module, logs_of_rank
-from rankcollapse.measure.probe import ProbeInputs, ProbeRequest, resolve_probe
+from rankcollapse.measure.probe import ProbeInputs
+from rankcollapse.measure.request import ProbeRequest, resolve_probe
 from rankcollapse.variants import Variant
 
 COLUMNS = ("step", "layer", "variant", "sample", "metric", "value", "at_floor")
@@ -151,9 +160,9 @@ def watch(
 
     Args:
         model: a Hugging Face model in memory (any family the probe knows; base model or one
-            with a head), a `LoadedModel`, a TransformerLens `HookedTransformer` (its
-            residual-stream hooks), an nnsight wrapper (the model it wraps), a DDP wrapper
-            (its module), or any torch module together with `blocks`.
+            with a head), a `LoadedModel`, a TransformerLens `HookedTransformer` or
+            `TransformerBridge` (its residual-stream hooks), an nnsight wrapper (the model it
+            wraps), a DDP wrapper (its module), or any torch module together with `blocks`.
         every: measure at steps 0, every, 2 every, ...
         metrics: metric names of `rankcollapse.metrics.METRICS`, a list or "a,b" (default
             `MONITOR_METRICS`); attention metrics for a Hugging Face model (averaged over
@@ -197,18 +206,24 @@ def watch(
     request = resolve_probe(variants, None, MONITOR_METRICS if metrics is None else metrics)
     logs = checked_logs(logs)
     if blocks is None:
+        # the batch drawn when `inputs` is None
         held_out = ProbeInputs(
-            text=text,
-            random_tokens=random_tokens,
-            n_samples=n_samples,
-            n_tokens=n_tokens,
-            seed=seed,
-        )  # the batch drawn when `inputs` is None
-        measure, found = _hf_measure(model, request, inputs, token_mask, tokenizer, held_out)
+            text, random_tokens, n_samples=n_samples, n_tokens=n_tokens, seed=seed
+        )
+        measured, batch, found = _known_batch(
+            model, request, inputs, token_mask, tokenizer, held_out
+        )
     else:
-        measure, found = _module_measure(model, request, blocks, inputs, token_mask)
+        measured, batch, found = _blocks_batch(model, request, blocks, inputs, token_mask)
+        request = replace(request, batch_size=batch.n_samples)  # one pass, as the model runs
     _check_log_setups(logs, request, found)
-    return Monitor(measure, every, logs, ranks=ranks)
+    return Monitor(functools.partial(_measure, measured, batch, request), every, logs, ranks=ranks)
+
+
+def _measure(measured: Measured, batch: Batch, request: ProbeRequest, step: int) -> pd.DataFrame:
+    """One measurement of the held-out batch at `step`: the probe's loop (`measure_batch`)."""
+    frames = measure_batch(measured, batch, request, {"step": step})
+    return pd.concat(frames, ignore_index=True)[list(COLUMNS)]
 
 
 def _unwrapped(model: Any, tokenizer: Any) -> tuple[Any, Any]:
@@ -222,7 +237,7 @@ def _unwrapped(model: Any, tokenizer: Any) -> tuple[Any, Any]:
 def _check_log_setups(logs: list[Log], request: ProbeRequest, found: dict[str, Any]) -> None:
     """Each log with `check(setup)` refuses to hold this monitor's rows if it holds another
     setup's (metrics, variants, and the model and inputs `found`)."""
-    setup = {"metrics": list(request.metrics), "variants": [v.name for v in request.variants]}
+    setup = {"metrics": list(request.names), "variants": [v.name for v in request.variants]}
     for log in logs:
         if callable(getattr(log, "check", None)):
             log.check({**setup, **found})
@@ -278,30 +293,30 @@ def digest(*tensors: Tensor | None) -> str:
     return h.hexdigest()
 
 
-def _hf_measure(model, request: ProbeRequest, inputs, token_mask, tokenizer, held_out):
-    """The measurement of a Hugging Face model (the probe's checks, batch and forward
-    passes) and its part of the setup."""
-    if not knows(model):
+def _known_batch(
+    model: Any, request: ProbeRequest, inputs: Any, token_mask: Any, tokenizer: Any, held_out
+) -> tuple[Measured, Batch, dict[str, Any]]:
+    """A model of a kind the probe knows (`as_measured`: checked that it can run), its checked
+    held-out batch (the user's `inputs` or one drawn from `held_out`) and its part of the
+    setup."""
+    if isinstance(model, nn.Module) and not any(kind.accepts(model) for kind in KINDS):
         raise ConfigError(
-            f"a {type(model).__name__} is not a Hugging Face model, a HookedTransformer or an "
-            "nnsight wrapper; declare its blocks, e.g. watch(model, blocks='layers', "
+            f"a {type(model).__name__} is not a Hugging Face model, a TransformerLens model or "
+            "an nnsight wrapper; declare its blocks, e.g. watch(model, blocks='layers', "
             "inputs=batch) (a dotted path to its ModuleList of blocks, or the block modules "
             "in order)."
         )
-    loaded = in_memory(model, tokenizer=tokenizer)
-    if inputs is None:
-        check_model(loaded, request.variants, held_out.n_tokens)
-        inputs, token_mask = held_out.build(loaded)
-    else:
-        inputs, token_mask = checked_tokens(loaded, inputs, token_mask)
-        check_model(loaded, request.variants, inputs.shape[-1])
-    batch = prepare_batch(loaded, request, inputs.cpu(), token_mask.cpu())
-    config = getattr(loaded.model, "config", None) or getattr(loaded.model, "cfg", None)
+    measured = as_measured(model, tokenizer=tokenizer)
+    if inputs is not None or token_mask is not None:
+        held_out = ProbeInputs(tokens=inputs, token_mask=token_mask, tokens_name="inputs")
+    check_model(measured, request, held_out.n_tokens)
+    batch = prepare_batch(measured, request, *held_out.build(measured))
+    config = getattr(measured.model, "config", None) or getattr(measured.model, "cfg", None)
     setup = {
         "model": {
-            "class": type(loaded.model).__name__,
-            "name": loaded.name,
-            "n_layers": loaded.n_layers,
+            "class": type(measured.model).__name__,
+            "name": measured.name,
+            "n_layers": measured.n_layers,
             "d_model": getattr(config, "hidden_size", getattr(config, "d_model", None)),
         },
         "inputs": {
@@ -309,76 +324,14 @@ def _hf_measure(model, request: ProbeRequest, inputs, token_mask, tokenizer, hel
             "sha256": digest(batch.input_ids, batch.token_mask),
         },
     }
-
-    def measure(step: int) -> pd.DataFrame:
-        frames = measure_batch(loaded, batch, request, {"step": step})
-        return pd.concat(frames, ignore_index=True)[list(COLUMNS)]
-
-    return measure, setup
+    return measured, batch, setup
 
 
-def checked_tokens(loaded: Measured, inputs: Any, token_mask: Any) -> tuple[Tensor, Tensor]:
-    """A user's held-out token ids (b >= 1, n >= 2, whole numbers within the vocabulary) and
-    their boolean mask (None: all real), or a clear error."""
-    if takes_pixels(loaded):
-        raise InputError(
-            f"'{loaded.name}' takes pixels; its held-out batch is drawn by "
-            "the monitor: drop inputs= (random pixels, chosen by seed)."
-        )
-    if not isinstance(inputs, Tensor) or inputs.ndim != 2 or min(inputs.shape) < 1:
-        what = f"shape {tuple(inputs.shape)}" if isinstance(inputs, Tensor) else type(inputs)
-        raise InputError(
-            f"inputs must be token ids, a torch.Tensor of shape (b, n), got {what}; e.g. "
-            "tokenizer(texts, return_tensors='pt')['input_ids']."
-        )
-    if inputs.dtype == torch.bool or inputs.is_floating_point() or inputs.is_complex():
-        raise InputError(
-            f"inputs holds {inputs.dtype} values, not token ids; pass whole numbers "
-            "(torch.long), e.g. inputs.long() if they are ids."
-        )
-    low, high = int(inputs.min()), int(inputs.max())
-    vocab = embedding_size(loaded)
-    if low < 0 or (isinstance(vocab, int) and high >= vocab):
-        raise InputError(
-            f"inputs holds token ids from {low} to {high} but '{loaded.name}' has a vocabulary "
-            f"of {vocab} (ids 0 to {vocab - 1 if isinstance(vocab, int) else '?'}); pass ids "
-            "from its own tokenizer."
-        )
-    if token_mask is None:
-        token_mask = torch.ones(inputs.shape, dtype=torch.bool)
-    if (
-        not isinstance(token_mask, Tensor)
-        or token_mask.shape != inputs.shape
-        or token_mask.dtype != torch.bool
-    ):
-        shape = tuple(token_mask.shape) if isinstance(token_mask, Tensor) else None
-        raise InputError(
-            f"token_mask has shape {shape} and dtype {getattr(token_mask, 'dtype', None)} but "
-            f"inputs have shape {tuple(inputs.shape)}; pass a boolean mask of shape "
-            f"{tuple(inputs.shape)} (True for real tokens) or none."
-        )
-    if int(token_mask.sum(dim=1).min()) < 2:
-        raise InputError(
-            "token_mask leaves a sequence with fewer than 2 real tokens; every held-out "
-            "sequence needs at least 2 (a metric compares tokens)."
-        )
-    return inputs.long(), token_mask
-
-
-def _module_measure(model, request: ProbeRequest, blocks, inputs, token_mask):
-    """The measurement of any module through the capture hooks on its declared blocks (one
-    forward pass here checks them), and its part of the setup."""
-    if [v.name for v in request.variants] != ["transformer"]:
-        raise ConfigError(
-            f"variants {[v.name for v in request.variants]} are defined for Hugging Face models "
-            "only; a module with declared blocks is measured as it is (variants=['transformer'])."
-        )
-    if request.attention_metrics:
-        raise ConfigError(
-            f"{list(request.attention_metrics)} are attention metrics, measured on the "
-            "attention a Hugging Face model's hooks capture; a module with declared blocks "
-            "gives states only. Drop them, or watch a Hugging Face model."
-        )
+def _blocks_batch(
+    model: Any, request: ProbeRequest, blocks: Any, inputs: Any, token_mask: Any
+) -> tuple[Measured, Batch, dict[str, Any]]:
+    """Any module measured through the capture hooks on its declared blocks (one forward pass
+    here checks them), its held-out batch and its part of the setup."""
     if not isinstance(inputs, Tensor):
         raise ConfigError(
             "a module with declared blocks needs its held-out batch as a torch.Tensor: pass "
@@ -392,24 +345,17 @@ def _module_measure(model, request: ProbeRequest, blocks, inputs, token_mask):
             f"token_mask must be a boolean torch.Tensor (b, n), True for real tokens, got "
             f"{getattr(token_mask, 'dtype', type(token_mask).__name__)}; or pass none."
         )
-    blocks = module_blocks(model, blocks)
+    measured = BlocksMeasured(model, module_blocks(model, blocks))
+    check_parameters(model, needed=False)
+    measured.check_variants(request.variants)
     mask = None if token_mask is None else token_mask.cpu()
-    _dry_run(model, blocks, inputs, mask)
+    batch = prepare_batch(measured, request, inputs, mask)
+    _dry_run(measured, inputs, mask)
     setup = {
-        "model": {"class": type(model).__name__, "n_blocks": len(blocks)},
+        "model": {"class": type(model).__name__, "n_blocks": measured.n_layers},
         "inputs": {"shape": list(inputs.shape), "sha256": digest(inputs, mask)},
     }
-
-    def measure(step: int) -> pd.DataFrame:
-        on_layer = LayerMeasure(
-            request.state_metrics, (), {"step": step, "variant": "transformer"}, mask
-        )
-        _forward(model, blocks, inputs, on_layer)
-        on_layer.finish()
-        frames = LayerMeasure.frames_of([on_layer])
-        return pd.concat(frames, ignore_index=True)[list(COLUMNS)]
-
-    return measure, setup
+    return measured, batch, setup
 
 
 def module_blocks(model: Any, blocks: Any) -> list[nn.Module]:
@@ -458,19 +404,10 @@ def module_blocks(model: Any, blocks: Any) -> list[nn.Module]:
     return blocks
 
 
-def _forward(model: nn.Module, blocks: list[nn.Module], inputs: Tensor, on_layer) -> None:
-    """One forward pass of `inputs` in eval mode under no_grad, each block's states to
-    `on_layer`; every module's mode and every hook put back."""
-    param = next(model.parameters(), None)
-    device = inputs.device if param is None else param.device
-    with blocks_captured(blocks, on_layer), modes_kept(model), torch.no_grad():
-        model.eval()
-        model(inputs.to(device))
-
-
-def _dry_run(model: nn.Module, blocks: list[nn.Module], inputs: Tensor, mask: Tensor | None):
+def _dry_run(measured: BlocksMeasured, inputs: Tensor, mask: Tensor | None) -> None:
     """One forward pass at watch(): the held-out batch runs, each block once, and every
     layer is a float tensor (b, n, d) matching `mask`; else a clear error."""
+    model, blocks = measured.model, measured.blocks
     seen: list[int] = []
 
     def check(c: LayerCapture) -> None:
@@ -500,7 +437,7 @@ def _dry_run(model: nn.Module, blocks: list[nn.Module], inputs: Tensor, mask: Te
         seen.append(c.layer)
 
     try:
-        _forward(model, blocks, inputs, check)
+        measured.run_layers(inputs, mask, check, RunSettings())
     except RankCollapseError:
         raise
     except Exception as err:  # noqa: BLE001 - the user's model on the user's batch
