@@ -53,10 +53,6 @@ class CurvesConfig(BaseModel):
     device: Device = torch.device("cpu")
     """Where the networks run (auto: an accelerator when one is visible)."""
 
-    def mask(self, spec: str) -> MaskSpec:
-        """The config's parsed mask that a unit names by its string."""
-        return next(mask for mask in self.masks if str(mask) == spec)
-
     def model_dtype(self, model: str) -> torch.dtype:
         """The parameter dtype a real model runs in: float64 if listed, else `dtype`."""
         return torch.float64 if model in self.float64_models else self.dtype

@@ -116,10 +116,6 @@ class MaskSpec(str):
         """The boolean (n, n) mask of this spec (a method, not a call: pandas calls callables)."""
         return _FAMILIES[self.family].build(n, *self.params)
 
-    def to_spec(self) -> str:
-        """The canonical spec string: family, then each parameter after a colon."""
-        return str(self)
-
     @classmethod
     def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> core_schema.CoreSchema:
         """A pydantic field typed `MaskSpec` takes a spec string (parsed here, once) or a

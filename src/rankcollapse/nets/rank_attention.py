@@ -131,10 +131,6 @@ class RankAttention(nn.Module):
             layer.w_q.copy_(w_q), layer.w_k.copy_(w_k), layer.w_o.copy_(w_o)
         return layer
 
-    def qk_products(self) -> Tensor:
-        """W_Q,h^T W_K,h per head, shape (H, d, d): the bilinear form <W_Q y, W_K x>."""
-        return self.w_q.transpose(-1, -2) @ self.w_k
-
     def forward(self, queries: Tensor, x: Tensor) -> Tensor:
         """queries (..., q, d), x (..., n, d) -> (..., q, d)."""
         return rank_attention(queries, x, self.w_q, self.w_k, self.w_o, hard=self.hard).sum(-3)

@@ -121,10 +121,6 @@ class RunResult:
     def claims(self) -> list[Claim]:
         return self.summary.claims
 
-    @property
-    def all_passed(self) -> bool:
-        return all(claim.passed for claim in self.claims)
-
 
 def parse_overrides(pairs: Sequence[str], keys: Sequence[str] = ()) -> dict[str, Any]:
     """`key=value` strings (values read as YAML scalars or lists) to a dotted-key dict; `keys`

@@ -12,8 +12,7 @@ multiples of `every` (rows: step, layer, variant, sample, metric, value, at_floo
 log. Under torch.distributed one rank measures, or each into its own logs (`distributed`). Integrations:
 `rankcollapse.measure.monitor.trainer.MonitorCallback` (Hugging Face Trainer) and
 `rankcollapse.measure.monitor.lightning.MonitorCallback` (the `lightning` extra), imported from
-their modules so this package needs neither. (`rankcollapse.monitor` is the deprecated name of
-this package.)
+their modules so this package needs neither.
 """
 
 from rankcollapse.measure.monitor.logs import (
