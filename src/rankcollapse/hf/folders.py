@@ -369,7 +369,7 @@ def _checked(folder: Path, stamp: tuple) -> None:
 def check_model_folder(path: str | Path) -> None:
     """Check a model folder's config.json and weights before transformers reads them.
 
-    Checked once per process while the folder's files are unchanged (their sizes and times).
+    Checked once per process while the folder's files are unchanged (`folder_stamp`).
 
     Raises:
         InputError: one clear line for a missing, empty or damaged config.json, an unknown
@@ -377,11 +377,22 @@ def check_model_folder(path: str | Path) -> None:
             only in an unsafe format, damaged, or of shapes the config does not describe.
     """
     folder = Path(path)
+    _checked(folder.resolve(), folder_stamp(folder))
+
+
+def folder_stamp(path: str | Path) -> tuple[tuple[str, int, int, int, int], ...]:
+    """What identifies the contents of a model folder: each file's name, size, modification and
+    change times and inode (a file replaced by a rename gets a new inode). The folder check and
+    the loader's cache are keyed by it, so weights saved again into the folder are read again.
+
+    Raises:
+        InputError: no such folder, or a file in it that is not a regular file.
+    """
+    folder = Path(path)
     if not folder.is_dir():
         raise InputError(f"model folder '{folder}' does not exist; pass a local model folder.")
-    files = _regular_files(folder)
-    stamp = tuple((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in files)
-    _checked(folder.resolve(), stamp)
+    stats = [(p.name, p.stat()) for p in _regular_files(folder)]
+    return tuple((n, s.st_size, s.st_mtime_ns, s.st_ctime_ns, s.st_ino) for n, s in stats)
 
 
 def _regular_files(folder: Path) -> list[Path]:

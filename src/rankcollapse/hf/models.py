@@ -44,7 +44,7 @@ from rankcollapse.hf.architectures import (
     model_class_of,
     n_layers,
 )
-from rankcollapse.hf.folders import check_tokenizer_folder
+from rankcollapse.hf.folders import check_tokenizer_folder, folder_stamp
 from rankcollapse.hf.registry import MODELS, Init, check_model_name, tiny_config
 
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -209,9 +209,20 @@ def load_tokenizer(path: str | Path) -> Any:
         ) from None
 
 
-@functools.lru_cache(maxsize=4)
 def _load_pretrained(name: str) -> tuple[nn.Module, Any, dict[str, Any]]:
-    """Pure loader (cached per process): base model in float32, tokenizer, provenance."""
+    """Base model in float32, tokenizer, provenance: cached per process, a folder's by its path
+    and `folder_stamp` (the key of its check), so weights saved again into it are loaded again;
+    the shipped models' files never change."""
+    if name in MODELS:
+        return _load_cached(name, None, ())
+    return _load_cached(name, Path(name).resolve(), folder_stamp(name))
+
+
+@functools.lru_cache(maxsize=4)
+def _load_cached(
+    name: str, _folder: Path | None, _stamp: tuple
+) -> tuple[nn.Module, Any, dict[str, Any]]:
+    """Pure loader of `_load_pretrained` (its arguments after `name` are the cache's key)."""
     from transformers import AutoConfig, AutoModel, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
