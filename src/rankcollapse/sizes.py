@@ -5,12 +5,23 @@ checked before anything is allocated.
 The bounds are wide enough for every preset and every model of the registry; what they let
 through can still be too big for this machine, which `check_memory` says (with the size and
 the memory it needs) before the first tensor is made.
+
+A config field takes a size by its type (`NLayers`, `NHeads`, `DModel`, `NTokens`, `NSamples`,
+`BatchSize`, `NPaths`), alone or inside `list[...]`; an experiment that needs less narrows
+it (`NTokens = Field(128, ge=4)`), never widens it. `check_size` is the same bound for a value
+that enters outside a config (a flag, a model folder's config.json, a random init's depth).
+
+Example:
+    >>> from pydantic import TypeAdapter
+    >>> TypeAdapter(list[NLayers]).validate_python([1, 3])
+    [1, 3]
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Annotated, Any
 
 from rankcollapse.errors import ConfigError
 
@@ -29,7 +40,7 @@ class Bound:
 
 # One bound per quantity, in the one vocabulary.
 SIZES = {
-    "n_layers": Bound(1, 1024, "Number of layers (of the toy networks; real models keep their own)."),
+    "n_layers": Bound(1, 1024, "Number of layers (of a toy network, a random init or a model folder)."),
     "n_heads": Bound(1, 256, "Attention heads per layer."),
     "d_model": Bound(1, 16384, "Token width."),
     "n_tokens": Bound(2, 16384, "Tokens per sequence."),
@@ -38,6 +49,29 @@ SIZES = {
     "n_paths": Bound(1, 100_000, "Sampled paths per length."),
 }  # fmt: skip
 
+
+@dataclass(frozen=True)
+class Size:
+    """The metadata of a size type: a pydantic field typed `Annotated[int, Size("n_layers")]`
+    takes integers within `SIZES["n_layers"]` (the JSON schema says so too). Pydantic is not
+    imported here: it calls this hook when it builds a config."""
+
+    name: str
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: Any) -> Any:
+        bound, schema = SIZES[self.name], handler(source)
+        low, high = schema.get("ge", bound.low), schema.get("le", bound.high)  # a field's own
+        return {**schema, "ge": max(low, bound.low), "le": min(high, bound.high)}
+
+
+# The one type of each size; a field narrows it with Field(ge=..., le=...), never widens it.
+NLayers = Annotated[int, Size("n_layers")]
+NHeads = Annotated[int, Size("n_heads")]
+DModel = Annotated[int, Size("d_model")]
+NTokens = Annotated[int, Size("n_tokens")]
+NSamples = Annotated[int, Size("n_samples")]
+BatchSize = Annotated[int, Size("batch_size")]
+NPaths = Annotated[int, Size("n_paths")]
 
 SHARE = 0.75  # of the available memory, the most one command's estimate may ask for
 

@@ -13,6 +13,7 @@ from rankcollapse.devices import Device, Dtype
 from rankcollapse.experiments._registry import toy_sizes
 from rankcollapse.masks import MaskSpec, parse_mask_spec
 from rankcollapse.seeds import Seed
+from rankcollapse.sizes import NSamples, NTokens
 from rankcollapse.variants import variant_type
 
 
@@ -44,9 +45,9 @@ class CurvesConfig(BaseModel):
     """Real models run in float64: SmolLM2 without its norms overflows float32 (mu ~ 1e37)."""
     dtype: Dtype = torch.float32
     """Parameter dtype of the other real models (metrics are float64, flagged at its floor)."""
-    n_samples: int = Field(32, ge=1)
+    n_samples: NSamples = 32
     """Text windows per real model."""
-    n_tokens: int = Field(128, ge=4)
+    n_tokens: NTokens = Field(128, ge=4)
     """Tokens per window (real models)."""
     seed: Seed = 0
     """Seed of weights, toy tokens (its data stream) and window choice."""

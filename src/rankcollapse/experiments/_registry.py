@@ -28,7 +28,7 @@ import sys
 import typing
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -36,7 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from rankcollapse.errors import ConfigError, did_you_mean, invalid_config, unknown_name
 from rankcollapse.presets import DEFAULT_PRESET, PRESET_NAMES, PRESETS
-from rankcollapse.sizes import SIZES
+from rankcollapse.sizes import SIZES, Size
 
 Unit = dict[str, Any]
 Relation = Literal["<", "<=", ">", ">=", "true"]
@@ -74,8 +74,7 @@ def toy_sizes(**defaults: int) -> type[BaseModel]:
         raise TypeError(f"toy_sizes got {sorted(unknown)}; sizes are {', '.join(TOY_SIZES)}")
     fields: dict[str, Any] = {}
     for name, value in defaults.items():
-        bound = SIZES[name]
-        fields[name] = (int, Field(value, ge=bound.low, le=bound.high, description=bound.doc))
+        fields[name] = (Annotated[int, Size(name)], Field(value, description=SIZES[name].doc))
     config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
     return create_model("ToySizes", __config__=config, **fields)
 

@@ -74,6 +74,7 @@ from rankcollapse.experiments._registry import (
     seeds_agree,
 )
 from rankcollapse.plot import depth_figures
+from rankcollapse.sizes import NLayers, NTokens
 from rankcollapse.train import EncoderConfig, tail_change, train_farthest_encoder
 
 NAME = "amsel2024-depth"
@@ -87,9 +88,9 @@ context count against Thm 5: the theorem only says such a network exists, and th
 class Config(EncoderConfig):
     """Rank-1-head encoders at several depths and context lengths, and a full-rank reference."""
 
-    contexts: list[int] = Field(default_factory=lambda: [4, 16], min_length=1)
+    contexts: list[NTokens] = Field(default_factory=lambda: [4, 16], min_length=1)
     """Points per set N: short and long contexts."""
-    n_layers: list[int] = Field(default_factory=lambda: [1, 2, 3], min_length=1)
+    n_layers: list[NLayers] = Field(default_factory=lambda: [1, 2, 3], min_length=1)
     """Encoder depths of the rank-1 models (rank-1 heads: H = the width d + P)."""
     scratch: bool = True
     """Thm 5's scratch dimensions: each token carries a one-hot of its position in P = the

@@ -44,6 +44,7 @@ from rankcollapse.experiments._registry import (
     seeds_agree,
 )
 from rankcollapse.plot import band_plot
+from rankcollapse.sizes import NHeads, NLayers
 from rankcollapse.train import EncoderConfig, train_farthest_encoder
 
 NAME = "amsel2024-encoder"
@@ -55,9 +56,9 @@ class Config(EncoderConfig):
 
     n_points: int = Field(8, ge=2, le=4096)
     """Points per set N."""
-    n_heads: list[int] = Field(default_factory=lambda: [2, 4, 8], min_length=1)
+    n_heads: list[NHeads] = Field(default_factory=lambda: [2, 4, 8], min_length=1)
     """Heads per attention module (each divides d; rank per head d / H)."""
-    n_layers: list[int] = Field(default_factory=lambda: [1, 3], min_length=1)
+    n_layers: list[NLayers] = Field(default_factory=lambda: [1, 3], min_length=1)
     """Encoder depths."""
     width_multipliers: list[int] = Field(default_factory=lambda: [1, 8], min_length=1)
     """Parallel attention modules per layer, averaged."""

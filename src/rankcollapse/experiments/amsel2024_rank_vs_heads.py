@@ -44,6 +44,7 @@ from rankcollapse.experiments._registry import (
 )
 from rankcollapse.plot import line_plot
 from rankcollapse.seeds import Seed
+from rankcollapse.sizes import DModel
 from rankcollapse.train import TrainingConfig, training_rows
 
 NAME = "amsel2024-rank-vs-heads"
@@ -54,7 +55,7 @@ Rank = int | Literal["d/4", "d/2", "d"]
 class Config(TrainingConfig):
     """A grid of one-layer attention models trained on nearest-neighbour targets."""
 
-    d_models: list[int] = Field(default_factory=lambda: [8, 16], min_length=1)
+    d_models: list[DModel] = Field(default_factory=lambda: [8, 16], min_length=1)
     """Widths d (one batched unit each)."""
     n_points: int = Field(8, ge=2, le=1024)
     """Points per set N."""

@@ -87,6 +87,7 @@ from rankcollapse.experiments._registry import (
 )
 from rankcollapse.plot import circle_distances, circle_shares, circle_trajectories
 from rankcollapse.seeds import Seed
+from rankcollapse.sizes import BatchSize, DModel, NHeads
 
 NAME = "dong2021-circle"
 
@@ -109,13 +110,13 @@ class Config(BaseModel):
     """Points on the circle (even); the data are the n_points / 2 - 1 pairs of the two arcs."""
     radius: float = Field(0.3, gt=0)
     """Radius of the circle."""
-    d_model: int = Field(32, ge=2)
+    d_model: DModel = Field(32, ge=2)
     """Width of the attention layer."""
-    n_heads: int = Field(2, ge=1)
+    n_heads: NHeads = 2
     """Heads of the attention layer."""
     steps: int = Field(1190, ge=0)
     """Adam steps (1190 = the authors' 70 epochs of 17 mini-batches)."""
-    batch_size: int = Field(30, ge=1)
+    batch_size: BatchSize = 30
     """Pairs per step."""
     lr: float = Field(1e-3, gt=0)
     """Adam learning rate (the peak one under the cosine schedule)."""

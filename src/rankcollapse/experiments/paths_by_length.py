@@ -46,6 +46,7 @@ from rankcollapse.experiments._registry import (
 from rankcollapse.paths import length_summary
 from rankcollapse.plot import length_figures
 from rankcollapse.seeds import Seed
+from rankcollapse.sizes import NPaths
 
 NAME = "paths-by-length"
 
@@ -73,7 +74,7 @@ class Config(toy_sizes(n_layers=6, n_heads=2, d_model=32, n_tokens=16, n_samples
     """Toy variants: san, san+skip, san+skip+ln (post-LN), transformer (skip + MLP + post-LN)."""
     models: list[str] = Field(default_factory=lambda: ["minilm:pretrained", "llama-small:random"])
     """Real models as name:init (names of rankcollapse.hf.MODELS; every family decomposes)."""
-    n_paths: int = Field(8, ge=1, le=1000)
+    n_paths: NPaths = Field(8, le=1000)
     """Sampled paths per length for the attention-product analysis."""
     seeds: list[Seed] = Field(default_factory=lambda: [0], min_length=1)
     """Seeds of toy weights, inputs and path samples."""

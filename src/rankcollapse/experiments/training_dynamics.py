@@ -52,6 +52,7 @@ from rankcollapse.measure.monitor import MemoryLog, watch
 from rankcollapse.nets import CausalLM, NetConfig
 from rankcollapse.plot import line_plot, training_curves, training_heatmap
 from rankcollapse.seeds import stream_seed
+from rankcollapse.sizes import BatchSize
 from rankcollapse.tasks import VOCAB_SIZE, byte_windows, unigram_loss
 from rankcollapse.train import TrainConfig, train
 
@@ -70,7 +71,7 @@ class Config(toy_sizes(n_layers=4, n_heads=4, d_model=64, n_tokens=32, n_samples
     """Softmax temperature T of the hot arm: logits / (T sqrt(d_qk))."""
     steps: int = Field(400, ge=1)
     """Adam steps."""
-    batch_size: int = Field(16, ge=1)
+    batch_size: BatchSize = 16
     """Windows per step."""
     lr: float = Field(1e-3, gt=0)
     """Adam learning rate."""

@@ -34,6 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from rankcollapse.experiments._registry import Claim, Experiment, Summary, Unit, for_every, register
 from rankcollapse.metrics import measure_states
 from rankcollapse.plot import band_plot, counterexample_basin, counterexample_trajectories
+from rankcollapse.sizes import NLayers
 from rankcollapse.theory.equilibria import (
     counterexample_basin_arc,
     counterexample_point_b,
@@ -62,7 +63,7 @@ class Config(BaseModel):
     """Start angles (degrees) of token 1; 90 is the paper's (0, 1)."""
     n_angles: int = Field(360, ge=8)
     """Start angles of token 2 on the ring (resolution 360 / n_angles degrees)."""
-    n_layers: int = Field(1000, ge=10)
+    n_layers: NLayers = Field(1000, ge=10)
     """Layers run."""
     n_drawn: int = Field(24, ge=1)
     """Ring starts whose whole trajectory is kept for the figure."""

@@ -74,6 +74,7 @@ from rankcollapse.hf import MODELS, text_model_type
 from rankcollapse.masks import MaskSpec, parse_mask_spec
 from rankcollapse.measure import ModelSource, load_cached, real_curves, toy_curves
 from rankcollapse.plot import mask_panels
+from rankcollapse.sizes import NLayers
 from rankcollapse.theory import (
     collapse_rates,
     curve_slopes,
@@ -112,7 +113,7 @@ class Config(CurvesConfig):
     """Real models: eval (dropout off) and/or train mode (dropout on)."""
     float64_models: list[Model] = Field(["smollm2"])
     """Real models run in float64: SmolLM2 without its norms overflows float32 (mu ~ 1e37)."""
-    deep_n_layers: int = Field(128, ge=1)
+    deep_n_layers: NLayers = 128
     """n_layers of `bert-deep` (the paper's deep random-init BERT has 128)."""
 
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from rankcollapse.errors import InputError
 from rankcollapse.reading import MiB, checked_size, read_json, safetensors_header
+from rankcollapse.sizes import SIZES as SIZE_BOUNDS
 
 CONFIG = "config.json"
 WEIGHTS = "model.safetensors"
@@ -51,7 +52,6 @@ TOKENIZER_JSON = (
     "special_tokens_map.json",
     "vocab.json",
 )
-MAX_LAYERS = 4096  # deeper than any published model; a config beyond is damaged
 # The one base-model part no hidden state passes through: saved without it by *For... heads.
 OPTIONAL_PARTS = ("pooler.",)
 FIX = "save the model with save_pretrained(DIR) or fix the file"
@@ -141,11 +141,12 @@ def _sizes(folder: Path, config: Any, values: dict) -> None:
             raise _error(
                 folder, f"has {key} = {value!r} in {CONFIG}; it must be a positive integer"
             )
-    if config.num_hidden_layers > MAX_LAYERS:
+    depth = SIZE_BOUNDS["n_layers"]  # deeper than any published model: a damaged config
+    if config.num_hidden_layers > depth.high:
         raise _error(
             folder,
             f"has num_hidden_layers = {config.num_hidden_layers} in {CONFIG} (at most "
-            f"{MAX_LAYERS})",
+            f"{depth.high})",
         )
     heads = getattr(config, "num_attention_heads", None)
     width = getattr(config, "hidden_size", None)

@@ -46,6 +46,7 @@ from rankcollapse.hf.architectures import (
 )
 from rankcollapse.hf.folders import check_tokenizer_folder, folder_stamp
 from rankcollapse.hf.registry import MODELS, Init, check_model_name, tiny_config
+from rankcollapse.sizes import check_size
 
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 # Files any Hugging Face tokenizer is saved with; a directory without one has no tokenizer.
@@ -322,9 +323,11 @@ def load_resolved(
     """`load_model` with `device` resolved by the caller's boundary (`resolve_device` of the
     command line or `probe`, an experiment config's `Device` field checked at `make_config`),
     so it is not checked again: the loader of `measure.ModelSource` and the experiments."""
-    check_model_name(name, init)
     if n_layers is not None:
         config_overrides = {**(config_overrides or {}), "num_hidden_layers": n_layers}
+    if config_overrides and "num_hidden_layers" in config_overrides:
+        check_size("n_layers", config_overrides["num_hidden_layers"], shown="n_layers")
+    check_model_name(name, init)
     if config_overrides and init == "pretrained":
         raise ConfigError(
             f"config_overrides {dict(config_overrides)} need init='random': pretrained weights "
