@@ -18,7 +18,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rankcollapse.cli._common import add_figures_option, add_metrics_option, parse_metrics
+from rankcollapse.cli._common import (
+    DEVICE_METAVAR,
+    add_figures_option,
+    add_metrics_option,
+    device_flag,
+    parse_metrics,
+)
 from rankcollapse.cli._figures import FigureProcesses
 
 SUFFIXES = (".npy", ".pt", ".safetensors")
@@ -28,8 +34,6 @@ DIMS = ("layers", "sequences", "tokens", "features")
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    from rankcollapse.devices import DEVICES
-
     parser = subparsers.add_parser(
         "measure",
         description=__doc__,
@@ -48,7 +52,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--device",
-        choices=DEVICES,
+        type=device_flag,
+        metavar=DEVICE_METAVAR,
         default="cpu",
         help="where the metrics run, one layer at a time (float64; mps measures on the cpu)",
     )
