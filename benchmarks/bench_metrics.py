@@ -51,7 +51,7 @@ def main() -> None:
             suites.append(time.perf_counter() - start)
             del states
 
-    ratios = [suite / forward for suite, forward in zip(suites, forwards)]
+    ratios = [suite / forward for suite, forward in zip(suites, forwards, strict=True)]
     load = f"{load_before:.2f} before, {os.getloadavg()[0]:.2f} after (1-min, 2 cores)"
     print(
         f"hidden states: {config.num_hidden_layers + 1} x {(BATCH, N_TOKENS, config.hidden_size)}"

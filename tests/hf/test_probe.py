@@ -95,7 +95,7 @@ def test_pads_never_enter_a_metric_even_under_an_injected_mask(tiny_bert, tokeni
     short, long = [], []
     run_batch(tiny_bert, ids, mask, on_layer=short.append, mask=complete(8))
     run_batch(tiny_bert, padded, token_mask, on_layer=long.append, mask=complete(11))
-    for a, b in zip(short, long):
+    for a, b in zip(short, long, strict=True):
         torch.testing.assert_close(
             measure_states(a.states, mask)["res_comp_rel"].value,
             measure_states(b.states, token_mask)["res_comp_rel"].value,

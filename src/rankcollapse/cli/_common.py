@@ -53,7 +53,7 @@ def summary_cells(
     order = list(dict.fromkeys(keys))
     names = list(dict.fromkeys(summary[column]))
     table: dict[str, dict[tuple, str]] = {str(name): {} for name in names}
-    for key, row in zip(keys, summary.itertuples(index=False)):
+    for key, row in zip(keys, summary.itertuples(index=False), strict=True):
         text = floor_cell(row.mean_above_floor, row.n_at_floor, row.n_samples)
         table[str(getattr(row, column))][key] = text
     return order, {name: [part.get(key, "-") for key in order] for name, part in table.items()}
@@ -82,7 +82,7 @@ def print_fitted(
     for part, names in enumerate(chunks, start=1):
         more = f" ({part} of {len(chunks)})" if len(chunks) > 1 else ""
         table = Table(title=Text(title + more))
-        for i, name in enumerate(key_names):
+        for name in key_names:
             table.add_column(
                 Text(name), justify="right" if name == "layer" else "left", overflow="fold"
             )

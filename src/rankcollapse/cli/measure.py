@@ -272,7 +272,7 @@ def as_layers(states: Layers, mask):
     shape = tuple(states.shape)
     if len(shape) in (3, 4):
         dims = DIMS[-len(shape) :]
-        empty = [f"{size} {what}" for size, what in zip(shape, dims) if size == 0]
+        empty = [f"{size} {what}" for size, what in zip(shape, dims, strict=True) if size == 0]
         if empty:
             raise InputError(
                 f"activations have shape {shape}, i.e. {' and '.join(empty)}; "

@@ -59,8 +59,8 @@ def run(args: argparse.Namespace) -> int:
     )
     names = [path.stem for path in args.files]
     labels = names if len(set(names)) == len(names) else [str(path) for path in args.files]
-    frames = [read_log(p).assign(run=label) for p, label in zip(args.files, labels)]
-    for path, part in zip(args.files, frames):
+    frames = [read_log(p).assign(run=label) for p, label in zip(args.files, labels, strict=True)]
+    for path, part in zip(args.files, frames, strict=True):
         if part.empty:
             raise InputError(
                 f"{str(path)!r} holds no rows of a monitor log; pass the CSV a monitor wrote "

@@ -163,7 +163,7 @@ def _depth_check(config: Config, results: pd.DataFrame, errors: pd.DataFrame) ->
     vote = votes[votes.n_heads == max(config.n_heads)].groupby("d_model").value.mean()
     one_layer = errors[errors.d_qk == 1].groupby(["d_model", "n_heads"]).value.mean()
     best = one_layer.groupby(level="d_model").min()
-    widths = [d for d in config.low_rank_d_models if 1 < d]
+    widths = [d for d in config.low_rank_d_models if d > 1]
     ratios = {d: float(vote.get(d, np.nan) / best.get(d, np.nan)) for d in widths}
     worst = max(ratios.values(), default=np.nan)  # NaN if any width has no value
     worst = np.nan if any(np.isnan(v) for v in ratios.values()) else worst

@@ -152,7 +152,9 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
     cosines = {}
     for d, group in align.groupby("d_model"):
         cosines[f"d={d}"] = float(group.loc[group.value_error.idxmin()].value)
-        notes["align"].append(f"d={d}: {seeds_agree(dict(zip(group.seed, group.value)), '>', 0.9)}")
+        notes["align"].append(
+            f"d={d}: {seeds_agree(dict(zip(group.seed, group.value, strict=True)), '>', 0.9)}"
+        )
     sign = "-I" if config.target == "farthest" else "+I"
     setting = f"best seed per configuration; N={config.n_points}, {config.steps} steps at most"
     full = final[(final.d_qk == final.d_model) & (final.n_heads == 1)]

@@ -116,7 +116,10 @@ def shape_labels(share: pd.DataFrame) -> pd.Series:
     shapes = share.drop_duplicates("architecture").groupby(["n_layers", "n_heads"], sort=False)
     names = {key: " = ".join(part["architecture"]) for key, part in shapes}
     return pd.Series(
-        [f"{names[(L, H)]} (L={L}, H={H})" for L, H in zip(share["n_layers"], share["n_heads"])],
+        [
+            f"{names[(L, H)]} (L={L}, H={H})"
+            for L, H in zip(share["n_layers"], share["n_heads"], strict=True)
+        ],
         index=share.index,
     )
 

@@ -175,7 +175,8 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
         / basin["resolution"]
     )
     steps = {
-        f"w={r.w:g}": (g if r.contiguous else math.nan) for r, g in zip(basin.itertuples(), gap)
+        f"w={r.w:g}": (g if r.contiguous else math.nan)
+        for r, g in zip(basin.itertuples(), gap, strict=True)
     }
     curves = results[(results["part"] == "curve") & (results["norm"] == "no LN")]
     last = curves[curves["layer"] == curves.groupby("w")["layer"].transform("max")]

@@ -207,7 +207,9 @@ def read_model_config(path: str | Path) -> Any:
             config = CONFIG_MAPPING[model_type].from_dict(values)
     except Exception as err:  # noqa: BLE001 - transformers' own checks raise many kinds
         reason = " ".join(str(err).split())[:300]
-        raise _error(folder, f"has a {CONFIG} that is not a valid {model_type} config ({reason})")
+        raise _error(
+            folder, f"has a {CONFIG} that is not a valid {model_type} config ({reason})"
+        ) from None
     _sizes(folder, config, values)
     return config
 

@@ -101,12 +101,12 @@ def measure_states(
         return [_measure(METRICS[name], t, source_dtype or t.dtype) for name in names]
 
     if isinstance(x, Tensor) and x.device.type != "cpu":
-        return dict(zip(names, measure((x, mask))))  # an accelerator: one batched pass
+        return dict(zip(names, measure((x, mask)), strict=True))  # an accelerator: one batched pass
     with single_thread() as threads:
         runs = split_runs(x, mask, threads)
         try:
             if len(runs) == 1:
-                return dict(zip(names, measure(runs[0])))
+                return dict(zip(names, measure(runs[0]), strict=True))
             first_linalg_call(x.device)
             # the calling thread measures the first run itself: one thread fewer to hand work
             # to, and one malloc arena fewer holding freed memory (MiniLM's probe peak: median

@@ -261,6 +261,8 @@ class StackedRankAttention(nn.Module):
             # in one batched product, then sum each configuration's heads in one product
             z = (weights.transpose(-1, -2) @ keys).view(*lead, n_queries, -1)  # (..., q, H_s d)
             configs, sizes = self.stream_configs[s]
-            for c, z_c, m_c in zip(configs, z.split(sizes, -1), maps[columns].split(sizes)):
+            for c, z_c, m_c in zip(
+                configs, z.split(sizes, -1), maps[columns].split(sizes), strict=True
+            ):
                 out[c] = z_c @ m_c  # (..., q, d)
         return torch.stack([out[c] for c in range(self.n_configs)])

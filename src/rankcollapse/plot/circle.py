@@ -41,8 +41,8 @@ def circle_trajectories(
     axes = figure.subplots(len(variants), len(seeds), squeeze=False)
     angles = np.linspace(0, 2 * math.pi, 200)
     outcome = {(r["variant"], r["seed"]): _outcome(r) for _, r in table.iterrows()}
-    for row, variant in zip(axes, variants):
-        for ax, seed in zip(row, seeds):
+    for row, variant in zip(axes, variants, strict=True):
+        for ax, seed in zip(row, seeds, strict=True):
             part = results[(results["variant"] == variant) & (results["seed"] == seed)]
             ax.plot(radius * np.cos(angles), radius * np.sin(angles), color="0.85")
             for token, (color, style) in enumerate((("C0", "-"), ("C3", "--"))):
@@ -77,7 +77,7 @@ def circle_shares(
     variants = list(dict.fromkeys(shares["variant"]))
     figure = Figure(figsize=(2.6 * len(variants) + 0.4, 2.9), layout="constrained")
     axes = figure.subplots(1, len(variants), squeeze=False, sharey=True)[0]
-    for ax, variant in zip(axes, variants):
+    for ax, variant in zip(axes, variants, strict=True):
         part = shares[shares["variant"] == variant]
         for learned, face in ((True, "C0"), (False, "none")):
             runs = part[part["learned"] == learned]
@@ -134,7 +134,7 @@ def circle_distances(
         ylabel="distance / starting distance",
     )
     learned = table.set_index(["variant", "seed"])["learned"]
-    for ax, variant in zip(figure.axes, [v for v in variants if v in learned.index]):
+    for ax, variant in zip(figure.axes, [v for v in variants if v in learned.index], strict=True):
         ax.set_title(labels[variant], fontsize=10)
         for line in ax.get_lines():
             seed = int(str(line.get_label()).removeprefix("seed "))

@@ -19,7 +19,7 @@ def products_figure(products: pd.DataFrame) -> Figure:
     """
     models = list(dict.fromkeys(products["model"]))
     fig, axes = new_figure(len(models), sharex=False, sharey=True)
-    for ax, model in zip(axes, models):
+    for ax, model in zip(axes, models, strict=True):
         rows = products[products["model"] == model]
         lengths = sorted(rows["length"].unique())
         data = [rows.loc[rows["length"] == k, "value"].clip(lower=1e-17) for k in lengths]
@@ -106,7 +106,7 @@ def path_accuracy_figure(
         floor_column=None,
     )
     styles = [("o", "-"), ("s", "--"), ("^", ":"), ("D", "-.")]
-    for ax, task in zip(figure.axes, ordered_values(data["task"])):
+    for ax, task in zip(figure.axes, ordered_values(data["task"]), strict=True):
         ax.set_title(task, fontsize=10)
         for line in ax.get_lines():  # one marker and line style per n_paths, beside its colour
             if line.get_label() in sizes:

@@ -24,7 +24,7 @@ def table(
         rows.append({"part": part, "d_model": d, "seed": seed, "d_qk": r, "n_heads": h,
                      "temperature": t, "metric": metric, "value": v * (1 + 0.1 * seed)})  # fmt: skip
 
-    for seed in (0, 1):
+    for seed in (0, 1):  # noqa: B007 - row() reads it
         for t, value in zip((1, 100, 1e4), falls, strict=True):
             row("full-rank", 4, 4, 1, t, "rel_mse", value)
         row("full-rank", 4, 4, 1, NAN, "rel_mse_hardmax", 0.0)

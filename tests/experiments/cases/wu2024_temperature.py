@@ -23,7 +23,7 @@ def table(complete: tuple[float, float], causal: tuple[float, float]) -> pd.Data
     return pd.concat(
         [curve(mask, d_qk, slope)
          for mask, slopes in (("complete", complete), ("causal", causal))
-         for d_qk, slope in zip((1 / 64, 64.0), slopes)],
+         for d_qk, slope in zip((1 / 64, 64.0), slopes, strict=True)],
         ignore_index=True,
     )  # fmt: skip
 
