@@ -20,6 +20,7 @@ Example:
 from __future__ import annotations
 
 import math
+import types
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -64,6 +65,30 @@ class Size:
         return {**schema, "ge": max(low, bound.low), "le": min(high, bound.high)}
 
 
+def field_bounds(annotation: Any, metadata: Any = ()) -> tuple[int | None, int | None]:
+    """(lowest, highest) value a pydantic field takes, from its size type (`Size`, also inside
+    `X | None`) and its own ge/le; None where it has no bound (help texts show the range).
+
+    Example:
+        >>> field_bounds(NLayers | None)
+        (1, 1024)
+    """
+    import typing
+
+    found, todo = [*metadata], [annotation]
+    while todo:
+        kind = todo.pop()
+        if typing.get_origin(kind) is Annotated:
+            found += kind.__metadata__
+            todo.append(kind.__origin__)
+        elif typing.get_origin(kind) in (typing.Union, types.UnionType):
+            todo += typing.get_args(kind)
+    sizes = [SIZES[m.name] for m in found if isinstance(m, Size)]
+    lows = [m.ge for m in found if hasattr(m, "ge")] + [b.low for b in sizes]
+    highs = [m.le for m in found if hasattr(m, "le")] + [b.high for b in sizes]
+    return max(lows, default=None), min(highs, default=None)
+
+
 # The one type of each size; a field narrows it with Field(ge=..., le=...), never widens it.
 NLayers = Annotated[int, Size("n_layers")]
 NHeads = Annotated[int, Size("n_heads")]
@@ -90,7 +115,7 @@ def check_int(name: str, value: object, *, low: int, high: int | None = None, wh
         3
     """
     ok = isinstance(value, int) and not isinstance(value, bool)
-    if not ok or value < low or (high is not None and value > high):
+    if not isinstance(value, int) or not ok or value < low or (high is not None and value > high):
         allowed = f">= {low}" if high is None else f"from {low} to {high}"
         raise ConfigError(f"{name} must be an integer {allowed} ({what}), got {value!r}.")
     return value

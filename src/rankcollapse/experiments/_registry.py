@@ -362,10 +362,11 @@ class Experiment:
     description: str
     config: type[BaseModel]
     presets: Mapping[str, Mapping[str, Any]]
-    units: Callable[[BaseModel], list[Unit]]
-    run_unit: Callable[[BaseModel, Unit], pd.DataFrame]
-    summarize: Callable[[BaseModel, pd.DataFrame], Summary]
-    claims: Callable[[BaseModel, pd.DataFrame], list[Claim]] | None = None
+    # Any: each takes the experiment's own Config (a BaseModel), not every BaseModel
+    units: Callable[[Any], list[Unit]]
+    run_unit: Callable[[Any, Unit], pd.DataFrame]
+    summarize: Callable[[Any, pd.DataFrame], Summary]
+    claims: Callable[[Any, pd.DataFrame], list[Claim]] | None = None
     """The findings and checks alone, from the results (what `summarize` reports); the
     registry-wide test runs it on hand-made tables where each finding passes and fails."""
 

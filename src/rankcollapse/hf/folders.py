@@ -282,7 +282,7 @@ def _renamer(model: Any) -> Any:
         return lambda key: (key.removeprefix(prefix), False)
     transforms = get_model_conversion_mapping(model)
     converters = [t for t in transforms if isinstance(t, WeightConverter)]
-    renamings = [t for t in transforms if not isinstance(t, WeightConverter)]
+    renamings: list[Any] = [t for t in transforms if not isinstance(t, WeightConverter)]
     expected = model.state_dict()
 
     def rename(key: str) -> tuple[str, bool]:
@@ -403,13 +403,13 @@ def _regular_files(folder: Path) -> list[Path]:
     device would wait forever or never end), else an error naming it."""
     files = sorted(p for p in folder.iterdir() if not p.is_dir())
     for file in files:
-        checked_size(
-            file,
-            MAX_HEADER_FILE,
-            error=lambda problem, p=file: _error(
-                folder, f"holds {p.name}, {problem}", "remove it or replace it with the file"
-            ),
-        )
+
+        def refused(problem: str, name: str = file.name) -> InputError:
+            return _error(
+                folder, f"holds {name}, {problem}", "remove it or replace it with the file"
+            )
+
+        checked_size(file, MAX_HEADER_FILE, error=refused)
     return files
 
 

@@ -127,7 +127,7 @@ class LoadedModel:
             return source.vocabulary
         if source is not None:
             return Vocabulary.of(source)
-        config = self.model.config
+        config: Any = self.model.config  # a transformers config (torch types it as a Module)
         special = {
             getattr(config, key, None) for key in ("bos_token_id", "eos_token_id", "pad_token_id")
         }
@@ -384,14 +384,13 @@ def wrap_model(
         (2, 'BertModel')
     """
     base = getattr(model, "base_model", model)
-    config = base.config
+    config: Any = base.config  # a transformers config (torch types it as a Module)
     adapter = "declared"
     if declared(config):
         arch = architecture_for(config.model_type, config)
     else:
-        arch = infer_architecture(base)
-        if arch is None:
-            architecture_for(config.model_type, config)  # raises the "unsupported" error
+        # none inferred: architecture_for raises the "unsupported" error
+        arch = infer_architecture(base) or architecture_for(config.model_type, config)
         adapter = f"{arch.name} (inferred from the block layout of '{config.model_type}')"
     if arch.model_class and type(base).__name__ != arch.model_class:
         raise InputError(
