@@ -154,7 +154,7 @@ def _verdict(measured: Any, relation: Relation, threshold: float | None) -> tupl
     if relation == "true":
         return bool(measured), bool(measured)
     value = math.nan if measured is None else float(measured)
-    if math.isnan(value):
+    if math.isnan(value) or threshold is None:
         return value, False
     passed = {
         "<": value < threshold,

@@ -252,7 +252,7 @@ class Tokens:
         n, d = self.source.shape[-2:]
         k = n if self.gram_of_tokens else d
         count = len(self.source.reshape(-1, n, d))
-        where = {"dtype": torch.float64, "device": self.source.device}
+        where: dict[str, Any] = {"dtype": torch.float64, "device": self.source.device}
         norm_sq, scale = torch.empty(count, **where), torch.ones(count, **where)
         parts = []
         gram_of = torch.empty(count, k, k, **where) if gram else None

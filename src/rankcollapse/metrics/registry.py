@@ -88,7 +88,10 @@ def _info(
     )
 
 
-_CENTRED = {"vanishes": True, "reads": "norms"}  # mean-centred residuals: the norms pass
+_CENTRED: dict[str, Any] = {
+    "vanishes": True,
+    "reads": "norms",
+}  # mean-centred residuals: the norms pass
 
 _ENTRIES = [
     _info(residual.res_comp_rel, residual._res_comp_rel, "states", **_CENTRED),

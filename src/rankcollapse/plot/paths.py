@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -52,7 +53,7 @@ def length_figures(results: pd.DataFrame) -> dict[str, Figure]:
     share = results[results["metric"] == "share"]
     products = results[results["metric"] == "rank1_dist"]
     lengths = results[results["length"] >= 0]
-    per_length = {"x": "length", "hue": "label", "logy": True}
+    per_length: dict[str, Any] = {"x": "length", "hue": "label", "logy": True}
     return {
         "share of the output per length": line_plot(
             share[share["length"] >= 0],
