@@ -177,7 +177,7 @@ def _check_memory(overrides: dict, n_samples: int, n_tokens: int) -> None:
     check_memory("simulate", needed, sizes, f"lower {flags}")
 
 
-def _config_hash(config: object, args: argparse.Namespace, metrics: list[str] | None) -> str:
+def _config_hash(config: typing.Any, args: argparse.Namespace, metrics: list[str] | None) -> str:
     """First 10 hex of the sha256 of everything that decides the numbers."""
     what = {
         "net": config.model_dump(mode="json"),

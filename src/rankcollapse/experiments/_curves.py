@@ -17,7 +17,9 @@ from rankcollapse.sizes import NSamples, NTokens
 from rankcollapse.variants import variant_type
 
 
-class ToySizes(toy_sizes(n_layers=64, d_model=64, n_tokens=32, n_samples=16)):
+class ToySizes(
+    toy_sizes(n_layers=64, d_model=64, n_tokens=32, n_samples=16)  # type: ignore[misc]
+):
     """Sizes of the toy network and its Gaussian inputs (one batch, one pass per mask and
     variant). A class of this module, so configs holding it pickle to worker processes."""
 

@@ -59,7 +59,8 @@ def toy_sizes(**defaults: int) -> type[BaseModel]:
 
     The sizes are those of `rankcollapse.sizes.SIZES` (n_layers, n_heads, d_model, n_tokens,
     n_samples), with the one bound each has wherever it enters; the values given are the
-    experiment's defaults. A config subclasses the result.
+    experiment's defaults. A config subclasses the result (`# type: ignore[misc]`: mypy does
+    not follow a base class built at run time).
 
     Example:
         >>> class Cfg(toy_sizes(n_layers=4, d_model=8)):

@@ -58,6 +58,7 @@ NOT TESTED below `DECISIVE_STEPS`; the paper preset can fail it); at N = 8 0.599
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pandas as pd
 from pydantic import Field
@@ -107,7 +108,7 @@ class Config(EncoderConfig):
     """A run has learned when its error is below (1 - this) x the no-selection baseline's."""
 
 
-PRESETS = {
+PRESETS: dict[str, dict[str, Any]] = {
     # quick: the pipeline in about 2 minutes; 600 steps leave the runs falling (NOT TESTED)
     "quick": {"n_layers": [1, 2], "seeds": [0]},
     "paper": {

@@ -28,6 +28,8 @@ Finding (over seeds: the median, with each seed's value and how many agree):
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 from pydantic import Field
@@ -66,7 +68,7 @@ class Config(EncoderConfig):
     """An arm has learned when its error is below (1 - this) x the no-selection baseline's."""
 
 
-PRESETS = {
+PRESETS: dict[str, dict[str, Any]] = {
     # three seeds for the spread; the heads at both ends of the rank range only: H = 1 (full
     # rank, the paper's claim is about it) and H = 8 (rank 1)
     "quick": {"seeds": [0, 1, 2], "n_heads": [1, 8]},

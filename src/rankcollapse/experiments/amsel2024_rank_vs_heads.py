@@ -27,7 +27,7 @@ The figure draws the best seed of each configuration (lines) and every seed (poi
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 import pandas as pd
 from pydantic import Field
@@ -50,6 +50,7 @@ from rankcollapse.train import TrainingConfig, training_rows
 NAME = "amsel2024-rank-vs-heads"
 LEARNED = 0.5  # a full-rank head has learned when its error is half the zero predictor's
 Rank = int | Literal["d/4", "d/2", "d"]
+DEFAULT_RANKS: tuple[Rank, ...] = (1, 2, "d/4", "d")
 
 
 class Config(TrainingConfig):
@@ -61,7 +62,7 @@ class Config(TrainingConfig):
     """Points per set N."""
     target: Literal["farthest", "nearest"] = "farthest"
     """Farthest point (self-attention) or nearest neighbour of a separate query."""
-    ranks: list[Rank] = Field(default_factory=lambda: [1, 2, "d/4", "d"], min_length=1)
+    ranks: list[Rank] = Field(default_factory=lambda: list(DEFAULT_RANKS), min_length=1)
     """Query-key ranks r per head: integers or fractions of d."""
     head_budgets: list[int] = Field(default_factory=lambda: [1, 4], min_length=1)
     """Multiples b of d: each rank gets H = b d / r heads (the full rank: H = b)."""
@@ -71,7 +72,7 @@ class Config(TrainingConfig):
     """Optimiser steps at most (each configuration may stop earlier on a plateau)."""
 
 
-PRESETS = {
+PRESETS: dict[str, dict[str, Any]] = {
     # A short run: lr 0.03 lets the full-rank head's query-key norm grow within 1500 steps.
     "quick": {"steps": 1500, "lr": 0.03},
     "paper": {
@@ -136,7 +137,9 @@ def _ratios(group: pd.DataFrame, d: int, low: pd.DataFrame) -> tuple[float, dict
 def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
     final = results[results.metric == "eval_rel_mse"]
     expected = [f"d={d}" for d in config.d_models]
-    split, more, notes = {}, {}, {"split": [], "more": [], "align": []}
+    split: dict[str, Any] = {}
+    more: dict[str, Any] = {}
+    notes: dict[str, list[str]] = {"split": [], "more": [], "align": []}
     for d, group in final.groupby("d_model"):
         low = group[group.d_qk < d]
         split[f"d={d}"], per_seed = _ratios(group, d, low[low.d_qk * low.n_heads == d])

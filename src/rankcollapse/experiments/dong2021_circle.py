@@ -68,7 +68,7 @@ runs disagree, and more seeds decide):
 from __future__ import annotations
 
 from math import nan
-from typing import Literal
+from typing import Any, Literal
 
 import pandas as pd
 import torch
@@ -92,7 +92,7 @@ from rankcollapse.sizes import BatchSize, DModel, NHeads
 NAME = "dong2021-circle"
 
 Variant = Literal["san", "san+skip", "san+mlp"]
-VARIANTS: tuple[str, ...] = ("san", "san+skip", "san+mlp")
+VARIANTS: tuple[Variant, ...] = ("san", "san+skip", "san+mlp")
 LABELS = {"san": "pure attention", "san+skip": "attention + skip", "san+mlp": "attention + MLP"}
 MERGED = 0.1  # relative final distance below which the tokens count as merged
 MAJORITY = 0.5  # a finding holds when it holds for at least half of the runs
@@ -139,7 +139,7 @@ class Config(BaseModel):
     """Folder of trained layers keyed by their full config (None: always train)."""
 
 
-PRESETS = {
+PRESETS: dict[str, dict[str, Any]] = {
     "quick": {"seeds": [0, 1, 2]},
     # The authors' setting (README command): 1000 points, radius 0.3, width 32, 2 heads, one
     # layer, batches of 30, 70 epochs, 300 recurrent steps from the first pair. They used Adam at

@@ -19,6 +19,8 @@ Checks:
 
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -52,7 +54,10 @@ class Config(BaseModel):
         return names
 
 
-PRESETS = {"quick": {}, "paper": {}}  # counting is exact and instant at any size
+PRESETS: dict[str, dict[str, Any]] = {
+    "quick": {},
+    "paper": {},
+}  # counting is exact and instant at any size
 
 
 def units(config: Config) -> list[Unit]:

@@ -52,7 +52,7 @@ NAME = "paths-by-length"
 
 ToyVariant = Literal["san", "san+skip", "san+skip+ln", "transformer"]
 # Toy variant of `rankcollapse.nets` and options on top (biases give the bias term a value).
-TOY: dict[str, tuple[str, dict]] = {
+TOY: dict[ToyVariant, tuple[str, dict]] = {
     "san": ("san", {}),
     "san+skip": ("san+skip", {}),
     "san+skip+ln": ("san+skip", {"norm": "post", "bias": True}),
@@ -62,7 +62,9 @@ TOY_EXACT = 1e-12
 REAL_EXACT = 1e-5  # float32 level: Llama's RMSNorm runs in float32 even in a float64 model
 
 
-class Config(toy_sizes(n_layers=6, n_heads=2, d_model=32, n_tokens=16, n_samples=4)):
+class Config(
+    toy_sizes(n_layers=6, n_heads=2, d_model=32, n_tokens=16, n_samples=4)  # type: ignore[misc]
+):
     """Toy networks and real models, decomposed by path length on the same inputs.
 
     n_layers, n_heads, d_model size the toy networks; real models keep their own.

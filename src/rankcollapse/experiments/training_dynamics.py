@@ -31,7 +31,7 @@ Findings (the quantity is the last layer's res_comp_rel, mean over held-out samp
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -62,7 +62,9 @@ METRIC = "res_comp_rel"
 OUTSIDE = "from outside the three seed papers"
 
 
-class Config(toy_sizes(n_layers=4, n_heads=4, d_model=64, n_tokens=32, n_samples=8)):
+class Config(
+    toy_sizes(n_layers=4, n_heads=4, d_model=64, n_tokens=32, n_samples=8)  # type: ignore[misc]
+):
     """Arms of a small GPT-2-shaped model trained on next-byte prediction of the corpus."""
 
     arms: list[Arm] = Field(["pre-ln", "post-ln", "no-skip", "hot"], min_length=1)
@@ -110,7 +112,7 @@ def arm_net(config: Config, arm: Arm, seed: int) -> NetConfig:
         "no-skip": {"skip": "off", "mlp_skip": False},
         "hot": {"temperature": config.hot_temperature**2 * d_qk},  # scale 1/sqrt(T^2 d_qk)
     }[arm]
-    gpt2 = {
+    gpt2: dict[str, Any] = {
         "skip": "on",
         "norm": "pre",
         "mlp": True,

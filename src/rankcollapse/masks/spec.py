@@ -106,7 +106,7 @@ class MaskSpec(str):
         spec.family, spec.params = family, params
         return spec
 
-    def __getnewargs__(self) -> tuple[str, tuple[int | float, ...]]:
+    def __getnewargs__(self) -> tuple[str, tuple[int | float, ...]]:  # type: ignore[override]
         return self.family, self.params
 
     def __repr__(self) -> str:

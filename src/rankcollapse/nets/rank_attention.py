@@ -189,7 +189,9 @@ class StackedRankAttention(nn.Module):
                     q, k, o = init_rank_weights(
                         d_model, rank, n_heads[c], seed=seeds[c], dtype=dtype
                     )
-                    w_q.append(q.flatten(0, 1)), w_k.append(k.flatten(0, 1)), w_o.append(o)
+                    w_q.append(q.flatten(0, 1))
+                    w_k.append(k.flatten(0, 1))
+                    w_o.append(o)
                     self.config_rows[c] = slice(rows, rows + n_heads[c] * rank)
                     self.config_heads[c] = slice(heads, heads + n_heads[c])
                     head_config += [c] * n_heads[c]

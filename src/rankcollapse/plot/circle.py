@@ -90,8 +90,10 @@ def circle_shares(
                 ax.axhspan(mean - error, mean + error, color="C0", alpha=0.15, lw=0)
         ax.axhline(majority, color="0.4", ls="--", lw=0.8, label=f"majority ({majority})")
         ax.set_ylim(-0.05, 1.05)
-        learned = f"{int(part['learned'].sum())} of {len(part)} learned"
-        ax.set_title(f"{labels[variant]}: share {part['outcome'].iloc[0]} ({learned})", fontsize=9)
+        n_learned = f"{int(part['learned'].sum())} of {len(part)} learned"
+        ax.set_title(
+            f"{labels[variant]}: share {part['outcome'].iloc[0]} ({n_learned})", fontsize=9
+        )
         ax.set_xlabel("seed")
         ax.set_xticks(sorted(part["seed"]))
     axes[0].set_ylabel("share of off-arc rollouts")
