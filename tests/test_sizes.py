@@ -83,8 +83,8 @@ def test_a_size_type_bounds_list_elements_and_narrows_but_never_widens():
         tokens: NTokens = Field(8, ge=4)
         wide: NTokens = Field(8, le=10**6)
 
-    assert Cfg(depths=[1, 1024], tokens=4, wide=16384).depths == [1, 1024]
-    for values in ({"depths": [0]}, {"depths": [1025]}, {"tokens": 3}, {"wide": 16385}):
+    assert Cfg(depths=[1, 4096], tokens=4, wide=16384).depths == [1, 4096]
+    for values in ({"depths": [0]}, {"depths": [4097]}, {"tokens": 3}, {"wide": 16385}):
         with pytest.raises(ValidationError):
             Cfg(**values)
     schema = Cfg.model_json_schema()["properties"]["tokens"]
@@ -95,10 +95,10 @@ def test_a_size_type_bounds_list_elements_and_narrows_but_never_widens():
     ("name", "values", "message"),
     [
         ("amsel2024-encoder", {"n_layers": [0], "n_heads": [0]}, r"n_layers\.0"),
-        ("amsel2024-depth", {"n_layers": [2000]}, r"n_layers\.0.*1024"),
-        ("wu2024-masks", {"deep_n_layers": 10**6}, r"deep_n_layers.*1024"),
-        ("wu2024-equilibria", {"n_layers": 10**6}, r"n_layers.*1024"),
-        ("wu2024-counterexample", {"n_layers": 10**6}, r"n_layers.*1024"),
+        ("amsel2024-depth", {"n_layers": [5000]}, r"n_layers\.0.*4096"),
+        ("wu2024-masks", {"deep_n_layers": 10**6}, r"deep_n_layers.*4096"),
+        ("wu2024-equilibria", {"n_layers": 10**6}, r"n_layers.*4096"),
+        ("wu2024-counterexample", {"n_layers": 10**6}, r"n_layers.*4096"),
     ],
 )
 def test_a_size_beyond_its_bound_is_refused_when_the_config_is_made(name, values, message):
@@ -113,7 +113,7 @@ def test_a_random_inits_depth_has_the_one_bound(depth):
     from rankcollapse.hf import load_model
 
     with pytest.raises(
-        ConfigError, match=r"n_layers is (5000|0); it must be at least 1 and at most 1024"
+        ConfigError, match=r"n_layers is (5000|0); it must be at least 1 and at most 4096"
     ):
         load_model("bert-base", init="random", **depth)
 
@@ -125,6 +125,6 @@ def test_a_model_folder_deeper_than_the_bound_is_refused(tmp_path):
     from rankcollapse.hf.folders import read_model_config
 
     config = {"model_type": "bert", "hidden_size": 8, "num_attention_heads": 2}
-    (tmp_path / "config.json").write_text(json.dumps({**config, "num_hidden_layers": 1025}))
-    with pytest.raises(InputError, match="num_hidden_layers = 1025 in config.json .at most 1024"):
+    (tmp_path / "config.json").write_text(json.dumps({**config, "num_hidden_layers": 4097}))
+    with pytest.raises(InputError, match="num_hidden_layers = 4097 in config.json .at most 4096"):
         read_model_config(tmp_path)

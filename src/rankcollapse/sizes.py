@@ -41,8 +41,8 @@ class Bound:
 
 # One bound per quantity, in the one vocabulary.
 SIZES = {
-    "n_layers": Bound(1, 1024, "Number of layers (of a toy network, a random init or a model folder)."),
-    "n_heads": Bound(1, 256, "Attention heads per layer."),
+    "n_layers": Bound(1, 4096, "Number of layers (of a toy network, a random init or a model folder)."),
+    "n_heads": Bound(1, 4096, "Attention heads per layer (Amsel et al.: up to 512 low-rank heads)."),
     "d_model": Bound(1, 16384, "Token width."),
     "n_tokens": Bound(2, 16384, "Tokens per sequence."),
     "n_samples": Bound(1, 65536, "Input sequences."),
@@ -102,7 +102,7 @@ SHARE = 0.75  # of the available memory, the most one command's estimate may ask
 
 
 def bounds_text(*names: str) -> str:
-    """'n_layers 1..1024, n_heads 1..256' for help texts (every size when none is named)."""
+    """'n_layers 1..4096, n_heads 1..4096' for help texts (every size when none is named)."""
     return ", ".join(f"{name} {SIZES[name]}" for name in names or SIZES)
 
 

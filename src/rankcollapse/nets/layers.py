@@ -67,6 +67,8 @@ class RMSNorm(nn.Module):
 class LayerNorm(nn.Module):
     """(x_i - mean_k x_ik) / sqrt(var_k x_ik + eps) * gain + beta (beta = 0 without biases)."""
 
+    beta: Tensor  # a parameter, or a zero buffer without biases (`_register_bias`)
+
     def __init__(self, d_model: int, eps: float, bias: bool, dtype: torch.dtype) -> None:
         super().__init__()
         self.eps = eps
@@ -152,6 +154,13 @@ class SelfAttention(nn.Module):
             parameters, when biases are off; b_o also when `out_proj` is off).
     """
 
+    # parameters, or zero buffers without biases (`_register_bias`)
+    b_q: Tensor
+    b_k: Tensor
+    b_v: Tensor
+    b_o: Tensor
+    w_o: Tensor
+
     def __init__(
         self,
         *,
@@ -220,6 +229,9 @@ class SelfAttention(nn.Module):
 
 class MLP(nn.Module):
     """Token-wise MLP: act(x W_1 + b_1) W_2 + b_2."""
+
+    b_1: Tensor  # a parameter, or a zero buffer without biases (`_register_bias`)
+    b_2: Tensor
 
     def __init__(
         self,
