@@ -106,7 +106,7 @@ class Skip(nn.Module):
         return self.scale * x + y
 
 
-def _softmax(scores: Tensor, mask_bias: Tensor) -> Tensor:
+def _softmax(scores: Tensor, mask_bias: Tensor | float) -> Tensor:
     return torch.softmax(scores + mask_bias, dim=-1)
 
 
@@ -122,12 +122,12 @@ def hardmax(scores: Tensor) -> Tensor:
     return F.one_hot(winner, scores.shape[-1]).to(scores.dtype)
 
 
-def _hardmax(scores: Tensor, mask_bias: Tensor) -> Tensor:
+def _hardmax(scores: Tensor, mask_bias: Tensor | float) -> Tensor:
     """One-hot on the highest allowed score (the first one on ties)."""
     return hardmax(scores + mask_bias)
 
 
-def _uniform(scores: Tensor, mask_bias: Tensor) -> Tensor:
+def _uniform(scores: Tensor, mask_bias: Tensor | float) -> Tensor:
     """Equal weight on every allowed key: the mask's rows normalised to sum to 1."""
     return torch.softmax(torch.zeros_like(scores) + mask_bias, dim=-1)
 
