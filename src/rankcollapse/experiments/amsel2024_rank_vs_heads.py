@@ -137,9 +137,7 @@ def _ratios(group: pd.DataFrame, d: int, low: pd.DataFrame) -> tuple[float, dict
 def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
     final = results[results.metric == "eval_rel_mse"]
     expected = [f"d={d}" for d in config.d_models]
-    split: dict[str, Any] = {}
-    more: dict[str, Any] = {}
-    notes: dict[str, list[str]] = {"split": [], "more": [], "align": []}
+    split, more, notes = {}, {}, {"split": [], "more": [], "align": []}
     for d, group in final.groupby("d_model"):
         low = group[group.d_qk < d]
         split[f"d={d}"], per_seed = _ratios(group, d, low[low.d_qk * low.n_heads == d])
@@ -155,9 +153,8 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
     cosines = {}
     for d, group in align.groupby("d_model"):
         cosines[f"d={d}"] = float(group.loc[group.value_error.idxmin()].value)
-        notes["align"].append(
-            f"d={d}: {seeds_agree(dict(zip(group.seed, group.value, strict=True)), '>', 0.9)}"
-        )
+        agree = seeds_agree(dict(zip(group.seed, group.value, strict=True)), ">", 0.9)
+        notes["align"].append(f"d={d}: {agree}")
     sign = "-I" if config.target == "farthest" else "+I"
     setting = f"best seed per configuration; N={config.n_points}, {config.steps} steps at most"
     full = final[(final.d_qk == final.d_model) & (final.n_heads == 1)]

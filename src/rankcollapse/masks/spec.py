@@ -106,6 +106,7 @@ class MaskSpec(str):
         spec.family, spec.params = family, params
         return spec
 
+    # str's own gives (text,); a spec pickles its family and parameters
     def __getnewargs__(self) -> tuple[str, tuple[int | float, ...]]:  # type: ignore[override]
         return self.family, self.params
 
