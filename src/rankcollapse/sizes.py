@@ -70,8 +70,8 @@ def field_bounds(annotation: Any, metadata: Any = ()) -> tuple[int | None, int |
     `X | None`) and its own ge/le; None where it has no bound (help texts show the range).
 
     Example:
-        >>> field_bounds(NLayers | None)
-        (1, 1024)
+        >>> field_bounds(NTokens | None)
+        (2, 16384)
     """
     import typing
 

@@ -45,7 +45,7 @@ def _option_kwargs(annotation: object, default: object) -> dict:
 
 
 def _range(field: typing.Any) -> str:
-    """'1..1024; ' for a size with both bounds (`rankcollapse.sizes`), else '' (a seed's
+    """'1..4096; ' for a size with both bounds (`rankcollapse.sizes`), else '' (a seed's
     64-bit range goes unsaid)."""
     from rankcollapse.sizes import field_bounds
 
