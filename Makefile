@@ -25,7 +25,11 @@ demo: $(STAMP)
 	@echo "  $(VENV)/bin/rankcollapse probe minilm --variants san,san+skip,transformer"
 	@echo "  $(VENV)/bin/rankcollapse run toy-collapse && $(VENV)/bin/rankcollapse report --index results/"
 
+# Lint (ruff's rules: pyproject.toml) and the type check of src/ (mypy) first, then the tests.
 test: $(STAMP)
+	$(VENV)/bin/ruff check src tests benchmarks conftest.py
+	$(VENV)/bin/ruff format --check src tests benchmarks conftest.py
+	$(PY) -m mypy
 	$(PY) -m pytest -n 2 --durations=15
 
 # The suite in a random order (a new seed each time; pytest prints it: rerun one order with

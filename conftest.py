@@ -6,7 +6,6 @@ import importlib.util
 
 OPTIONAL = {  # module -> what it imports
     "src/rankcollapse/measure/monitor/lightning.py": "lightning",
-    "src/rankcollapse/monitor/lightning.py": "lightning",  # the deprecated name of the above
 }
 
 collect_ignore = [

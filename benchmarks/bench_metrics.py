@@ -57,13 +57,13 @@ def main() -> None:
             start = time.perf_counter()
             fast = [measure_states(x, mask, batched=True) for x in states]
             batched.append(time.perf_counter() - start)
-            for one, other in zip(exact, fast):
+            for one, other in zip(exact, fast, strict=True):
                 for name, (value, _) in one.items():
                     gap = (other[name].value - value).abs() / value.abs().clamp_min(1e-300)
                     gaps.append(float(gap.max()))
             del states
 
-    ratios = [suite / forward for suite, forward in zip(suites, forwards)]
+    ratios = [suite / forward for suite, forward in zip(suites, forwards, strict=True)]
     load = f"{load_before:.2f} before, {os.getloadavg()[0]:.2f} after (1-min, 2 cores)"
     print(
         f"hidden states: {config.num_hidden_layers + 1} x {(BATCH, N_TOKENS, config.hidden_size)}"
@@ -75,10 +75,10 @@ def main() -> None:
     print(f"ratios metrics / forward:        {', '.join(f'{r:.3f}' for r in ratios)}")
     print(f"median ratio: {statistics.median(ratios):.3f} (target <= {TARGET})")
     print(f"batched route (forced on the CPU): {', '.join(f'{t:.2f}' for t in batched)} s")
-    routes = [fast / exact for fast, exact in zip(batched, suites)]
+    routes = [fast / exact for fast, exact in zip(batched, suites, strict=True)]
     print(
         f"batched / float64 route: median {statistics.median(routes):.2f}; batched / forward "
-        f"{statistics.median([b / f for b, f in zip(batched, forwards)]):.3f}; largest relative "
+        f"{statistics.median([b / f for b, f in zip(batched, forwards, strict=True)]):.3f}; largest relative "
         f"difference {max(gaps):.1e} (stated tolerance {SPECTRA_RTOL:g}: "
         f"{'met' if max(gaps) <= SPECTRA_RTOL else 'missed'})"
     )

@@ -67,8 +67,8 @@ def main() -> None:
     for _ in range(args.repeats):  # interleaved: a slow spell of the machine hits both
         off.append(run(config, args.arm, False))
         on.append(run(config, args.arm, True))
-    wall = statistics.median(a[0] / b[0] - 1 for a, b in zip(on, off))
-    cpu = statistics.median(a[1] / b[1] - 1 for a, b in zip(on, off))
+    wall = statistics.median(a[0] / b[0] - 1 for a, b in zip(on, off, strict=True))
+    cpu = statistics.median(a[1] / b[1] - 1 for a, b in zip(on, off, strict=True))
     share = min(spent / (total - spent) for _, total, spent in on)
     print(
         f"training-dynamics quick, arm {args.arm}: {config.steps} steps, monitor every "

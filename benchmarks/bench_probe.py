@@ -164,7 +164,7 @@ def report(name: str, repeats: int, skip_memory: bool, memory_runs: int) -> None
     load = os.getloadavg()[0]
     t, layers = timing(name, repeats)
     best = {arm: min(values) for arm, values in t.items()}
-    ratios = [probe / forward for probe, forward in zip(t["probe"], t["forward"])]
+    ratios = [probe / forward for probe, forward in zip(t["probe"], t["forward"], strict=True)]
     ratio = statistics.median(ratios)
     print(
         f"{name} ({init}, {layers} layers), {n_samples} x {n_tokens} tokens, {repeats} rounds "

@@ -48,3 +48,49 @@ def test_bad_names_are_clear_errors():
     assert resolve_dtype("float64", float64=True) == torch.float64
     with pytest.raises(ConfigError, match="dtype 'float64' is unknown"):
         resolve_dtype("float64")
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("cuda:x", "device 'cuda:x' is malformed; write e.g. 'cuda:0'"),
+        ("cpu:0", "device 'cpu:0' is malformed; write 'cpu' alone"),
+        ("gpu:1", "device 'gpu:1' is unknown; use one of auto, cpu, cuda, cuda:N, mps"),
+    ],
+)
+def test_device_names_have_one_grammar(name, message):
+    assert [devices.device_name(n) for n in ("auto", "cuda:3", "mps")] == ["auto", "cuda:3", "mps"]
+    with pytest.raises(ConfigError, match=message):
+        parse_device(name)
+    with pytest.raises(ValueError, match=message):
+        Config(device=name)
+
+
+@pytest.fixture
+def one_gpu(monkeypatch):
+    """A machine with one CUDA device (cuda:0) visible."""
+    monkeypatch.setattr(devices, "_available", lambda kind: kind in ("cuda", "cpu"))
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+
+
+NOT_HERE = r"device 'cuda:1' is not visible here: this machine shows 1 cuda device\(s\) \(cuda:0\)"
+
+
+def test_cuda_n_is_taken_on_every_route_and_refused_where_not_visible(one_gpu, tmp_path, capsys):
+    from rankcollapse.cli import main
+    from rankcollapse.experiments import get_experiment
+    from rankcollapse.measure import probe
+
+    assert resolve_device("cuda:0") == torch.device("cuda", 0)
+    assert Config(device="cuda:1").device == torch.device("cuda", 1)  # a stored config reads back
+    with pytest.raises(ConfigError, match=NOT_HERE):
+        probe("bert-base", init="random", random_tokens=True, device="cuda:1")
+    with pytest.raises(ConfigError, match=NOT_HERE):
+        get_experiment("wu2024-geometry").make_config(
+            "quick", {"device": "cuda:1"}, devices_here=True
+        )
+    out = tmp_path / "probe"
+    argv = ["probe", "bert-base", "--init", "random", "--random-tokens", "--out", str(out)]
+    assert main([*argv, "--device", "cuda:1"]) == 2
+    assert "is not visible here" in " ".join(capsys.readouterr().err.split())
+    assert not out.exists()

@@ -13,7 +13,7 @@ LAYER = {
     "metrics": 1, "masks": 1,
     "nets": 2, "hf": 2, "lens": 2,
     "paths": 3, "theory": 3, "measure": 3,
-    "tasks": 4, "train": 4, "monitor": 4,
+    "tasks": 4, "train": 4,
     "plot": 5, "tracking": 5,
     "experiments": 6,
     "runner": 7, "report": 7, "cli": 7,

@@ -45,7 +45,7 @@ def test_a_variant_survives_pickling_with_its_parts():
 
 
 def test_the_sets_are_one_table():
-    assert DONG_VARIANTS + WU_VARIANTS + AUTHORS_VARIANTS == list(VARIANTS.values())
+    assert list(VARIANTS.values()) == DONG_VARIANTS + WU_VARIANTS + AUTHORS_VARIANTS
     assert [v.short for v in AUTHORS_VARIANTS] == [v.short for v in DONG_VARIANTS]
     assert [v for v in VARIANTS.values() if v.is_identity] == [
         "transformer",

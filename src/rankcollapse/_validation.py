@@ -7,6 +7,8 @@ enter a statistic (not even a NaN sitting in a pad).
 
 from __future__ import annotations
 
+import contextlib
+
 import torch
 from torch import Tensor
 
@@ -220,10 +222,8 @@ def check_attention(
         )
     shape = _shape(a)[:-1]
     if mask is not None and isinstance(mask, Tensor) and mask.ndim == len(shape):
-        try:
+        with contextlib.suppress(RuntimeError):  # reported with the full shape message below
             mask = mask.expand(shape)
-        except RuntimeError:
-            pass  # reported with the full shape message below
     mask = check_mask_shape(mask, shape, name, a)
     _check_enough_tokens(mask, name, a)
     pairs = mask.unsqueeze(-1) & mask.unsqueeze(-2)  # (..., n, n) real query and real key

@@ -1,11 +1,13 @@
 """Where tensors run and in which dtype: device and dtype names parsed once, into torch types.
 
-`parse_device("auto")` is the accelerator when one is visible (CUDA, then Apple's MPS), else
-the CPU; any other name is checked and returned as a `torch.device`. `check_visible` checks
-that a parsed device is visible here, and `resolve_device` does both (where a run starts). In a pydantic config, a field
-typed `Device` or `Dtype` takes the name (parsed once, when the config is built) and is
-written back as the name, so stored configs and their hashes keep strings. No code path
-assumes CUDA.
+A device is named auto, cpu, cuda, cuda:N, mps or mps:0, on every route (a flag, `--set`, a
+config file, a Python call); `device_name` checks the name without importing torch (the
+command line's flags). `parse_device("auto")` is the accelerator when one is visible (CUDA,
+then Apple's MPS), else the CPU; any other name is checked and returned as a `torch.device`.
+`check_visible` checks that a parsed device (its index too) is visible here, and
+`resolve_device` does both (where a run starts). In a pydantic config, a field typed `Device`
+or `Dtype` takes the name (parsed once, when the config is built) and is written back as the
+name, so stored configs and their hashes keep strings. No code path assumes CUDA.
 
 Example:
     >>> resolve_device("cpu")
@@ -14,7 +16,6 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from rankcollapse.errors import ConfigError
@@ -23,6 +24,8 @@ if TYPE_CHECKING:  # torch and pydantic load on first use: the command line read
     import torch
 
 DEVICES = ("auto", "cpu", "cuda", "mps")
+DEVICE_NAMES = "auto, cpu, cuda, cuda:N, mps"  # N: the index of a CUDA device
+DEVICE_PATTERN = r"^(auto|cpu|(cuda|mps)(:[0-9]+)?)$"  # an index on an accelerator only
 DTYPES = ("float32", "bfloat16", "float16")  # parameter dtypes, by torch's own names
 
 
@@ -36,29 +39,50 @@ def _available(kind: str) -> bool:
     return kind == "cpu"
 
 
+def _count(kind: str) -> int:
+    """How many devices of `kind` are visible here (one CPU, at most one MPS device)."""
+    import torch
+
+    if kind == "cuda":
+        return torch.cuda.device_count() if _available(kind) else 0
+    return int(_available(kind))
+
+
+def device_name(device: object) -> str:
+    """`device` if it names a device: auto, cpu, cuda, cuda:N or mps (torch is not imported: the
+    command line checks its flags with this), else a ConfigError saying what is allowed.
+
+    Example:
+        >>> device_name("cuda:1")
+        'cuda:1'
+    """
+    import re
+
+    if not isinstance(device, str) or not re.fullmatch(DEVICE_PATTERN, device):
+        kind = device.split(":")[0] if isinstance(device, str) else None
+        fix = f"use one of {DEVICE_NAMES}"
+        if kind in DEVICES:
+            fix = f"write {kind!r} alone" if kind in ("auto", "cpu") else "write e.g. 'cuda:0'"
+        what = "malformed" if kind in DEVICES else "unknown"
+        raise ConfigError(f"device {device!r} is {what}; {fix}.")
+    return device
+
+
 def parse_device(device: str | torch.device = "auto") -> torch.device:
-    """The `torch.device` for a name: "auto" picks CUDA, then MPS, then the CPU; "cuda:1" keeps
-    its index. Whether the device is visible is `resolve_device`'s check (a stored config names
-    the device it ran on, and is read back on machines without it).
+    """The `torch.device` for a name (`device_name`): "auto" picks CUDA, then MPS, then the
+    CPU; "cuda:1" keeps its index. Whether the device is visible is `resolve_device`'s check (a
+    stored config names the device it ran on, and is read back on machines without it).
 
     Raises:
-        ConfigError: for an unknown name.
+        ConfigError: for an unknown or malformed name.
     """
     import torch
 
     if isinstance(device, torch.device):
         return device
-    kind = device.split(":")[0] if isinstance(device, str) else None
-    if kind not in DEVICES:
-        raise ConfigError(f"device {device!r} is unknown; use one of {', '.join(DEVICES)}.")
-    if kind == "auto":
+    if device_name(device) == "auto":
         return torch.device(next(k for k in ("cuda", "mps", "cpu") if _available(k)))
-    try:
-        return torch.device(device)
-    except RuntimeError:
-        raise ConfigError(
-            f"device {device!r} is malformed; write e.g. 'cuda' or 'cuda:0'."
-        ) from None
+    return torch.device(device)
 
 
 def device_kind(device: str | torch.device = "auto") -> str:
@@ -86,13 +110,22 @@ def resolve_device(device: str | torch.device = "auto") -> torch.device:
 
 
 def check_visible(device: torch.device) -> torch.device:
-    """`device` (parsed) if it is visible on this machine, else a ConfigError: the one
-    visibility check (`resolve_device`, and a config's devices at `Experiment.make_config`)."""
-    if not _available(device.type):
+    """`device` (parsed) if it is visible on this machine, its index included, else a
+    ConfigError: the one visibility check (`resolve_device`, and a config's devices at
+    `Experiment.make_config`)."""
+    count = _count(device.type)
+    if count and (device.index or 0) < count:
+        return device
+    if not count:
         raise ConfigError(
-            f"device {str(device)!r} is not available on this machine; use 'cpu' or 'auto'."
+            f"device {str(device)!r} is not available on this machine: no {device.type} device "
+            "is visible here; use 'cpu' or 'auto'."
         )
-    return device
+    visible = ", ".join(f"{device.type}:{i}" for i in range(count))
+    raise ConfigError(
+        f"device {str(device)!r} is not visible here: this machine shows {count} "
+        f"{device.type} device(s) ({visible}); use one of those, 'cpu' or 'auto'."
+    )
 
 
 def resolve_dtype(dtype: str | torch.dtype, *, float64: bool = False) -> torch.dtype:
@@ -118,25 +151,25 @@ def dtype_name(dtype: torch.dtype) -> str:
     return str(dtype).removeprefix("torch.")
 
 
-def _config_type(parse: Any, name: Any, names: Iterable[str]) -> Any:
+def _config_type(parse: Any, name: Any, schema: dict[str, Any]) -> Any:
     """A pydantic field type: given as a name (parsed once, by `parse`), held as what `parse`
     returns, dumped as its name (so stored configs and their hashes keep strings)."""
     from typing import Annotated
 
     from pydantic import PlainSerializer, PlainValidator, WithJsonSchema
 
-    schema = {"type": "string", "enum": list(names)}
+    schema = {"type": "string", **schema}
     return Annotated[Any, PlainValidator(parse), PlainSerializer(name), WithJsonSchema(schema)]
 
 
 def __getattr__(name: str) -> Any:
     """`Device` and `Dtype`, built on first use (pydantic loads then, not at start-up):
-    `Device` holds a device given by name (cpu, cuda, mps, auto) as a `torch.device`;
+    `Device` holds a device given by name (auto, cpu, cuda, cuda:N, mps) as a `torch.device`;
     `Dtype` a parameter dtype of `DTYPES` as a `torch.dtype`."""
     if name == "Device":
-        return _config_type(parse_device, str, DEVICES)
+        return _config_type(parse_device, str, {"pattern": DEVICE_PATTERN})
     if name == "Dtype":
-        return _config_type(resolve_dtype, dtype_name, DTYPES)
+        return _config_type(resolve_dtype, dtype_name, {"enum": list(DTYPES)})
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

@@ -162,7 +162,7 @@ def output_error(path: Path, err: OSError) -> OutputError:
         errno.ENAMETOOLONG: "a name in the path is longer than the file system allows; "
         "choose a shorter name",
     }
-    fix = fixes.get(err.errno, "check the folder, or write elsewhere")
+    fix = fixes.get(err.errno or 0, "check the folder, or write elsewhere")
     reason = err.strerror or type(err).__name__
     return OutputError(
         f"cannot write {str(path)!r}: {reason}; {fix}. No file was left half-written."

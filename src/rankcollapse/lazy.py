@@ -10,11 +10,12 @@ from __future__ import annotations
 import importlib
 import sys
 from collections.abc import Callable, Mapping
+from typing import Any
 
 
 def lazy_names(
     package: str, names: Mapping[str, str]
-) -> tuple[Callable[[str], object], Callable[[], list[str]]]:
+) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
     """`__getattr__` and `__dir__` for `package`, whose public `names` (name -> submodule) are
     imported from `package.submodule` on first use and then kept in its namespace (a name
     the submodule lacks is the submodule itself, e.g. `plot.style`).
@@ -29,7 +30,7 @@ def lazy_names(
         'JSONDecodeError'
     """
 
-    def __getattr__(name: str) -> object:
+    def __getattr__(name: str) -> Any:  # the submodule's function or class
         if name not in names:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
         module = importlib.import_module(f"{package}.{names[name]}")

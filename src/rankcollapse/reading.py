@@ -95,7 +95,7 @@ def is_utf8(path: str | os.PathLike) -> bool:
 def links_inside(folder: str | os.PathLike) -> Iterator[Path]:
     """Every symbolic link inside `folder` and its subfolders (`folder` itself may be one),
     found without following any link below `folder`."""
-    for parent, dirs, files in os.walk(folder, followlinks=False):
+    for parent, dirs, files in os.walk(os.fspath(folder), followlinks=False):
         for name in sorted(dirs + files):
             if os.path.islink(os.path.join(parent, name)):
                 yield Path(parent) / name
@@ -434,7 +434,7 @@ class Activations(NamedTuple):
     (layers, batch, n, d) and the boolean token mask (None: every token is real)."""
 
     states: Layers
-    shape: tuple[int, int, int, int]
+    shape: tuple[int, ...]
     mask: Any
 
 
@@ -622,7 +622,7 @@ def _load_npy(path: Path) -> Layers:
     return Layers(tuple(shape), torch.from_numpy(np.zeros(0, dtype=dtype)).dtype, read)
 
 
-def check_activations(states: Layers, mask: Any) -> tuple[tuple[int, int, int, int], Any]:
+def check_activations(states: Layers, mask: Any) -> tuple[tuple[int, ...], Any]:
     """The checked shape (layers, batch, n, d) of `states` plus a boolean (batch, n) mask or
     None; clear errors, before any layer is read."""
     from rankcollapse._validation import boolean_mask
@@ -632,7 +632,11 @@ def check_activations(states: Layers, mask: Any) -> tuple[tuple[int, int, int, i
         raise InputError(
             f"activations have shape {shape}; expected (layers, batch, n, d) or (batch, n, d)."
         )
-    empty = [f"{size} {what}" for size, what in zip(shape, _DIMS[-len(shape) :]) if size == 0]
+    empty = [
+        f"{size} {what}"
+        for size, what in zip(shape, _DIMS[-len(shape) :], strict=True)
+        if size == 0
+    ]
     if empty:
         raise InputError(
             f"activations have shape {shape}, i.e. {' and '.join(empty)}; "

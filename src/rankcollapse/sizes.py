@@ -5,12 +5,24 @@ checked before anything is allocated.
 The bounds are wide enough for every preset and every model of the registry; what they let
 through can still be too big for this machine, which `check_memory` says (with the size and
 the memory it needs) before the first tensor is made.
+
+A config field takes a size by its type (`NLayers`, `NHeads`, `DModel`, `NTokens`, `NSamples`,
+`BatchSize`, `NPaths`), alone or inside `list[...]`; an experiment that needs less narrows
+it (`NTokens = Field(128, ge=4)`), never widens it. `check_size` is the same bound for a value
+that enters outside a config (a flag, a model folder's config.json, a random init's depth).
+
+Example:
+    >>> from pydantic import TypeAdapter
+    >>> TypeAdapter(list[NLayers]).validate_python([1, 3])
+    [1, 3]
 """
 
 from __future__ import annotations
 
 import math
+import types
 from dataclasses import dataclass
+from typing import Annotated, Any
 
 from rankcollapse.errors import ConfigError
 
@@ -29,8 +41,8 @@ class Bound:
 
 # One bound per quantity, in the one vocabulary.
 SIZES = {
-    "n_layers": Bound(1, 1024, "Number of layers (of the toy networks; real models keep their own)."),
-    "n_heads": Bound(1, 256, "Attention heads per layer."),
+    "n_layers": Bound(1, 4096, "Number of layers (of a toy network, a random init or a model folder)."),
+    "n_heads": Bound(1, 4096, "Attention heads per layer (Amsel et al.: up to 512 low-rank heads)."),
     "d_model": Bound(1, 16384, "Token width."),
     "n_tokens": Bound(2, 16384, "Tokens per sequence."),
     "n_samples": Bound(1, 65536, "Input sequences."),
@@ -39,11 +51,58 @@ SIZES = {
 }  # fmt: skip
 
 
+@dataclass(frozen=True)
+class Size:
+    """The metadata of a size type: a pydantic field typed `Annotated[int, Size("n_layers")]`
+    takes integers within `SIZES["n_layers"]` (the JSON schema says so too). Pydantic is not
+    imported here: it calls this hook when it builds a config."""
+
+    name: str
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: Any) -> Any:
+        bound, schema = SIZES[self.name], handler(source)
+        low, high = schema.get("ge", bound.low), schema.get("le", bound.high)  # a field's own
+        return {**schema, "ge": max(low, bound.low), "le": min(high, bound.high)}
+
+
+def field_bounds(annotation: Any, metadata: Any = ()) -> tuple[int | None, int | None]:
+    """(lowest, highest) value a pydantic field takes, from its size type (`Size`, also inside
+    `X | None`) and its own ge/le; None where it has no bound (help texts show the range).
+
+    Example:
+        >>> field_bounds(NTokens | None)
+        (2, 16384)
+    """
+    import typing
+
+    found, todo = [*metadata], [annotation]
+    while todo:
+        kind = todo.pop()
+        if typing.get_origin(kind) is Annotated:
+            found += kind.__metadata__
+            todo.append(kind.__origin__)
+        elif typing.get_origin(kind) in (typing.Union, types.UnionType):
+            todo += typing.get_args(kind)
+    sizes = [SIZES[m.name] for m in found if isinstance(m, Size)]
+    lows = [m.ge for m in found if hasattr(m, "ge")] + [b.low for b in sizes]
+    highs = [m.le for m in found if hasattr(m, "le")] + [b.high for b in sizes]
+    return max(lows, default=None), min(highs, default=None)
+
+
+# The one type of each size; a field narrows it with Field(ge=..., le=...), never widens it.
+NLayers = Annotated[int, Size("n_layers")]
+NHeads = Annotated[int, Size("n_heads")]
+DModel = Annotated[int, Size("d_model")]
+NTokens = Annotated[int, Size("n_tokens")]
+NSamples = Annotated[int, Size("n_samples")]
+BatchSize = Annotated[int, Size("batch_size")]
+NPaths = Annotated[int, Size("n_paths")]
+
 SHARE = 0.75  # of the available memory, the most one command's estimate may ask for
 
 
 def bounds_text(*names: str) -> str:
-    """'n_layers 1..1024, n_heads 1..256' for help texts (every size when none is named)."""
+    """'n_layers 1..4096, n_heads 1..4096' for help texts (every size when none is named)."""
     return ", ".join(f"{name} {SIZES[name]}" for name in names or SIZES)
 
 
@@ -56,7 +115,7 @@ def check_int(name: str, value: object, *, low: int, high: int | None = None, wh
         3
     """
     ok = isinstance(value, int) and not isinstance(value, bool)
-    if not ok or value < low or (high is not None and value > high):
+    if not isinstance(value, int) or not ok or value < low or (high is not None and value > high):
         allowed = f">= {low}" if high is None else f"from {low} to {high}"
         raise ConfigError(f"{name} must be an integer {allowed} ({what}), got {value!r}.")
     return value

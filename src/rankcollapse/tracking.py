@@ -111,7 +111,8 @@ class WandbLog(MemoryLog):
                     f"them ({err}); pass keyword arguments of wandb.init (project, name, dir, "
                     "mode, ...)."
                 ) from None
-        self.run = run if run is not None else wandb.run
+        chosen: Any = run if run is not None else wandb.run
+        self.run = chosen
         self.run.define_metric(STEP_KEY)
         self.run.define_metric(f"{PREFIX}/*", step_metric=STEP_KEY)
 

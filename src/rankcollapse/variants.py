@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from pydantic_core import core_schema
 
 Family = Literal["dong", "wu", "dong-authors"]
-PREFIX: dict[str, str] = {"dong": "", "wu": "wu:", "dong-authors": "dong-authors:"}
+PREFIX: dict[Family, str] = {"dong": "", "wu": "wu:", "dong-authors": "dong-authors:"}
 """Each set's name prefix (Dong's names have none; "dong:san" is accepted for "san")."""
 
 
@@ -152,9 +152,8 @@ def parse_variant(
     within = tuple(within)
     if not isinstance(name, str):
         raise ConfigError(f"a variant must be a name such as 'san+skip', got {name!r}.")
-    if isinstance(name, Variant):
-        found = name
-    else:
+    found: Variant | None = name if isinstance(name, Variant) else None
+    if found is None:
         key = name.strip().removeprefix("dong:")
         prefixes = [""] + [PREFIX[f] for f in within] if short else [""]
         found = next(

@@ -52,7 +52,7 @@ def test_compare_prints_the_share_at_the_floor(tmp_path, capsys):
     capsys.readouterr()
     assert main(["compare", str(sim), "--metrics", "min_sv", "--out", str(tmp_path / "c")]) == 0
     out = capsys.readouterr().out
-    for layer, rows in results.groupby("layer"):
+    for _, rows in results.groupby("layer"):
         k, n = int(rows["at_floor"].sum()), len(rows)
         if 0 < k < n:
             mean = rows.loc[~rows["at_floor"], "value"].mean()

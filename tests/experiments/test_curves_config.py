@@ -33,11 +33,6 @@ def test_real_models_run_in_the_config_dtype_unless_listed_in_float64_models():
         CurvesConfig(dtype="float64")
 
 
-def test_a_unit_names_its_mask_by_the_string_and_gets_the_parsed_spec():
-    config = CurvesConfig(masks=["sinks:1:2"])
-    assert config.mask("sinks:1:2") is config.masks[0]
-
-
 def test_wu_variants_are_typed_end_to_end_and_rows_name_them_within_the_set():
     from rankcollapse.experiments.wu2024_masks import Config
     from rankcollapse.masks import parse_mask_spec

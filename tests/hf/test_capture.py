@@ -29,7 +29,7 @@ def test_transformer_states_equal_output_hidden_states_exactly(tiny, ids, attent
     ref = library_states(tiny, ids)
     assert [c.layer for c in got] == list(range(tiny.n_layers + 1))
     last = len(ref) - 1
-    for c, r in zip(got[:last], ref[:last]):
+    for c, r in zip(got[:last], ref[:last], strict=True):
         assert torch.equal(c.states, r)
     final = got[-1].states
     if tiny.arch.final_norm:  # pre-LN: the library's last entry has the final norm applied

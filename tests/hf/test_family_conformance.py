@@ -58,7 +58,7 @@ def test_transformer_states_equal_output_hidden_states_bit_for_bit(family):
     if loaded.arch.final_norm and name not in RAW_LAST_STATE:
         with torch.no_grad():
             last = submodule(loaded.model, loaded.arch.final_norm)(last)
-    for layer, (ours, theirs) in enumerate(zip([*got[:-1], last], library)):
+    for layer, (ours, theirs) in enumerate(zip([*got[:-1], last], library, strict=True)):
         assert torch.equal(ours, theirs), f"{name}: layer {layer} differs"
 
 
@@ -78,7 +78,7 @@ def test_self_only_mask_isolates_tokens_or_is_refused(family):
         changed = inputs.clone()
         changed[:, -1] = (changed[:, -1] + 1) % VOCAB
         other = _run(loaded, changed, mask=eye)
-        for ours, theirs in zip(got, other):
+        for ours, theirs in zip(got, other, strict=True):
             assert torch.equal(ours.states[:, :-1], theirs.states[:, :-1])
 
 

@@ -66,7 +66,7 @@ def test_readme_tables_list_every_family_and_every_named_model():
 def test_the_borrowed_vocabulary_is_minilms_own():
     from rankcollapse.hf.models import MINILM_VOCABULARY, Vocabulary, _minilm_tokenizer
 
-    assert MINILM_VOCABULARY == Vocabulary.of(_minilm_tokenizer())
+    assert Vocabulary.of(_minilm_tokenizer()) == MINILM_VOCABULARY
 
 
 RANDOM_INIT_WITHOUT_MINILM = """

@@ -32,11 +32,11 @@ def test_minilm_transformer_states_equal_output_hidden_states(minilm):
         ref = minilm.model(input_ids=ids, output_hidden_states=True).hidden_states
     ours = captured(minilm, ids)
     assert len(ours) == len(ref) == 7
-    assert all(torch.equal(a, b) for a, b in zip(ours, ref))
+    assert all(torch.equal(a, b) for a, b in zip(ours, ref, strict=True))
     # The custom attention (needed for probabilities or masks) differs from the default SDPA
     # kernel only at float32 rounding.
     custom = captured(minilm, ids, attention=True)
-    for a, b in zip(custom, ref):
+    for a, b in zip(custom, ref, strict=True):
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-4)
 
 
@@ -59,7 +59,7 @@ def test_smollm2_states_match_library_and_a_self_only_mask_isolates_tokens(smoll
     with torch.no_grad():
         ref = smollm2.model(input_ids=ids, output_hidden_states=True).hidden_states
     ours = captured(smollm2, ids)
-    assert all(torch.equal(a, b) for a, b in zip(ours[:-1], ref[:-1]))
+    assert all(torch.equal(a, b) for a, b in zip(ours[:-1], ref[:-1], strict=True))
     norm = smollm2.model.get_submodule(smollm2.arch.final_norm)
     assert torch.equal(norm(ours[-1]), ref[-1])
     # With a self-only mask no token sees any other, through all 30 layers.

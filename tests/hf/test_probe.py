@@ -97,7 +97,7 @@ def test_pads_never_enter_a_metric_even_under_an_injected_mask(tiny_bert, tokeni
     run_batch(
         tiny_bert, padded, token_mask, on_layer=long.append, settings=RunSettings(mask=complete(11))
     )
-    for a, b in zip(short, long):
+    for a, b in zip(short, long, strict=True):
         torch.testing.assert_close(
             measure_states(a.states, mask)["res_comp_rel"].value,
             measure_states(b.states, token_mask)["res_comp_rel"].value,

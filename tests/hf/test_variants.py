@@ -62,7 +62,7 @@ BERT_BLOCKS = {
 def test_bert_variant_block_matches_hand_computation(make_tiny, ids, variant):
     loaded = make_tiny("bert")
     got = states(loaded, ids, variant)
-    for layer, x, y in zip(loaded.model.encoder.layer, got[:-1], got[1:]):
+    for layer, x, y in zip(loaded.model.encoder.layer, got[:-1], got[1:], strict=True):
         with torch.no_grad():
             expected = BERT_BLOCKS[variant](layer, x)
         torch.testing.assert_close(y, expected, rtol=1e-5, atol=1e-5)
@@ -129,7 +129,7 @@ def test_gpt2_variant_block_matches_hand_computation(make_tiny, ids, variant, by
     bias = torch.where(
         torch.ones(n, n, dtype=torch.bool).tril(), 0.0, torch.finfo(torch.float32).min
     )
-    for block, x, y in zip(loaded.model.h, got[:-1], got[1:]):
+    for block, x, y in zip(loaded.model.h, got[:-1], got[1:], strict=True):
         with torch.no_grad():
             # the causal mask, passed explicitly as the model does
             orig = block.attn.forward
@@ -170,7 +170,7 @@ def test_xlnet_san_equals_the_library_post_attention_without_residual(make_tiny,
     finally:
         for layer in loaded.model.layer:
             del layer.rel_attn.post_attention, layer.ff.forward
-    for a, b in zip(ours, ref):
+    for a, b in zip(ours, ref, strict=True):
         assert torch.equal(a, b)
 
 
@@ -178,7 +178,7 @@ def test_transformer_variant_is_identity(tiny, ids):
     assert VARIANTS["transformer"].is_identity
     a = states(tiny, ids, "transformer")
     b = states(tiny, ids, "wu:transformer")
-    assert all(torch.equal(x, y) for x, y in zip(a, b))
+    assert all(torch.equal(x, y) for x, y in zip(a, b, strict=True))
 
 
 def test_removing_the_skip_collapses_faster_than_keeping_it(make_tiny, ids):
@@ -232,7 +232,7 @@ def test_dong_authors_surgery_of_bert_and_xlnet_is_the_exact_one(make_tiny, ids,
     loaded = make_tiny(arch)
     for name in ["san", "san+mlp", "san+skip"]:
         authors = states(loaded, ids, f"dong-authors:{name}")
-        for ours, theirs in zip(states(loaded, ids, name), authors):
+        for ours, theirs in zip(states(loaded, ids, name), authors, strict=True):
             assert torch.equal(ours, theirs)
 
 

@@ -99,7 +99,8 @@ def test_one_configurations_loss_reaches_only_its_own_heads(rng):
 
 def test_query_key_products_have_rank_at_most_d_qk():
     layer = RankAttention(8, d_qk=3, n_heads=2, seed=0, dtype=F64)
-    assert torch.linalg.matrix_rank(layer.qk_products()).tolist() == [3, 3]
+    products = layer.w_q.transpose(-1, -2) @ layer.w_k  # W_Q,h^T W_K,h, (H, d, d)
+    assert torch.linalg.matrix_rank(products).tolist() == [3, 3]
 
 
 @pytest.mark.parametrize(

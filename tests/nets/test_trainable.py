@@ -68,8 +68,8 @@ def test_same_seed_same_weights_other_seed_other_weights():
     config = SANConfig(inputs="points", n_classes=2, n_layers=1, d_model=4)
     a, b = SAN(config), SAN(config)
     c = SAN(config.model_copy(update={"seed": 1}))
-    assert all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters()))
-    assert not all(torch.equal(p, q) for p, q in zip(a.parameters(), c.parameters()))
+    assert all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters(), strict=True))
+    assert not all(torch.equal(p, q) for p, q in zip(a.parameters(), c.parameters(), strict=True))
 
 
 def test_too_long_sequences_for_the_positions_get_a_clear_error():

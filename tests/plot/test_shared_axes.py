@@ -88,7 +88,7 @@ def test_a_relative_floor_is_drawn_only_on_relative_metrics():
 
 def test_the_absolute_metrics_are_those_the_registry_scales_by_the_input():
     expected = {name for name, info in metrics.METRICS.items() if info.relative is not None}
-    assert curves.ABSOLUTE == expected
+    assert expected == curves.ABSOLUTE
 
 
 def test_a_quantity_spanning_decades_goes_on_a_log_axis():

@@ -43,7 +43,10 @@ def test_kills_at_random_moments_then_resume_give_the_uninterrupted_files(tmp_pa
     (log / "slow").write_text("0.08")
     (log / "slow-summary").write_text("0.3")
     p = plan(TINY, overrides={"log_dir": str(log)}, out=out)
-    unit_of = {path.name: f"{u['item']}-{u['seed']}" for u, path in zip(p.units, unit_paths(p))}
+    unit_of = {
+        path.name: f"{u['item']}-{u['seed']}"
+        for u, path in zip(p.units, unit_paths(p), strict=True)
+    }
     argv = ["run", "tiny", "--set", f"log_dir={log}", "--out", str(out)]
 
     def stored() -> set[str]:

@@ -58,7 +58,7 @@ class Page:
         for image in self.images:
             if not image["complete"] or image["natural"][0] == 0:
                 found.append(f"broken image {image['alt']!r}")
-            elif any(n < d for n, d in zip(image["natural"], image["drawn"])):
+            elif any(n < d for n, d in zip(image["natural"], image["drawn"], strict=True)):
                 found.append(f"image {image['alt']!r} is {image['natural']} px drawn at "
                              f"{image['drawn']}")  # fmt: skip
         if self.height > height_budget:

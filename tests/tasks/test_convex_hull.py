@@ -27,7 +27,7 @@ def _brute_force_vertices(points: list[list[float]]) -> list[int]:
 
 def test_hull_labels_match_a_brute_force_check_on_small_sets():
     data = convex_hull_data(40, seed=5, n_points=7)
-    for points, labels in zip(data.inputs.double().tolist(), data.targets.tolist()):
+    for points, labels in zip(data.inputs.double().tolist(), data.targets.tolist(), strict=True):
         assert labels == _brute_force_vertices(points)
 
 

@@ -8,7 +8,7 @@ from rankcollapse.tasks.sorting import sorting_data
 def test_sorting_targets_are_the_sorted_inputs():
     data = sorting_data(50, seed=3)
     assert data.inputs.shape == (50, 8) and data.n_classes == 10
-    for seq, target in zip(data.inputs.tolist(), data.targets.tolist()):
+    for seq, target in zip(data.inputs.tolist(), data.targets.tolist(), strict=True):
         assert target == sorted(seq)
     assert data.inputs.min() >= 0 and data.inputs.max() <= 9
 

@@ -60,7 +60,7 @@ def test_bound_is_never_below_the_measured_residual_where_informative(n_heads, m
         x0 = random_tokens(4, 6, 8, seed=seed)
         for delta in (1e-1, 1e-2, 1e-3):  # nearly identical tokens: sqrt(c) r_0 < 1
             frame = bound_frame(net, x0[:, :1] + delta * x0)
-            for sample, rows in frame.groupby("sample"):
+            for _, rows in frame.groupby("sample"):
                 if not rows.query("metric == 'informative'")["value"].item():
                     continue
                 r = rows.query("metric == 'log10_r' and not at_floor and layer > 0")

@@ -34,7 +34,9 @@ def test_encoders_trained_together_end_where_each_ends_alone(patience: int) -> N
         steps=60, batch_size=16, log_every=5, warmup=5, patience=patience, eval_samples=128
     )
     together = train_encoders(_encoders(), task, settings, seeds=SEEDS)
-    alone = [train_encoder(e, task, settings, seed=s) for e, s in zip(_encoders(), SEEDS)]
+    alone = [
+        train_encoder(e, task, settings, seed=s) for e, s in zip(_encoders(), SEEDS, strict=True)
+    ]
     for mine, reference in zip(together, alone, strict=True):
         assert len(mine.curves) >= 2  # patience 2 stops some early: then at the same step
         assert _gap(mine.curves, reference.curves) < 1e-6

@@ -53,7 +53,7 @@ def summary_cells(
     order = list(dict.fromkeys(keys))
     names = list(dict.fromkeys(summary[column]))
     table: dict[str, dict[tuple, str]] = {str(name): {} for name in names}
-    for key, row in zip(keys, summary.itertuples(index=False)):
+    for key, row in zip(keys, summary.itertuples(index=False), strict=True):
         text = floor_cell(row.mean_above_floor, row.n_at_floor, row.n_samples)
         table[str(getattr(row, column))][key] = text
     return order, {name: [part.get(key, "-") for key in order] for name, part in table.items()}
@@ -82,7 +82,7 @@ def print_fitted(
     for part, names in enumerate(chunks, start=1):
         more = f" ({part} of {len(chunks)})" if len(chunks) > 1 else ""
         table = Table(title=Text(title + more))
-        for i, name in enumerate(key_names):
+        for name in key_names:
             table.add_column(
                 Text(name), justify="right" if name == "layer" else "left", overflow="fold"
             )
@@ -146,16 +146,32 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
         return text + " (default: %(default)s)" if shown and "default" not in text else text
 
 
+DEVICE_METAVAR = "{auto,cpu,cuda,cuda:N,mps}"
+
+
+def device_flag(text: str) -> str:
+    """A --device value, checked by `rankcollapse.devices.device_name` (the one grammar of
+    device names; whether it is visible is checked when the command starts)."""
+    from rankcollapse.devices import device_name
+    from rankcollapse.errors import ConfigError
+
+    try:
+        return device_name(text)
+    except ConfigError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
 def add_device_options(parser: Any, *, float64: bool = False) -> None:
     """--device and --dtype, shared by probe, qk-rank and paths decompose (`float64`: offered
     and the default). The names are parsed once, by `rankcollapse.devices`, when a command
     runs."""
-    from rankcollapse.devices import DEVICES, DTYPES
+    from rankcollapse.devices import DTYPES
 
     parser.add_argument(
         "--device",
-        choices=DEVICES,
+        type=device_flag,
         default="cpu",
+        metavar=DEVICE_METAVAR,
         help="where the model runs; auto = an accelerator when one is visible, else cpu",
     )
     parser.add_argument(

@@ -67,7 +67,7 @@ def load_runs(dirs: list[Path]):
     parts += [frame[c].astype(object).where(frame[c].notna(), None) for c in varying]
     series = [
         " · ".join(str(p) for p in values if p not in (None, ""))
-        for values in zip(*(list(part) for part in parts))
+        for values in zip(*(list(part) for part in parts), strict=True)
     ]
     return frame.assign(series=series).drop(columns="_folder")
 

@@ -16,13 +16,17 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from rankcollapse.cli._common import add_figures_option, add_metrics_option, parse_metrics
+from rankcollapse.cli._common import (
+    DEVICE_METAVAR,
+    add_figures_option,
+    add_metrics_option,
+    device_flag,
+    parse_metrics,
+)
 from rankcollapse.cli._figures import FigureProcesses
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    from rankcollapse.devices import DEVICES
-
     parser = subparsers.add_parser(
         "measure",
         description=__doc__,
@@ -41,7 +45,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--device",
-        choices=DEVICES,
+        type=device_flag,
+        metavar=DEVICE_METAVAR,
         default="cpu",
         help="where the metrics run, one layer at a time (float64; mps measures on the cpu)",
     )

@@ -61,8 +61,8 @@ def run(args: argparse.Namespace) -> int:
     )
     names = [path.stem for path in args.files]
     labels = names if len(set(names)) == len(names) else [str(path) for path in args.files]
-    frames = [read_log(p).assign(run=label) for p, label in zip(args.files, labels)]
-    for path, part in zip(args.files, frames):
+    frames = [read_log(p).assign(run=label) for p, label in zip(args.files, labels, strict=True)]
+    for path, part in zip(args.files, frames, strict=True):
         if part.empty:
             raise InputError(
                 f"{str(path)!r} holds no rows of a monitor log; pass the CSV a monitor wrote "
@@ -88,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
         values = cells[args.metric]
         table.add_row(escape(str(name)), str(steps[0][0]), values[0], str(steps[-1][0]), values[-1])
     console.print(table)
-    for path, part in zip(args.files, frames):
+    for path, part in zip(args.files, frames, strict=True):
         bad = not_finite(part, args.metric)
         if len(bad):
             first = bad.iloc[0]

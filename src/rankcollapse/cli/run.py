@@ -181,7 +181,9 @@ def print_dry_run(plans: list, args: argparse.Namespace, notify) -> int:
         table = Table(title=f"{runs[0].name}: units", title_justify="left")
         for column in ("unit", "seconds", "source"):
             table.add_column(column, overflow="fold")
-        for unit, seconds, source in zip(runs[0].units, runs[0].seconds, runs[0].source):
+        for unit, seconds, source in zip(
+            runs[0].units, runs[0].seconds, runs[0].source, strict=True
+        ):
             table.add_row(escape(canonical_json(unit)), f"{seconds:.3g}", source)
         console.print(table)
     table = Table(title="estimated wall time of the units still to run", title_justify="left")

@@ -44,11 +44,12 @@ def _option_kwargs(annotation: object, default: object) -> dict:
     return {"type": str}
 
 
-def _range(field: object) -> str:
-    """'1..1024; ' for a size with both bounds (`rankcollapse.sizes`), else '' (a seed's
+def _range(field: typing.Any) -> str:
+    """'1..4096; ' for a size with both bounds (`rankcollapse.sizes`), else '' (a seed's
     64-bit range goes unsaid)."""
-    low = next((m.ge for m in field.metadata if hasattr(m, "ge")), None)
-    high = next((m.le for m in field.metadata if hasattr(m, "le")), None)
+    from rankcollapse.sizes import field_bounds
+
+    low, high = field_bounds(field.annotation, field.metadata)
     return f"{low}..{high}; " if low is not None and high is not None and high < 2**32 else ""
 
 
@@ -176,7 +177,7 @@ def _check_memory(overrides: dict, n_samples: int, n_tokens: int) -> None:
     check_memory("simulate", needed, sizes, f"lower {flags}")
 
 
-def _config_hash(config: object, args: argparse.Namespace, metrics: list[str] | None) -> str:
+def _config_hash(config: typing.Any, args: argparse.Namespace, metrics: list[str] | None) -> str:
     """First 10 hex of the sha256 of everything that decides the numbers."""
     what = {
         "net": config.model_dump(mode="json"),

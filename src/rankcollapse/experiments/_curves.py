@@ -13,10 +13,13 @@ from rankcollapse.devices import Device, Dtype
 from rankcollapse.experiments._registry import toy_sizes
 from rankcollapse.masks import MaskSpec, parse_mask_spec
 from rankcollapse.seeds import Seed
+from rankcollapse.sizes import NSamples, NTokens
 from rankcollapse.variants import variant_type
 
 
-class ToySizes(toy_sizes(n_layers=64, d_model=64, n_tokens=32, n_samples=16)):
+class ToySizes(
+    toy_sizes(n_layers=64, d_model=64, n_tokens=32, n_samples=16)  # type: ignore[misc]
+):
     """Sizes of the toy network and its Gaussian inputs (one batch, one pass per mask and
     variant). A class of this module, so configs holding it pickle to worker processes."""
 
@@ -44,18 +47,14 @@ class CurvesConfig(BaseModel):
     """Real models run in float64: SmolLM2 without its norms overflows float32 (mu ~ 1e37)."""
     dtype: Dtype = torch.float32
     """Parameter dtype of the other real models (metrics are float64, flagged at its floor)."""
-    n_samples: int = Field(32, ge=1)
+    n_samples: NSamples = 32
     """Text windows per real model."""
-    n_tokens: int = Field(128, ge=4)
+    n_tokens: NTokens = Field(128, ge=4)
     """Tokens per window (real models)."""
     seed: Seed = 0
     """Seed of weights, toy tokens (its data stream) and window choice."""
     device: Device = torch.device("cpu")
     """Where the networks run (auto: an accelerator when one is visible)."""
-
-    def mask(self, spec: str) -> MaskSpec:
-        """The config's parsed mask that a unit names by its string."""
-        return next(mask for mask in self.masks if str(mask) == spec)
 
     def model_dtype(self, model: str) -> torch.dtype:
         """The parameter dtype a real model runs in: float64 if listed, else `dtype`."""

@@ -28,7 +28,7 @@ import sys
 import typing
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 import pandas as pd
@@ -42,7 +42,7 @@ from rankcollapse.experiments.verdicts import (
     Relation,
 )
 from rankcollapse.presets import DEFAULT_PRESET, PRESET_NAMES, PRESETS
-from rankcollapse.sizes import SIZES
+from rankcollapse.sizes import SIZES, Size
 
 Unit = dict[str, Any]
 TOY_SIZES = ("n_layers", "n_heads", "d_model", "n_tokens", "n_samples")
@@ -53,7 +53,8 @@ def toy_sizes(**defaults: int) -> type[BaseModel]:
 
     The sizes are those of `rankcollapse.sizes.SIZES` (n_layers, n_heads, d_model, n_tokens,
     n_samples), with the one bound each has wherever it enters; the values given are the
-    experiment's defaults. A config subclasses the result.
+    experiment's defaults. A config subclasses the result (`# type: ignore[misc]`: mypy does
+    not follow a base class built at run time).
 
     Example:
         >>> class Cfg(toy_sizes(n_layers=4, d_model=8)):
@@ -68,8 +69,7 @@ def toy_sizes(**defaults: int) -> type[BaseModel]:
         raise TypeError(f"toy_sizes got {sorted(unknown)}; sizes are {', '.join(TOY_SIZES)}")
     fields: dict[str, Any] = {}
     for name, value in defaults.items():
-        bound = SIZES[name]
-        fields[name] = (int, Field(value, ge=bound.low, le=bound.high, description=bound.doc))
+        fields[name] = (Annotated[int, Size(name)], Field(value, description=SIZES[name].doc))
     config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
     return create_model("ToySizes", __config__=config, **fields)
 
@@ -79,7 +79,7 @@ def _verdict(measured: Any, relation: Relation, threshold: float | None) -> tupl
     if relation == "true":
         return bool(measured), bool(measured)
     value = math.nan if measured is None else float(measured)
-    if math.isnan(value):
+    if math.isnan(value) or threshold is None:
         return value, False
     passed = {
         "<": value < threshold,
@@ -267,10 +267,11 @@ class Experiment:
     description: str
     config: type[BaseModel]
     presets: Mapping[str, Mapping[str, Any]]
-    units: Callable[[BaseModel], list[Unit]]
-    run_unit: Callable[[BaseModel, Unit], pd.DataFrame]
-    summarize: Callable[[BaseModel, pd.DataFrame], Summary]
-    claims: Callable[[BaseModel, pd.DataFrame], list[Claim]] | None = None
+    # Any: each takes the experiment's own Config (a BaseModel), not every BaseModel
+    units: Callable[[Any], list[Unit]]
+    run_unit: Callable[[Any, Unit], pd.DataFrame]
+    summarize: Callable[[Any, pd.DataFrame], Summary]
+    claims: Callable[[Any, pd.DataFrame], list[Claim]] | None = None
     """The findings and checks alone, from the results (what `summarize` reports); the
     registry-wide test runs it on hand-made tables where each finding passes and fails."""
 

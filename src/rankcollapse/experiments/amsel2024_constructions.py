@@ -48,6 +48,7 @@ from rankcollapse.experiments._registry import Experiment, Summary, Unit, regist
 from rankcollapse.experiments.verdicts import Claim, Quote, check, finding, for_every
 from rankcollapse.plot import construction_figures
 from rankcollapse.seeds import Seed
+from rankcollapse.sizes import DModel, NHeads
 from rankcollapse.tasks import NeighbourTask, layer_error
 from rankcollapse.theory.amsel import (
     fit_output_maps,
@@ -66,7 +67,7 @@ class Config(BaseModel):
 
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
-    full_rank_d_models: list[int] = Field(default_factory=lambda: [8, 16], min_length=1)
+    full_rank_d_models: list[DModel] = Field(default_factory=lambda: [8, 16], min_length=1)
     """Widths d of the full-rank part."""
     n_points: int = Field(16, ge=1, le=4096)
     """Points per set N in the full-rank part."""
@@ -74,11 +75,11 @@ class Config(BaseModel):
         default_factory=lambda: [1, 3, 10, 30, 100, 300, 1e3, 3e3, 1e4], min_length=2
     )
     """Temperatures t of the full-rank head (increasing)."""
-    low_rank_d_models: list[int] = Field(default_factory=lambda: [4, 8], min_length=1)
+    low_rank_d_models: list[DModel] = Field(default_factory=lambda: [4, 8], min_length=1)
     """Widths d of the low-rank part (N = 2 orthonormal points)."""
     ranks: list[int] = Field(default_factory=lambda: [1, 2], min_length=1)
     """Query-key ranks r of the random heads (those >= d are skipped)."""
-    n_heads: list[int] = Field(default_factory=lambda: [1, 2, 4, 8, 16, 32, 64], min_length=1)
+    n_heads: list[NHeads] = Field(default_factory=lambda: [1, 2, 4, 8, 16, 32, 64], min_length=1)
     """Numbers of random heads H."""
     fit_samples: int = Field(20_000, ge=100, le=10_000_000)
     """Samples for the least-squares fit of the output maps."""
@@ -157,7 +158,7 @@ def _depth_check(config: Config, results: pd.DataFrame, errors: pd.DataFrame) ->
     vote = votes[votes.n_heads == max(config.n_heads)].groupby("d_model").value.mean()
     one_layer = errors[errors.d_qk == 1].groupby(["d_model", "n_heads"]).value.mean()
     best = one_layer.groupby(level="d_model").min()
-    widths = [d for d in config.low_rank_d_models if 1 < d]
+    widths = [d for d in config.low_rank_d_models if d > 1]
     ratios = {d: float(vote.get(d, np.nan) / best.get(d, np.nan)) for d in widths}
     worst = max(ratios.values(), default=np.nan)  # NaN if any width has no value
     worst = np.nan if any(np.isnan(v) for v in ratios.values()) else worst

@@ -65,6 +65,7 @@ one seed: at N = 4 rank 1 0.489 -> 0.376 with full rank 0.099 (closure 0.29), at
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pandas as pd
 from pydantic import Field
@@ -72,6 +73,7 @@ from pydantic import Field
 from rankcollapse.experiments._registry import Experiment, Summary, Unit, register
 from rankcollapse.experiments.verdicts import NOT_LEARNED, Assumption, Claim, Quote, finding
 from rankcollapse.plot import depth_figures
+from rankcollapse.sizes import NLayers, NTokens
 from rankcollapse.train import EncoderConfig, tail_change, train_farthest_encoders
 
 NAME = "amsel2024-depth"
@@ -85,9 +87,9 @@ context count against Thm 5: the theorem only says such a network exists, and th
 class Config(EncoderConfig):
     """Rank-1-head encoders at several depths and context lengths, and a full-rank reference."""
 
-    contexts: list[int] = Field(default_factory=lambda: [4, 16], min_length=1)
+    contexts: list[NTokens] = Field(default_factory=lambda: [4, 16], min_length=1)
     """Points per set N: short and long contexts."""
-    n_layers: list[int] = Field(default_factory=lambda: [1, 2, 3], min_length=1)
+    n_layers: list[NLayers] = Field(default_factory=lambda: [1, 2, 3], min_length=1)
     """Encoder depths of the rank-1 models (rank-1 heads: H = the width d + P)."""
     scratch: bool = True
     """Thm 5's scratch dimensions: each token carries a one-hot of its position in P = the
@@ -104,7 +106,7 @@ class Config(EncoderConfig):
     """A run has learned when its error is below (1 - this) x the no-selection baseline's."""
 
 
-PRESETS = {
+PRESETS: dict[str, dict[str, Any]] = {
     # quick: the pipeline in about 2 minutes; 600 steps leave the runs falling (NOT TESTED)
     "quick": {"n_layers": [1, 2], "seeds": [0]},
     "paper": {
@@ -293,7 +295,7 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
     ]
     reference = lambda ns: table[table.n_points.isin(ns) & (table.n_heads == 1)]
     quantity = f"per seed: closure = (e_{shallow} - e_{deep}) / (e_{shallow} - e_full)"
-    common = {"decides": DECIDES}
+    common: dict[str, Any] = {"decides": DECIDES}
     return [
         finding(
             "depth-approaches-full-rank-short",

@@ -28,6 +28,8 @@ Finding, decided by the one rule (`rankcollapse.experiments.verdicts`) over the 
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 from pydantic import Field
@@ -35,6 +37,7 @@ from pydantic import Field
 from rankcollapse.experiments._registry import Experiment, Summary, Unit, register
 from rankcollapse.experiments.verdicts import NOT_LEARNED, Assumption, Claim, Quote, finding
 from rankcollapse.plot import band_plot
+from rankcollapse.sizes import NHeads, NLayers
 from rankcollapse.train import EncoderConfig, train_farthest_encoder
 
 NAME = "amsel2024-encoder"
@@ -46,9 +49,9 @@ class Config(EncoderConfig):
 
     n_points: int = Field(8, ge=2, le=4096)
     """Points per set N."""
-    n_heads: list[int] = Field(default_factory=lambda: [2, 4, 8], min_length=1)
+    n_heads: list[NHeads] = Field(default_factory=lambda: [2, 4, 8], min_length=1)
     """Heads per attention module (each divides d; rank per head d / H)."""
-    n_layers: list[int] = Field(default_factory=lambda: [1, 3], min_length=1)
+    n_layers: list[NLayers] = Field(default_factory=lambda: [1, 3], min_length=1)
     """Encoder depths."""
     width_multipliers: list[int] = Field(default_factory=lambda: [1, 8], min_length=1)
     """Parallel attention modules per layer, averaged."""
@@ -56,7 +59,7 @@ class Config(EncoderConfig):
     """An arm has learned when its error is below (1 - this) x the no-selection baseline's."""
 
 
-PRESETS = {
+PRESETS: dict[str, dict[str, Any]] = {
     # three seeds for the spread; the heads at both ends of the rank range only: H = 1 (full
     # rank, the paper's claim is about it) and H = 8 (rank 1)
     "quick": {"seeds": [0, 1, 2], "n_heads": [1, 8]},

@@ -28,7 +28,7 @@ The figure draws the best seed of each configuration (lines) and every seed (poi
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -38,24 +38,26 @@ from rankcollapse.experiments._registry import Experiment, Summary, Unit, regist
 from rankcollapse.experiments.verdicts import NOT_LEARNED, Assumption, Claim, Quote, for_every
 from rankcollapse.plot import line_plot
 from rankcollapse.seeds import Seed
+from rankcollapse.sizes import DModel
 from rankcollapse.train import TrainingConfig, training_rows
 
 NAME = "amsel2024-rank-vs-heads"
 LEARNED = 0.5  # a full-rank head has learned when its error is half the zero predictor's
 DECIDES = "the quick preset with seeds 0-3 (--set seeds=[0,1,2,3]; about 30 minutes on 2 cores)"
 Rank = int | Literal["d/4", "d/2", "d"]
+DEFAULT_RANKS: tuple[Rank, ...] = (1, 2, "d/4", "d")
 
 
 class Config(TrainingConfig):
     """A grid of one-layer attention models trained on nearest-neighbour targets."""
 
-    d_models: list[int] = Field(default_factory=lambda: [8, 16], min_length=1)
+    d_models: list[DModel] = Field(default_factory=lambda: [8, 16], min_length=1)
     """Widths d (one batched unit each)."""
     n_points: int = Field(8, ge=2, le=1024)
     """Points per set N."""
     target: Literal["farthest", "nearest"] = "farthest"
     """Farthest point (self-attention) or nearest neighbour of a separate query."""
-    ranks: list[Rank] = Field(default_factory=lambda: [1, 2, "d/4", "d"], min_length=1)
+    ranks: list[Rank] = Field(default_factory=lambda: list(DEFAULT_RANKS), min_length=1)
     """Query-key ranks r per head: integers or fractions of d."""
     head_budgets: list[int] = Field(default_factory=lambda: [1, 4], min_length=1)
     """Multiples b of d: each rank gets H = b d / r heads (the full rank: H = b)."""
@@ -65,7 +67,7 @@ class Config(TrainingConfig):
     """Optimiser steps at most (each configuration may stop earlier on a plateau)."""
 
 
-PRESETS = {
+PRESETS: dict[str, dict[str, Any]] = {
     # A short run: lr 0.03 lets the full-rank head's query-key norm grow within 1500 steps.
     "quick": {"steps": 1500, "lr": 0.03},
     "paper": {

@@ -68,7 +68,7 @@ from rankcollapse.seeds import Seed
 NAME = "dong2021-bounds"
 
 Variant = Literal["san-1head", "san", "san+mlp", "san+skip"]
-VARIANTS: dict[str, dict] = {
+VARIANTS: dict[Variant, dict] = {
     "san-1head": {"variant": "san", "n_heads": 1},
     "san": {"variant": "san"},
     "san+mlp": {"variant": "san+mlp", "mlp_skip": False},
@@ -78,7 +78,9 @@ BOUNDED = ("san-1head", "san", "san+mlp")
 PURE_LOSS = 2.0  # decades the pure SAN must lose on the skip inputs for the skip finding to test
 
 
-class Config(toy_sizes(n_layers=4, n_heads=2, d_model=4, n_tokens=4, n_samples=8)):
+class Config(
+    toy_sizes(n_layers=4, n_heads=2, d_model=4, n_tokens=4, n_samples=8)  # type: ignore[misc]
+):
     """Toy networks at init, measured residual per layer and Dong's bounds from their weights.
 
     n_samples sequences per seed and level; san-1head always has 1 head.
@@ -165,7 +167,7 @@ def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
 def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
     from rankcollapse.theory import bound_margins, log_ratios
 
-    found = []
+    found: list[Claim] = []
     bounded = results[results["variant"].isin(BOUNDED)]
     if bounded.empty:
         return found

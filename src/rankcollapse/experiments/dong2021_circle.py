@@ -68,7 +68,7 @@ runs disagree, and more seeds decide):
 from __future__ import annotations
 
 from math import nan
-from typing import Literal
+from typing import Any, Literal
 
 import pandas as pd
 import torch
@@ -79,11 +79,12 @@ from rankcollapse.experiments._registry import Experiment, Summary, Unit, findin
 from rankcollapse.experiments.verdicts import NOT_LEARNED, TOO_SMALL, Claim
 from rankcollapse.plot import circle_distances, circle_shares, circle_trajectories
 from rankcollapse.seeds import Seed
+from rankcollapse.sizes import BatchSize, DModel, NHeads
 
 NAME = "dong2021-circle"
 
 Variant = Literal["san", "san+skip", "san+mlp"]
-VARIANTS: tuple[str, ...] = ("san", "san+skip", "san+mlp")
+VARIANTS: tuple[Variant, ...] = ("san", "san+skip", "san+mlp")
 LABELS = {"san": "pure attention", "san+skip": "attention + skip", "san+mlp": "attention + MLP"}
 MERGED = 0.1  # relative final distance below which the tokens count as merged
 MAJORITY = 0.5  # a finding holds when it holds for at least half of the runs
@@ -101,13 +102,13 @@ class Config(BaseModel):
     """Points on the circle (even); the data are the n_points / 2 - 1 pairs of the two arcs."""
     radius: float = Field(0.3, gt=0)
     """Radius of the circle."""
-    d_model: int = Field(32, ge=2)
+    d_model: DModel = Field(32, ge=2)
     """Width of the attention layer."""
-    n_heads: int = Field(2, ge=1)
+    n_heads: NHeads = 2
     """Heads of the attention layer."""
     steps: int = Field(1190, ge=0)
     """Adam steps (1190 = the authors' 70 epochs of 17 mini-batches)."""
-    batch_size: int = Field(30, ge=1)
+    batch_size: BatchSize = 30
     """Pairs per step."""
     lr: float = Field(1e-3, gt=0)
     """Adam learning rate (the peak one under the cosine schedule)."""
@@ -130,7 +131,7 @@ class Config(BaseModel):
     """Folder of trained layers keyed by their full config (None: always train)."""
 
 
-PRESETS = {
+PRESETS: dict[str, dict[str, Any]] = {
     "quick": {"seeds": [0, 1, 2]},
     # The authors' setting (README command): 1000 points, radius 0.3, width 32, 2 heads, one
     # layer, batches of 30, 70 epochs, 300 recurrent steps from the first pair. They used Adam at

@@ -61,7 +61,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from functools import partial
-from typing import Annotated, Any
+from typing import Any
 
 import pandas as pd
 import torch
@@ -79,6 +79,7 @@ from rankcollapse.experiments._registry import (
 from rankcollapse.experiments.verdicts import NOT_LEARNED, TOO_SMALL, Claim
 from rankcollapse.plot import path_accuracy_figure
 from rankcollapse.seeds import Seed
+from rankcollapse.sizes import NPaths
 from rankcollapse.tasks import TASKS, TaskName
 from rankcollapse.train import TaskSetup, path_accuracy_tables, path_effectiveness
 
@@ -107,9 +108,7 @@ class Config(BaseModel):
     """Convex hull: sizes and training."""
     memorization: TaskSetup
     """Memorization: sizes and training."""
-    n_paths: list[Annotated[int, Field(ge=1)]] = Field(
-        default_factory=lambda: [5, 20], min_length=1
-    )
+    n_paths: list[NPaths] = Field(default_factory=lambda: [5, 20], min_length=1)
     """Numbers of paths kept at inference (one curve each)."""
     n_repeats: int = Field(5, ge=2)
     """Fresh path samples per length and n_paths (mean and std over them)."""

@@ -19,6 +19,8 @@ Checks:
 
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -53,7 +55,10 @@ class Config(BaseModel):
         return names
 
 
-PRESETS = {"quick": {}, "paper": {}}  # counting is exact and instant at any size
+PRESETS: dict[str, dict[str, Any]] = {
+    "quick": {},
+    "paper": {},
+}  # counting is exact and instant at any size
 
 
 def units(config: Config) -> list[Unit]:
@@ -117,7 +122,10 @@ def shape_labels(share: pd.DataFrame) -> pd.Series:
     shapes = share.drop_duplicates("architecture").groupby(["n_layers", "n_heads"], sort=False)
     names = {key: " = ".join(part["architecture"]) for key, part in shapes}
     return pd.Series(
-        [f"{names[(L, H)]} (L={L}, H={H})" for L, H in zip(share["n_layers"], share["n_heads"])],
+        [
+            f"{names[(L, H)]} (L={L}, H={H})"
+            for L, H in zip(share["n_layers"], share["n_heads"], strict=True)
+        ],
         index=share.index,
     )
 

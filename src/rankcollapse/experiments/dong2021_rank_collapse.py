@@ -49,6 +49,7 @@ from rankcollapse.experiments.verdicts import Claim
 from rankcollapse.hf import MODELS, text_model_type
 from rankcollapse.plot import band_plot, spans_decades
 from rankcollapse.seeds import Seed
+from rankcollapse.sizes import NLayers, NSamples, NTokens
 from rankcollapse.theory import (
     at_layer,
     first_layer_below,
@@ -120,11 +121,11 @@ class Config(BaseModel):
     """Models and initialisations, e.g. [{"model": "minilm", "init": "pretrained"}]."""
     variants: list[VariantName] = Field(default_factory=lambda: list(DONG_VARIANTS), min_length=1)
     """Variants of arms without their own list (san, san+mlp, san+skip, transformer, ...)."""
-    n_samples: int = Field(32, ge=1, le=1024)
+    n_samples: NSamples = Field(32, le=1024)
     """Windows of text per model."""
-    n_tokens: int = Field(128, ge=2, le=512)
+    n_tokens: NTokens = Field(128, le=512)
     """Tokens per window (exactly, all real)."""
-    n_layers: int | None = Field(None, ge=1, le=96)
+    n_layers: NLayers | None = Field(None, le=96)
     """Depth of random-init models (None: the model's own depth)."""
     handful: int = Field(5, ge=1, le=96)
     """A handful of layers: this many (pretrained-san-collapses)."""

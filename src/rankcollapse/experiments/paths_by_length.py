@@ -39,12 +39,13 @@ from rankcollapse.experiments.verdicts import Claim, check
 from rankcollapse.paths import length_summary
 from rankcollapse.plot import length_figures
 from rankcollapse.seeds import Seed
+from rankcollapse.sizes import NPaths
 
 NAME = "paths-by-length"
 
 ToyVariant = Literal["san", "san+skip", "san+skip+ln", "transformer"]
 # Toy variant of `rankcollapse.nets` and options on top (biases give the bias term a value).
-TOY: dict[str, tuple[str, dict]] = {
+TOY: dict[ToyVariant, tuple[str, dict]] = {
     "san": ("san", {}),
     "san+skip": ("san+skip", {}),
     "san+skip+ln": ("san+skip", {"norm": "post", "bias": True}),
@@ -54,7 +55,9 @@ TOY_EXACT = 1e-12
 REAL_EXACT = 1e-5  # float32 level: Llama's RMSNorm runs in float32 even in a float64 model
 
 
-class Config(toy_sizes(n_layers=6, n_heads=2, d_model=32, n_tokens=16, n_samples=4)):
+class Config(
+    toy_sizes(n_layers=6, n_heads=2, d_model=32, n_tokens=16, n_samples=4)  # type: ignore[misc]
+):
     """Toy networks and real models, decomposed by path length on the same inputs.
 
     n_layers, n_heads, d_model size the toy networks; real models keep their own.
@@ -66,7 +69,7 @@ class Config(toy_sizes(n_layers=6, n_heads=2, d_model=32, n_tokens=16, n_samples
     """Toy variants: san, san+skip, san+skip+ln (post-LN), transformer (skip + MLP + post-LN)."""
     models: list[str] = Field(default_factory=lambda: ["minilm:pretrained", "llama-small:random"])
     """Real models as name:init (names of rankcollapse.hf.MODELS; every family decomposes)."""
-    n_paths: int = Field(8, ge=1, le=1000)
+    n_paths: NPaths = Field(8, le=1000)
     """Sampled paths per length for the attention-product analysis."""
     seeds: list[Seed] = Field(default_factory=lambda: [0], min_length=1)
     """Seeds of toy weights, inputs and path samples."""

@@ -68,14 +68,16 @@ from rankcollapse.theory import contraction_factors, layer_cells, layer_stats, s
 NAME = "toy-collapse"
 
 Variant = Literal["san", "san+skip", "san+mlp", "san+ln", "transformer"]
-VARIANTS: list[str] = ["san", "san+skip", "san+mlp", "san+ln", "transformer"]
+VARIANTS: list[Variant] = ["san", "san+skip", "san+mlp", "san+ln", "transformer"]
 METRICS = ["res_comp_rel", "mu_rel"]
 SKIP_LEVEL = 1e-3  # "away from 0" (pure SAN ends near 1e-16)
 COLLAPSED_LEVEL = 1e-6  # "collapsed"
 SLOW = 0.5  # "decays slowly": no layer more than halves the residual (SAN: orders of magnitude)
 
 
-class Config(toy_sizes(n_layers=8, n_heads=2, d_model=32, n_tokens=16, n_samples=8)):
+class Config(
+    toy_sizes(n_layers=8, n_heads=2, d_model=32, n_tokens=16, n_samples=8)  # type: ignore[misc]
+):
     """A toy network at random initialisation, run in every variant for several seeds."""
 
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)

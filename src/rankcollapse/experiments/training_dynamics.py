@@ -31,7 +31,7 @@ Findings (the quantity is the last layer's res_comp_rel, mean over held-out samp
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -52,6 +52,7 @@ from rankcollapse.measure.monitor import MemoryLog, watch
 from rankcollapse.nets import CausalLM, NetConfig
 from rankcollapse.plot import line_plot, training_curves, training_heatmap
 from rankcollapse.seeds import stream_seed
+from rankcollapse.sizes import BatchSize
 from rankcollapse.tasks import VOCAB_SIZE, byte_windows, unigram_loss
 from rankcollapse.train import TrainConfig, train
 
@@ -61,7 +62,9 @@ METRIC = "res_comp_rel"
 OUTSIDE = "from outside the three seed papers"
 
 
-class Config(toy_sizes(n_layers=4, n_heads=4, d_model=64, n_tokens=32, n_samples=8)):
+class Config(
+    toy_sizes(n_layers=4, n_heads=4, d_model=64, n_tokens=32, n_samples=8)  # type: ignore[misc]
+):
     """Arms of a small GPT-2-shaped model trained on next-byte prediction of the corpus."""
 
     arms: list[Arm] = Field(["pre-ln", "post-ln", "no-skip", "hot"], min_length=1)
@@ -70,7 +73,7 @@ class Config(toy_sizes(n_layers=4, n_heads=4, d_model=64, n_tokens=32, n_samples
     """Softmax temperature T of the hot arm: logits / (T sqrt(d_qk))."""
     steps: int = Field(400, ge=1)
     """Adam steps."""
-    batch_size: int = Field(16, ge=1)
+    batch_size: BatchSize = 16
     """Windows per step."""
     lr: float = Field(1e-3, gt=0)
     """Adam learning rate."""
@@ -109,7 +112,7 @@ def arm_net(config: Config, arm: Arm, seed: int) -> NetConfig:
         "no-skip": {"skip": "off", "mlp_skip": False},
         "hot": {"temperature": config.hot_temperature**2 * d_qk},  # scale 1/sqrt(T^2 d_qk)
     }[arm]
-    gpt2 = {
+    gpt2: dict[str, Any] = {
         "skip": "on",
         "norm": "pre",
         "mlp": True,

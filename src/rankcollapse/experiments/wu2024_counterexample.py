@@ -36,6 +36,7 @@ from rankcollapse.experiments._registry import Experiment, Summary, Unit, regist
 from rankcollapse.experiments.verdicts import Claim, check
 from rankcollapse.metrics import measure_states
 from rankcollapse.plot import band_plot, counterexample_basin, counterexample_trajectories
+from rankcollapse.sizes import NLayers
 from rankcollapse.theory.equilibria import (
     counterexample_basin_arc,
     counterexample_point_b,
@@ -63,7 +64,7 @@ class Config(BaseModel):
     """Start angles (degrees) of token 1; 90 is the paper's (0, 1)."""
     n_angles: int = Field(360, ge=8)
     """Start angles of token 2 on the ring (resolution 360 / n_angles degrees)."""
-    n_layers: int = Field(1000, ge=10)
+    n_layers: NLayers = Field(1000, ge=10)
     """Layers run."""
     n_drawn: int = Field(24, ge=1)
     """Ring starts whose whole trajectory is kept for the figure."""
@@ -177,7 +178,8 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
         / basin["resolution"]
     )
     steps = {
-        f"w={r.w:g}": (g if r.contiguous else math.nan) for r, g in zip(basin.itertuples(), gap)
+        f"w={r.w:g}": (g if r.contiguous else math.nan)
+        for r, g in zip(basin.itertuples(), gap, strict=True)
     }
     curves = results[(results["part"] == "curve") & (results["norm"] == "no LN")]
     last = curves[curves["layer"] == curves.groupby("w")["layer"].transform("max")]

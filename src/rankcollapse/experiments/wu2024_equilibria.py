@@ -36,6 +36,7 @@ from rankcollapse.experiments.verdicts import Claim, Quote, check
 from rankcollapse.metrics import min_sv, numerical_rank, stable_rank
 from rankcollapse.plot import line_plot
 from rankcollapse.seeds import Seed
+from rankcollapse.sizes import NLayers, NTokens
 from rankcollapse.theory.equilibria import (
     fixed_point_residual,
     long_frame,
@@ -54,11 +55,11 @@ class Config(BaseModel):
 
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
-    n_tokens: list[Annotated[int, Field(ge=2)]] = Field([3, 4, 6, 8], min_length=1)
+    n_tokens: list[NTokens] = Field([3, 4, 6, 8], min_length=1)
     """N = d of each Theorem 3 run (each >= 2)."""
     w_over_n: float = Field(1.0, ge=1.0)
     """w / N (the theorem needs w >= N)."""
-    n_layers: int = Field(200, ge=1)
+    n_layers: NLayers = 200
     """Layers run from perturbed equilibria and random inputs."""
     perturbations: list[Annotated[float, Field(gt=0.0)]] = Field([1e-8, 1e-4], min_length=1)
     """Std of the Gaussian noise added to each equilibrium before re-normalising."""

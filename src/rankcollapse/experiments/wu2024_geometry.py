@@ -56,6 +56,7 @@ from rankcollapse.measure import probe
 from rankcollapse.metrics import dtype_floor
 from rankcollapse.plot import band_plot, line_plot, singular_spectra
 from rankcollapse.seeds import Seed
+from rankcollapse.sizes import NSamples, NTokens
 
 NAME = "wu2024-geometry"
 WHERE = "Sec. 5, numerical experiments on pretrained models (BERT, GPT-2, T5, ALBERT)"
@@ -79,9 +80,9 @@ class Config(BaseModel):
     """Names of rankcollapse.hf models (pretrained unless listed in random_init)."""
     random_init: list[str] = ["bert-base", "gpt2"]
     """Models run at their library default random init, for contrast."""
-    n_samples: int = Field(32, ge=1)
+    n_samples: NSamples = 32
     """Text windows per model."""
-    n_tokens: int = Field(128, ge=4)
+    n_tokens: NTokens = Field(128, ge=4)
     """Tokens per window."""
     n_spectra: int = Field(3, ge=0)
     """Samples whose full singular spectrum is kept per layer."""

@@ -59,7 +59,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -93,7 +93,9 @@ BOUNDED = 1.01  # value-map products whose last norm tops the first half's by 1 
 DECIDES = "the paper preset (3 seeds x 32 samples, 128 layers; CPU, about 4 minutes)"
 
 
-class Config(toy_sizes(n_layers=32, d_model=16, n_tokens=8, n_samples=8)):
+class Config(
+    toy_sizes(n_layers=32, d_model=16, n_tokens=8, n_samples=8)  # type: ignore[misc]
+):
     """Masked pure SANs: measured collapse of mu per mask, beside Wu et al.'s bound."""
 
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
@@ -115,7 +117,7 @@ class Config(toy_sizes(n_layers=32, d_model=16, n_tokens=8, n_samples=8)):
 # is about 0.1 and Thm 1's bound falls a decade below mu(X^0) within 32 layers for radius 1; at
 # the usual temperature eps is about 3e-4 and the bound would need thousands of layers to
 # say more than "mu stays below sqrt(N - 1) mu(X^0)". paper: the usual temperature.
-PRESETS = {
+PRESETS: dict[str, dict[str, Any]] = {
     "quick": {"temperature": 4096.0},
     "paper": {"n_layers": 128, "d_model": 64, "n_tokens": 32, "n_samples": 32, "seeds": [0, 1, 2]},
 }

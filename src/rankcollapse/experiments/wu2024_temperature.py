@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import numpy as np
 import pandas as pd
@@ -58,7 +58,10 @@ from rankcollapse.theory import early_drop
 from rankcollapse.variants import VARIANTS
 
 NAME = "wu2024-temperature"
-Model = text_model_type("toy")  # the toy, or a text model of rankcollapse.hf.MODELS
+if TYPE_CHECKING:  # a name to mypy; pydantic checks it against the registry
+    Model = str
+else:
+    Model = text_model_type("toy")  # the toy, or a text model of rankcollapse.hf.MODELS
 PURE_SAN = VARIANTS["wu:san"]  # Wu et al.'s pure SAN: no skip, no MLP, no norm
 COLUMNS = ["model", "init", "variant", "mask", "d_qk", "mode", "layer", "sample", "metric"]
 COLUMNS += ["value", "at_floor", "device"]
@@ -95,7 +98,7 @@ class Config(CurvesConfig):
 
 
 # quick: the toy and MiniLM on 2 windows of 32 tokens (SmolLM2's float64 load takes a minute).
-PRESETS = {
+PRESETS: dict[str, dict[str, Any]] = {
     "quick": {"models": ["toy", "minilm"], "n_samples": 2, "n_tokens": 32},
     "paper": {"toy": {"n_layers": 32, "n_tokens": 128, "n_samples": 32}},
 }
@@ -109,7 +112,7 @@ def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
     model, mask, device = unit["model"], unit["mask"], config.device
     frames = []
     for d_qk in config.d_qk:
-        common = {"seed": config.seed, "metrics": ["mu_rel"]}
+        common: dict[str, Any] = {"seed": config.seed, "metrics": ["mu_rel"]}
         if model == "toy":
             frame = toy_curves(
                 [PURE_SAN],
@@ -224,7 +227,7 @@ def _mode_claims(
         for m, drop in at_large.items()
     }
     relative = {m: list(early[m] / at_large[m]) for m in early}
-    common = {"decides": DECIDES, "beyond": beyond}
+    common: dict[str, Any] = {"decides": DECIDES, "beyond": beyond}
     found = [
         verdicts.for_every(
             f"smaller-dqk-slows@{arm}",

@@ -19,6 +19,7 @@ from typing import Any
 
 from rankcollapse.errors import InputError
 from rankcollapse.reading import MiB, checked_size, is_utf8, read_json, safetensors_header, shown
+from rankcollapse.sizes import SIZES as SIZE_BOUNDS
 
 CONFIG = "config.json"
 WEIGHTS = "model.safetensors"
@@ -51,7 +52,6 @@ TOKENIZER_JSON = (
     "special_tokens_map.json",
     "vocab.json",
 )
-MAX_LAYERS = 4096  # deeper than any published model; a config beyond is damaged
 # The one base-model part no hidden state passes through: saved without it by *For... heads.
 OPTIONAL_PARTS = ("pooler.",)
 FIX = "save the model with save_pretrained(DIR) or fix the file"
@@ -141,11 +141,12 @@ def _sizes(folder: Path, config: Any, values: dict) -> None:
             raise _error(
                 folder, f"has {key} = {value!r} in {CONFIG}; it must be a positive integer"
             )
-    if config.num_hidden_layers > MAX_LAYERS:
+    depth = SIZE_BOUNDS["n_layers"]  # deeper than any published model: a damaged config
+    if config.num_hidden_layers > depth.high:
         raise _error(
             folder,
             f"has num_hidden_layers = {config.num_hidden_layers} in {CONFIG} (at most "
-            f"{MAX_LAYERS})",
+            f"{depth.high})",
         )
     heads = getattr(config, "num_attention_heads", None)
     width = getattr(config, "hidden_size", None)
@@ -206,7 +207,9 @@ def read_model_config(path: str | Path) -> Any:
             config = CONFIG_MAPPING[model_type].from_dict(values)
     except Exception as err:  # noqa: BLE001 - transformers' own checks raise many kinds
         reason = " ".join(str(err).split())[:300]
-        raise _error(folder, f"has a {CONFIG} that is not a valid {model_type} config ({reason})")
+        raise _error(
+            folder, f"has a {CONFIG} that is not a valid {model_type} config ({reason})"
+        ) from None
     _sizes(folder, config, values)
     return config
 
@@ -279,7 +282,7 @@ def _renamer(model: Any) -> Any:
         return lambda key: (key.removeprefix(prefix), False)
     transforms = get_model_conversion_mapping(model)
     converters = [t for t in transforms if isinstance(t, WeightConverter)]
-    renamings = [t for t in transforms if not isinstance(t, WeightConverter)]
+    renamings: list[Any] = [t for t in transforms if not isinstance(t, WeightConverter)]
     expected = model.state_dict()
 
     def rename(key: str) -> tuple[str, bool]:
@@ -369,12 +372,24 @@ def _checked(folder: Path, stamp: tuple) -> None:
 def check_model_folder(path: str | Path) -> None:
     """Check a model folder's config.json and weights before transformers reads them.
 
-    Checked once per process while the folder's files are unchanged (their sizes and times).
+    Checked once per process while the folder's files are unchanged (`folder_stamp`).
 
     Raises:
         InputError: one clear line for a missing, empty or damaged config.json, an unknown
             model_type, sizes that are not positive or do not fit together, weights missing,
             only in an unsafe format, damaged, or of shapes the config does not describe.
+    """
+    folder = Path(path)
+    _checked(folder.resolve(), folder_stamp(folder))
+
+
+def folder_stamp(path: str | Path) -> tuple[tuple[str, int, int, int, int], ...]:
+    """What identifies the contents of a model folder: each file's name, size, modification and
+    change times and inode (a file replaced by a rename gets a new inode). The folder check and
+    the loader's cache are keyed by it, so weights saved again into the folder are read again.
+
+    Raises:
+        InputError: no such folder, or a file in it that is not a regular file.
     """
     folder = Path(path)
     if not folder.is_dir():
@@ -384,9 +399,8 @@ def check_model_folder(path: str | Path) -> None:
     if not is_utf8(folder.absolute()):  # safetensors (Rust) takes UTF-8 paths only
         raise _error(folder, "has a path that is not UTF-8 text, which the safetensors loader "
                      "cannot open", "rename the folder (or link it under a UTF-8 name)")  # fmt: skip
-    files = _regular_files(folder)
-    stamp = tuple((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in files)
-    _checked(folder.resolve(), stamp)
+    stats = [(p.name, p.stat()) for p in _regular_files(folder)]
+    return tuple((n, s.st_size, s.st_mtime_ns, s.st_ctime_ns, s.st_ino) for n, s in stats)
 
 
 def _regular_files(folder: Path) -> list[Path]:
@@ -394,13 +408,13 @@ def _regular_files(folder: Path) -> list[Path]:
     device would wait forever or never end), else an error naming it."""
     files = sorted(p for p in folder.iterdir() if not p.is_dir())
     for file in files:
-        checked_size(
-            file,
-            MAX_HEADER_FILE,
-            error=lambda problem, p=file: _error(
-                folder, f"holds {p.name}, {problem}", "remove it or replace it with the file"
-            ),
-        )
+
+        def refused(problem: str, name: str = file.name) -> InputError:
+            return _error(
+                folder, f"holds {name}, {problem}", "remove it or replace it with the file"
+            )
+
+        checked_size(file, MAX_HEADER_FILE, error=refused)
     return files
 
 

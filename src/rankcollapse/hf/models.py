@@ -44,8 +44,9 @@ from rankcollapse.hf.architectures import (
     model_class_of,
     n_layers,
 )
-from rankcollapse.hf.folders import check_tokenizer_folder
+from rankcollapse.hf.folders import check_tokenizer_folder, folder_stamp
 from rankcollapse.hf.registry import MODELS, Init, check_model_name, tiny_config
+from rankcollapse.sizes import check_size
 
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 # Files any Hugging Face tokenizer is saved with; a directory without one has no tokenizer.
@@ -126,7 +127,7 @@ class LoadedModel:
             return source.vocabulary
         if source is not None:
             return Vocabulary.of(source)
-        config = self.model.config
+        config: Any = self.model.config  # a transformers config (torch types it as a Module)
         special = {
             getattr(config, key, None) for key in ("bos_token_id", "eos_token_id", "pad_token_id")
         }
@@ -209,9 +210,20 @@ def load_tokenizer(path: str | Path) -> Any:
         ) from None
 
 
-@functools.lru_cache(maxsize=4)
 def _load_pretrained(name: str) -> tuple[nn.Module, Any, dict[str, Any]]:
-    """Pure loader (cached per process): base model in float32, tokenizer, provenance."""
+    """Base model in float32, tokenizer, provenance: cached per process, a folder's by its path
+    and `folder_stamp` (the key of its check), so weights saved again into it are loaded again;
+    the shipped models' files never change."""
+    if name in MODELS:
+        return _load_cached(name, None, ())
+    return _load_cached(name, Path(name).resolve(), folder_stamp(name))
+
+
+@functools.lru_cache(maxsize=4)
+def _load_cached(
+    name: str, _folder: Path | None, _stamp: tuple
+) -> tuple[nn.Module, Any, dict[str, Any]]:
+    """Pure loader of `_load_pretrained` (its arguments after `name` are the cache's key)."""
     from transformers import AutoConfig, AutoModel, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
@@ -311,9 +323,11 @@ def load_resolved(
     """`load_model` with `device` resolved by the caller's boundary (`resolve_device` of the
     command line or `probe`, an experiment config's `Device` field checked at `make_config`),
     so it is not checked again: the loader of `measure.ModelSource` and the experiments."""
-    check_model_name(name, init)
     if n_layers is not None:
         config_overrides = {**(config_overrides or {}), "num_hidden_layers": n_layers}
+    if config_overrides and "num_hidden_layers" in config_overrides:
+        check_size("n_layers", config_overrides["num_hidden_layers"], shown="n_layers")
+    check_model_name(name, init)
     if config_overrides and init == "pretrained":
         raise ConfigError(
             f"config_overrides {dict(config_overrides)} need init='random': pretrained weights "
@@ -370,14 +384,13 @@ def wrap_model(
         (2, 'BertModel')
     """
     base = getattr(model, "base_model", model)
-    config = base.config
+    config: Any = base.config  # a transformers config (torch types it as a Module)
     adapter = "declared"
     if declared(config):
         arch = architecture_for(config.model_type, config)
     else:
-        arch = infer_architecture(base)
-        if arch is None:
-            architecture_for(config.model_type, config)  # raises the "unsupported" error
+        # none inferred: architecture_for raises the "unsupported" error
+        arch = infer_architecture(base) or architecture_for(config.model_type, config)
         adapter = f"{arch.name} (inferred from the block layout of '{config.model_type}')"
     if arch.model_class and type(base).__name__ != arch.model_class:
         raise InputError(

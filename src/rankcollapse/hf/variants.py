@@ -65,6 +65,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import torch
 from torch import nn
@@ -160,7 +161,7 @@ def _part(block: nn.Module, path: str, arch: Architecture, variant: Variant) -> 
 
 def _hook_block(block: nn.Module, arch: Architecture, variant: Variant) -> list:
     """Register this variant's hooks on one block; return the handles."""
-    handles = []
+    handles: list[Any] = []
     seen: dict[str, torch.Tensor] = {}
     if variant.is_identity:
         return handles

@@ -135,7 +135,7 @@ def bridge_capture(
     """Inside this block each forward pass hands `on_layer` layer 0 (`blocks.0.hook_in`) and
     each `blocks.{l-1}.hook_out` as layer l, with the block's `attn.hook_pattern` when
     `attention`; hooks removed on leaving, also after an error."""
-    blocks = bridge.blocks
+    blocks: Any = bridge.blocks  # TransformerLens types its blocks loosely
     state: dict[str, Any] = {"probs": None}
 
     def first(module, args, out):

@@ -106,7 +106,8 @@ class MaskSpec(str):
         spec.family, spec.params = family, params
         return spec
 
-    def __getnewargs__(self) -> tuple[str, tuple[int | float, ...]]:
+    # str's own gives (text,); a spec pickles its family and parameters
+    def __getnewargs__(self) -> tuple[str, tuple[int | float, ...]]:  # type: ignore[override]
         return self.family, self.params
 
     def __repr__(self) -> str:
@@ -115,10 +116,6 @@ class MaskSpec(str):
     def build(self, n: int) -> Tensor:
         """The boolean (n, n) mask of this spec (a method, not a call: pandas calls callables)."""
         return _FAMILIES[self.family].build(n, *self.params)
-
-    def to_spec(self) -> str:
-        """The canonical spec string: family, then each parameter after a colon."""
-        return str(self)
 
     @classmethod
     def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> core_schema.CoreSchema:

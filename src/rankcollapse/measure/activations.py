@@ -87,7 +87,11 @@ def measure_activations(
 
     states = activations.states
     return measure_layers(
-        states, activations.mask, metrics=metrics, source_dtype=states.dtype, device=device
+        states,  # type: ignore[arg-type]  # a sequence of layers, read one at a time
+        activations.mask,
+        metrics=metrics,
+        source_dtype=states.dtype,
+        device=device,
     )
 
 

@@ -85,22 +85,8 @@ def prepare_batch(
 
 
 MAX_TOKENS = 1024
-"""Tokens per forward pass on the CPU when a request names no batch size (eval mode): the
-forward's own activations and the metrics' float64 copies stay those of about 1024 tokens
-however many samples a probe or monitor measures (each sample's rows do not depend on the
-split). Measured with `benchmarks/bench_probe.py` (32 x 128 tokens, peak memory above the loaded
-model, medians of 9 children; the target is at most half of one forward pass with
-output_hidden_states, 103 MB for MiniLM, 701 MB for SmolLM2):
-- MiniLM (6 layers): 31 MB (24-36) at 1024 tokens per pass, 51 MB (37-56) at 1536, 51 MB
-  (50-70) at 2048. Six layers of states are little beside the forward's own activations, so
-  only a smaller pass halves the peak.
-- SmolLM2 (30 layers): 134 MB (89-192) at 1024, 212 MB (158-261) at 2048, 547 MB at 4096
-  (an earlier measurement), all with the key-value cache the passes no longer build
-  (`hf.capture.run_batch`); without it, 117 MB (96-135) at 1024 against the forward's 707.
-  The probe's time at 1024 against 2048 tokens, in one process,
-  interleaved: 12.53 s against 13.27 s and 14.33 s against 14.82 s at load 1-2, 13.41 s
-  against 12.99 s at load 4.
-"""
+"""Tokens per CPU forward pass when a request names no batch size: the probe's peak memory
+stays under half of one forward pass with output_hidden_states (`benchmarks/bench_probe.py`)."""
 
 DEVICE_MAX_TOKENS = 2048
 """Tokens per forward pass on an accelerator: there each pass pays its metric kernels' launches
@@ -160,15 +146,8 @@ def measure_batch(
 
 
 GROUP_SEQUENCES = 24
-"""Sequences (layers x samples) measured in one metric call: each call pays a fixed cost (its
-float64 buffers made anew, a few hundred small torch ops, the threads' start and join, one
-SVD call for the ill-conditioned sequences), which one layer of a CPU pass (8 samples of 128
-tokens) does not amortize. The metric suite over the 31 states of SmolLM2 (32 x 128 tokens)
-cut as the probe cuts them, 8 samples per pass, medians of 6 in one process: 3.22 s a layer
-at a time, 2.31 s in groups of 2 layers, 2.07 s of 3, 2.14 s of 4; MiniLM's 7 states: 0.62,
-0.47, 0.45, 0.37 s. The price is memory: MiniLM's probe peak above the loaded model rose from
-28 to 38 MB (medians of 9 processes, groups of 3 layers) and to 50 MB with groups of 5, whose
-worst case passed half of the forward's (`benchmarks/bench_probe.py`)."""
+"""Sequences (layers x samples) per metric call, to amortize each call's fixed cost at a small
+price in memory (`benchmarks/bench_probe.py` measures both)."""
 
 GROUP_VALUES = 2**21
 """At most this many state values (8 MB of float32) wait in a group, whatever

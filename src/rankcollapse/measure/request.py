@@ -149,14 +149,14 @@ def resolve_probe(
         >>> [v.name for v in request.variants], str(request.mask), request.names
         (['san', 'transformer'], 'window:1', ('res_comp_rel',))
     """
-    variants, metrics = _names("variants", variants), _names("metrics", metrics)
-    resolved = tuple(parse_variant(v) for v in variants)
-    names = list(DEFAULT_METRICS) if metrics is None else metrics
+    variant_names, metric_names = _names("variants", variants), _names("metrics", metrics)
+    resolved = tuple(parse_variant(v) for v in variant_names or ())
+    names = list(DEFAULT_METRICS) if metric_names is None else metric_names
     found = tuple(get_metric(name) for name in names)
     if not resolved or not found:
         raise ConfigError(
-            f"at least one variant and one metric are needed, got variants={list(variants)}, "
-            f"metrics={metrics}; see `rankcollapse variants` and `rankcollapse metrics`."
+            f"at least one variant and one metric are needed, got variants={variant_names}, "
+            f"metrics={metric_names}; see `rankcollapse variants` and `rankcollapse metrics`."
         )
     if batch_size is not None:
         check_size("batch_size", batch_size)

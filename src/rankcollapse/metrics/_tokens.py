@@ -184,7 +184,7 @@ def split_runs(x: Tensor, mask: Tensor | None, count: int) -> list[tuple[Tensor,
     n, d = x.shape[-2:]
     xs = x.reshape(-1, n, d).tensor_split(count)
     masks = [None] * len(xs) if mask is None else mask.reshape(-1, n).tensor_split(count)
-    runs = [(part, part_mask) for part, part_mask in zip(xs, masks) if len(part)]
+    runs = [(part, part_mask) for part, part_mask in zip(xs, masks, strict=True) if len(part)]
     return runs or whole
 
 
@@ -256,7 +256,7 @@ class Tokens:
         n, d = self.source.shape[-2:]
         k = n if self.gram_of_tokens else d
         count = len(self.source.reshape(-1, n, d))
-        where = {"dtype": torch.float64, "device": self.source.device}
+        where: dict[str, Any] = {"dtype": torch.float64, "device": self.source.device}
         norm_sq, scale = torch.empty(count, **where), torch.ones(count, **where)
         parts = []
         gram_of = torch.empty(count, k, k, **where) if gram else None
@@ -270,7 +270,11 @@ class Tokens:
                 torch.matmul(*((x, x.mT) if self.gram_of_tokens else (x.mT, x)), out=gram_of[rows])
         self.norm_sq, self.scale = norm_sq.reshape(self.batch), scale.reshape(self.batch)
         if norms:
-            joined = parts[0] if len(parts) == 1 else [torch.cat(values) for values in zip(*parts)]
+            joined = (
+                parts[0]
+                if len(parts) == 1
+                else [torch.cat(values) for values in zip(*parts, strict=True)]
+            )
             self._norms = tuple(values.reshape(self.batch) for values in joined)
         if gram:
             self._gram = gram_of.reshape(*self.batch, k, k)

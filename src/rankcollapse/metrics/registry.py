@@ -88,7 +88,10 @@ def _info(
     )
 
 
-_CENTRED = {"vanishes": True, "reads": "norms"}  # mean-centred residuals: the norms pass
+_CENTRED: dict[str, Any] = {
+    "vanishes": True,
+    "reads": "norms",
+}  # mean-centred residuals: the norms pass
 
 _ENTRIES = [
     _info(residual.res_comp_rel, residual._res_comp_rel, "states", **_CENTRED),
@@ -150,6 +153,7 @@ def names_of_kind(
     if isinstance(names, str):
         names = [names]
     known = [name for name, info in METRICS.items() if info.kind == kind]
+    names = [m.name if isinstance(m, MetricInfo) else m for m in names]
     for name in names:
         if name in METRICS and name not in known:
             suite = "measure_attention" if METRICS[name].kind == "attention" else "measure_states"

@@ -114,12 +114,14 @@ def measure_states(
     if batched or (batched is None and on_device):
         return _measure_batched(x, mask, names, source_dtype, reads)
     if on_device:
-        return dict(zip(names, measure((x, mask))))  # the float64 route in one batched pass
+        return dict(
+            zip(names, measure((x, mask)), strict=True)
+        )  # the float64 route in one batched pass
     with single_thread() as threads:
         runs = split_runs(x, mask, threads)
         try:
             if len(runs) == 1:
-                return dict(zip(names, measure(runs[0])))
+                return dict(zip(names, measure(runs[0]), strict=True))
             first_linalg_call(x.device)
             # the calling thread measures the first run itself: one thread fewer to hand work
             # to, and one malloc arena fewer holding freed memory (MiniLM's probe peak: median

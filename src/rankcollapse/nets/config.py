@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from rankcollapse.errors import invalid_config
 from rankcollapse.masks import MaskSpec
 from rankcollapse.seeds import Seed
-from rankcollapse.sizes import SIZES
+from rankcollapse.sizes import SIZES, DModel, NHeads, NLayers
 
 
 class NetConfig(BaseModel):
@@ -25,15 +25,15 @@ class NetConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
-    n_layers: int = Field(12, ge=SIZES["n_layers"].low, le=SIZES["n_layers"].high)
+    n_layers: NLayers = 12
     """Number of layers (blocks)."""
-    n_heads: int = Field(1, ge=SIZES["n_heads"].low, le=SIZES["n_heads"].high)
+    n_heads: NHeads = 1
     """Attention heads per layer."""
-    d_model: int = Field(64, ge=SIZES["d_model"].low, le=SIZES["d_model"].high)
+    d_model: DModel = 64
     """Width of the token states."""
-    d_qk: int | None = Field(None, ge=1, le=SIZES["d_model"].high)
+    d_qk: DModel | None = None
     """Per-head query-key rank; None = d_model // n_heads."""
-    d_v: int | None = Field(None, ge=1, le=SIZES["d_model"].high)
+    d_v: DModel | None = None
     """Per-head value width; None = d_model // n_heads."""
     skip: Literal["off", "on", "scaled"] = "off"
     """Attention skip: off = SA(X); on = X + SA(X); scaled = skip_scale * X + SA(X)."""

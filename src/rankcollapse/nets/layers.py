@@ -67,6 +67,8 @@ class RMSNorm(nn.Module):
 class LayerNorm(nn.Module):
     """(x_i - mean_k x_ik) / sqrt(var_k x_ik + eps) * gain + beta (beta = 0 without biases)."""
 
+    beta: Tensor  # a parameter, or a zero buffer without biases (`_register_bias`)
+
     def __init__(self, d_model: int, eps: float, bias: bool, dtype: torch.dtype) -> None:
         super().__init__()
         self.eps = eps
@@ -104,7 +106,7 @@ class Skip(nn.Module):
         return self.scale * x + y
 
 
-def _softmax(scores: Tensor, mask_bias: Tensor) -> Tensor:
+def _softmax(scores: Tensor, mask_bias: Tensor | float) -> Tensor:
     return torch.softmax(scores + mask_bias, dim=-1)
 
 
@@ -120,12 +122,12 @@ def hardmax(scores: Tensor) -> Tensor:
     return F.one_hot(winner, scores.shape[-1]).to(scores.dtype)
 
 
-def _hardmax(scores: Tensor, mask_bias: Tensor) -> Tensor:
+def _hardmax(scores: Tensor, mask_bias: Tensor | float) -> Tensor:
     """One-hot on the highest allowed score (the first one on ties)."""
     return hardmax(scores + mask_bias)
 
 
-def _uniform(scores: Tensor, mask_bias: Tensor) -> Tensor:
+def _uniform(scores: Tensor, mask_bias: Tensor | float) -> Tensor:
     """Equal weight on every allowed key: the mask's rows normalised to sum to 1."""
     return torch.softmax(torch.zeros_like(scores) + mask_bias, dim=-1)
 
@@ -151,6 +153,13 @@ class SelfAttention(nn.Module):
         b_q, b_k: (n_heads, d_qk); b_v: (n_heads, d_v); b_o: (d_model,) (zero constants, not
             parameters, when biases are off; b_o also when `out_proj` is off).
     """
+
+    # parameters, or zero buffers without biases (`_register_bias`)
+    b_q: Tensor
+    b_k: Tensor
+    b_v: Tensor
+    b_o: Tensor
+    w_o: Tensor
 
     def __init__(
         self,
@@ -220,6 +229,9 @@ class SelfAttention(nn.Module):
 
 class MLP(nn.Module):
     """Token-wise MLP: act(x W_1 + b_1) W_2 + b_2."""
+
+    b_1: Tensor  # a parameter, or a zero buffer without biases (`_register_bias`)
+    b_2: Tensor
 
     def __init__(
         self,

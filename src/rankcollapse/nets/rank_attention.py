@@ -131,10 +131,6 @@ class RankAttention(nn.Module):
             layer.w_q.copy_(w_q), layer.w_k.copy_(w_k), layer.w_o.copy_(w_o)
         return layer
 
-    def qk_products(self) -> Tensor:
-        """W_Q,h^T W_K,h per head, shape (H, d, d): the bilinear form <W_Q y, W_K x>."""
-        return self.w_q.transpose(-1, -2) @ self.w_k
-
     def forward(self, queries: Tensor, x: Tensor) -> Tensor:
         """queries (..., q, d), x (..., n, d) -> (..., q, d)."""
         return rank_attention(queries, x, self.w_q, self.w_k, self.w_o, hard=self.hard).sum(-3)
@@ -193,7 +189,9 @@ class StackedRankAttention(nn.Module):
                     q, k, o = init_rank_weights(
                         d_model, rank, n_heads[c], seed=seeds[c], dtype=dtype
                     )
-                    w_q.append(q.flatten(0, 1)), w_k.append(k.flatten(0, 1)), w_o.append(o)
+                    w_q.append(q.flatten(0, 1))
+                    w_k.append(k.flatten(0, 1))
+                    w_o.append(o)
                     self.config_rows[c] = slice(rows, rows + n_heads[c] * rank)
                     self.config_heads[c] = slice(heads, heads + n_heads[c])
                     head_config += [c] * n_heads[c]
@@ -265,6 +263,8 @@ class StackedRankAttention(nn.Module):
             # in one batched product, then sum each configuration's heads in one product
             z = (weights.transpose(-1, -2) @ keys).view(*lead, n_queries, -1)  # (..., q, H_s d)
             configs, sizes = self.stream_configs[s]
-            for c, z_c, m_c in zip(configs, z.split(sizes, -1), maps[columns].split(sizes)):
+            for c, z_c, m_c in zip(
+                configs, z.split(sizes, -1), maps[columns].split(sizes), strict=True
+            ):
                 out[c] = z_c @ m_c  # (..., q, d)
         return torch.stack([out[c] for c in range(self.n_configs)])

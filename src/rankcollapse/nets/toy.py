@@ -123,7 +123,8 @@ class ToyNet(nn.Module):
         """
         x = self._check_input(x)
         mask_bias = self.mask_bias(x.shape[-2], x.device)
-        states, attention = [x], [] if return_attention else None
+        states = [x]
+        attention: list[Tensor] | None = [] if return_attention else None
         for block in self.layers:
             x, probs = block(x, mask_bias)
             states.append(x)

@@ -37,6 +37,7 @@ from rankcollapse.errors import ConfigError, invalid_config
 from rankcollapse.nets.config import NetConfig
 from rankcollapse.nets.toy import ToyNet
 from rankcollapse.seeds import Seed
+from rankcollapse.sizes import DModel, NHeads, NLayers
 
 NORM_EPS = 1e-5
 
@@ -64,11 +65,11 @@ class SANConfig(BaseModel):
     """Token ids 0..vocab_size-1 (inputs = "tokens" only)."""
     n_positions: int = Field(0, ge=0)
     """Learned position embeddings for sequences up to this length; 0 = no positions."""
-    n_layers: int = Field(6, ge=1)
+    n_layers: NLayers = 6
     """Attention layers."""
-    n_heads: int = Field(2, ge=1)
+    n_heads: NHeads = 2
     """Heads per layer."""
-    d_model: int = Field(48, ge=2)
+    d_model: DModel = Field(48, ge=2)
     """Width of the token states."""
     dropout: float = Field(0.1, ge=0, lt=1)
     """Training-time dropout rate in the authors' four places (0: none; off in eval mode)."""

@@ -63,7 +63,7 @@ def length_frame(
     output = result.output
     frames = []
     parts = [*result.components, result.bias]
-    for length, part in zip([*range(len(result.components)), BIAS], parts):
+    for length, part in zip([*range(len(result.components)), BIAS], parts, strict=True):
         frames.append(_size_rows(part, output, length))
         nonzero = part.abs().amax((-2, -1)) > 0
         if metrics and bool(nonzero.all()):

@@ -220,7 +220,7 @@ def path_matrices(net: FrozenNet, path: tuple[int, ...]) -> tuple[Tensor, Tensor
     b, n, d = net.x.shape
     p_path = torch.eye(n, dtype=net.x.dtype, device=net.x.device).expand(b, n, n)
     w_path = torch.eye(d, dtype=net.x.dtype, device=net.x.device)
-    for sub, step in zip(net.sublayers, path):
+    for sub, step in zip(net.sublayers, path, strict=True):
         if (
             not isinstance(sub.branch, FrozenAttention)
             or sub.norm_in

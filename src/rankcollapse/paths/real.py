@@ -255,7 +255,7 @@ def freeze_real(
         blocks = blocks * loaded.n_layers
     sublayers = [
         sub
-        for block, probs in zip(blocks, attention)
+        for block, probs in zip(blocks, attention, strict=True)
         for sub in _sublayers(loaded, block, probs.to(states[0].dtype))
     ]
     return FrozenNet(states[0], sublayers, reference=states[-1])

@@ -53,7 +53,7 @@ def freeze_toy(net: ToyNet, x: Tensor) -> FrozenNet:
     trace = net(x, return_attention=True)  # checks x
     x = trace.states[0]
     sublayers = []
-    for block, probs in zip(net.layers, trace.attention):
+    for block, probs in zip(net.layers, trace.attention, strict=True):
         attn = block.attn
         branch = FrozenAttention(probs, attn.w_v, attn.w_o, attn.b_v, attn.b_o)
         sublayers.append(

@@ -4,6 +4,8 @@ Conjecture 6)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
 from matplotlib.figure import Figure
 
@@ -17,7 +19,7 @@ def construction_figures(
     column) and of fitted random low-rank heads against their number H (one line per
     `heads` column, d and r).
     """
-    common = {"logx": True, "floor_column": None, "ylabel": "relative MSE"}
+    common: dict[str, Any] = {"logx": True, "floor_column": None, "ylabel": "relative MSE"}
     title = f"Full-rank head, N={n_points}: relative MSE vs temperature"
     return {
         "full_rank_vs_temperature": band_plot(

@@ -31,7 +31,7 @@ def dong_bound_figure(
     axes = fig.subplots(1, len(variants), squeeze=False, sharey=True)[0]
     layers = np.arange(n_layers + 1)
     c = results[results["metric"] == "c"].set_index(["variant", "seed", "sample"])["value"]
-    for ax, variant in zip(axes, variants):
+    for ax, variant in zip(axes, variants, strict=True):
         rows = results[(results["variant"] == variant) & (results["metric"] == "log10_r")]
         rows = rows[~rows["at_floor"].astype(bool)]
         half_c = 0.5 * np.log10(
@@ -89,7 +89,8 @@ def wu_bound_figure(
     axes = fig.subplots(len(norms), len(masks), squeeze=False, sharey=True)
     for (i, norm), (j, mask) in ((a, b) for a in enumerate(norms) for b in enumerate(masks)):
         ax = axes[i, j]
-        for seed, style in zip(seeds, ("-", "--", ":", "-.") * 8):
+        # the styles repeat past the seeds: the zip stops at the last seed
+        for seed, style in zip(seeds, ("-", "--", ":", "-.") * 8, strict=False):
             part = results[
                 (results["mask"] == mask) & (results["norm"] == norm) & (results["seed"] == seed)
             ]

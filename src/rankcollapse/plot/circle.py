@@ -41,8 +41,8 @@ def circle_trajectories(
     axes = figure.subplots(len(variants), len(seeds), squeeze=False)
     angles = np.linspace(0, 2 * math.pi, 200)
     outcome = {(r["variant"], r["seed"]): _outcome(r) for _, r in table.iterrows()}
-    for row, variant in zip(axes, variants):
-        for ax, seed in zip(row, seeds):
+    for row, variant in zip(axes, variants, strict=True):
+        for ax, seed in zip(row, seeds, strict=True):
             part = results[(results["variant"] == variant) & (results["seed"] == seed)]
             ax.plot(radius * np.cos(angles), radius * np.sin(angles), color="0.85")
             for token, (color, style) in enumerate((("C0", "-"), ("C3", "--"))):
@@ -77,7 +77,7 @@ def circle_shares(
     variants = list(dict.fromkeys(shares["variant"]))
     figure = Figure(figsize=(2.6 * len(variants) + 0.4, 2.9), layout="constrained")
     axes = figure.subplots(1, len(variants), squeeze=False, sharey=True)[0]
-    for ax, variant in zip(axes, variants):
+    for ax, variant in zip(axes, variants, strict=True):
         part = shares[shares["variant"] == variant]
         for learned, face in ((True, "C0"), (False, "none")):
             runs = part[part["learned"] == learned]
@@ -90,8 +90,10 @@ def circle_shares(
                 ax.axhspan(mean - error, mean + error, color="C0", alpha=0.15, lw=0)
         ax.axhline(majority, color="0.4", ls="--", lw=0.8, label=f"majority ({majority})")
         ax.set_ylim(-0.05, 1.05)
-        learned = f"{int(part['learned'].sum())} of {len(part)} learned"
-        ax.set_title(f"{labels[variant]}: share {part['outcome'].iloc[0]} ({learned})", fontsize=9)
+        n_learned = f"{int(part['learned'].sum())} of {len(part)} learned"
+        ax.set_title(
+            f"{labels[variant]}: share {part['outcome'].iloc[0]} ({n_learned})", fontsize=9
+        )
         ax.set_xlabel("seed")
         ax.set_xticks(sorted(part["seed"]))
     axes[0].set_ylabel("share of off-arc rollouts")
@@ -134,7 +136,7 @@ def circle_distances(
         ylabel="distance / starting distance",
     )
     learned = table.set_index(["variant", "seed"])["learned"]
-    for ax, variant in zip(figure.axes, [v for v in variants if v in learned.index]):
+    for ax, variant in zip(figure.axes, [v for v in variants if v in learned.index], strict=True):
         ax.set_title(labels[variant], fontsize=10)
         for line in ax.get_lines():
             seed = int(str(line.get_label()).removeprefix("seed "))

@@ -151,7 +151,7 @@ def _place_floor_points(fig: Figure, floor: Floor, axes: list, *, logy: bool) ->
     for ax, *_ in floor.points:
         ranks.append(per_axis.get(id(ax), 0))
         per_axis[id(ax)] = ranks[-1] + 1
-    for (ax, xs, k, n, style), rank in zip(floor.points, ranks):
+    for (ax, xs, k, n, style), rank in zip(floor.points, ranks, strict=True):
         # Side by side, a few points apart, so series at the floor at one x stay visible.
         slot = rank - (per_axis[id(ax)] - 1) / 2
         shift = transforms.offset_copy(ax.transData, fig=fig, x=3.5 * slot, units="points")
@@ -168,7 +168,7 @@ def _place_floor_points(fig: Figure, floor: Floor, axes: list, *, logy: bool) ->
             transform=shift,
         )
         partial_before = False
-        for xv, ki, ni in zip(xs, k, n):
+        for xv, ki, ni in zip(xs, k, n, strict=True):
             # Label the first x of each run of partial floors only, so labels never pile up.
             if ki < ni and not partial_before:
                 label = ax.annotate(
@@ -250,7 +250,7 @@ def _finish_axes(
 def _legend(fig: Figure, axes: list, title: str | None, floor: Floor, band: str | None) -> None:
     entries: dict[str, Any] = {}
     for ax in axes:
-        for handle, label in zip(*ax.get_legend_handles_labels()):
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
             entries.setdefault(label, handle)
     if floor.points:
         where = "" if floor.value is not None else " (drawn at the bottom)"
@@ -394,7 +394,7 @@ def band_plot(
         xs = [set(df[x] if key is None else df.loc[df[panel] == key, x]) for key in keys]
         sharex = all(v == xs[0] for v in xs)  # panels over different x keep their own axis
         fig, axes = new_figure(len(keys), sharex=sharex, sharey=sharey)
-        for key, ax in zip(keys, axes):
+        for key, ax in zip(keys, axes, strict=True):
             rows = df if key is None else df[df[panel] == key]
             panel_logy = _log_scale(rows, y, logy, floor_column)
             _draw_panel(
@@ -411,7 +411,7 @@ def band_plot(
             )
             if key is not None:
                 ax.set_title(_panel_title(panel, key))
-        for i, (key, ax) in enumerate(zip(keys, axes)):
+        for i, (key, ax) in enumerate(zip(keys, axes, strict=True)):
             rows = df if key is None else df[df[panel] == key]
             left = sharey is False or i % _n_cols(fig) == 0
             _finish_axes(
@@ -530,12 +530,12 @@ def layers(
     mark = floor_of(floor)
     with context():
         fig, slots = new_figure(len(panels), sharey=False, width=width)
-        for ax, panel in zip(slots, panels):
+        for ax, panel in zip(slots, panels, strict=True):
             ax.set_visible(panel is not None)
-        axes = [ax for ax, panel in zip(slots, panels) if panel is not None]
+        axes = [ax for ax, panel in zip(slots, panels, strict=True) if panel is not None]
         panels = [panel for panel in panels if panel is not None]
         logs = {}
-        for (name, h), ax in zip(panels, axes):
+        for (name, h), ax in zip(panels, axes, strict=True):
             rows = data[data["metric"] == name]
             logs[ax] = (
                 name not in BOUNDED
@@ -649,7 +649,7 @@ def _panels(names: list, hues: list, n_cols: int = 3) -> list:
 def _floor_points(fig: Figure, mark: Floor, axes: list, logs: dict, names: list) -> None:
     """Floor markers: at the dtype's floor value on relative metrics' axes (one group per
     scale), at the bottom of each axis of a metric in the states' units (ABSOLUTE)."""
-    absolute = [ax for ax, name in zip(axes, names) if name in ABSOLUTE]
+    absolute = [ax for ax, name in zip(axes, names, strict=True) if name in ABSOLUTE]
     for logy in (True, False):
         part = [ax for ax in axes if logs[ax] == logy and ax not in absolute]
         _place_floor_points(fig, _points_in(mark, part, mark.value), part, logy=logy)
@@ -666,8 +666,8 @@ def _points_in(mark: Floor, axes: list, value: float | None) -> Floor:
 def _share_y(axes: list, names: list) -> None:
     """One y range per metric over its panels (the widest), tick labels on the left column."""
     for name in dict.fromkeys(names):
-        group = [ax for ax, n in zip(axes, names) if n == name]
-        lows, highs = zip(*(ax.get_ylim() for ax in group))
+        group = [ax for ax, n in zip(axes, names, strict=True) if n == name]
+        lows, highs = zip(*(ax.get_ylim() for ax in group), strict=True)
         for ax in group:
             ax.set_ylim(min(lows), max(highs))
             if ax.get_subplotspec().colspan.start:

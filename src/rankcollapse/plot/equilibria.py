@@ -21,7 +21,7 @@ def counterexample_basin(wide: pd.DataFrame) -> Figure:
     fig = Figure(figsize=(3.4 * len(ws), 3.0), layout="constrained")
     axes = fig.subplots(1, len(ws), squeeze=False, sharey=True)[0]
     markers = "o^sDv<>"
-    for ax, w in zip(axes, ws):
+    for ax, w in zip(axes, ws, strict=True):
         ax.axvspan(*counterexample_basin_arc(w), color="0.88", label="arc (token 1 at 90 deg)")
         for i, (token1, part) in enumerate(
             wide[wide["w"] == w].groupby("token1_angle", sort=False)
@@ -53,7 +53,7 @@ def counterexample_trajectories(traj: pd.DataFrame) -> Figure:
     fig = Figure(figsize=(2.4 * cols, 2.4 * rows), layout="constrained")
     axes = fig.subplots(rows, cols, squeeze=False).ravel()
     circle = np.linspace(0, 2 * np.pi, 361)
-    for ax, (w, token1) in zip(axes, keys):
+    for ax, (w, token1) in zip(axes, keys, strict=True):
         ax.plot(np.cos(circle), np.sin(circle), color="0.85", lw=0.8)
         part = traj[(traj["w"] == w) & (traj["token1_angle"] == token1)]
         starts = sorted(part["start_angle"].unique())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -19,7 +20,7 @@ def products_figure(products: pd.DataFrame) -> Figure:
     """
     models = list(dict.fromkeys(products["model"]))
     fig, axes = new_figure(len(models), sharex=False, sharey=True)
-    for ax, model in zip(axes, models):
+    for ax, model in zip(axes, models, strict=True):
         rows = products[products["model"] == model]
         lengths = sorted(rows["length"].unique())
         data = [rows.loc[rows["length"] == k, "value"].clip(lower=1e-17) for k in lengths]
@@ -52,7 +53,7 @@ def length_figures(results: pd.DataFrame) -> dict[str, Figure]:
     share = results[results["metric"] == "share"]
     products = results[results["metric"] == "rank1_dist"]
     lengths = results[results["length"] >= 0]
-    per_length = {"x": "length", "hue": "label", "logy": True}
+    per_length: dict[str, Any] = {"x": "length", "hue": "label", "logy": True}
     return {
         "share of the output per length": line_plot(
             share[share["length"] >= 0],
@@ -106,7 +107,7 @@ def path_accuracy_figure(
         floor_column=None,
     )
     styles = [("o", "-"), ("s", "--"), ("^", ":"), ("D", "-.")]
-    for ax, task in zip(figure.axes, ordered_values(data["task"])):
+    for ax, task in zip(figure.axes, ordered_values(data["task"]), strict=True):
         ax.set_title(task, fontsize=10)
         for line in ax.get_lines():  # one marker and line style per n_paths, beside its colour
             if line.get_label() in sizes:

@@ -14,7 +14,7 @@ def singular_spectra(spectra: pd.DataFrame) -> Figure:
     keys = list(spectra.groupby(["model", "init"], sort=False).groups)
     fig = Figure(figsize=(4.0 * len(keys), 3.4), layout="constrained")
     axes = fig.subplots(1, len(keys), squeeze=False, sharey=True)[0]
-    for ax, (model, init) in zip(axes, keys):
+    for ax, (model, init) in zip(axes, keys, strict=True):
         part = spectra[(spectra["model"] == model) & (spectra["init"] == init)]
         part = part[part["sample"] == 0]
         layers = sorted(part["layer"].unique())

@@ -81,7 +81,7 @@ def training_heatmap(
     cmap = colormaps["viridis"].with_extremes(bad=FLOOR_COLOR, over="white")
     with context():
         fig, axes = new_figure(len(keys), sharex=False, sharey=True)
-        for key, ax in zip(keys, axes):
+        for key, ax in zip(keys, axes, strict=True):
             part = means if key is None else means.xs(key, level=panel)
             floors = all_floor if key is None else all_floor.xs(key, level=panel)
             image = part.unstack("step")

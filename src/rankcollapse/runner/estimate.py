@@ -48,15 +48,19 @@ class DryRun:
     @property
     def remaining(self) -> list[float]:
         """Estimated seconds of the units a real run would still compute."""
-        return [s for s, src in zip(self.seconds, self.source) if src == "estimated"]
+        return [s for s, src in zip(self.seconds, self.source, strict=True) if src == "estimated"]
 
     @property
     def unseen(self) -> list[str]:
         """The units to run, but for their seed, that no stored or sampled unit is, as
         "field=value, ...": their estimate is a guess from units that differ there (a unit
         of another part, size or model may cost far more)."""
-        known = {_but_seed(u) for u, s in zip(self.units, self.source) if s != "estimated"}
-        todo = [_but_seed(u) for u, s in zip(self.units, self.source) if s == "estimated"]
+        known = {
+            _but_seed(u) for u, s in zip(self.units, self.source, strict=True) if s != "estimated"
+        }
+        todo = [
+            _but_seed(u) for u, s in zip(self.units, self.source, strict=True) if s == "estimated"
+        ]
         return list(dict.fromkeys(k for k in todo if k not in known))
 
     def wall_seconds(self, workers: int, startup: float = 0.0) -> float:
@@ -94,7 +98,7 @@ def stored_dry_run(plan: Plan) -> DryRun:
     when none is known). Nothing is written or locked, so it may read the folder of a run still
     going."""
     seconds, source = [], []
-    for unit, path in zip(plan.units, unit_paths(plan)):
+    for unit, path in zip(plan.units, unit_paths(plan), strict=True):
         found, _ = load_unit(path, unit)
         seconds.append(found[1] if found else 0.0)
         source.append("stored" if found else "estimated")
@@ -104,9 +108,13 @@ def stored_dry_run(plan: Plan) -> DryRun:
 def _estimated(plan: Plan, seconds: list[float], source: list[str]) -> DryRun:
     """The DryRun with every "estimated" unit at its `unit_seconds` from the known units of
     this folder and the earlier runs beside it (NaN when no unit is known)."""
-    known = [(u, s) for u, s, src in zip(plan.units, seconds, source) if src != "estimated"]
+    known = [
+        (u, s) for u, s, src in zip(plan.units, seconds, source, strict=True) if src != "estimated"
+    ]
     estimate = unit_seconds(plan.units, known + earlier_times(plan))
-    estimate = [s if src == "estimated" else t for s, t, src in zip(estimate, seconds, source)]
+    estimate = [
+        s if src == "estimated" else t for s, t, src in zip(estimate, seconds, source, strict=True)
+    ]
     return DryRun(plan.experiment.name, list(plan.units), estimate, source)
 
 

@@ -123,10 +123,6 @@ class RunResult:
     def claims(self) -> list[Claim]:
         return self.summary.claims
 
-    @property
-    def all_passed(self) -> bool:
-        return all(claim.passed for claim in self.claims)
-
 
 def parse_overrides(pairs: Sequence[str], keys: Sequence[str] = ()) -> dict[str, Any]:
     """`key=value` strings (values read as YAML scalars or lists) to a dotted-key dict; `keys`
@@ -371,7 +367,11 @@ def expected_seconds(plan: Plan, stored: Stored) -> list[float]:
     """Per unit, the seconds it is expected to take (to start the longest first), from the
     units stored in this folder and those of earlier runs (`earlier_times`), as
     `costs.unit_seconds` estimates them; NaN when no time is known."""
-    known = [(u, s) for u, s, r in zip(plan.units, stored.seconds, stored.rows) if r is not None]
+    known = [
+        (u, s)
+        for u, s, r in zip(plan.units, stored.seconds, stored.rows, strict=True)
+        if r is not None
+    ]
     return unit_seconds(plan.units, known + earlier_times(plan))
 
 
@@ -506,7 +506,7 @@ class _Run:
             unit_seconds=round(sum(stored.seconds), 3),
             units_where=[
                 {"unit": u, "seconds": round(s, 3), **w}
-                for u, s, w in zip(plan.units, stored.seconds, stored.where)
+                for u, s, w in zip(plan.units, stored.seconds, stored.where, strict=True)
             ],
             status="complete",
         )
@@ -581,7 +581,7 @@ def load_stored(plan: Plan, paths: list[Path]) -> Stored:
         )
     n = len(plan.units)
     stored = Stored([None] * n, [0.0] * n, [{} for _ in range(n)], [])
-    for i, (unit, path) in enumerate(zip(plan.units, paths)):
+    for i, (unit, path) in enumerate(zip(plan.units, paths, strict=True)):
         if path.is_dir():  # never removed: it is not a file of ours
             raise OutputError(
                 f"{path} is a folder where a unit file belongs; move it away and run again "
@@ -623,10 +623,8 @@ def _manifest(
 ) -> dict[str, Any]:
     packages = {"rankcollapse": __version__, "python": platform.python_version()}
     for package in PACKAGES:
-        try:
+        with contextlib.suppress(importlib.metadata.PackageNotFoundError):
             packages[package] = importlib.metadata.version(package)
-        except importlib.metadata.PackageNotFoundError:
-            pass
     return {
         "experiment": plan.experiment.name,
         "description": plan.experiment.description,

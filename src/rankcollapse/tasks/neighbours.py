@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import torch
 from torch import Tensor
@@ -195,7 +195,11 @@ class NeighbourTask:
         """Point sets of shape (batch_size, n_points, d_model), drawn in float64 then cast, on
         the generator's device."""
         b, n, d = batch_size, self.n_points, self.d_model
-        draw = {"generator": generator, "dtype": torch.float64, "device": generator.device}
+        draw: dict[str, Any] = {
+            "generator": generator,
+            "dtype": torch.float64,
+            "device": generator.device,
+        }
         if self.points == "orthogonal":
             gaussian = torch.randn(b, d, n, **draw)
             q, r = torch.linalg.qr(gaussian)  # (b, d, n): orthonormal columns

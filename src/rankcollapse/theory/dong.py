@@ -158,7 +158,8 @@ def log10_one_step_bounds(cs: list[float], measured: list[float]) -> list[float]
         [-2.0]
     """
     return [
-        math.log10(c) + 3 * math.log10(r) if r > 0 else -math.inf for c, r in zip(cs, measured[:-1])
+        math.log10(c) + 3 * math.log10(r) if r > 0 else -math.inf
+        for c, r in zip(cs, measured[:-1], strict=True)
     ]
 
 

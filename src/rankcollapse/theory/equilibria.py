@@ -230,8 +230,8 @@ def long_frame(values: dict[str, Tensor], **ids: object) -> pd.DataFrame:
         [[3, 0, 'rank', 1.0], [3, 1, 'rank', 2.0]]
     """
     frames = []
-    for metric, value in values.items():
-        value = value.double().cpu().numpy()
+    for metric, tensor in values.items():
+        value = tensor.double().cpu().numpy()
         columns = {k: (v.cpu().numpy() if isinstance(v, Tensor) else v) for k, v in ids.items()}
         frames.append(
             pd.DataFrame(

@@ -55,7 +55,7 @@ def collapse_rates(curves: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
     rows = []
     for key, curve in stats.groupby(by, sort=False):
         rate = _fit(curve["log"].to_numpy(), curve["floor"].to_numpy(dtype=bool))
-        rows.append({**dict(zip(by, key)), "slope": rate.slope, "n_fit": rate.n_fit})
+        rows.append({**dict(zip(by, key, strict=True)), "slope": rate.slope, "n_fit": rate.n_fit})
     return pd.DataFrame(rows, columns=[*by, "slope", "n_fit"])
 
 

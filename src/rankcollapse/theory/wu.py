@@ -75,7 +75,7 @@ def radius_concordance(radii: list[float], slopes: list[float]) -> float:
     """
     pairs = [
         (r1 - r2) * (s1 - s2) > 0
-        for (r1, s1), (r2, s2) in itertools.combinations(zip(radii, slopes), 2)
+        for (r1, s1), (r2, s2) in itertools.combinations(zip(radii, slopes, strict=True), 2)
         if r1 != r2 and math.isfinite(r1) and math.isfinite(r2)
     ]
     if not pairs or any(math.isnan(s) for s in slopes):

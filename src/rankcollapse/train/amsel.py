@@ -24,6 +24,7 @@ from rankcollapse.devices import Device
 from rankcollapse.errors import ConfigError
 from rankcollapse.nets.rank_encoder import RankEncoder, StackedRankEncoder
 from rankcollapse.seeds import Seed
+from rankcollapse.sizes import BatchSize, DModel
 from rankcollapse.tasks.neighbours import NeighbourTask, linear_baseline, relative_mse
 from rankcollapse.train.grid import CPU, GridResult, StackedAdamW, TrainSettings
 
@@ -37,7 +38,7 @@ class TrainingConfig(BaseModel):
     """Seeds of initialisation and data."""
     steps: int = Field(600, ge=1, le=1_000_000)
     """Optimiser steps at most (a run may stop earlier on a plateau)."""
-    batch_size: int = Field(64, ge=1, le=65536)
+    batch_size: BatchSize = 64
     """Fresh samples per step."""
     lr: float = Field(0.01, gt=0, le=1)
     """Peak learning rate (the paper's 0.01; lower it if deeper models collapse to 0)."""
@@ -65,7 +66,7 @@ class TrainingConfig(BaseModel):
 class EncoderConfig(TrainingConfig):
     """The training fields and the width and MLP of a `RankEncoder`."""
 
-    d_model: int = Field(8, ge=2, le=4096)
+    d_model: DModel = Field(8, ge=2, le=4096)
     """Token width d."""
     d_ff: int = Field(128, ge=1, le=16384)
     """MLP width (the paper: 2048)."""

@@ -19,6 +19,7 @@ from torch import Tensor, nn
 
 from rankcollapse.nets import SAN
 from rankcollapse.seeds import stream_seed
+from rankcollapse.sizes import BatchSize, DModel, NHeads, NLayers, NTokens
 from rankcollapse.tasks import TaskData, san_config, train_and_eval_data
 from rankcollapse.train.loop import CheckpointStore, TrainConfig, check_store, checkpoint_key, train
 
@@ -104,17 +105,17 @@ class TaskSetup(BaseModel):
     """Training sequences (memorization: the windows to memorise)."""
     n_eval: int = Field(ge=1)
     """Evaluation sequences: fresh ones (memorization: the first n_eval training windows)."""
-    n_tokens: int = Field(ge=3)
+    n_tokens: NTokens = Field(ge=3)
     """Tokens per sequence (sorting length, points per set, tokens per text window)."""
-    n_layers: int = Field(6, ge=1)
+    n_layers: NLayers = 6
     """SAN layers (L)."""
-    n_heads: int = Field(2, ge=1)
+    n_heads: NHeads = 2
     """Heads per layer (H)."""
-    d_model: int = Field(48, ge=2)
+    d_model: DModel = Field(48, ge=2)
     """Width of the SAN."""
     steps: int = Field(ge=0)
     """Adam steps."""
-    batch_size: int = Field(64, ge=1)
+    batch_size: BatchSize = 64
     """Sequences per step."""
     lr: float = Field(1e-3, gt=0)
     """Adam learning rate."""

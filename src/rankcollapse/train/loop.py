@@ -30,6 +30,7 @@ from rankcollapse.errors import ConfigError, InputError
 from rankcollapse.files import canonical_json, write_atomic
 from rankcollapse.reading import MiB, checked_size
 from rankcollapse.seeds import Seed
+from rankcollapse.sizes import BatchSize
 
 if TYPE_CHECKING:  # the monitor imports the real-model code; a toy run never needs it
     from rankcollapse.measure.monitor import Monitor
@@ -42,7 +43,7 @@ class TrainConfig(BaseModel):
 
     steps: int = Field(1000, ge=0)
     """Adam steps (one mini-batch each)."""
-    batch_size: int = Field(64, ge=1)
+    batch_size: BatchSize = 64
     """Sequences per mini-batch (capped at the data size)."""
     lr: float = Field(1e-3, gt=0)
     """Adam learning rate (the peak one under a schedule)."""

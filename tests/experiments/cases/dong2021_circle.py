@@ -32,7 +32,7 @@ def run(
         "baseline_mse_centre": 0.045,
     }
     rows = [(variant, seed, 0, None, None, metric, value) for metric, value in values.items()]
-    for start, (final, gone) in enumerate(zip(off, diverged), start=1):
+    for start, (final, gone) in enumerate(zip(off, diverged, strict=True), start=1):
         rows += [(variant, seed, start, None, None, "relative_final_distance", final),
                  (variant, seed, start, None, None, "diverged", float(gone))]  # fmt: skip
     return rows

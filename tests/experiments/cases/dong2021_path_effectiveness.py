@@ -34,7 +34,7 @@ def table(
     BASELINES unless given."""
     gains = more if isinstance(more, tuple) else (more,) * len(seeds)
     rows = []
-    for seed, gain in zip(seeds, gains):
+    for seed, gain in zip(seeds, gains, strict=True):
         rows.append((seed, "full", None, None, None, "accuracy", full))
         values = {**BASELINES[task], **baselines}
         rows += [(seed, "baseline", None, None, None, k, v) for k, v in values.items()]

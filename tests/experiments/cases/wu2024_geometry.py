@@ -26,7 +26,7 @@ def model_rows(
     rows = []
     ids = {"model": model, "init": init, "index": np.nan, "at_floor": False, "full_rank": 8}
     for sample in (0, 1, 2):
-        for layer, (cos, rank) in enumerate(zip(cos_by_layer, rank_by_layer)):
+        for layer, (cos, rank) in enumerate(zip(cos_by_layer, rank_by_layer, strict=True)):
             values = {
                 "abs_cos_mean": cos,
                 "numerical_rank": rank,

@@ -35,7 +35,7 @@ def table(
     mask's samples -+ spread at (1/64, 64)."""
     parts = []
     for mask, slopes in (("complete", complete), ("causal", causal)):
-        for d_qk, slope, jitter in zip((1 / 64, 64.0), slopes, spread):
+        for d_qk, slope, jitter in zip((1 / 64, 64.0), slopes, spread, strict=True):
             tail = late if d_qk == 64.0 else slope
             parts.append(curve(mask, d_qk, slope, tail, jitter if mask == "causal" else 0.0))
     return pd.concat(parts, ignore_index=True)

@@ -13,8 +13,7 @@ measures: a log holding the steps a new monitor would write is refused, unless m
 back, `scalars` gives the per-layer means the trackers log (`collapse/<metric>/...`). Under torch.distributed one rank measures, or each into its own logs (`distributed`). Integrations:
 `rankcollapse.measure.monitor.trainer.MonitorCallback` (Hugging Face Trainer) and
 `rankcollapse.measure.monitor.lightning.MonitorCallback` (the `lightning` extra), imported from
-their modules so this package needs neither. (`rankcollapse.monitor` is the deprecated name of
-this package.)
+their modules so this package needs neither.
 """
 
 from rankcollapse.measure.monitor.logs import (
