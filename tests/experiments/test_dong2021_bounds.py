@@ -66,8 +66,10 @@ def test_bound_holds_fails_when_layer_two_is_never_above_the_floor():
     config = EXP.make_config("quick", OVERRIDES)
     floored = table(san={"floor": (False, False, True)})
     claim = {c.id: c for c in claims(config, floored)}["bound-holds"]
-    assert not claim.passed and math.isnan(claim.measured) and "checked per layer: 1: 2" in (
-        claim.note
+    assert (
+        not claim.passed
+        and math.isnan(claim.measured)
+        and "checked per layer: 1: 2" in (claim.note)
     )
 
 
@@ -89,7 +91,9 @@ def test_bound_holds_ignores_uninformative_sequences():
     config = EXP.make_config("quick", OVERRIDES)
     results = table(san={"one_step": [math.nan, -5, -13]}, seeds=(0,))
     results.loc[results["metric"] == "informative", "value"] = 0.0
-    results = pd.concat([results, table(seeds=(0,))], ignore_index=True)  # the same sequence, informative
+    results = pd.concat(
+        [results, table(seeds=(0,))], ignore_index=True
+    )  # the same sequence, informative
     results.loc[: len(results) // 2 - 1, "sample"] = 1
     claim = {c.id: c for c in claims(config, results)}["bound-holds"]
     assert claim.passed and claim.measured == 1.0

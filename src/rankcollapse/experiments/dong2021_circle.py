@@ -347,9 +347,13 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
                 margin=MAJORITY,
                 assumptions=[assumption],
                 decides=DECIDES,
-                note=(f"{skipped} of {len(mine)} runs did not learn and count for nothing; "
-                      if skipped else "") + _run_note(part.droplevel(0)),
-            )  # fmt: skip
+                note=(
+                    f"{skipped} of {len(mine)} runs did not learn and count for nothing; "
+                    if skipped
+                    else ""
+                )
+                + _run_note(part.droplevel(0)),
+            )
         )
     return out
 

@@ -239,9 +239,7 @@ def seed_values(task: str, setup: TaskSetup, rows: pd.DataFrame) -> pd.DataFrame
     k = 1 and the full model's margin over the best path subset."""
     out = {}
     for seed, part in rows.groupby("seed"):
-        m = path_effectiveness(
-            part, n_layers=setup.n_layers, comparator=COMPARATOR[task], **LIMITS
-        )
+        m = path_effectiveness(part, n_layers=setup.n_layers, comparator=COMPARATOR[task], **LIMITS)
         paths = part[part["kind"] == "paths"].astype({"n_paths": int, "length": int})
         by_length = paths.groupby(["n_paths", "length"])["value"].mean().groupby("length").max()
         out[seed] = {
@@ -380,7 +378,9 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
         "embedding (no attention): drawn hollow, left out of the best-length finding."
     )
     notes = [note]
-    unlearned = sorted({c.id.split(":")[0] for c in found if "the full model learned" in c.untested})
+    unlearned = sorted(
+        {c.id.split(":")[0] for c in found if "the full model learned" in c.untested}
+    )
     if unlearned:
         notes.append(
             f"The full model did not reach the paper's accuracy on {', '.join(unlearned)} with "

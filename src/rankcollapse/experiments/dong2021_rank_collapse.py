@@ -196,8 +196,7 @@ SAYS = {
         "Skip connections play a critical role in mitigating rank collapse", FIG
     ),
     "pretrained-san-collapses": Quote(
-        "as soon as the skip connections are removed, all networks exhibit a rapid rank "
-        "collapse",
+        "as soon as the skip connections are removed, all networks exhibit a rapid rank collapse",
         TEXT,
     ),
     "pretrained-transformer-keeps": Quote(

@@ -141,8 +141,10 @@ ABSTRACT = "abstract; Thm 2.2, Cor 2.3"
 DOUBLY_EXPONENTIAL = {  # variant -> (id, statement, the paper's sentence)
     "san": (
         "san-doubly-exponential",
-        "Pure self-attention collapses doubly exponentially: the log residual falls faster "
-        "than geometrically (r_l <= c r_{l-1}^3).",
+        (
+            "Pure self-attention collapses doubly exponentially: the log residual falls faster "
+            "than geometrically (r_l <= c r_{l-1}^3)."
+        ),
         Quote(
             "without skip connections or multi-layer perceptrons (MLPs), the output converges "
             "doubly exponentially to a rank-1 matrix",
@@ -151,8 +153,10 @@ DOUBLY_EXPONENTIAL = {  # variant -> (id, statement, the paper's sentence)
     ),
     "san+mlp": (
         "mlp-doubly-exponential",
-        "With an MLP after each layer the collapse is still doubly exponential (the MLP's "
-        "Lipschitz constant only scales c).",
+        (
+            "With an MLP after each layer the collapse is still doubly exponential (the MLP's "
+            "Lipschitz constant only scales c)."
+        ),
         Quote(
             "the convergence rate can be controlled by the Lipschitz constants of the MLPs",
             "Sec. 3.2, Cor 3.2",

@@ -92,6 +92,7 @@ CASES["convex-hull:best-short"] = Case(
     table(HULL, full=0.97, task="convex-hull"),
     table(HULL_FLAT, full=0.975, task="convex-hull", majority=0.588, more=0.0),
     {"tasks": ["convex-hull"]},
-    untested=table(with_length(1, 0.55, HULL_FLAT), full=0.975, task="convex-hull",
-                   more=(0.0, 0.1)),  # fmt: skip
+    untested=table(
+        with_length(1, 0.55, HULL_FLAT), full=0.975, task="convex-hull", more=(0.0, 0.1)
+    ),
 )

@@ -87,7 +87,12 @@ CASES = {
         passing=table(),
         failing=table({("smollm2", "pretrained", "transformer"): [1.0, 0.3, 0.1, 0.01]}),
         untested=table(
-            {("smollm2", "pretrained", "transformer"): ([1.0, 0.8, 0.7, 0.5], [1.0, 0.3, 0.1, 0.01])}
+            {
+                ("smollm2", "pretrained", "transformer"): (
+                    [1.0, 0.8, 0.7, 0.5],
+                    [1.0, 0.3, 0.1, 0.01],
+                )
+            }
         ),
     ),
 }
