@@ -323,7 +323,7 @@ def _learned(task: str, full: pd.Series) -> Assumption:
     return Assumption(
         f"the full model learned {task} (accuracy about the paper's {paper:.2f})",
         d.verdict == "PASS",
-        "" if d.verdict == "PASS" else f"full-model accuracy {d.describe()}",
+        "" if d.verdict == "PASS" else f"full-model accuracy {d.describe()}; train longer (steps)",
     )
 
 
