@@ -69,7 +69,7 @@ SLOW = 0.5  # "decays slowly": no layer more than halves the residual (SAN: orde
 PAPER_DEPTH = 12  # BERT's, ALBERT's and XLNet's layers in the paper's Fig. 1
 FIG = "Fig. 1 (caption)"
 TEXT = "Sec. 4 (rank collapse in real architectures), Fig. 1"
-DECIDES = "--preset paper (32 windows of 128 tokens, every model)"
+DECIDES = "--preset paper (32 windows of 128 tokens) or more windows (--set n_samples=N)"
 METRIC = "res_comp_rel"
 METRICS = [METRIC, "mu_rel", "stable_rank"]
 SKIPLESS = [v for v in DONG_VARIANTS if not v.attention_skip]  # san, san+mlp
