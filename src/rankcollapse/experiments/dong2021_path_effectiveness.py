@@ -250,9 +250,19 @@ def seed_values(task: str, setup: TaskSetup, rows: pd.DataFrame) -> pd.DataFrame
             "long": float(by_length.get(setup.n_layers, math.nan)),
             "gain": m["gain"],
             "full_margin": m["full_margin"],
-            "note": m["best_note"],
+            "note": _lengths_note(by_length, part),
         }
     return pd.DataFrame.from_dict(out, orient="index")
+
+
+def _lengths_note(by_length: pd.Series, rows: pd.DataFrame) -> str:
+    """Accuracy per path length (best over n_paths), and what needs no attention: k = 0 and,
+    for a SAN that sees positions, the per-position prior."""
+    prior = rows.loc[rows["metric"] == "position_majority", "value"]
+    caveat = f"k = 0 (no attention) {by_length.get(0, math.nan):.3f}"
+    caveat += f", per-position prior {prior.mean():.3f}" if len(prior) else ""
+    lengths = ", ".join(f"k={k}: {v:.3f}" for k, v in by_length.items())
+    return f"{lengths}; caveat, what needs no attention: {caveat}"
 
 
 def task_claims(task: str, setup: TaskSetup, rows: pd.DataFrame) -> list[Claim]:
