@@ -274,6 +274,7 @@ def task_claims(task: str, setup: TaskSetup, rows: pd.DataFrame) -> list[Claim]:
     shown = ""
     if task in PAPER_LINE:  # the measured majority beside the paper's line, both shown
         shown = (
+            f"width {setup.d_model} (the paper's 84: --preset paper); "
             f"against the measured majority ({v['measured'].mean():.3f}): "
             f"{more.verdict}, short minus majority {more.describe()}"
         )
