@@ -65,15 +65,16 @@ def test_tiny_real_run_collapses_without_skip_and_summarizes():
     assert "residual vs layer" in summary.figures
 
 
-def test_findings_read_the_hand_made_means():
+def test_findings_are_decided_over_windows():
     config = EXP.make_config("quick")
     by_id = {c.id: c for c in exp.claims(config, table())}
-    assert by_id["init-san-collapses"].measured == pytest.approx(2e-6)  # worst: bert-base
+    assert by_id["init-san-collapses"].measured == pytest.approx(2e-6)  # deciding: bert-base
     assert by_id["init-skip-stays"].measured == pytest.approx(0.4 / 0.5)  # bert-base, layer 2
-    assert by_id["pretrained-san-collapses"].measured == 3  # MiniLM at layer 3
-    assert by_id["pretrained-decoder-san-collapses"].measured == 3  # SmolLM2 at layer 3
+    assert by_id["pretrained-san-collapses"].measured == 3 - 5  # MiniLM at layer 3, handful 5
+    assert by_id["pretrained-decoder-san-collapses"].measured == 3 - 5  # 3 layers: handful 5
     assert by_id["pretrained-transformer-keeps"].measured == pytest.approx(0.5)
-    assert all(c.source == "Sec. 4, Fig. 1" for c in by_id.values())
+    assert all(c.n_units == 2 and c.verdict == "PASS" for c in by_id.values())
+    assert by_id["pretrained-san-collapses"].paper.startswith("as soon as the skip connections")
     beyond = {i for i, c in by_id.items() if c.kind == "beyond"}
     assert beyond == {"pretrained-decoder-san-collapses"}  # a decoder: outside the paper
 
@@ -93,43 +94,40 @@ def test_report_tables_show_the_floor_share_and_claims_read_the_same_means():
     assert exp.claims(config, results) == exp.claims(config, table())  # means, not cells
 
 
-def test_a_handful_is_a_number_of_layers():
+def test_a_handful_is_a_number_of_layers_and_grows_with_depth_past_the_papers_12():
     late = table({("minilm", "pretrained", "san"): [1.0, 0.7, 0.4, 0.06, 3e-2, 2e-3, 1e-7]})
     strict, loose = (EXP.make_config("quick", {"handful": h}) for h in (4, 5))
     claim = {c.id: c for c in exp.claims(strict, late)}["pretrained-san-collapses"]
-    assert not claim.passed and "minilm: layer 5 of 6" in claim.note
+    assert claim.verdict == "FAIL" and "minilm: 6 layers, a handful = 4" in claim.note
     assert {c.id: c for c in exp.claims(loose, late)}["pretrained-san-collapses"].passed
+    assert exp.handful_for(loose, 6) == 5 and exp.handful_for(loose, 30) == 12.5
 
 
 def test_every_pretrained_model_decides_san_collapse_and_a_missing_one_fails():
     config = EXP.make_config("quick")
-    late = table({("smollm2", "pretrained", "san"): SMOLLM2_SAN})
+    late = table({("smollm2", "pretrained", "san"): SMOLLM2_SAN})  # below 0.01 at 13 of 30
     by_id = {c.id: c for c in exp.claims(config, late)}
     assert by_id["pretrained-san-collapses"].verdict == "PASS"  # the encoder, the paper's setting
     claim = by_id["pretrained-decoder-san-collapses"]
-    assert claim.verdict == "FAIL" and claim.measured == 13 and claim.kind == "beyond"
-    assert "smollm2: layer 13 of 13" in claim.note
-    early = table({("minilm", "pretrained", "san"): [1.0, 0.7, 0.4, 0.06, 3e-2, 2e-3, 1e-7]})
-    strict = EXP.make_config("quick", {"handful": 4})
-    assert {c.id: c for c in exp.claims(strict, early)}[
-        "pretrained-san-collapses"
-    ].verdict == "FAIL"
+    assert claim.kind == "beyond" and claim.measured == 13 - 12.5
+    assert claim.verdict == "FAIL"  # two identical windows at the margin: no spread, not within
+    assert "smollm2: 30 layers, a handful = 12.5" in claim.note
     gone = table(drop=(("smollm2", "pretrained", "san"),))
     claim = {c.id: c for c in exp.claims(config, gone)}["pretrained-decoder-san-collapses"]
-    assert claim.verdict == "FAIL" and "smollm2: NaN or diverged" in claim.note
-    nan = table({("smollm2", "pretrained", "san"): [1.0, float("nan"), float("nan"), 0.1]})
-    claims = {c.id: c for c in exp.claims(config, nan)}
-    assert not claims["pretrained-decoder-san-collapses"].passed
+    assert claim.verdict == "FAIL" and "smollm2/san: missing" in claim.note
+    never = table({("smollm2", "pretrained", "san"): [1.0, float("nan"), float("nan"), 0.1]})
+    claim = {c.id: c for c in exp.claims(config, never)}["pretrained-decoder-san-collapses"]
+    assert claim.verdict == "FAIL" and "NaN or diverged" in claim.note
     excluded = EXP.make_config("quick", {"san_excluded": {"smollm2": "causal decoder"}})
     claim = {c.id: c for c in exp.claims(excluded, late)}["pretrained-decoder-san-collapses"]
     assert claim.verdict == "NOT TESTED"  # its one member excluded: nothing left to decide
-    assert "excluded by config (1): smollm2 (causal decoder)" in claim.note
+    assert "excluded by config (1): smollm2/san (causal decoder)" in claim.note
 
 
-def test_a_missing_model_leaves_a_for_every_finding_untested():
+def test_a_missing_model_fails_a_for_every_finding():
     results = table(drop=(("bert-base", "random", "san"),))
     claim = {c.id: c for c in exp.claims(EXP.make_config("quick"), results)}
-    assert claim["init-san-collapses"].verdict == "NOT TESTED"
+    assert claim["init-san-collapses"].verdict == "FAIL"
     assert "bert-base/san: missing" in claim["init-san-collapses"].note
 
 

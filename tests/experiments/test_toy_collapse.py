@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -9,12 +12,10 @@ import torch
 
 from rankcollapse.errors import ConfigError
 from rankcollapse.experiments import get_experiment
-from rankcollapse.experiments.toy_collapse import (
-    doubly_exponential_claim,
-    run_unit,
-    summarize,
-    units,
-)
+from rankcollapse.experiments.toy_collapse import claims, run_unit, summarize, units
+
+sys.path.insert(0, str(Path(__file__).parent / "cases"))
+from toy_collapse import OVERRIDES, table
 
 EXP = get_experiment("toy-collapse")
 TINY = {"n_layers": 5, "d_model": 16, "n_tokens": 8, "n_samples": 3, "seeds": [0, 1]}
@@ -50,7 +51,10 @@ def test_the_gain_arm_has_the_same_attention_and_a_larger_residual(tiny):
     first = mlp[mlp["layer"] == 0].groupby("mlp_gain")["value"].mean()
     assert first[1.0] == first[4.0]  # same input, exactly: the gain acts from layer 1 on
     slower = {c.id: c for c in summarize(config, results).claims}["mlp-larger-lambda-slower"]
-    assert slower.verdict == "PASS" and slower.measured > 0, slower.note
+    # at width 16 the two seeds disagree (Cor 3.2 bounds the rate; it does not order two
+    # networks): the one rule leaves it open and says how many seeds would decide it
+    assert slower.verdict == "NOT TESTED" and slower.n_units == 2, slower.note
+    assert "seed 0: +3.08 at layer 3, seed 1: -3.39 at layer 4" in slower.note
 
 
 def test_rows_are_tidy_with_every_layer_sample_and_metric(tiny):
@@ -89,7 +93,7 @@ def test_the_findings_on_a_tiny_config(tiny):
         "ln-does-not-prevent",
     }
     failed = {i: c.note for i, c in claims.items() if c.verdict != "PASS"}
-    assert not failed, failed
+    assert set(failed) == {"mlp-larger-lambda-slower"}, failed  # see the test above
     # LayerNorm delays the collapse at random init but does not prevent it (Dong, Sec. 3.3)
     assert "san+ln above pure SAN per layer" in claims["ln-does-not-prevent"].note
 
@@ -121,24 +125,18 @@ def test_report_tables_show_a_floored_layer_as_the_printed_tables_do(tiny):
     assert stats.loc[("san", 4), ["mean", "geo_mean"]].tolist() == ["<floor", "<floor"]
 
 
-def test_doubly_exponential_claim_passes_for_cubic_decay_and_fails_for_geometric():
-    layers = np.arange(5)
-    cubic = 0.5 ** (3.0**layers)  # r_l = r_{l-1}^3: contraction factors shrink
-    geometric = 0.5**layers * 0.9  # constant factor 0.5
-    for values, passes in ((cubic, True), (geometric, False)):
-        table = pd.DataFrame({"layer": layers, "geo_mean": values, "any_at_floor": False})
-        claim = doubly_exponential_claim("san", table, table.assign(seed=0))
-        assert claim.passed is passes, claim
-
-
-def test_doubly_exponential_claim_ignores_layers_at_the_floor():
-    values = [1.0, 0.5, 0.125, 1e-16, 1e-16, 1e-16]  # factors 0.5, 0.25, then floor noise
-    table = pd.DataFrame(
-        {"layer": range(6), "geo_mean": values, "any_at_floor": [False] * 3 + [True] * 3}
-    )
-    claim = doubly_exponential_claim("san", table, table.assign(seed=0))
-    assert claim.measured == pytest.approx(0.5) and claim.passed
-    assert "layers 0...2" in claim.note and "1 of 1 seeds agree" in claim.note
+def test_doubly_exponential_is_decided_over_seeds_on_the_layers_above_the_floor():
+    config = EXP.make_config("quick", OVERRIDES)
+    # factors 0.5 and 0.25 (ratio 0.5), then the floor: the floor layer is left out
+    found = {c.id: c for c in claims(config, table(san=[1.0, 0.5, 0.125, 1e-16]))}
+    claim = found["san-doubly-exponential"]
+    assert claim.measured == pytest.approx(0.5) and claim.verdict == "PASS"
+    assert claim.n_units == 2 and "seed 0: 0.5, seed 1: 0.5" in claim.note
+    geometric = {c.id: c for c in claims(config, table(san=[0.5, 0.25, 0.125, 0.0625]))}
+    assert geometric["san-doubly-exponential"].verdict == "FAIL"
+    spread = pd.concat([table(seeds=(0,)), table(san=[0.5, 0.25, 0.125, 0.0625], seeds=(1,))])
+    claim = {c.id: c for c in claims(config, spread)}["san-doubly-exponential"]
+    assert claim.verdict == "NOT TESTED" and claim.n_needed > 2  # the seeds disagree
 
 
 def test_unknown_variant_names_the_allowed_variants():

@@ -11,8 +11,10 @@ resumes and reports.
 - `run_unit(config, unit) -> pd.DataFrame`: the tidy rows of one unit: identifying columns
   first, then `metric, value` (and `at_floor` where a dtype floor applies).
 - `claims(config, results) -> list[Claim]`: the findings and checks, from the results alone
-  (`summarize` reports them); every finding has a hand-made table where it passes and one
-  where it fails in `tests/experiments/cases/<module>.py` (see `tests/experiments/test_findings.py`).
+  (`summarize` reports them), every finding decided by the one rule of
+  `rankcollapse.experiments.verdicts`; every finding has hand-made tables where it passes,
+  fails and is not tested in `tests/experiments/cases/<module>.py` (see
+  `tests/experiments/test_findings.py`).
 - `summarize(config, results) -> Summary`: tables, figures and claims, all computed from
   `results` (the concatenation of every unit's rows, in unit order) in the same run.
   The runner passes `results` as read back from `results.csv` (so `rankcollapse report DIR`
@@ -23,23 +25,18 @@ resumes and reports.
 from __future__ import annotations
 
 import importlib
-import math
 import sys
 import typing
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
-import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from rankcollapse.errors import ConfigError, did_you_mean, invalid_config, unknown_name
 from rankcollapse.experiments.verdicts import (
-    MISSING,
-    TOO_SMALL,
     Claim,
-    Relation,
 )
 from rankcollapse.presets import DEFAULT_PRESET, PRESET_NAMES, PRESETS
 from rankcollapse.sizes import SIZES, Size
@@ -72,167 +69,6 @@ def toy_sizes(**defaults: int) -> type[BaseModel]:
         fields[name] = (Annotated[int, Size(name)], Field(value, description=SIZES[name].doc))
     config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
     return create_model("ToySizes", __config__=config, **fields)
-
-
-def _verdict(measured: Any, relation: Relation, threshold: float | None) -> tuple[Any, bool]:
-    """(measured as stored, passed); NaN or None never passes."""
-    if relation == "true":
-        return bool(measured), bool(measured)
-    value = math.nan if measured is None else float(measured)
-    if math.isnan(value) or threshold is None:
-        return value, False
-    passed = {
-        "<": value < threshold,
-        "<=": value <= threshold,
-        ">": value > threshold,
-        ">=": value >= threshold,
-    }[relation]
-    return value, bool(passed)
-
-
-def finding(
-    id: str,
-    text: str,
-    quantity: str,
-    measured: Any,
-    relation: Relation,
-    threshold: float | None = None,
-    *,
-    note: str = "",
-    source: str = "",
-    paper: str = "",
-    untested: str = "",
-    beyond: bool = False,
-) -> Claim:
-    """A paper's statement tested on measurements (it can fail; NaN fails).
-
-    `untested` (a reason) makes it NOT TESTED whatever the value; `beyond=True` marks the
-    project's own conjecture or extension (kind "beyond"), listed apart from the paper's.
-
-    Example:
-        >>> finding("c1", "residual shrinks", "ratio", 0.2, "<", 0.5).verdict
-        'PASS'
-        >>> finding("c1", "residual shrinks", "ratio", float("nan"), "<", 0.5).verdict
-        'FAIL'
-        >>> finding("c1", "residual shrinks", "ratio", 0.2, "<", 0.5,
-        ...         untested="not learned: the net sits at its baseline").verdict
-        'NOT TESTED'
-    """
-    value, passed = _verdict(measured, relation, threshold)
-    return Claim(
-        id,
-        "beyond" if beyond else "finding",
-        text,
-        quantity,
-        relation,
-        threshold,
-        value,
-        passed and not untested,
-        note,
-        source,
-        paper,
-        untested,
-    )
-
-
-def for_every(
-    id: str,
-    text: str,
-    quantity: str,
-    members: Mapping[str, Any],
-    relation: Relation,
-    threshold: float,
-    *,
-    expected: Sequence[str],
-    excluded: Mapping[str, str] | None = None,
-    note: str = "",
-    source: str = "",
-    paper: str = "",
-    untested: str = "",
-    beyond: bool = False,
-) -> Claim:
-    """A finding that must hold for every member (every mask, model, seed, ...).
-
-    `members` maps a member's name to its measured value. Every name in `expected` that is
-    not in `excluded` (name -> reason, from the config) must be present and finite and satisfy
-    `relation threshold`. A NaN or diverged (None) member, or one that violates it, fails the
-    finding; a member with no row at all leaves it NOT TESTED (MISSING) unless another member
-    already fails it. Each is named in the note; `measured` is the worst member's value (NaN
-    when one has none).
-
-    Example:
-        >>> c = for_every("all", "every mask collapses", "rate", {"a": -1.0, "b": float("nan")},
-        ...               "<", 0.0, expected=["a", "b", "c"])
-        >>> c.verdict, c.note
-        ('FAIL', 'b: NaN or diverged; c: missing')
-        >>> for_every("all", "t", "rate", {"a": -1.0}, "<", 0.0, expected=["a", "c"]).untested
-        'member missing: c'
-        >>> for_every("all", "t", "rate", {"a": -1.0, "b": -2.0}, "<", 0.0,
-        ...           expected=["a", "b", "c"], excluded={"c": "no centre node"}).verdict
-        'PASS'
-    """
-    excluded = dict(excluded or {})
-    missing: list[str] = []  # no row at all
-    broken: list[str] = []  # NaN or diverged: measured, and no usable value
-    violations: list[str] = []
-    values: dict[str, float] = {}
-    for name in (n for n in expected if n not in excluded):
-        value = members.get(name)
-        if name not in members:
-            missing.append(name)
-        elif value is None or math.isnan(float(value)):
-            broken.append(f"{name}: NaN or diverged")
-        else:
-            values[name] = float(value)
-            if not _verdict(value, relation, threshold)[1]:
-                violations.append(f"{name}: {float(value):.3g}")
-    worst_of = max if relation in ("<", "<=") else min
-    complete = values and not (missing or broken)
-    measured = worst_of(values.values()) if complete else math.nan
-    absent = broken + [f"{name}: missing" for name in missing]
-    parts = [p for p in ("; ".join(absent + violations), note) if p]
-    if excluded:
-        reasons = ", ".join(f"{k} ({v})" for k, v in excluded.items())
-        parts.append(f"excluded by config ({len(excluded)}): {reasons}")
-    failed = broken or violations
-    if not untested and missing and not failed:
-        untested = f"{MISSING}: {', '.join(missing)}"
-    elif not untested and not values and not failed:
-        untested = f"{TOO_SMALL}: every member is excluded by the config"
-    return Claim(
-        id,
-        "beyond" if beyond else "finding",
-        text,
-        quantity,
-        relation,
-        threshold,
-        measured,
-        bool(complete) and not failed and not untested,
-        "; ".join(parts),
-        source,
-        paper,
-        untested,
-    )
-
-
-def seeds_agree(values: Mapping[Any, float], relation: Relation, threshold: float) -> str:
-    """How many seeds satisfy `relation threshold`, with the spread: for a finding's note.
-
-    Example:
-        >>> seeds_agree({0: 0.8, 1: 0.95, 2: 0.7}, "<", 0.9)
-        '2 of 3 seeds agree (min 0.7, median 0.8, max 0.95)'
-        >>> seeds_agree({0: float("nan"), 1: float("nan")}, "<", 0.9)
-        'no value for any of 2 seeds'
-    """
-    finite = [float(v) for v in values.values()]
-    if not np.isfinite(finite).any():
-        return f"no value for any of {len(finite)} seeds"
-    agree = sum(_verdict(v, relation, threshold)[1] for v in finite)
-    arr = np.asarray(finite, dtype=float)
-    return (
-        f"{agree} of {len(finite)} seeds agree (min {np.nanmin(arr):.3g}, "
-        f"median {np.nanmedian(arr):.3g}, max {np.nanmax(arr):.3g})"
-    )
 
 
 @dataclass

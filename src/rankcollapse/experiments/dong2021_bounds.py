@@ -32,36 +32,28 @@ Check:
   bound c_l r_{l-1}^3 and the unrolled bound are >= the measured r_l (smallest margin >= 0
   decades); layers 1..min_tested_layer must each be tested, or it fails.
 
-Findings:
-- cubic-contraction: log rho_l / log rho_{l-1} of the relative residual rho (layers with
-  rho_{l-1} < 0.1, both above the float64 floor) has median within 0.5 of 3 (Thm 2.2).
-- skip-keeps-residual: on the inputs at `skip_levels`, where the pure SAN of the same weights
-  loses decades, the attention skip keeps at least a tenth of r_0 at layer L on every sequence
-  (Sec. 3.1: skip connections stop the output from degenerating). NOT TESTED (preset too
-  small) when the pure SAN loses under 2 decades (median over those sequences): then the
-  inputs do not show a collapse the skip could stop.
+Findings, each decided by the one rule (`rankcollapse.experiments.verdicts`):
+- cubic-contraction ("without skip connections or multi-layer perceptrons (MLPs), the output
+  converges doubly exponentially to a rank-1 matrix", abstract; Thm 2.2's r_l <= c r_{l-1}^3):
+  per seed, the median of log rho_l / log rho_{l-1} of the relative residual rho (layers with
+  rho_{l-1} < 0.1, both above the float64 floor) is within 0.5 of 3.
+- skip-keeps-residual ("skip connections and MLPs stop the output from degeneration", abstract;
+  Cor 3.1): per sequence at `skip_levels`, the attention skip keeps log10(r_L / r_0) above -1
+  (a tenth of r_0). Assumption: the pure SAN of the same weights collapses on those inputs
+  (its change, by the same rule, below -2 decades); otherwise the inputs show no collapse the
+  skip could stop, and the finding is NOT TESTED.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 from typing import Annotated, Literal
 
 import pandas as pd
 from pydantic import ConfigDict, Field, model_validator
 
-from rankcollapse.experiments._registry import (
-    Experiment,
-    Summary,
-    Unit,
-    finding,
-    for_every,
-    register,
-    seeds_agree,
-    toy_sizes,
-)
-from rankcollapse.experiments.verdicts import TOO_SMALL, Claim
+from rankcollapse.experiments._registry import Experiment, Summary, Unit, register, toy_sizes
+from rankcollapse.experiments.verdicts import Assumption, Claim, Quote, check, decide, finding
 from rankcollapse.plot import dong_bound_figure
 from rankcollapse.seeds import Seed
 
@@ -164,6 +156,15 @@ def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
     return frame
 
 
+DOUBLY = Quote(
+    "without skip connections or multi-layer perceptrons (MLPs), the output converges doubly "
+    "exponentially to a rank-1 matrix",
+    "abstract; Thm 2.2 (r_l <= c r_{l-1}^3), Cor 2.3",
+)
+SKIPS = Quote("skip connections and MLPs stop the output from degeneration", "abstract; Cor 3.1")
+DECIDES = "--preset paper (10 seeds, 32 sequences per level)"
+
+
 def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
     from rankcollapse.theory import bound_margins, log_ratios
 
@@ -172,54 +173,55 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
     if bounded.empty:
         return found
     ratios = log_ratios(bounded)
-    median = float(ratios["ratio"].median()) if len(ratios) else math.nan
-    per_seed = ratios.groupby("seed")["ratio"].median().sub(3).abs()
+    per_seed = ratios.groupby("seed")["ratio"].median()
     per_variant = ratios.groupby("variant")["ratio"].median()
     found.append(
         finding(
             "cubic-contraction",
-            "Pure SANs contract cubically: log rho_l / log rho_{l-1} is near 3.",
-            "|median log-residual ratio - 3| over pure-SAN layer steps above the float64 floor",
-            abs(median - 3),
-            "<",
-            0.5,
-            note=f"median ratio {median:.3g} over {len(ratios)} layer steps; per variant "
+            says=DOUBLY,
+            text="Pure SANs contract cubically: log rho_l / log rho_{l-1} is near 3.",
+            quantity="|median log-residual ratio - 3| over a seed's pure-SAN layer steps above "
+            "the float64 floor, per seed",
+            values=per_seed.sub(3).abs().reindex(config.seeds).tolist(),  # no step: NaN, fails
+            side="<",
+            margin=0.5,  # within half of the exponent 3: apart from 2 (quadratic) and 4
+            decides=DECIDES,
+            note=f"{len(ratios)} layer steps; median ratio per variant "
             + ", ".join(f"{v}: {m:.3g}" for v, m in per_variant.items())
-            + f"; |median - 3| per seed: {seeds_agree(per_seed.to_dict(), '<', 0.5)}",
-            source="Thm 2.2",
-            paper="r_l <= c r_{l-1}^3 (cubic contraction per layer)",
+            + "; per seed "
+            + ", ".join(f"{s}: {m:.3g}" for s, m in per_seed.items()),
         )
     )
     margins = bound_margins(bounded)
     by_layer = margins.assign(margin=margins[["one_step", "unrolled"]].min(axis=1))
     by_layer = by_layer.groupby("layer")["margin"].agg(["min", "size"])
-    tested = {f"layer {l}": row["min"] for l, row in by_layer.iterrows()}
-    expected = [f"layer {l}" for l in range(1, config.min_tested_layer + 1)]
-    holds = for_every(
-        "bound-holds",
-        f"Where informative, the per-layer and unrolled bounds (gamma = {config.gamma:g}) are "
-        "never below the measured residual, at every layer above the float64 floor.",
-        "smallest log10(bound / r_l) over informative sequences, per layer (decades)",
-        tested,
-        ">=",
-        0.0,
-        expected=expected + [k for k in tested if k not in expected],
-        note="values checked per layer: "
-        + ", ".join(f"{l}: {int(r['size'])}" for l, r in by_layer.iterrows())
-        + f"; gamma = {config.gamma:g} because the paper's closed form of gamma (its appendix) "
-        "is not reproduced; the bound grows with gamma, so where it holds with gamma = 1 it "
-        "holds for every gamma >= 1 (a larger gamma also makes fewer inputs informative)",
-        source="Thm 2.2, Cor 2.3, Cor 3.2",
-        paper="r_L <= c^{(3^L - 1)/2} r_0^{3^L}, c = 4 gamma beta / sqrt(d_qk)",
+    needed = set(range(1, config.min_tested_layer + 1))
+    smallest = float(by_layer["min"].min()) if needed <= set(by_layer.index) else math.nan
+    found.append(
+        check(
+            "bound-holds",
+            f"Where informative, the per-layer and unrolled bounds (gamma = {config.gamma:g}) are "
+            "never below the measured residual, at every layer above the float64 floor.",
+            "smallest log10(bound / r_l) over informative sequences and layers (decades); NaN "
+            f"unless every layer 1..{config.min_tested_layer} is tested",
+            smallest,
+            ">=",
+            0.0,
+            note="values checked per layer: "
+            + ", ".join(f"{l}: {int(r['size'])}" for l, r in by_layer.iterrows())
+            + f"; gamma = {config.gamma:g} because the paper's closed form of gamma (its "
+            "appendix) is not reproduced: a check of the code's bound, not evidence for Thm 2.2",
+        )
     )
-    found.append(replace(holds, kind="check"))  # at an unverified gamma: a check of the code
     if "san+skip" in config.variants:
         found.append(_skip_claim(config, results))
     return found
 
 
 def _skip_claim(config: Config, results: pd.DataFrame) -> Claim:
-    """skip-keeps-residual on the inputs where the pure SAN of the same weights collapses."""
+    """skip-keeps-residual on the inputs where the pure SAN of the same weights collapses: the
+    one rule over the sequences, assuming the pure SAN loses decades on them (the one rule
+    too: its interval below -PURE_LOSS decades)."""
     rows = results[
         (results["variant"] == "san+skip")
         & results["level"].isin(config.skip_levels)
@@ -233,30 +235,29 @@ def _skip_claim(config: Config, results: pd.DataFrame) -> Claim:
         change = pd.DataFrame(columns=["log10_r", "log10_r_pure"])
     kept = change.get("log10_r", pd.Series(dtype=float))
     pure = change.get("log10_r_pure", pd.Series(dtype=float))
-    pure_loss = -float(pure.median()) if len(pure) else math.nan
-    untested = ""
-    if not pure_loss >= PURE_LOSS:  # NaN too
-        untested = (
-            f"{TOO_SMALL}: on these inputs the pure SAN of the same weights loses "
-            f"{pure_loss:.3g} decades (median), under {PURE_LOSS:g}: no collapse to stop"
-        )
+    collapse = decide(pure.clip(lower=-300.0), "<", -PURE_LOSS)  # -inf: exactly rank 1
     return finding(
         "skip-keeps-residual",
-        f"With the attention skip, the residual keeps at least a tenth of its start over "
-        f"{config.n_layers} layers on every sequence where the pure SAN of the same weights "
+        says=SKIPS,
+        text=f"With the attention skip, the residual keeps at least a tenth of its start over "
+        f"{config.n_layers} layers on the sequences where the pure SAN of the same weights "
         "loses decades.",
-        f"smallest log10(r_L / r_0) over san+skip sequences at sqrt(c) r_0 in "
-        f"{config.skip_levels}, L = {config.n_layers} (decades)",
-        float(kept.min()) if len(kept) else math.nan,
-        ">=",
-        -1.0,
-        note=f"median {float(kept.median()):.3g} decades over {len(kept)} sequences; the pure "
-        f"SAN of the same weights on the same inputs: median {-pure_loss:.3g}, worst "
-        f"{float(pure.max()):.3g} decades (-inf: exactly rank 1)",
-        source="Sec. 3.1, Cor 3.1",
-        paper="skip connections play a key role in mitigating rank collapse: with them, "
-        "parameterisations exist where r_L >= r_0 at any depth (Cor 3.1)",
-        untested=untested,
+        quantity=f"log10(r_L / r_0) of a san+skip sequence at sqrt(c) r_0 in "
+        f"{config.skip_levels}, L = {config.n_layers} (decades), per sequence",
+        values=kept.tolist(),
+        side=">",
+        margin=-1.0,  # a tenth of r_0: the pure SAN of the same weights loses decades
+        assumptions=[
+            Assumption(
+                f"the pure SAN of the same weights collapses on these inputs (loses more than "
+                f"{PURE_LOSS:g} decades)",
+                collapse.verdict == "PASS",
+                f"its change {collapse.describe()}: no collapse to stop",
+            )
+        ],
+        decides=DECIDES,
+        note=f"the pure SAN of the same weights on the same inputs: {collapse.describe()} "
+        "decades (-inf, exactly rank 1, clipped at -300)",
     )
 
 

@@ -15,27 +15,31 @@ Inputs: windows of real text; `res_comp_rel` (mean-centred relative composite re
 paper's plotted quantity) per sequence and layer, float64, flagged at the float32 floor; also
 `mu_rel` and `stable_rank`, which explain a residual above 1.
 
-Findings ("about 0": mean res_comp_rel below 0.01; "well above 0": above 0.05):
-- init-san-collapses: at init, `san` and `san+mlp` of every bidirectional encoder are about 0
-  by layer 2 (causal decoders collapse more slowly, Wu et al. 2024: reported in the notes).
-- init-skip-stays: at init, `san+skip` and `transformer` decay slowly: in no layer does their
-  mean residual fall below half of the layer before (SAN falls by orders of magnitude per layer),
-  a test that does not depend on how many layers the model has.
-- pretrained-san-collapses: in every pretrained encoder the project ships (MiniLM, 6 layers)
-  `san` is about 0 within a handful of layers, a handful being `handful` = 5 layers (counted
-  from the embedding output). The paper's pretrained BERT, ALBERT and XLNet do not ship
-  offline. `san_excluded` leaves a model out by name, with its reason and a count; a model whose
-  san never gets there, or has no curve, fails the finding.
-- pretrained-decoder-san-collapses (beyond the paper): the same statement for every pretrained
-  causal decoder shipped (SmolLM2-135M, 30 layers, from its 4-bit GGUF). A decoder is outside
-  the paper's setting (causal masks collapse more slowly, Wu et al. 2024), so this is the
-  project's extension, listed apart from the paper's findings.
-- pretrained-transformer-keeps: every pretrained `transformer` keeps a residual well above 0.
+Findings, each for every model and variant named, the unit a window of text (one value per
+window), decided by the one rule (`rankcollapse.experiments.verdicts`: the interval over the
+windows on the paper's side; "about 0": res_comp_rel below 0.01; "well above 0": above 0.05):
+- init-san-collapses ("Pure attention (SAN) converges rapidly to a rank-1 matrix", Fig. 1
+  caption): at init, `san` and `san+mlp` of every bidirectional encoder are about 0 at layer 2
+  (causal decoders collapse more slowly, Wu et al. 2024: reported in the notes).
+- init-skip-stays ("Skip connections play a critical role in mitigating rank collapse", Fig. 1
+  caption): at init, `san+skip` and `transformer` decay slowly: a window's least ratio of
+  consecutive layers is above 0.5 (SAN falls by orders of magnitude per layer), a test that
+  does not depend on how many layers the model has.
+- pretrained-san-collapses ("as soon as the skip connections are removed, all networks exhibit
+  a rapid rank collapse", Sec. 4): in every pretrained encoder the project ships, `san` is about
+  0 within a handful of layers: a window's first layer below 0.01 is at most `handful` (5) for
+  a model of at most the paper's 12 layers, the same share of the depth for a deeper one. Only
+  one pretrained encoder ships offline (MiniLM, 6 layers); the paper's pretrained BERT, ALBERT
+  and XLNet do not. `san_excluded` leaves a model out by name, with its reason.
+- pretrained-decoder-san-collapses (beyond the paper): the same statement, relative to depth,
+  for every pretrained causal decoder shipped (SmolLM2-135M, 30 layers: a handful is 12.5). A
+  decoder is outside the paper's setting (causal masks collapse more slowly, Wu et al. 2024).
+- pretrained-transformer-keeps (the caption's sentence on skip connections): every pretrained
+  `transformer` keeps a residual well above 0 at its last layer.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 from typing import Literal
 
@@ -44,15 +48,14 @@ import torch
 from pydantic import BaseModel, ConfigDict, Field
 
 from rankcollapse.devices import Device, Dtype
-from rankcollapse.experiments._registry import Experiment, Summary, Unit, for_every, register
-from rankcollapse.experiments.verdicts import Claim
+from rankcollapse.experiments._registry import Experiment, Summary, Unit, register
+from rankcollapse.experiments.verdicts import Claim, Quote, for_every
 from rankcollapse.hf import MODELS, text_model_type
 from rankcollapse.plot import band_plot, spans_decades
 from rankcollapse.seeds import Seed
 from rankcollapse.sizes import NLayers, NSamples, NTokens
 from rankcollapse.theory import (
     at_layer,
-    first_layer_below,
     layer_cells,
     layer_stats,
     layers_above,
@@ -64,6 +67,10 @@ NAME = "dong2021-rank-collapse"
 NEAR_ZERO = 0.01  # "about 0": 1% of the input's relative residual scale
 CLEARLY_NONZERO = 0.05  # "well above 0": ~1e5 x the float32 floor
 SLOW = 0.5  # "decays slowly": no layer more than halves the residual (SAN: orders of magnitude)
+PAPER_DEPTH = 12  # BERT's, ALBERT's and XLNet's layers in the paper's Fig. 1
+FIG = "Fig. 1 (caption)"
+TEXT = "Sec. 4 (rank collapse in real architectures), Fig. 1"
+DECIDES = "--preset paper (32 windows of 128 tokens) or more windows (--set n_samples=N)"
 METRIC = "res_comp_rel"
 METRICS = [METRIC, "mu_rel", "stable_rank"]
 SKIPLESS = [v for v in DONG_VARIANTS if not v.attention_skip]  # san, san+mlp
@@ -184,124 +191,123 @@ def layer_means(results: pd.DataFrame) -> pd.DataFrame:
     return layer_stats(results[results["metric"] == METRIC], ("model", "init", "variant"))
 
 
-def _slowest_step(table: pd.DataFrame, init: str, variants: list[str]) -> dict:
-    """{model/variant: least mean(layer l) / mean(layer l - 1) over l} of one init."""
-    part = table[(table["init"] == init) & table["variant"].isin(variants)]
-    steps = {}
-    for (model, variant), curve in part.groupby(["model", "variant"], sort=False):
-        means = curve.sort_values("layer")["mean"].to_numpy()
-        steps[f"{model}/{variant}"] = float((means[1:] / means[:-1]).min())
-    return steps
-
-
-def _members(table: pd.DataFrame, init: str, variants: list[str], layer: str | int) -> dict:
-    """{model/variant: mean at `layer` ("last": each model's last layer)} of one init."""
-    part = at_layer(table[(table["init"] == init) & table["variant"].isin(variants)], layer)
-    return {f"{r.model}/{r.variant}": r.mean for r in part.itertuples()}
-
-
-# (id, text, init, variants, layer, relation, threshold, encoders only, the paper's words)
-STATEMENTS = [
-    (
-        "init-san-collapses",
-        "At initialisation, san and san+mlp fall to about 0 within two layers.",
-        "random",
-        SKIPLESS,
-        2,
-        "<",
-        NEAR_ZERO,
-        True,
-        "at initialisation, the output of SAN and SAN+MLP rapidly converges to rank 1",
+SAYS = {
+    "init-san-collapses": Quote("Pure attention (SAN) converges rapidly to a rank-1 matrix.", FIG),
+    "init-skip-stays": Quote(
+        "Skip connections play a critical role in mitigating rank collapse", FIG
     ),
-    (
-        "pretrained-transformer-keeps",
-        "In pretrained models, the full transformer keeps a clearly non-zero residual.",
-        "pretrained",
-        ["transformer"],
-        "last",
-        ">",
-        CLEARLY_NONZERO,
-        False,
-        "the full transformer (skip connections and MLPs) does not lose rank",
+    "pretrained-san-collapses": Quote(
+        "as soon as the skip connections are removed, all networks exhibit a rapid rank collapse",
+        TEXT,
     ),
-]
+    "pretrained-transformer-keeps": Quote(
+        "Skip connections play a critical role in mitigating rank collapse", FIG
+    ),
+}
+
+
+def per_sample(results: pd.DataFrame, init: str, variants: list[str]) -> pd.DataFrame:
+    """res_comp_rel per (model, variant, sample) x layer of one init: the units of a finding."""
+    rows = results[
+        (results["metric"] == METRIC)
+        & (results["init"] == init)
+        & results["variant"].isin(variants)
+    ]
+    return rows.pivot_table(index=["model", "variant", "sample"], columns="layer", values="value")
+
+
+def _members(wide: pd.DataFrame, of) -> dict[str, list[float]]:
+    """{model/variant: of(that member's rows) per sample}; `of` maps a (samples x layers)
+    frame to one value per sample."""
+    return {
+        f"{model}/{variant}": of(part.droplevel([0, 1]).dropna(axis=1, how="all")).tolist()
+        for (model, variant), part in wide.groupby(level=["model", "variant"], sort=False)
+    }
 
 
 def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
-    """The paper's four statements about Fig. 1, on this run's per-layer means."""
-    table, found = layer_means(results), []
-    for id_, text, init, variants, layer, relation, level, encoders, paper in STATEMENTS:
-        models = [a.model for a in config.arms if a.init == init]
-        models = [m for m in models if not (encoders and MODELS[m].causal)]
-        if models:
-            found.append(
-                for_every(
-                    id_,
-                    text,
-                    f"mean {METRIC} at layer {layer} per {init} model and variant "
-                    f"({', '.join(variants)})",
-                    _members(table, init, variants, layer),
-                    relation,
-                    level,
-                    expected=[f"{m}/{v}" for m in models for v in variants],
-                    source="Sec. 4, Fig. 1",
-                    paper=paper,
-                )
-            )
-    models = [a.model for a in config.arms if a.init == "random"]
-    if models:
-        found.insert(
-            1,
-            for_every(
-                "init-skip-stays",
-                "At initialisation, the variants with the attention skip decay slowly: no layer "
-                f"takes their residual below {SLOW:g} of the layer before.",
-                f"least ratio of consecutive layers' mean {METRIC}, per random-init model and "
-                f"variant ({', '.join(WITH_SKIP)})",
-                _slowest_step(table, "random", WITH_SKIP),
-                ">",
-                SLOW,
-                expected=[f"{m}/{v}" for m in models for v in WITH_SKIP],
-                source="Sec. 4, Fig. 1",
-                paper="with skip connections the residual decays slowly and stays far from 0 "
-                "(Sec. 4, Fig. 1: skip connections play a key role in mitigating rank collapse)",
-            ),
-        )
-    models = list(dict.fromkeys(a.model for a in config.arms if a.init == "pretrained"))
-    if models:
-        san = table[(table["init"] == "pretrained") & (table["variant"] == "san")]
-        first = first_layer_below(san[san["model"].isin(models)], NEAR_ZERO)
-        encoders = [m for m in models if not MODELS[m].causal]  # the paper's setting
-        decoders = [m for m in models if MODELS[m].causal]  # beyond it: listed apart
-        groups = [("pretrained-san-collapses", encoders, "encoder", False)]
-        groups += [("pretrained-decoder-san-collapses", decoders, "causal decoder", True)]
-        for offset, (id, members, what, beyond) in enumerate(g for g in groups if g[1]):
-            found.insert(2 + offset, _san_collapses(config, id, members, what, first, beyond))
+    """The paper's statements about Fig. 1, each for every model and variant, the unit a window
+    of text (one value per sample), decided by the one rule."""
+    found = []
+    models = {i: [a.model for a in config.arms if a.init == i] for i in ("random", "pretrained")}
+    encoders = [m for m in models["random"] if not MODELS[m].causal]
+    if encoders:
+        found.append(_every(
+            "init-san-collapses", "At initialisation, san and san+mlp fall to about 0 within "
+            "two layers.", f"{METRIC} at layer 2, per window", per_sample(results, "random",
+            SKIPLESS), lambda w: w[2], "<", NEAR_ZERO, [f"{m}/{v}" for m in encoders
+            for v in SKIPLESS]))  # fmt: skip
+    if models["random"]:
+        found.append(_every(
+            "init-skip-stays", "At initialisation, the variants with the attention skip decay "
+            f"slowly: no layer takes their residual below {SLOW:g} of the layer before.",
+            f"least ratio of consecutive layers' {METRIC}, per window",
+            per_sample(results, "random", WITH_SKIP),
+            lambda w: (w.iloc[:, 1:].to_numpy() / w.iloc[:, :-1].to_numpy()).min(axis=1),
+            ">", SLOW, [f"{m}/{v}" for m in models["random"] for v in WITH_SKIP]))  # fmt: skip
+    pretrained = list(dict.fromkeys(models["pretrained"]))
+    if pretrained:
+        san = per_sample(results, "pretrained", ["san"])
+        groups = [("pretrained-san-collapses", False), ("pretrained-decoder-san-collapses", True)]
+        for id_, causal in groups:
+            members = [m for m in pretrained if MODELS[m].causal == causal]
+            if members:
+                found.append(_san_collapses(config, id_, members, san, beyond=causal))
+        found.append(_every(
+            "pretrained-transformer-keeps", "In pretrained models, the full transformer keeps "
+            "a clearly non-zero residual.", f"{METRIC} at each model's last layer, per window",
+            per_sample(results, "pretrained", ["transformer"]), lambda w: w.iloc[:, -1], ">",
+            CLEARLY_NONZERO, [f"{m}/transformer" for m in pretrained]))  # fmt: skip
     return found
 
 
-def _san_collapses(
-    config: Config, id: str, models: list[str], what: str, first: dict, beyond: bool
-) -> Claim:
-    """san falls to about 0 within `config.handful` layers in every pretrained `what`: the
-    paper's statement for its encoders (Sec. 4, Fig. 1); for causal decoders the project's
-    extension (`beyond`), listed apart from the paper's findings."""
+def _every(id_, text, quantity, wide, of, side, margin, expected, **extra) -> Claim:
+    """A finding for every member (model/variant) over its windows, by the one rule."""
+    says = SAYS["pretrained-san-collapses" if id_.endswith("san-collapses") else id_]
     return for_every(
+        id_, says=says, text=text, quantity=quantity, members=_members(wide, of),
+        side=side, margin=margin, expected=expected, decides=DECIDES, **extra,
+    )  # fmt: skip
+
+
+def handful_for(config: Config, depth: int) -> float:
+    """A handful of layers in a model of `depth` layers: `config.handful` for the paper's
+    12-layer encoders or shallower, the same share of the depth for a deeper model."""
+    return config.handful * max(1.0, depth / PAPER_DEPTH)
+
+
+def _san_collapses(
+    config: Config, id: str, models: list[str], san: pd.DataFrame, *, beyond: bool
+) -> Claim:
+    """san is about 0 within a handful of layers (relative to depth past the paper's 12) in
+    every pretrained model of `models`: per window, the first layer below NEAR_ZERO minus the
+    model's handful (a window that never gets there: NaN, which fails)."""
+
+    def excess(w: pd.DataFrame) -> pd.Series:
+        depth = int(w.columns.max())
+        below = w.lt(NEAR_ZERO)
+        first = below.idxmax(axis=1).where(below.any(axis=1))
+        return first.astype(float) - handful_for(config, depth)
+
+    what = "causal decoder" if beyond else "encoder"
+    depths = {m: int(san.loc[m].dropna(axis=1, how="all").columns.max())
+              for m in models if m in san.index.get_level_values(0)}  # fmt: skip
+    return _every(
         id,
-        f"In every pretrained {what}, san falls to about 0 within a handful of layers: by "
-        f"layer {config.handful}.",
-        f"first layer where san's mean {METRIC} < {NEAR_ZERO}, latest model",
-        {m: first.get(m, (math.nan,))[0] for m in models},  # no curve: NaN, fails
-        "<=",
-        config.handful,
-        expected=models,
-        excluded={m: why for m, why in config.san_excluded.items() if m in models},
-        source="Sec. 4, Fig. 1",
+        f"In every pretrained {what}, san falls to about 0 within a handful of layers "
+        f"({config.handful} of the paper's {PAPER_DEPTH}, the same share of a deeper model).",
+        f"first layer where a window's {METRIC} < {NEAR_ZERO}, minus the model's handful",
+        san,
+        excess,
+        "<",
+        0.5,  # a first layer at the handful itself is within it (layers are whole numbers)
+        [f"{m}/san" for m in models],
+        excluded={f"{m}/san": why for m, why in config.san_excluded.items() if m in models},
         note="; ".join(
-            f"{m}: layer {first[m][0]:g} of {first[m][1]}" for m in models if m in first
-        ),
-        paper="pretrained, SAN and SAN+MLP converge to rank 1 within a handful of layers "
-        "(Sec. 4, Fig. 1; the paper's models are encoders)",
+            f"{m}: {depths[m]} layers, a handful = {handful_for(config, depths[m]):g}"
+            for m in depths
+        )
+        + ("" if len(models) > 1 else f"; one pretrained {what} ships offline"),
         beyond=beyond,
     )
 
@@ -319,7 +325,9 @@ def notes(config: Config, results: pd.DataFrame, table: pd.DataFrame) -> list[st
     devices = ", ".join(sorted(set(results.get("device", pd.Series(["cpu"])))))
     quantized = sorted(set(results.get("quantized", pd.Series(["no"]))) - {"no"})
     causal = decoders(table["model"])
-    at_init = _members(table[table["model"].isin(causal)], "random", SKIPLESS, 2)
+    rows = table[table["model"].isin(causal) & (table["init"] == "random")]
+    rows = at_layer(rows[rows["variant"].isin(SKIPLESS)], 2)
+    at_init = {f"{r.model}/{r.variant}": r.mean for r in rows.itertuples()}
     ran = f"Arms run: {arms}; {config.n_samples} windows of {config.n_tokens} tokens each"
     said = [f"{ran}; device {devices}.", NOTE]
     if at_init:

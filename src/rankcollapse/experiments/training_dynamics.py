@@ -16,17 +16,20 @@ only in what the papers vary, one option each from GPT-2's block (skip on, pre-L
 Every `every` steps the monitor records res_comp_rel, mu_rel and stable_rank of every layer on
 the held-out batch; the training loss is averaged over each interval.
 
-Findings (the quantity is the last layer's res_comp_rel, mean over held-out samples and seeds):
-- collapsed-start-trains-slower (Noci et al. 2022, "Signal propagation in transformers:
-  theoretical perspectives and the role of rank collapse", NeurIPS, arXiv 2206.03126, Abstract
-  and Sec. 3: rank collapse at initialisation makes the gradients of queries and keys vanish and
-  hinders training; from outside the three seed papers): across arms, the Spearman correlation
-  between the initial res_comp_rel and the mean training loss over the first `early_share` of
-  the steps is negative (the more collapsed the start, the higher the early loss).
-- no-skip-stays-collapsed (Dong et al. 2021, Sec. 3, Thm 2.2 and Cor. 3.1: without skip
-  connections the bound on the residual holds for any weights, so training cannot undo the
-  collapse; Sec. 4, Fig. 2 shows trained networks): after training, the no-skip arm's final
-  res_comp_rel is below that of every arm with skips. Ratio to the smallest of them; < 1.
+Findings, both beyond the papers (the project's own questions, listed apart), each decided by
+the one rule (`rankcollapse.experiments.verdicts`) over the seeds (the quantity reads the last
+layer's res_comp_rel, mean over held-out samples):
+- collapsed-start-trains-slower (after Noci et al. 2022, "Signal propagation in transformers:
+  theoretical perspectives and the role of rank collapse", NeurIPS, arXiv 2206.03126: rank
+  collapse at initialisation makes the gradients of queries and keys vanish and hinders
+  training): per seed, the Spearman correlation across arms between the initial res_comp_rel
+  and the mean training loss over the first `early_share` of the steps is negative.
+- no-skip-stays-collapsed (after Dong et al. 2021, Sec. 4: removing the skips from trained
+  networks collapses them; Thm 2.2 bounds a pure SAN's residual for weights where the bound is
+  informative, and says nothing of training): per seed, the no-skip arm's final res_comp_rel
+  over the smallest final res_comp_rel of the arms with skips is < 1.
+The quick preset trains one seed (no spread: NOT TESTED); three seeds at quick decide (12 units
+of about 200 s each on a loaded 2-core machine; the paper preset is far slower).
 """
 
 from __future__ import annotations
@@ -38,16 +41,8 @@ import pandas as pd
 import scipy.stats
 from pydantic import Field
 
-from rankcollapse.experiments._registry import (
-    Experiment,
-    Summary,
-    Unit,
-    finding,
-    register,
-    seeds_agree,
-    toy_sizes,
-)
-from rankcollapse.experiments.verdicts import Claim
+from rankcollapse.experiments._registry import Experiment, Summary, Unit, register, toy_sizes
+from rankcollapse.experiments.verdicts import Claim, Quote, finding
 from rankcollapse.measure.monitor import MemoryLog, watch
 from rankcollapse.nets import CausalLM, NetConfig
 from rankcollapse.plot import line_plot, training_curves, training_heatmap
@@ -173,63 +168,62 @@ def arm_table(config: Config, results: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
+NOCI = Quote(
+    "rank collapse in the token representations hinders training by causing the gradients of "
+    "the queries and keys to vanish at initialization",
+    "Noci et al. 2022, abstract",
+)
+DONG = Quote(
+    "as soon as the skip connections are removed, all networks exhibit a rapid rank collapse",
+    "Dong et al. 2021, Sec. 4 (skips removed from trained networks)",
+)
+DECIDES = "--preset quick --set seeds=[0,1,2] (12 units of about 200 s: some 20 min on 2 cores)"
+
+
 def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
+    """Both findings beyond the papers, decided by the one rule over the seeds."""
     table = arm_table(config, results)
+    states = results[(results.metric == METRIC) & (results.layer == config.n_layers)]
     found = []
     if len(config.arms) >= 3:
-        # a missing or NaN arm leaves fewer points than arms: the correlation is then NaN
-        rho = (
-            scipy.stats.spearmanr(table.initial_res, table.early_loss).statistic
-            if table[["initial_res", "early_loss"]].notna().all().all()
-            else np.nan
-        )
-        found.append(
-            finding(
-                "collapsed-start-trains-slower",
-                "arms whose representations start more collapsed train more slowly",
-                f"Spearman correlation over {len(config.arms)} arms of the last layer's initial "
-                f"res_comp_rel and the mean training loss of the first {config.early_share:g} of "
-                "the steps",
-                float(rho),
-                "<",
-                0.0,
-                note=f"{OUTSIDE}; per arm (initial res_comp_rel, early loss): "
-                + ", ".join(
-                    f"{arm} ({r.initial_res:.3g}, {r.early_loss:.3g})"
-                    for arm, r in table.iterrows()
-                ),
-                source="Noci et al. 2022, Abstract and Sec. 3",
-                paper="rank collapse at initialisation makes the gradients of queries and keys "
-                "vanish and hinders training",
-            )
-        )
+        rho = {seed: _rho(arm_table(config, results[results.seed == seed]))
+               for seed in config.seeds}  # fmt: skip
+        found.append(finding(
+            "collapsed-start-trains-slower", says=NOCI, text="arms whose representations start "
+            "more collapsed train more slowly", quantity=f"Spearman correlation over "
+            f"{len(config.arms)} arms of the last layer's initial res_comp_rel and the mean "
+            f"training loss of the first {config.early_share:g} of the steps, per seed",
+            values=list(rho.values()), side="<", margin=0.0, decides=DECIDES, beyond=True,
+            note=f"{OUTSIDE}; per seed: " + ", ".join(f"{s}: {r:+.2f}" for s, r in rho.items())
+            + "; per arm (initial res_comp_rel, early loss): " + ", ".join(
+                f"{arm} ({r.initial_res:.3g}, {r.early_loss:.3g})" for arm, r in table.iterrows()
+            )))  # fmt: skip
     skips = [arm for arm in config.arms if arm != "no-skip"]
     if "no-skip" in config.arms and skips:
         per_seed = {}
-        states = results[(results.metric == METRIC) & (results.layer == config.n_layers)]
         for seed in config.seeds:
             rows = states[(states.seed == seed) & (states.step == states.step.max())]
             final = rows.groupby("arm").value.mean().reindex(config.arms)
             per_seed[seed] = final["no-skip"] / final[skips].min(skipna=False)
-        found.append(
-            finding(
-                "no-skip-stays-collapsed",
-                "without skip connections the trained network stays collapsed: its last layer "
-                "ends below every arm with skips",
-                "median over seeds of the no-skip arm's final res_comp_rel / the smallest final "
-                f"res_comp_rel of {', '.join(skips)}",
-                float(np.median(list(per_seed.values()))),
-                "<",
-                1.0,
-                note=f"{seeds_agree(per_seed, '<', 1.0)}; from the initial "
-                f"{table.initial_res.get('no-skip', np.nan):.3g} to "
-                f"{table.final_res.get('no-skip', np.nan):.3g} after {config.steps} steps",
-                source="Dong et al. 2021, Thm 2.2, Cor. 3.1 and Sec. 4, Fig. 2",
-                paper="skip connections keep the output away from rank 1; without them it collapses "
-                "whatever the weights",
-            )
-        )
+        found.append(finding(
+            "no-skip-stays-collapsed", says=DONG, text="trained without skip connections, the "
+            "network ends more collapsed: its last layer below every arm with skips",
+            quantity="the no-skip arm's final res_comp_rel / the smallest final res_comp_rel "
+            f"of {', '.join(skips)}, per seed", values=list(per_seed.values()), side="<",
+            margin=1.0, decides=DECIDES, beyond=True,
+            note=", ".join(f"seed {s}: {r:.3g}" for s, r in per_seed.items())
+            + f"; the no-skip arm from {table.initial_res.get('no-skip', np.nan):.3g} to "
+            f"{table.final_res.get('no-skip', np.nan):.3g} after {config.steps} steps; Dong et "
+            "al. remove the skips from trained networks, this row trains without them"))  # fmt: skip
     return found
+
+
+def _rho(table: pd.DataFrame) -> float:
+    """Spearman correlation of an arm table's initial residual and early loss; NaN when an
+    arm has no rows (fewer points than arms)."""
+    if not table[["initial_res", "early_loss"]].notna().all().all():
+        return np.nan
+    return float(scipy.stats.spearmanr(table.initial_res, table.early_loss).statistic)
 
 
 def summarize(config: Config, results: pd.DataFrame) -> Summary:

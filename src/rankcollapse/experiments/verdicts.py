@@ -152,7 +152,7 @@ def decide(values: Iterable[float | None], side: Side, margin: float = 0.0) -> D
         'FAIL'
         >>> d = decide([-0.1, 0.05, -0.2, 0.1], "<")
         >>> d.verdict, d.n_needed
-        ('NOT TESTED', 54)
+        ('NOT TESTED', 55)
         >>> decide([-1.0, float("nan")], "<").reason
         '1 of 2 units NaN or diverged'
         >>> decide([-1.0], "<").verdict
@@ -327,7 +327,7 @@ def for_every(
         >>> c.verdict, c.note.split("we measure ")[1]
         ('FAIL', 'b: 1 of 2 units NaN or diverged; c: missing')
         >>> for_every("all", says=q, text="t", quantity="slope", side="<",
-        ...           members={"a": [-1.0, -1.2], "b": [-2.0, -2.2]},
+        ...           members={"a": [-1.0, -1.02], "b": [-2.0, -2.02]},
         ...           expected=["a", "b", "c"], excluded={"c": "no centre node"}).verdict
         'PASS'
     """

@@ -423,9 +423,11 @@ def _ln_claims(config: Config, results: pd.DataFrame) -> list[Claim]:
             )
         if "san" in variants:
             expected_san = [
-                e for e in expected if mask_radius(config.mask(e.split("/")[1]),
-                                                   config.n_tokens) < math.inf
-            ]  # fmt: skip
+                f"{m}/{k}"
+                for m in models
+                for k in config.masks
+                if mask_radius(k, tokens_of(config, m)) < math.inf
+            ]
             found.append(
                 verdicts.for_every(
                     f"san-mu-falls@{mode}",

@@ -113,10 +113,8 @@ def measure_states(
     on_device = isinstance(x, Tensor) and x.device.type != "cpu"
     if batched or (batched is None and on_device):
         return _measure_batched(x, mask, names, source_dtype, reads)
-    if on_device:
-        return dict(
-            zip(names, measure((x, mask)), strict=True)
-        )  # the float64 route in one batched pass
+    if on_device:  # the float64 route in one batched pass
+        return dict(zip(names, measure((x, mask)), strict=True))
     with single_thread() as threads:
         runs = split_runs(x, mask, threads)
         try:

@@ -70,10 +70,10 @@ def circle_shares(
 ) -> Figure:
     """A panel per variant: each run's share of off-arc rollouts with its finding's outcome
     (filled: the run learned the step; hollow: it did not and counts for nothing), the mean
-    over the learned runs with one standard error, and the majority line the findings use.
+    over the learned runs with the interval its finding is decided by, and the majority line.
 
     `shares`: variant, seed, outcome, learned, share (one row per configured run); `means`:
-    variant -> (mean, standard error) over its learned runs."""
+    variant -> (mean, the interval's half-width) over its learned runs."""
     variants = list(dict.fromkeys(shares["variant"]))
     figure = Figure(figsize=(2.6 * len(variants) + 0.4, 2.9), layout="constrained")
     axes = figure.subplots(1, len(variants), squeeze=False, sharey=True)[0]
@@ -101,7 +101,7 @@ def circle_shares(
     figure.legend(handles, names, loc="outside lower center", ncols=4, fontsize=7, numpoints=1)
     figure.suptitle(
         "Off the training arcs: each run's share of rollouts with the finding's outcome "
-        "(band: one standard error of the mean)",
+        "(band: the 95% interval the finding is decided by)",
         fontsize=9,
     )
     return figure
