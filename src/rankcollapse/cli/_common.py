@@ -8,10 +8,6 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rich.text import Text
-
-from rankcollapse.cli._console import console
-
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -66,6 +62,9 @@ def print_fitted(
     in a narrow terminal), every table repeating the key columns; no cell is cut short.
     Every text is printed as text, never read as markup."""
     from rich.table import Table
+    from rich.text import Text
+
+    from rankcollapse.cli._console import console
 
     def width(name: str, cells: list[str]) -> int:
         return max([len(name), *map(len, cells)]) + 3  # padding and border
@@ -108,6 +107,9 @@ def write_collapse_outputs(
 
     `floor` is the dtype whose floor the at_floor column flags (e.g. torch.float32).
     """
+    from rich.text import Text
+
+    from rankcollapse.cli._console import console
     from rankcollapse.files import write_atomic
 
     out = output.claim()
@@ -302,6 +304,9 @@ def print_failed_findings(summary: Any) -> None:
     """One line per finding that failed, with its reason: what was measured, what was
     expected, and the finding's note; so a FAIL on screen never stands without a why (the
     last lines of `make demo`, say)."""
+    from rich.text import Text
+
+    from rankcollapse.cli._console import console
     from rankcollapse.report import format_value
 
     for claim in summary.findings:
