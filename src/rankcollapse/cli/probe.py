@@ -136,7 +136,7 @@ def _probe(args: argparse.Namespace, figures: FigureProcesses) -> int:
         print_layer_means,
         write_collapse_outputs,
     )
-    from rankcollapse.cli._console import err_console
+    from rankcollapse.cli._console import PassProgress, err_console
     from rankcollapse.cli._output import output_folder
     from rankcollapse.devices import resolve_device, resolve_dtype
     from rankcollapse.measure import ModelSource, ProbeInputs, resolve_probe, run_probe
@@ -178,8 +178,8 @@ def _probe(args: argparse.Namespace, figures: FigureProcesses) -> int:
                 f"{args.tokens} tokens"
             )
         )
-        with err_console.status(Text(f"{step}: probing")):
-            frame = run_probe(loaded, inputs, request)
+        with PassProgress(step) as progress:
+            frame = run_probe(loaded, inputs, request, progress)
         quantized = loaded.info.get("quantized", "no")
         labels.append(
             f"{loaded.name} ({loaded.init}{'' if quantized == 'no' else ', ' + quantized})"

@@ -13,8 +13,9 @@ and drops the states.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import pandas as pd
@@ -40,6 +41,12 @@ from rankcollapse.variants import Variant
 ProbeRequest = Any
 """A `rankcollapse.measure.ProbeRequest` (named here by type only: `measure.probe` imports this
 module, never the reverse)."""
+
+Progress = Callable[[int, int, int], None]
+"""`progress(passes_done, n_passes, layers_done)`: called after each group of layers measured
+(`layers_done`: state layers of the current pass measured so far) and after each forward pass
+(then `passes_done` counts it, and `layers_done` is 0). Library code never prints: the CLI
+passes one that draws a bar."""
 
 
 def check_model(loaded: Measured, variants: Sequence[Variant], n_tokens: int) -> None:
@@ -134,13 +141,16 @@ def measure_batch(
     request: ProbeRequest,
     ids: dict[str, Any],
     kept: dict[str, list[list[Tensor]]] | None = None,
+    progress: Progress | None = None,
 ) -> list[pd.DataFrame]:
     """Per-layer rows (`ids`, variant, layer, sample, metric, value, at_floor) of every variant
     of `request` on `batch`, `samples_per_pass` samples per forward pass, in the order of one
     pass over all samples (per variant and layer: state metrics, then attention metrics, each
-    over samples); with `kept`, also every layer's states per variant (chunks per layer)."""
+    over samples); with `kept`, also every layer's states per variant (chunks per layer); with
+    `progress`, a call per layer group and per pass (`Progress`)."""
     n_samples, n_tokens = batch.token_mask.shape
     step = samples_per_pass(request, n_samples, n_tokens, loaded.device)
+    n_passes, done = len(request.variants) * -(-n_samples // step), 0
     frames: list[pd.DataFrame] = []
     for variant in request.variants:
         layers = None if kept is None else kept.setdefault(variant.name, [])
@@ -154,6 +164,7 @@ def measure_batch(
                 batch.token_mask[chunk],
                 batch.allowed,
                 layers,
+                on_group=None if progress is None else partial(progress, done, n_passes),
             )
             run_layers(
                 loaded,
@@ -169,6 +180,9 @@ def measure_batch(
             )
             on_layer.finish()
             passes.append(on_layer)
+            done += 1
+            if progress:
+                progress(done, n_passes, 0)
         frames += LayerMeasure.frames_of(passes)
     return frames
 
@@ -210,6 +224,9 @@ class LayerMeasure:
     """The (n, n) pattern attended with, for the attention metrics (None: every real pair)."""
     kept: list[list[Tensor]] | None = None
     measured: list[tuple[dict[str, Any], dict[str, MetricValue]]] = field(default_factory=list)
+    on_group: Callable[[int], None] | None = None
+    """Called after each group is measured with the number of layers measured so far."""
+    n_measured: int = field(default=0, init=False, repr=False)
     group: Tensor | None = field(default=None, init=False, repr=False)
     """(layers, b, n, d) copies of the states waiting to be measured, in their first rows."""
     waiting: list[int] = field(default_factory=list, init=False, repr=False)
@@ -274,7 +291,10 @@ class LayerMeasure:
             self.measured[index][1].update(
                 {name: MetricValue(v.value[row], v.at_floor[row]) for name, v in values.items()}
             )
+        self.n_measured += len(self.waiting)
         self.waiting.clear()
+        if self.on_group:
+            self.on_group(self.n_measured)
 
     @staticmethod
     def frames_of(passes: Sequence[LayerMeasure]) -> list[pd.DataFrame]:

@@ -48,7 +48,7 @@ from rankcollapse.measure.kinds import (
     is_in_memory,
     takes_pixels,
 )
-from rankcollapse.measure.layers import check_model, measure_batch, prepare_batch
+from rankcollapse.measure.layers import Progress, check_model, measure_batch, prepare_batch
 from rankcollapse.metrics import DEFAULT_METRICS, get_metric
 from rankcollapse.sizes import check_memory, check_size
 from rankcollapse.variants import Variant, parse_variant
@@ -368,9 +368,15 @@ def probe(
     return run_probe(source.load(), inputs, request)
 
 
-def run_probe(loaded: Measured, inputs: ProbeInputs, request: ProbeRequest) -> pd.DataFrame:
+def run_probe(
+    loaded: Measured,
+    inputs: ProbeInputs,
+    request: ProbeRequest,
+    progress: Progress | None = None,
+) -> pd.DataFrame:
     """The probe of a loaded model: `request` measured on `inputs`, one row per (variant,
-    layer, sample, metric); the columns of `probe`."""
+    layer, sample, metric); the columns of `probe`. `progress` is called per layer group and
+    per forward pass (`measure.layers.Progress`)."""
     check_model(loaded, request.variants, inputs.n_tokens)
     batch = prepare_batch(loaded, request, *inputs.build(loaded))
     ids = {
@@ -381,7 +387,8 @@ def run_probe(loaded: Measured, inputs: ProbeInputs, request: ProbeRequest) -> p
         "mode": "train" if request.train_mode else "eval",
     }
     kept: dict[str, list[list[Tensor]]] | None = {} if request.keep_states else None
-    frame = pd.concat(measure_batch(loaded, batch, request, ids, kept), ignore_index=True)
+    frames = measure_batch(loaded, batch, request, ids, kept, progress)
+    frame = pd.concat(frames, ignore_index=True)
     frame["layer_kind"] = np.where(frame["layer"] == 0, "embedding", "block")
     frame["quantized"] = loaded.info.get("quantized", "no")
     first = [c for c in ID_COLUMNS if c in frame.columns]
