@@ -103,7 +103,8 @@ def write_collapse_outputs(
 ) -> None:
     """results.csv (long format), then, where `figures` is enabled, collapse.png + collapse.svg
     (`rankcollapse.plot.layers`: one panel per metric, log axes only for quantities that
-    shrink to zero), each written atomically; the numbers are on disk before any drawing.
+    shrink to zero), each written atomically; the numbers are on disk before any drawing, and
+    the figure by the end of the `figures` block (drawn while the command prints its table).
 
     `floor` is the dtype whose floor the at_floor column flags (e.g. torch.float32).
     """
@@ -115,13 +116,12 @@ def write_collapse_outputs(
     out = output.claim()
     write_atomic(out / "results.csv", df.to_csv(index=False).encode())
     console.print(Text(f"wrote {out / 'results.csv'}"))
-    if figures.enabled:
+    if figures.enabled:  # written, and said so, by the end of the `figures` block
         from rankcollapse.plot.floor import floor_of
 
         figures.draw_layers(
             out / "results.csv", out / "collapse", by=hue, floor=floor_of(floor), title=title
         )
-        console.print(Text(f"wrote {out / 'collapse.png'} (+ .svg)"))
 
 
 def add_figures_option(parser: argparse.ArgumentParser) -> None:

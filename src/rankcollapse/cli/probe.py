@@ -195,9 +195,10 @@ def _probe(args: argparse.Namespace, figures: FigureProcesses) -> int:
         f"softmax temperature {args.temperature:g}, {'train' if args.train_mode else 'eval'} "
         f"mode, {args.dtype}"
     )
-    print_layer_means(df, title, keys=("model", "variant", "layer"))
     hue = "arm" if several else "variant"
+    # the figure is drawn beside the table's printing
     write_collapse_outputs(df, out, hue=hue, title=title, floor=dtype, figures=figures)
+    print_layer_means(df, title, keys=("model", "variant", "layer"))
     return 0
 
 
