@@ -6,6 +6,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import sys
+import time
 
 import pytest
 from tiny_experiment import TINY
@@ -185,3 +187,21 @@ def test_a_dry_run_estimates_from_earlier_runs_beside_its_folder(tmp_path):
     )
     assert estimate.source == ["estimated"] * 2
     assert estimate.seconds == pytest.approx(times) and len(calls(tmp_path)) == 2
+
+
+def test_a_deadline_never_cuts_an_import_halfway(tmp_path, monkeypatch):
+    """A unit stopped while it imports would leave a half-made module to every later unit of
+    the dry run: the stop waits for the import to end."""
+    (tmp_path / "slow_module_for_deadline.py").write_text(
+        "import time\ntime.sleep(1.0)\nDONE = 1\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "slow_module_for_deadline", raising=False)
+    start = time.perf_counter()
+    with pytest.raises(runner.estimate._OverBudget), runner.estimate._deadline(0.2):
+        import slow_module_for_deadline  # noqa: F401
+
+        time.sleep(60)
+    assert sys.modules["slow_module_for_deadline"].DONE == 1
+    assert 1.0 <= time.perf_counter() - start < 30
+    sys.modules.pop("slow_module_for_deadline")

@@ -17,6 +17,7 @@ With one core, or figures off, no process starts and the figure is drawn here.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import sys
@@ -194,10 +195,11 @@ def main() -> None:
         os.nice(10)  # the parent's work comes first while both run
     fast_imports()
     try:
-        from rankcollapse import plot
-        from rankcollapse.report import stored  # noqa: F401  (pandas, the CSV reader)
+        # matplotlib (plot.layers, plot.render) and pandas (the CSV reader), loaded while the
+        # parent loads a model
+        for module in ("plot.curves", "plot.style", "report.stored"):
+            importlib.import_module(f"rankcollapse.{module}")
 
-        plot.render, plot.layers  # noqa: B018  (load matplotlib while the parent loads a model)
         recipe = sys.stdin.buffer.read()
         sys.exit(draw_apart(json.loads(recipe)) if recipe else 0)
     except KeyboardInterrupt:

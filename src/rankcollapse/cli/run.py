@@ -240,11 +240,12 @@ def print_dry_run(plans: list, args: argparse.Namespace) -> int:
     )
     for r in runs:
         if r.unseen:
+            more = f"; and {len(r.unseen) - 3} more" if len(r.unseen) > 3 else ""
             console.print(
                 Text(
-                    f"{r.name}: no stored or sampled unit has {'; '.join(r.unseen)}; those "
-                    "units are estimated from units that differ there (more --sample-units "
-                    "covers more)."
+                    f"{r.name}: no stored or sampled unit has {'; '.join(r.unseen[:3])}{more}; "
+                    "those units are estimated from units that differ there (more "
+                    "--sample-units and --sample-seconds cover more)."
                 )
             )
     return 0

@@ -25,6 +25,7 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from types import FrameType
 
 from rankcollapse.errors import UnitError
 from rankcollapse.experiments import Unit
@@ -108,7 +109,7 @@ class _OverBudget(BaseException):  # not an Exception: `call_unit` does not catc
 @contextlib.contextmanager
 def _deadline(seconds: float) -> Iterator[None]:
     """Raise `_OverBudget` in the block once `seconds` have passed (a timer signal, between
-    two Python steps of the unit); no deadline where timer signals are unavailable (off the
+    two Python steps of the unit, outside any import); no deadline where timer signals are unavailable (off the
     main thread, or a system without setitimer); none for an infinite budget."""
     if (
         math.isinf(seconds)
@@ -118,7 +119,13 @@ def _deadline(seconds: float) -> Iterator[None]:
         yield
         return
 
-    def stop(*_: object) -> None:
+    def stop(_: int, frame: FrameType | None) -> None:
+        while frame is not None:
+            if frame.f_code.co_filename.startswith("<frozen importlib"):
+                # never inside an import: a module cut halfway stays broken for the next unit
+                signal.setitimer(signal.ITIMER_REAL, 0.05)  # again once it is done
+                return
+            frame = frame.f_back
         raise _OverBudget
 
     previous = signal.signal(signal.SIGALRM, stop)
