@@ -79,6 +79,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="with --backend ray: the address of a running Ray cluster to join, e.g. "
         "HOST:6379 (default: start a local Ray with --jobs CPUs)",
     )
+    _add_dry_run_options(parser)
+    add_figures_option(parser)
+    parser.set_defaults(func=run)
+
+
+def _add_dry_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--dry-run",
         action="store_true",
@@ -100,8 +106,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="with --dry-run: seconds spent timing units, shared by the experiments; a unit "
         "still running then is stopped and its estimates are lower bounds (default: 30)",
     )
-    add_figures_option(parser)
-    parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
