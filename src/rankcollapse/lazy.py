@@ -59,6 +59,8 @@ class Deferred:
         >>> decoder = Deferred("json.decoder", "JSONDecoder")
         >>> decoder().decode("[1]"), decoder.__name__
         ([1], 'JSONDecoder')
+        >>> import pickle; pickle.loads(pickle.dumps(decoder))
+        <deferred json.decoder.JSONDecoder>
     """
 
     def __init__(self, module: str, name: str) -> None:
@@ -79,6 +81,8 @@ class Deferred:
         return self.__wrapped__(*args, **kwargs)
 
     def __getattr__(self, attribute: str) -> Any:
+        if attribute.startswith("_") and attribute not in ("__name__", "__qualname__"):
+            raise AttributeError(attribute)  # (un)pickling asks for such names: not forwarded
         return getattr(self.__wrapped__, attribute)
 
     def __repr__(self) -> str:
