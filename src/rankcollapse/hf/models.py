@@ -212,12 +212,14 @@ def load_tokenizer(path: str | Path) -> Any:
 @functools.lru_cache(maxsize=4)
 def _load_pretrained(name: str) -> tuple[nn.Module, Any, dict[str, Any]]:
     """Pure loader (cached per process): base model in float32, tokenizer, provenance."""
-    from transformers import AutoConfig, AutoModel, AutoTokenizer
+    from transformers import AutoConfig, AutoModel
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()  # library code never prints; the CLI owns the terminal
     local = {"local_files_only": True, "trust_remote_code": False}
     if name == "smollm2":
+        from transformers import AutoTokenizer  # (tokenizers, sentencepiece: only when needed)
+
         folder = _smollm2_folder()
         model = AutoModel.from_pretrained(folder, gguf_file=SMOLLM2_GGUF, **local)
         tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=SMOLLM2_GGUF, **local)
@@ -226,7 +228,12 @@ def _load_pretrained(name: str) -> tuple[nn.Module, Any, dict[str, Any]]:
         path = _minilm_path() if name == "minilm" else Path(name)
         config = AutoConfig.from_pretrained(path, **local)
         model = model_class_of(config).from_pretrained(path, use_safetensors=True, **local)
-        tokenizer = load_tokenizer(path)
+        # MiniLM's vocabulary is known: random tokens never load its tokenizer
+        tokenizer = (
+            DeferredTokenizer(MINILM_VOCABULARY, _minilm_tokenizer)
+            if name == "minilm"
+            else load_tokenizer(path)
+        )
         info = {"source": str(path), "quantized": "no"}
     # Loaded in float32 already (GGUF is dequantised to float32; transformers refuses .float()
     # on a model it marks as quantized).
