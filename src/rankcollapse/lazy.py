@@ -2,23 +2,27 @@
 
 `from rankcollapse.plot import band_plot` then loads `plot.curves` alone, not every figure's
 dependencies (torch and scipy through the bounds): what a command or a worker imports grows
-with what it uses, not with the package.
+with what it uses, not with the package. A function named `deferred` goes further: until its
+submodule is loaded, the name gives a stand-in that imports the submodule at its first call, so
+a module that imports a figure function at its top (every experiment) loads matplotlib only
+when it draws (a stored run, a worker that runs units: never).
 """
 
 from __future__ import annotations
 
 import importlib
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 
 def lazy_names(
-    package: str, names: Mapping[str, str]
+    package: str, names: Mapping[str, str], deferred: Collection[str] = ()
 ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
     """`__getattr__` and `__dir__` for `package`, whose public `names` (name -> submodule) are
     imported from `package.submodule` on first use and then kept in its namespace (a name
-    the submodule lacks is the submodule itself, e.g. `plot.style`).
+    the submodule lacks is the submodule itself, e.g. `plot.style`). A function in `deferred`
+    whose submodule is not loaded yet is a `Deferred` stand-in (not kept), loaded at its call.
 
     A name equal to its submodule's (`plot.heatmap`, the function of `plot/heatmap.py`) must
     not be imported as a module first (`import rankcollapse.plot.heatmap`): the package would
@@ -33,7 +37,10 @@ def lazy_names(
     def __getattr__(name: str) -> Any:  # the submodule's function or class
         if name not in names:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        module = importlib.import_module(f"{package}.{names[name]}")
+        module_name = f"{package}.{names[name]}"
+        if name in deferred and module_name not in sys.modules:
+            return Deferred(module_name, name)
+        module = importlib.import_module(module_name)
         value = getattr(module, name, module)
         setattr(sys.modules[package], name, value)
         return value
@@ -42,3 +49,41 @@ def lazy_names(
         return sorted({*vars(sys.modules[package]), *names})
 
     return __getattr__, __dir__
+
+
+class Deferred:
+    """The function `name` of `module`, imported at its first call (or first look at its
+    attributes: `__doc__`, `__wrapped__` for `inspect.signature`).
+
+    Example:
+        >>> decoder = Deferred("json.decoder", "JSONDecoder")
+        >>> decoder().decode("[1]"), decoder.__name__
+        ([1], 'JSONDecoder')
+        >>> import pickle; pickle.loads(pickle.dumps(decoder))
+        <deferred json.decoder.JSONDecoder>
+    """
+
+    def __init__(self, module: str, name: str) -> None:
+        self._module, self._name = module, name
+
+    @property
+    def __wrapped__(self) -> Callable[..., Any]:
+        value = getattr(importlib.import_module(self._module), self._name)
+        # kept in the package, as `lazy_names` keeps it (over a submodule of the same name)
+        setattr(sys.modules[self._module.rpartition(".")[0]], self._name, value)
+        return value
+
+    @property
+    def __doc__(self) -> str | None:  # type: ignore[override]
+        return self.__wrapped__.__doc__
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.__wrapped__(*args, **kwargs)
+
+    def __getattr__(self, attribute: str) -> Any:
+        if attribute.startswith("_") and attribute not in ("__name__", "__qualname__"):
+            raise AttributeError(attribute)  # (un)pickling asks for such names: not forwarded
+        return getattr(self.__wrapped__, attribute)
+
+    def __repr__(self) -> str:
+        return f"<deferred {self._module}.{self._name}>"

@@ -1,6 +1,6 @@
-"""A command's figure drawn by a process per format while the command works: the bytes of
-drawing it here, from the results.csv the command wrote; a failure named with its cause; and
-nothing left running."""
+"""A command's figure drawn by one process (forked per format) while the command works: the
+bytes of drawing it here, from the results.csv the command wrote, written by the end of the
+block; a failure named with its file and cause; and nothing left running."""
 
 from __future__ import annotations
 
@@ -42,11 +42,11 @@ def two_cores(monkeypatch):
 def test_the_processes_write_the_bytes_of_the_frame_drawn_here(tmp_path, two_cores):
     frame = results_csv(tmp_path)
     with FigureProcesses(True) as figures:
-        assert set(figures.processes) == {"png", "svg"}
+        assert figures.process is not None
         figures.draw_layers(
             tmp_path / "results.csv", tmp_path / "apart", by="variant", floor=FLOOR, title="t"
         )
-        assert figures.processes == {}
+    assert figures.process is None
     save_figure(plot.layers(frame, by="variant", floor=FLOOR, title="t"), tmp_path / "here")
     for fmt in ("png", "svg"):
         apart = (tmp_path / f"apart.{fmt}").read_bytes()
@@ -55,7 +55,7 @@ def test_the_processes_write_the_bytes_of_the_frame_drawn_here(tmp_path, two_cor
 
 def test_a_failed_drawing_is_raised_with_the_file_and_its_cause(tmp_path, two_cores):
     results_csv(tmp_path)
-    with FigureProcesses(True) as figures, pytest.raises(RuntimeError) as caught:
+    with pytest.raises(RuntimeError) as caught, FigureProcesses(True) as figures:
         figures.draw_layers(
             tmp_path / "results.csv", tmp_path / "collapse", by="no_such_column", floor=FLOOR,
             title="t",
@@ -68,7 +68,7 @@ def test_a_failed_drawing_is_raised_with_the_file_and_its_cause(tmp_path, two_co
 
 def test_a_reason_for_the_user_comes_back_as_its_sentence_not_a_traceback(tmp_path, two_cores):
     (tmp_path / "results.csv").write_text("layer,metric,value\n")  # a header and no rows
-    with FigureProcesses(True) as figures, pytest.raises(RankCollapseError) as caught:
+    with pytest.raises(RankCollapseError) as caught, FigureProcesses(True) as figures:
         figures.draw_layers(
             tmp_path / "results.csv", tmp_path / "collapse", by=None, floor=FLOOR, title="t"
         )
@@ -79,18 +79,24 @@ def test_a_reason_for_the_user_comes_back_as_its_sentence_not_a_traceback(tmp_pa
 
 def test_processes_not_needed_end_with_the_block(two_cores):
     with pytest.raises(KeyError), FigureProcesses(True) as figures:  # e.g. a bad model name
-        started = list(figures.processes.values())
+        started = figures.process
         raise KeyError("the command failed before its figure")
-    assert len(started) == 2 and all(process.poll() is not None for process in started)
+    assert started.poll() is not None and figures.process is None
+
+
+def test_a_block_that_drew_nothing_ends_its_process(two_cores):
+    with FigureProcesses(True) as figures:
+        started = figures.process
+    assert started.poll() is not None
 
 
 def test_one_core_or_figures_off_start_no_process(tmp_path, monkeypatch):
     with FigureProcesses(False) as figures:
-        assert figures.processes == {}
+        assert figures.process is None
     monkeypatch.setattr(_figures, "cpu_cores", lambda: 1)
     results_csv(tmp_path)
     with FigureProcesses(True) as figures:
-        assert figures.processes == {}
+        assert figures.process is None
         figures.draw_layers(
             tmp_path / "results.csv", tmp_path / "collapse", by=None, floor=FLOOR, title="t"
         )

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 from rich.console import Console
 
-from rankcollapse.cli import _common, main
+from rankcollapse.cli import _common, _console, main
 from rankcollapse.cli._common import summary_cells
 from rankcollapse.metrics import floor_cell as cell
 
@@ -31,7 +31,7 @@ def test_cells_for_none_all_and_no_value():
 
 
 def test_the_layer_table_prints_each_kind_of_cell(monkeypatch, capsys):
-    monkeypatch.setattr(_common, "console", Console(width=120, force_terminal=False))
+    monkeypatch.setattr(_console, "console", Console(width=120, force_terminal=False))
     df = pd.concat([_layer(0, [0.5, 0.7], [False, False]), _layer(1, [0.2, 1e-9], [False, True]),
                     _layer(2, [1e-9, 1e-9], [True, True]),
                     _layer(0, [float("nan")] * 2, [False] * 2, "attn_rank")])  # fmt: skip

@@ -17,7 +17,7 @@ from rich.console import Console
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "runner"))
 from tiny_experiment import TINY
 
-from rankcollapse.cli import _common, main
+from rankcollapse.cli import _common, _console, main
 from rankcollapse.experiments import _registry
 from rankcollapse.hf import tiny_model
 from rankcollapse.plot import layers
@@ -70,7 +70,7 @@ def test_compare_table_shows_floor_values_as_reports_do(tmp_path, capsys):
 
 
 def test_printed_tables_fit_80_columns(monkeypatch, capsys):
-    monkeypatch.setattr(_common, "console", Console(width=80, force_terminal=False))
+    monkeypatch.setattr(_console, "console", Console(width=80, force_terminal=False))
     metrics = ["res_comp_rel", "res_comp", "rank1_rel", "mu", "mu_rel", "cos_mean",
                "abs_cos_mean", "stable_rank", "effective_rank", "numerical_rank", "min_sv"]  # fmt: skip
     rows = [{"model": "minilm", "variant": v, "layer": l, "metric": m, "value": 0.123456,

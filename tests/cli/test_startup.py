@@ -83,3 +83,38 @@ def test_top_level_help_lists_every_command_with_its_help_line(capsys):
 def test_a_command_parses_with_only_its_own_module_built():
     args = build_parser(["probe"]).parse_args(["probe", "minilm", "--n-tokens", "16"])
     assert (args.command, args.model, args.tokens) == ("probe", ["minilm"], 16)
+
+
+def modules_after(code: str) -> set[str]:
+    """Every module in sys.modules after `code` in a fresh interpreter."""
+    program = f"{code}\nimport json, sys\nprint(json.dumps(sorted(sys.modules)), file=sys.stderr)"
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                          check=True)  # fmt: skip
+    return set(json.loads(done.stderr.strip().splitlines()[-1]))
+
+
+def test_version_reads_the_installed_version_without_importlib_metadata_or_rich():
+    import importlib.metadata
+
+    from rankcollapse import __version__
+
+    try:
+        installed = importlib.metadata.version("rankcollapse")
+    except importlib.metadata.PackageNotFoundError:  # a source tree without installation
+        installed = "0.0.0"
+    assert __version__ == installed
+    loaded = modules_after("from rankcollapse.cli import main\ntry:\n main(['--version'])\n"
+                           "except SystemExit:\n pass")  # fmt: skip
+    assert {"importlib.metadata", "rich", "email"}.isdisjoint(loaded)
+
+
+def test_an_experiment_module_loads_matplotlib_only_when_it_draws():
+    """A stored run and a worker that runs units import experiment modules, whose figure
+    functions are imported at their top: matplotlib loads at a figure function's first call."""
+    loaded = modules_after("import rankcollapse.experiments.toy_collapse as e")
+    assert "matplotlib" not in loaded
+    drawn = modules_after(
+        "from rankcollapse.plot import line_plot\nimport pandas as pd\n"
+        "line_plot(pd.DataFrame({'layer': [0, 1], 'value': [1.0, 0.5]}), x='layer', y='value')"
+    )
+    assert "matplotlib" in drawn

@@ -8,10 +8,6 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rich.text import Text
-
-from rankcollapse.cli._console import console
-
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -66,6 +62,9 @@ def print_fitted(
     in a narrow terminal), every table repeating the key columns; no cell is cut short.
     Every text is printed as text, never read as markup."""
     from rich.table import Table
+    from rich.text import Text
+
+    from rankcollapse.cli._console import console
 
     def width(name: str, cells: list[str]) -> int:
         return max([len(name), *map(len, cells)]) + 3  # padding and border
@@ -104,22 +103,25 @@ def write_collapse_outputs(
 ) -> None:
     """results.csv (long format), then, where `figures` is enabled, collapse.png + collapse.svg
     (`rankcollapse.plot.layers`: one panel per metric, log axes only for quantities that
-    shrink to zero), each written atomically; the numbers are on disk before any drawing.
+    shrink to zero), each written atomically; the numbers are on disk before any drawing, and
+    the figure by the end of the `figures` block (drawn while the command prints its table).
 
     `floor` is the dtype whose floor the at_floor column flags (e.g. torch.float32).
     """
+    from rich.text import Text
+
+    from rankcollapse.cli._console import console
     from rankcollapse.files import write_atomic
 
     out = output.claim()
     write_atomic(out / "results.csv", df.to_csv(index=False).encode())
     console.print(Text(f"wrote {out / 'results.csv'}"))
-    if figures.enabled:
+    if figures.enabled:  # written, and said so, by the end of the `figures` block
         from rankcollapse.plot.floor import floor_of
 
         figures.draw_layers(
             out / "results.csv", out / "collapse", by=hue, floor=floor_of(floor), title=title
         )
-        console.print(Text(f"wrote {out / 'collapse.png'} (+ .svg)"))
 
 
 def add_figures_option(parser: argparse.ArgumentParser) -> None:
@@ -318,6 +320,9 @@ def print_failed_findings(summary: Any) -> None:
     """One line per claim that failed (finding, beyond or check), with its reason: what was measured, what was
     expected, and the finding's note; so a FAIL on screen never stands without a why (the
     last lines of `make demo`, say)."""
+    from rich.text import Text
+
+    from rankcollapse.cli._console import console
     from rankcollapse.report import format_value
 
     for claim in summary.claims:

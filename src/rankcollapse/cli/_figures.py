@@ -1,103 +1,140 @@
-"""A command's figure drawn beside its work: one process per file format (PNG, SVG).
+"""A command's figure drawn beside its work: one process that loads the plotting libraries
+while the command computes, then draws both file formats (PNG, SVG) at once.
 
-A probe spends its first seconds on one core, importing torch and loading its model.
-`FigureProcesses` starts, at once, a Python process per format; each imports pandas and
-matplotlib on another core meanwhile and then waits. When the numbers are written, each gets
-the figure's recipe through its standard input (JSON: the results.csv just written, the
-series, floor and title), draws `plot.layers` of that file and writes its own format
-atomically, both formats at the same time. The bytes are those of drawing both here
-(`plot.render` computes the layout by the same Agg pass).
+A probe spends its first seconds importing torch and loading its model. `FigureProcesses`
+starts, at once, one Python process at a lower priority (nice 10, so the command's own work
+comes first while both run), which imports pandas and matplotlib meanwhile and then waits. When
+the numbers are written, it gets the figure's recipe through its standard input (JSON: the
+results.csv just written, the series, floor and title) and the command goes on (its table is
+printed meanwhile); the process then forks where it can, so that each format is drawn from
+`plot.layers` of that file by its own process on its own core, after one import, and each is
+written atomically. The bytes are those of drawing both here (`plot.render` computes the
+layout by the same Agg pass). The command waits for the figure when its block ends; a block
+left by an error kills the process.
 
-The processes run at a lower priority (nice 10), so the command's own work comes first while
-both run; a block left before its figure (an error) kills them. Measured on MiniLM's probe
-(2 cores): the figure's wait after the numbers fell from 1.5 s (imports, then the PNG, then
-the SVG) to 0.72-0.76 s. With one core, or figures off, no process starts and the figure is
-drawn here.
+With one core, or figures off, no process starts and the figure is drawn here.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
-import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 import rankcollapse
 from rankcollapse.errors import RankCollapseError
 from rankcollapse.plot import FORMATS
-from rankcollapse.plot.floor import Floor
 from rankcollapse.process import cpu_cores
 
-USER_ERROR = 2  # a figure process's exit code for a RankCollapseError, its sentence on stderr
+if TYPE_CHECKING:
+    import subprocess
+
+    from rankcollapse.plot.floor import Floor
+
+USER_ERROR = 2  # the figure process's exit code when every failure was a RankCollapseError
 
 
 class FigureProcesses:
-    """Processes that draw one `plot.layers` figure, started when the block is entered
-    (`enabled` and at least two cores), ended when it is left; `draw_layers` uses them, or
-    draws here without them."""
+    """The process that draws one `plot.layers` figure, started when the block is entered
+    (`enabled` and at least two cores) and waited for when it is left; `draw_layers` hands it
+    the recipe, or draws here without it."""
 
     def __init__(self, enabled: bool) -> None:
         self.enabled = enabled
-        self.processes: dict[str, subprocess.Popen] = {}
+        self.process: subprocess.Popen | None = None
+        self.done: Any = ""  # the line printed once the figure is written
 
     def __enter__(self) -> Self:
         if self.enabled and cpu_cores() >= 2:
+            import subprocess
+
             # this package where the interpreter's own path lacks it (a source tree); appended,
             # so it never shadows the standard library
             root = str(Path(rankcollapse.__file__).resolve().parents[1])
             start = f"import sys; {root!r} in sys.path or sys.path.append({root!r}); "
-            for fmt in FORMATS:
-                code = start + f"from {__name__} import main; main({fmt!r})"
-                self.processes[fmt] = subprocess.Popen(
-                    [sys.executable, "-c", code],
-                    stdin=subprocess.PIPE,
-                    stdout=subprocess.DEVNULL,
-                    stderr=subprocess.PIPE,
-                )
+            self.process = subprocess.Popen(
+                [sys.executable, "-c", start + f"from {__name__} import main; main()"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+            )
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        for process in self.processes.values():  # not drawn (an error came first): not needed
-            process.kill()
-            process.communicate()
-        self.processes.clear()
+    def __exit__(self, error: type[BaseException] | None, *exc: object) -> None:
+        if error is None:
+            self.wait()
+        elif self.process is not None:  # not drawn (an error came first): not needed
+            self.process.kill()
+            _ended(self.process)
+        self.process = None
 
     def draw_layers(
         self, results: Path, stem: Path, *, by: str | None, floor: Floor, title: str
     ) -> None:
         """`stem`.png and `stem`.svg: `plot.layers` of the `results` CSV (what the figure
-        shows is what the file holds), with `by`, `floor` and `title`."""
+        shows is what the file holds), with `by`, `floor` and `title`; drawn here, or handed
+        to the process and written by the time the block ends (`wait`)."""
+        from rich.text import Text
+
+        from rankcollapse.cli._console import console
+
         recipe = {"results": str(results), "stem": str(stem), "by": by, "title": title,
                   "floor": [floor.value, floor.label]}  # fmt: skip
-        if not self.processes:
+        done = Text(f"wrote {stem.with_name(stem.name + '.png')} (+ .svg)")
+        if self.process is None:
             draw(recipe, FORMATS)
+            console.print(done)
             return
-        text = json.dumps(recipe).encode()
-        # each process reads its recipe and its stderr is drained at once: none waits on another
-        with ThreadPoolExecutor(len(self.processes)) as pool:
-            ends = pool.map(lambda p: (p, p.communicate(text)[1]), self.processes.values())
-            failed = {
-                fmt: (process.returncode, stderr.decode(errors="replace").strip())
-                for fmt, (process, stderr) in zip(self.processes, ends, strict=True)
-                if process.returncode
-            }
-        self.processes.clear()
-        if failed:
-            what = "; ".join(
-                f"{stem.name}.{fmt}: {message}" for fmt, (_, message) in failed.items()
-            )
-            if all(code == USER_ERROR for code, _ in failed.values()):  # e.g. a full disk
-                raise RankCollapseError(f"the figure was not drawn: {what}")
-            raise RuntimeError(f"drawing the figure failed: {what}")  # a defect: its traceback
+        self.done = done
+        stdin: Any = self.process.stdin  # a pipe: Popen was given stdin=PIPE
+        try:
+            stdin.write(json.dumps(recipe).encode())
+            stdin.close()  # the recipe is whole: the process starts drawing
+        except BrokenPipeError:  # it has ended already: `wait` says why
+            pass
+
+    def wait(self) -> None:
+        """Wait for the figure handed to the process, then say it is written; a failure is
+        raised: a RankCollapseError for a reason of the user's (a full disk), else a
+        RuntimeError with the traceback (a defect). Without a figure, end the process."""
+        from rankcollapse.cli._console import console
+
+        process, self.process = self.process, None
+        if process is None:
+            return
+        if not self.done:
+            process.kill()
+        stderr = _ended(process)
+        if not self.done:
+            return
+        what = stderr.decode(errors="replace").strip()
+        if process.returncode == USER_ERROR:
+            raise RankCollapseError(f"the figure was not drawn: {what}")
+        if process.returncode:
+            raise RuntimeError(f"drawing the figure failed: {what}")
+        console.print(self.done)
+
+
+def _ended(process: subprocess.Popen) -> bytes:
+    """What `process` said on stderr, once it has ended (its input closed first)."""
+    stdin: Any = process.stdin  # pipes: Popen was given PIPE for both
+    err: Any = process.stderr
+    if not stdin.closed:
+        stdin.close()
+    stderr = err.read()
+    err.close()
+    process.wait()
+    return stderr
 
 
 def draw(recipe: dict[str, Any], formats: tuple[str, ...]) -> None:
     """Draw a `draw_layers` recipe and write each of its `formats` atomically."""
     from rankcollapse import plot
     from rankcollapse.files import write_atomic
+    from rankcollapse.plot.floor import Floor
     from rankcollapse.report.stored import read_results
 
     figure = plot.layers(
@@ -111,26 +148,62 @@ def draw(recipe: dict[str, Any], formats: tuple[str, ...]) -> None:
         write_atomic(stem.with_name(f"{stem.name}.{fmt}"), data)
 
 
-def main(fmt: str) -> None:
-    """A figure process: load the plotting libraries, then draw the one recipe on stdin. A
-    RankCollapseError (a full disk, a damaged results.csv) exits with USER_ERROR and its
-    sentence; Ctrl-C, which reaches the whole process group, exits quietly (the parent
-    reports it)."""
+def draw_apart(recipe: dict[str, Any]) -> int:
+    """Draw the recipe's formats, each in its own process where this system forks (this one
+    draws the first, a child each other): 0, or USER_ERROR when every failure was a
+    RankCollapseError, else 1; each failure is said on stderr after its file's name."""
+    children = []
+    mine: tuple[str, ...] = FORMATS
+    if hasattr(os, "fork"):
+        for fmt in FORMATS[1:]:
+            pid = os.fork()
+            if pid == 0:  # a child: its format, then out without running the parent's exits
+                os._exit(_draw_one(recipe, (fmt,)))
+            children.append(pid)
+        mine = FORMATS[:1]
+    codes = [_draw_one(recipe, mine)]
+    codes += [os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in children]
+    failed = [code for code in codes if code]
+    if not failed:
+        return 0
+    return USER_ERROR if all(code == USER_ERROR for code in failed) else 1
+
+
+def _draw_one(recipe: dict[str, Any], formats: tuple[str, ...]) -> int:
+    """`draw` of `formats`: 0, or a failure said on stderr after the files' names (a
+    RankCollapseError as its sentence, USER_ERROR; anything else with its traceback, 1)."""
+    import traceback
+
+    stem = Path(recipe["stem"]).name
+    files = ", ".join(f"{stem}.{fmt}" for fmt in formats)
+    try:
+        draw(recipe, formats)
+        return 0
+    except RankCollapseError as err:
+        message, code = str(err), USER_ERROR
+    except Exception:  # noqa: BLE001 - a defect: its traceback goes back to the command
+        message, code = traceback.format_exc(), 1
+    sys.stderr.write(f"{files}: {message}\n")
+    sys.stderr.flush()
+    return code
+
+
+def main() -> None:
+    """The figure process: load the plotting libraries, then draw the one recipe on stdin
+    (`draw_apart`) and exit with its code. Ctrl-C, which reaches the whole process group,
+    exits quietly (the parent reports it)."""
     from rankcollapse.process import fast_imports
 
     if hasattr(os, "nice"):
         os.nice(10)  # the parent's work comes first while both run
     fast_imports()
     try:
-        from rankcollapse import plot
-        from rankcollapse.report import stored  # noqa: F401  (pandas, the CSV reader)
+        # matplotlib (plot.layers, plot.render) and pandas (the CSV reader), loaded while the
+        # parent loads a model
+        for module in ("plot.curves", "plot.style", "report.stored"):
+            importlib.import_module(f"rankcollapse.{module}")
 
-        plot.render, plot.layers  # noqa: B018  (load matplotlib while the parent loads a model)
         recipe = sys.stdin.buffer.read()
-        if recipe:
-            draw(json.loads(recipe), (fmt,))
+        sys.exit(draw_apart(json.loads(recipe)) if recipe else 0)
     except KeyboardInterrupt:
         sys.exit(130)
-    except RankCollapseError as err:
-        print(err, file=sys.stderr)
-        sys.exit(USER_ERROR)

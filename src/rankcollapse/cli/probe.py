@@ -136,7 +136,7 @@ def _probe(args: argparse.Namespace, figures: FigureProcesses) -> int:
         print_layer_means,
         write_collapse_outputs,
     )
-    from rankcollapse.cli._console import err_console
+    from rankcollapse.cli._console import PassProgress, err_console
     from rankcollapse.cli._output import output_folder
     from rankcollapse.devices import resolve_device, resolve_dtype
     from rankcollapse.measure import ModelSource, ProbeInputs, prepare_probe, resolve_probe
@@ -179,8 +179,8 @@ def _probe(args: argparse.Namespace, figures: FigureProcesses) -> int:
                 f"{args.tokens} tokens"
             )
         )
-        with err_console.status(Text(f"{step}: probing")):
-            frame = prepared.run()
+        with PassProgress(step) as progress:
+            frame = prepared.run(progress)
         quantized = loaded.info.get("quantized", "no")
         labels.append(
             f"{loaded.name} ({loaded.init}{'' if quantized == 'no' else ', ' + quantized})"
@@ -196,9 +196,10 @@ def _probe(args: argparse.Namespace, figures: FigureProcesses) -> int:
         f"softmax temperature {args.temperature:g}, {'train' if args.train_mode else 'eval'} "
         f"mode, {args.dtype}"
     )
-    print_layer_means(df, title, keys=("model", "variant", "layer"))
     hue = "arm" if several else "variant"
+    # the figure is drawn beside the table's printing
     write_collapse_outputs(df, out, hue=hue, title=title, floor=dtype, figures=figures)
+    print_layer_means(df, title, keys=("model", "variant", "layer"))
     return 0
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import time
 from pathlib import Path
 
 from rankcollapse.cli._common import add_figures_option
@@ -78,11 +79,17 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="with --backend ray: the address of a running Ray cluster to join, e.g. "
         "HOST:6379 (default: start a local Ray with --jobs CPUs)",
     )
+    _add_dry_run_options(parser)
+    add_figures_option(parser)
+    parser.set_defaults(func=run)
+
+
+def _add_dry_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--dry-run",
         action="store_true",
         help="print the units, their count and the estimated time per backend and workers, "
-        "from a timed sample of units (stored, so the real run reuses them); run nothing else",
+        "from stored units and a timed sample of units; write nothing, run nothing else",
     )
     parser.add_argument(
         "--sample-units",
@@ -91,8 +98,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         metavar="N",
         help="with --dry-run: units to time per experiment (default: 2)",
     )
-    add_figures_option(parser)
-    parser.set_defaults(func=run)
+    parser.add_argument(
+        "--sample-seconds",
+        type=float,
+        default=30.0,
+        metavar="S",
+        help="with --dry-run: seconds spent timing units, shared by the experiments; a unit "
+        "still running then is stopped and its estimates are lower bounds (default: 30)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -120,6 +133,11 @@ def run(args: argparse.Namespace) -> int:
             f"--sample-units is {args.sample_units}; it must be 0 or more (units timed per "
             "experiment by --dry-run)."
         )
+    if not args.sample_seconds >= 0:
+        raise ConfigError(
+            f"--sample-seconds is {args.sample_seconds:g}; it must be 0 or more (seconds spent "
+            "timing units by --dry-run)."
+        )
     keys = [] if args.name == "all" else list(get_experiment(args.name).config.model_fields)
     overrides = parse_overrides(args.overrides, keys)
     here = not args.address  # a cluster's devices are not visible from here
@@ -132,18 +150,17 @@ def run(args: argparse.Namespace) -> int:
         ]
     else:
         plans = [plan(args.name, args.preset, overrides, args.config, args.out, devices_here=here)]
-    # Every config is valid, every unit list built and every folder writable and ours: only
-    # now does work start.
-    for p in plans:
-        p.claim_folder()
     if args.jobs is None:
         args.jobs = default_jobs(p.config for p in plans)
     args.jobs, capped = cap_jobs(args.jobs, remote=args.address is not None)
     if capped:
         notify(capped + " (results do not depend on --jobs).")
-
-    if args.dry_run:
-        return print_dry_run(plans, args, notify)
+    if args.dry_run:  # writes nothing: no folder is claimed
+        return print_dry_run(plans, args)
+    # Every config is valid, every unit list built and every folder writable and ours: only
+    # now does work start.
+    for p in plans:
+        p.claim_folder()
     # One set of workers runs the units of every experiment; a bar per experiment.
     with _progress_bar(err_console) as progress:
         results = execute_all(
@@ -161,8 +178,9 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def print_dry_run(plans: list, args: argparse.Namespace, notify) -> int:
-    """Units, count and estimated wall time per (backend, workers); the sum over plans."""
+def print_dry_run(plans: list, args: argparse.Namespace) -> int:
+    """A line per experiment as soon as its units are counted and timed, then the units
+    (one experiment) and the estimated wall time per (backend, workers) with the sum."""
     from rich.markup import escape
     from rich.table import Table
     from rich.text import Text
@@ -171,8 +189,20 @@ def print_dry_run(plans: list, args: argparse.Namespace, notify) -> int:
     from rankcollapse.files import canonical_json
     from rankcollapse.runner import dry_run, startup_seconds
 
-    runs = [dry_run(p, args.sample_units, notify) for p in plans]
     workers = max(2, args.jobs)
+    runs = []
+    spent = 0.0
+    for k, p in enumerate(plans):
+        budget = (args.sample_seconds - spent) / (len(plans) - k)  # what one left unused, rolls on
+        start = time.perf_counter()
+        runs.append(r := dry_run(p, args.sample_units, budget))
+        spent += time.perf_counter() - start
+        console.print(
+            Text(
+                f"{r.name}: {_counts(r)}; {_duration(r.wall_seconds(1), r.lower_bound)} on 1 "
+                f"worker, {_duration(r.wall_seconds(workers), r.lower_bound)} on {workers}"
+            )
+        )
     setups = [("process", 1), ("process", workers)]
     if args.backend == "ray":
         setups.append(("ray", workers))
@@ -192,40 +222,56 @@ def print_dry_run(plans: list, args: argparse.Namespace, notify) -> int:
     for backend, k in setups:
         table.add_column(f"{backend}, {k} worker{'s' * (k > 1)}", justify="right")
     for r in runs:
-        counts = f"{len(r.units)} ({r.source.count('stored')}, {r.source.count('sampled')})"
-        table.add_row(r.name, counts, *(_duration(r.wall_seconds(k)) for _, k in setups))
+        sampled = r.source.count("sampled") + r.source.count("stopped")
+        counts = f"{len(r.units)} ({r.source.count('stored')}, {sampled})"
+        table.add_row(
+            r.name, counts, *(_duration(r.wall_seconds(k), r.lower_bound) for _, k in setups)
+        )
     # Workers start once per command (one Ray session serves every experiment).
     totals = [sum(r.wall_seconds(k) for r in runs) + startup[(b, k)] for b, k in setups]
+    bound = any(r.lower_bound for r in runs)
     n_units = sum(len(r.units) for r in runs)
     table.add_row(
-        "[bold]all[/]" if len(runs) > 1 else "with start-up", str(n_units), *map(_duration, totals)
+        "[bold]all[/]" if len(runs) > 1 else "with start-up",
+        str(n_units),
+        *(_duration(t, bound) for t in totals),
     )
     console.print(table)
     console.print(
         "start-up (measured): "
         + ", ".join(f"{b} x{k}: {startup[(b, k)]:.1f} s" for b, k in setups)
-        + ". Sampled units are stored: the real run reuses them.",
+        + ". Nothing was written: the real run computes the sampled units again."
+        + (" >= marks a lower bound (a sampled unit outlasted --sample-seconds)." if bound else ""),
         highlight=False,
     )
     for r in runs:
         if r.unseen:
+            more = f"; and {len(r.unseen) - 3} more" if len(r.unseen) > 3 else ""
             console.print(
                 Text(
-                    f"{r.name}: no stored or sampled unit has {'; '.join(r.unseen)}; those "
-                    "units are estimated from units that differ there (more --sample-units "
-                    "covers more)."
+                    f"{r.name}: no stored or sampled unit has {'; '.join(r.unseen[:3])}{more}; "
+                    "those units are estimated from units that differ there (more "
+                    "--sample-units and --sample-seconds cover more)."
                 )
             )
     return 0
 
 
-def _duration(seconds: float) -> str:
-    """Seconds as '42 s', '3.5 min' or '2.1 h'."""
+def _counts(r) -> str:
+    """'12 units (2 stored, 1 sampled)', with 'stopped' units counted where there are any."""
+    counts = f"{len(r.units)} units ({r.source.count('stored')} stored, "
+    counts += f"{r.source.count('sampled')} sampled"
+    return counts + (f", {r.source.count('stopped')} stopped)" if r.lower_bound else ")")
+
+
+def _duration(seconds: float, lower_bound: bool = False) -> str:
+    """Seconds as '42 s', '3.5 min' or '2.1 h'; '>= ' before a lower bound."""
     if math.isnan(seconds):
         return "unknown"
+    at_least = ">= " if lower_bound else ""
     if seconds < 120:
-        return f"{seconds:.0f} s"
-    return f"{seconds / 60:.1f} min" if seconds < 7200 else f"{seconds / 3600:.1f} h"
+        return f"{at_least}{seconds:.0f} s"
+    return at_least + (f"{seconds / 60:.1f} min" if seconds < 7200 else f"{seconds / 3600:.1f} h")
 
 
 class _progress_bar:

@@ -224,21 +224,28 @@ def _load_cached(
     name: str, _folder: Path | None, _stamp: tuple
 ) -> tuple[nn.Module, Any, dict[str, Any]]:
     """Pure loader of `_load_pretrained` (its arguments after `name` are the cache's key)."""
-    from transformers import AutoConfig, AutoModel, AutoTokenizer
+    from transformers import AutoConfig, AutoModel
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()  # library code never prints; the CLI owns the terminal
     local = {"local_files_only": True, "trust_remote_code": False}
     if name == "smollm2":
+        from transformers import AutoTokenizer  # (tokenizers, sentencepiece: only when needed)
+
         folder = _smollm2_folder()
         model = AutoModel.from_pretrained(folder, gguf_file=SMOLLM2_GGUF, **local)
-        tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=SMOLLM2_GGUF, **local)
+        tokenizer: Any = AutoTokenizer.from_pretrained(folder, gguf_file=SMOLLM2_GGUF, **local)
         info = {"source": str(folder / SMOLLM2_GGUF), "quantized": "4-bit GGUF (Q4_1), dequantised"}
     else:
         path = _minilm_path() if name == "minilm" else Path(name)
         config = AutoConfig.from_pretrained(path, **local)
         model = model_class_of(config).from_pretrained(path, use_safetensors=True, **local)
-        tokenizer = load_tokenizer(path)
+        # MiniLM's vocabulary is known: random tokens never load its tokenizer
+        tokenizer = (
+            DeferredTokenizer(MINILM_VOCABULARY, _minilm_tokenizer)
+            if name == "minilm"
+            else load_tokenizer(path)
+        )
         info = {"source": str(path), "quantized": "no"}
     # Loaded in float32 already (GGUF is dequantised to float32; transformers refuses .float()
     # on a model it marks as quantized).

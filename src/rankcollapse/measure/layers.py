@@ -14,8 +14,9 @@ and drops the states.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import pandas as pd
@@ -35,6 +36,12 @@ from rankcollapse.metrics import (
     measure_states,
     metrics_frame,
 )
+
+Progress = Callable[[int, int, int], None]
+"""`progress(passes_done, n_passes, layers_done)`: called after each group of layers measured
+(`layers_done`: state layers of the current pass measured so far) and after each forward pass
+(then `passes_done` counts it, and `layers_done` is 0). Library code never prints: the CLI
+passes one that draws a bar."""
 
 
 def check_model(measured: Measured, request: ProbeRequest, n_tokens: int) -> None:
@@ -113,15 +120,18 @@ def measure_batch(
     request: ProbeRequest,
     ids: dict[str, Any],
     kept: dict[str, list[list[Tensor]]] | None = None,
+    progress: Progress | None = None,
 ) -> list[pd.DataFrame]:
     """Per-layer rows (`ids`, variant, layer, sample, metric, value, at_floor) of every variant
     of `request` on `batch`, `samples_per_pass` samples per forward pass, in the order of one
     pass over all samples (per variant and layer: state metrics, then attention metrics, each
-    over samples); with `kept`, also every layer's states per variant (chunks per layer). The
-    one measuring loop of the probe, the curves and the monitor, for every kind of model."""
+    over samples); with `kept`, also every layer's states per variant (chunks per layer); with
+    `progress`, a call per layer group and per pass (`Progress`). The one measuring loop of the
+    probe, the curves and the monitor, for every kind of model."""
     n_samples = batch.n_samples
     n_tokens = 1 if batch.token_mask is None else batch.token_mask.shape[1]
     step = samples_per_pass(request, n_samples, n_tokens, measured.device)
+    n_passes, done = len(request.variants) * -(-n_samples // step), 0
     frames: list[pd.DataFrame] = []
     for variant in request.variants:
         layers = None if kept is None else kept.setdefault(variant.name, [])
@@ -137,10 +147,14 @@ def measure_batch(
                 token_mask,
                 batch.allowed,
                 layers,
+                on_group=None if progress is None else partial(progress, done, n_passes),
             )
             measured.run_layers(batch.input_ids[chunk], token_mask, on_layer, settings)
             on_layer.finish()
             passes.append(on_layer)
+            done += 1
+            if progress:
+                progress(done, n_passes, 0)
         frames += LayerMeasure.frames_of(passes)
     return frames
 
@@ -175,6 +189,9 @@ class LayerMeasure:
     """The (n, n) pattern attended with, for the attention metrics (None: every real pair)."""
     kept: list[list[Tensor]] | None = None
     measured: list[tuple[dict[str, Any], dict[str, MetricValue]]] = field(default_factory=list)
+    on_group: Callable[[int], None] | None = None
+    """Called after each group is measured with the number of layers measured so far."""
+    n_measured: int = field(default=0, init=False, repr=False)
     group: Tensor | None = field(default=None, init=False, repr=False)
     """(layers, b, n, d) copies of the states waiting to be measured, in their first rows."""
     waiting: list[int] = field(default_factory=list, init=False, repr=False)
@@ -239,7 +256,10 @@ class LayerMeasure:
             self.measured[index][1].update(
                 {name: MetricValue(v.value[row], v.at_floor[row]) for name, v in values.items()}
             )
+        self.n_measured += len(self.waiting)
         self.waiting.clear()
+        if self.on_group:
+            self.on_group(self.n_measured)
 
     @staticmethod
     def frames_of(passes: Sequence[LayerMeasure]) -> list[pd.DataFrame]:

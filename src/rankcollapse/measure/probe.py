@@ -44,7 +44,13 @@ from rankcollapse.hf import (
 )
 from rankcollapse.masks import MaskSpec
 from rankcollapse.measure.kinds import Measured, as_measured, is_in_memory
-from rankcollapse.measure.layers import Batch, check_model, measure_batch, prepare_batch
+from rankcollapse.measure.layers import (
+    Batch,
+    Progress,
+    check_model,
+    measure_batch,
+    prepare_batch,
+)
 from rankcollapse.measure.request import ProbeRequest, resolve_probe
 from rankcollapse.sizes import check_memory, check_size
 from rankcollapse.variants import Variant
@@ -365,8 +371,9 @@ class PreparedProbe:
     inputs: ProbeInputs
     request: ProbeRequest
 
-    def run(self) -> pd.DataFrame:
-        """One row per (variant, layer, sample, metric); the columns of `probe`."""
+    def run(self, progress: Progress | None = None) -> pd.DataFrame:
+        """One row per (variant, layer, sample, metric); the columns of `probe`; `progress` is
+        called per layer group and per forward pass (`measure.layers.Progress`)."""
         measured, request = self.measured, self.request
         ids = {
             "model": measured.name,
@@ -377,7 +384,7 @@ class PreparedProbe:
         }
         kept: dict[str, list[list[Tensor]]] | None = {} if request.keep_states else None
         frame = pd.concat(
-            measure_batch(measured, self.batch, request, ids, kept), ignore_index=True
+            measure_batch(measured, self.batch, request, ids, kept, progress), ignore_index=True
         )
         frame["layer_kind"] = np.where(frame["layer"] == 0, "embedding", "block")
         frame["quantized"] = measured.info.get("quantized", "no")
@@ -402,8 +409,11 @@ def prepare_probe(
 
 
 def run_probe(
-    model: LoadedModel | Measured | Any, inputs: ProbeInputs, request: ProbeRequest
+    model: LoadedModel | Measured | Any,
+    inputs: ProbeInputs,
+    request: ProbeRequest,
+    progress: Progress | None = None,
 ) -> pd.DataFrame:
     """The probe of a loaded model: `request` measured on `inputs`, one row per (variant,
-    layer, sample, metric); the columns of `probe`."""
-    return prepare_probe(model, inputs, request).run()
+    layer, sample, metric); the columns of `probe`; `progress` as `PreparedProbe.run`."""
+    return prepare_probe(model, inputs, request).run(progress)

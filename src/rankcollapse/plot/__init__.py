@@ -41,5 +41,7 @@ _NAMES = {
     "training_curves": "training",
     "training_heatmap": "training",
 }
-__getattr__, __dir__ = lazy_names(__name__, _NAMES)
+# every name but the style module is a function: one that a module imports at its top is
+# loaded (with matplotlib) at its first call
+__getattr__, __dir__ = lazy_names(__name__, _NAMES, deferred=set(_NAMES) - {"style"})
 __all__ = sorted(_NAMES)  # noqa: PLE0605 (names of the lazy table above)

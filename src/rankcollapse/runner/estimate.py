@@ -3,37 +3,37 @@
 Unit times come from the unit files already stored in the run folder (an earlier, killed or
 partial run of the same config), from the manifests of earlier runs of the same experiment and
 preset beside it, and from a timed sample of a few pending units, run now in this process with
-one torch thread and stored, so the real run reuses them. The sample covers as many
-(field, value) pairs of the units as it can (a unit's cost usually follows its model, size or
-part); every other unit is estimated from these times as a product of one factor per
-(field, value) (`rankcollapse.runner.costs`). The wall time on `workers` workers is the
-measured start-up of the backend plus the time at which the last unit ends when the remaining
-units are dealt, longest first, to the first free worker (as the real run deals them):
+one torch thread within a time budget. A dry run reads and writes nothing else: no folder is
+made or locked, and the sampled units are not stored (the real run computes them). A sampled
+unit still running when the budget is spent is stopped: its time so far is a lower bound, and
+so is every estimate made from it. The sample covers as many (field, value) pairs of the units
+as it can (a unit's cost usually follows its model, size or part); every other unit is
+estimated from these times as a product of one factor per (field, value)
+(`rankcollapse.runner.costs`). The wall time on `workers` workers is the measured start-up of
+the backend plus the time at which the last unit ends when the units still to run are dealt,
+longest first, to the first free worker (as the real run deals them):
 
     wall(k) = start-up(backend, k) + makespan(estimated unit times, longest first, k workers)
 """
 
 from __future__ import annotations
 
+import contextlib
+import math
+import signal
+import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
+from types import FrameType
 
 from rankcollapse.errors import UnitError
 from rankcollapse.experiments import Unit
-from rankcollapse.files import canonical_json, write_atomic
-from rankcollapse.runner._lock import run_lock
+from rankcollapse.files import canonical_json
 from rankcollapse.runner._store import load_unit
-from rankcollapse.runner.backends import Failed, call_unit, process_pool, ray_session
+from rankcollapse.runner.backends import UNIT_THREADS, Failed, call_unit, process_pool, ray_session
 from rankcollapse.runner.costs import longest_first, makespan, unit_pairs, unit_seconds
-from rankcollapse.runner.run import (
-    Notify,
-    Plan,
-    config_yaml,
-    earlier_times,
-    load_stored,
-    store_unit,
-    unit_paths,
-)
+from rankcollapse.runner.run import Plan, earlier_times, unit_paths
 
 
 @dataclass
@@ -43,12 +43,19 @@ class DryRun:
     name: str
     units: list[Unit]
     seconds: list[float]
-    source: list[str]  # per unit: "stored", "sampled" (run by the dry run) or "estimated"
+    # per unit: "stored", "sampled" (timed by the dry run), "stopped" (sampled, stopped when
+    # the budget was spent: its seconds are a lower bound) or "estimated"
+    source: list[str]
 
     @property
     def remaining(self) -> list[float]:
-        """Estimated seconds of the units a real run would still compute."""
-        return [s for s, src in zip(self.seconds, self.source, strict=True) if src == "estimated"]
+        """Estimated seconds of the units a real run would still compute (all but stored)."""
+        return [s for s, src in zip(self.seconds, self.source, strict=True) if src != "stored"]
+
+    @property
+    def lower_bound(self) -> bool:
+        """True when a sampled unit was stopped: the estimates are then lower bounds."""
+        return "stopped" in self.source
 
     @property
     def unseen(self) -> list[str]:
@@ -69,27 +76,69 @@ class DryRun:
         return startup + makespan(remaining, workers) if remaining else 0.0
 
 
-def dry_run(plan: Plan, samples: int = 2, notify: Notify | None = None) -> DryRun:
-    """Time `samples` pending units (chosen by `_choose`) and store them; estimate the rest.
-    Nothing else runs; the folder is locked while the samples run."""
-    plan.claim_folder()
-    with run_lock(plan.out_dir, notify):
-        write_atomic(plan.out_dir / "config.yaml", config_yaml(plan.config).encode())
-        paths = unit_paths(plan)
-        stored = load_stored(plan, paths)
-        source = ["stored" if rows is not None else "estimated" for rows in stored.rows]
-        pending = [i for i, rows in enumerate(stored.rows) if rows is None]
-        known = [i for i, src in enumerate(source) if src == "stored"]
-        for i in _choose(plan.units, known, pending, samples):
-            rows, seconds, where = call_unit(plan.experiment.run_unit, plan.config, plan.units[i])
-            if isinstance(rows, Failed):
-                raise UnitError(
-                    f"{plan.experiment.name} unit {canonical_json(plan.units[i])} failed in the "
-                    f"dry run: {rows.kind}: {rows.message}\n{rows.traceback}"
+def dry_run(plan: Plan, samples: int = 2, budget: float = math.inf) -> DryRun:
+    """Time up to `samples` pending units (chosen by `_choose`) within `budget` seconds and
+    estimate the rest; nothing is written (see the module doc). A unit still running when the
+    budget is spent is stopped ("stopped": its time so far, a lower bound)."""
+    seconds, source = _stored_times(plan)
+    pending = [i for i, src in enumerate(source) if src != "stored"]
+    known = [i for i, src in enumerate(source) if src == "stored"]
+    end = time.perf_counter() + budget
+    for i in _choose(plan.units, known, pending, samples):
+        left = end - time.perf_counter()
+        if left <= 0:
+            break
+        start = time.perf_counter()
+        try:
+            with _deadline(left):
+                rows, took, _ = call_unit(
+                    plan.experiment.run_unit, plan.config, plan.units[i], UNIT_THREADS
                 )
-            store_unit(plan, paths[i], i, rows, seconds, {**where, "backend": "process"})
-            stored.seconds[i], source[i] = seconds, "sampled"
-    return _estimated(plan, stored.seconds, source)
+        except _OverBudget:
+            seconds[i], source[i] = time.perf_counter() - start, "stopped"
+            break
+        if isinstance(rows, Failed):
+            raise UnitError(
+                f"{plan.experiment.name} unit {canonical_json(plan.units[i])} failed in the "
+                f"dry run: {rows.kind}: {rows.message}\n{rows.traceback}"
+            )
+        seconds[i], source[i] = took, "sampled"
+    return _estimated(plan, seconds, source)
+
+
+class _OverBudget(BaseException):  # not an Exception: `call_unit` does not catch it
+    """A sampled unit ran past the dry run's budget."""
+
+
+@contextlib.contextmanager
+def _deadline(seconds: float) -> Iterator[None]:
+    """Raise `_OverBudget` in the block once `seconds` have passed (a timer signal, between
+    two Python steps of the unit, outside any import); no deadline where timer signals are unavailable (off the
+    main thread, or a system without setitimer); none for an infinite budget."""
+    if (
+        math.isinf(seconds)
+        or not hasattr(signal, "setitimer")
+        or threading.current_thread() is not threading.main_thread()
+    ):
+        yield
+        return
+
+    def stop(_: int, frame: FrameType | None) -> None:
+        while frame is not None:
+            if frame.f_code.co_filename.startswith("<frozen importlib"):
+                # never inside an import: a module cut halfway stays broken for the next unit
+                signal.setitimer(signal.ITIMER_REAL, 0.05)  # again once it is done
+                return
+            frame = frame.f_back
+        raise _OverBudget
+
+    previous = signal.signal(signal.SIGALRM, stop)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def stored_dry_run(plan: Plan) -> DryRun:
@@ -97,12 +146,17 @@ def stored_dry_run(plan: Plan) -> DryRun:
     the run folder, every other unit estimated from them and from earlier runs beside it (NaN
     when none is known). Nothing is written or locked, so it may read the folder of a run still
     going."""
+    return _estimated(plan, *_stored_times(plan))
+
+
+def _stored_times(plan: Plan) -> tuple[list[float], list[str]]:
+    """Per unit, its stored seconds and "stored", or 0.0 and "estimated"; read-only."""
     seconds, source = [], []
     for unit, path in zip(plan.units, unit_paths(plan), strict=True):
         found, _ = load_unit(path, unit)
         seconds.append(found[1] if found else 0.0)
         source.append("stored" if found else "estimated")
-    return _estimated(plan, seconds, source)
+    return seconds, source
 
 
 def _estimated(plan: Plan, seconds: list[float], source: list[str]) -> DryRun:

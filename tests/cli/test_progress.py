@@ -1,0 +1,47 @@
+"""Progress on long steps: the probe calls its `progress` callback once per layer group and
+once per forward pass, and the CLI's bar turns those calls into passes done and time left."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from transformers import BertConfig, BertModel
+
+from rankcollapse.cli._console import PassProgress
+from rankcollapse.measure import ModelSource, ProbeInputs, layers, resolve_probe, run_probe
+
+
+def tiny_bert() -> BertModel:
+    torch.manual_seed(0)
+    cfg = BertConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                     intermediate_size=64, vocab_size=50)  # fmt: skip
+    return BertModel(cfg).eval()
+
+
+@pytest.mark.parametrize("group_sequences", [2, 24])
+def test_progress_is_called_once_per_layer_group_and_once_per_forward_pass(
+    group_sequences, monkeypatch
+):
+    """4 samples, 2 per pass, 2 variants: 4 passes of 3 states (embedding and 2 blocks); with
+    groups of 2 sequences each layer is its own group, with 24 the 3 layers are one group."""
+    monkeypatch.setattr(layers, "GROUP_SEQUENCES", group_sequences)
+    calls = []
+    request = resolve_probe("transformer,san", None, ["res_comp_rel"], batch_size=2)
+    inputs = ProbeInputs(random_tokens=True, n_samples=4, n_tokens=8, seed=0)
+    loaded = ModelSource(tiny_bert(), "pretrained", 0, torch.device("cpu"), torch.float32).load()
+    frame = run_probe(loaded, inputs, request, lambda *args: calls.append(args))
+    groups = [1, 2, 3] if group_sequences == 2 else [3]
+    expected = [c for k in range(4) for c in [*((k, 4, g) for g in groups), (k + 1, 4, 0)]]
+    assert calls == expected
+    assert len(frame) == 2 * 3 * 4  # variants x layers x samples, one metric
+
+
+def test_the_bar_counts_passes_and_the_share_of_a_pass_its_layer_groups_measured():
+    bar = PassProgress("[1/1] tiny")
+    for call in [(0, 2, 2), (0, 2, 4), (1, 2, 0), (1, 2, 1)]:
+        bar(*call)
+    task = bar.bar.tasks[0]
+    assert (task.total, task.completed, bar.per_pass) == (2, 1.25, 4)
+    assert task.description == "[1/1] tiny: pass 2 of 2, 1 layers measured"
+    bar(2, 2, 0)
+    assert (task.completed, task.description) == (2, "[1/1] tiny: 2 of 2 forward passes done")
