@@ -58,8 +58,9 @@ class Log(Protocol):
     monitor setup (`setup`: metrics, variants, model, inputs; plain JSON values)."""
 
     def resume(self, step: int) -> None:
-        """The run (re)starts at `step`: what was recorded at it or later is dropped (at the
-        latest when the first measurement is appended)."""
+        """The run (re)starts at `step`: a log that already holds this monitor's steps at or
+        after it refuses (nothing is replaced), unless it was made with `resume=True`, when
+        they are recorded again."""
 
     def append(self, frame: pd.DataFrame) -> None:
         """Record one measurement (all rows of one step), whole or not at all."""
