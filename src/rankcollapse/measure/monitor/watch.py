@@ -96,9 +96,9 @@ class Monitor:
 
         `step` is an int >= 0 that only goes forward: a step equal to or before the last one
         seen is refused (InputError), nothing measured nor logged. The first step a monitor
-        sees is where its run starts: rows the logs hold at that step or later came from a
-        run that was killed (or is being redone) and are dropped, so a resumed run (a new
-        `watch`) records each step once.
+        sees is where its run starts: a log that already holds rows at that step or later (a
+        run that was killed, or is being redone) is refused with a sentence unless it was made
+        with `resume=True`, so no log replaces rows it did not write.
         """
         self._advance(step)
         return self._record(step) if self.active and step % self.every == 0 else None
@@ -129,7 +129,7 @@ class Monitor:
                 f"monitor.step({step}) comes after step {self.last}: steps only go forward, "
                 "each recorded once (nothing was measured). Call it once per optimiser step "
                 "with the steps done; a run restarted from a checkpoint gets a new monitor, "
-                "watch(...) again, whose logs drop what they hold from its first step on."
+                "watch(...) again, with logs made with resume=True to record its steps again."
             )
         if self.last is None:
             logs = logs_of_rank(self.logs, self.ranks)  # the rank is known once training runs
