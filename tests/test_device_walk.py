@@ -24,6 +24,7 @@ BOUNDARIES = {
     "hf/models.py:load_model",
     "hf/models.py:as_loaded",  # a Python call given a name (`qk_ranks`): load_model's check
     "measure/probe.py:probe",
+    "measure/activations.py:measure_file",  # a Python call given a device name, as `probe`
     "experiments/_registry.py:_check_devices_visible",
 }
 CHECKS = {"resolve_device", "check_visible", "load_model"}

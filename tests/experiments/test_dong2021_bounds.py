@@ -40,7 +40,13 @@ def test_rows_carry_level_and_inputs_sit_at_their_level(tiny):
 def test_findings_hold_on_a_tiny_run_and_test_the_bound_at_layer_two(tiny):
     config, results = tiny
     by_id = {c.id: c for c in summarize(config, results).claims}
-    assert all(c.passed for c in by_id.values()), [(c.id, c.note) for c in by_id.values()]
+    # two seeds: the cubic ratio's 95 % interval (12.7 standard errors) decides nothing yet;
+    # nothing fails, and the skip row (8 sequences) passes
+    assert all(c.verdict != "FAIL" for c in by_id.values()), [
+        (c.id, c.note) for c in by_id.values()
+    ]
+    assert by_id["skip-keeps-residual"].verdict == "PASS" and by_id["bound-holds"].passed
+    assert by_id["cubic-contraction"].untested.startswith("preset too small")
     assert "2: " in by_id["bound-holds"].note  # values checked at layer 2, not only layer 1
     assert by_id["bound-holds"].kind == "check"  # gamma = 1 is not the paper's verified gamma
     assert all(c.source and c.paper for c in by_id.values() if c.kind != "check")

@@ -92,8 +92,11 @@ def test_the_findings_on_a_tiny_config(tiny):
         "mlp-larger-lambda-slower",
         "ln-does-not-prevent",
     }
-    failed = {i: c.note for i, c in claims.items() if c.verdict != "PASS"}
-    assert set(failed) == {"mlp-larger-lambda-slower"}, failed  # see the test above
+    assert not [i for i, c in claims.items() if c.verdict == "FAIL"]
+    # two seeds: where they differ, the 95 % interval (12.7 standard errors) decides nothing
+    untested = {i: c.untested for i, c in claims.items() if c.verdict == "NOT TESTED"}
+    assert "mlp-larger-lambda-slower" in untested, untested  # see the test above
+    assert claims["san-doubly-exponential"].verdict == "PASS"
     # LayerNorm delays the collapse at random init but does not prevent it (Dong, Sec. 3.3)
     assert "san+ln above pure SAN per layer" in claims["ln-does-not-prevent"].note
 

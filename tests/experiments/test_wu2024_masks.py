@@ -65,15 +65,17 @@ def test_a_missing_mask_fails_every_mask_and_a_maskless_graph_is_excluded_by_nam
 
 def test_every_mask_finding_takes_the_standard_error_over_samples_on_both_sides_of_zero():
     config = EXP.make_config("quick", OVERRIDES)
-    # samples at -0.6 and -0.4: interval -0.5 +- 1.96 x 0.1 lies below 0
-    clear = by_id(config, table(curve("complete", -2.0), curve("window:1", -0.5, spread=0.1)))
+    # samples at -0.52 and -0.48: interval -0.5 +- 12.7 x 0.02 (Student's t, 2 samples) lies below 0
+    clear = by_id(config, table(curve("complete", -2.0), curve("window:1", -0.5, spread=0.02)))
     assert clear["san-collapses-every-mask"].verdict == "PASS"
     # samples at -0.0306 and +0.0194: the interval straddles 0; more samples would decide it
     thin = by_id(config, table(curve("complete", -2.0), curve("window:1", -0.0056, spread=0.025)))
     claim = thin["san-collapses-every-mask"]
     assert claim.verdict == "NOT TESTED"
     assert claim.untested.startswith("toy/eval/window:1: preset too small")
-    assert claim.n_needed == 154 and "the paper preset" in claim.untested  # (1.96 sd / 0.0056)^2
+    assert (
+        claim.n_needed == 156 and "the paper preset" in claim.untested
+    )  # t_n sd / sqrt(n) < 0.0056
     # the rule is two-sided: a rise inside the spread is not decided, a clear rise fails
     up = by_id(config, table(curve("complete", -2.0), curve("window:1", 0.01, spread=0.05)))
     assert up["san-collapses-every-mask"].verdict == "NOT TESTED"

@@ -22,7 +22,8 @@ def test_probe_writes_results_and_figure(tmp_path, capsys):
     assert (tmp_path / "collapse.png").is_file()
     out = capsys.readouterr().out
     # one model: its name heads the table, whose rows are variant and layer
-    assert out.startswith("minilm (pretrained): its own attention mask, softmax temperature 1")
+    assert out.startswith(f"wrote {tmp_path / 'results.csv'}\n")  # the table while it draws
+    assert "\nminilm (pretrained): its own attention mask, softmax temperature 1" in out
     assert "│ san " in out and "│ transformer │" in out
 
 

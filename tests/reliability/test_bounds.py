@@ -122,7 +122,8 @@ def test_one_bound_per_size_wherever_it_enters(capsys, monkeypatch):
     with pytest.raises(ConfigError, match=f"at most {high}"):
         check_size("n_layers", high + 1)
     config = get_experiment("toy-collapse").config
-    assert config.model_fields["n_layers"].metadata[0].ge == SIZES["n_layers"].low
+    schema = config.model_json_schema()["properties"]["n_layers"]
+    assert (schema["minimum"], schema["maximum"]) == (SIZES["n_layers"].low, SIZES["n_layers"].high)
     assert NetConfig(n_layers=1).n_layers == 1  # the low end is the same everywhere too
     assert config(n_layers=1).n_layers == 1
 

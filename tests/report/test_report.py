@@ -233,9 +233,9 @@ def test_index_of_a_folder_without_runs_says_how_to_make_one(tmp_path):
 
 def test_not_tested_and_beyond_the_papers_are_shown_and_counted_apart():
     claims = [
-        f("f1", [0.5, 0.4]),
+        f("f1", [0.5, 0.51]),
         f("f2", [0.5, 0.4], assumptions=[Assumption("the arm learned", False, "at its baseline")]),
-        f("b1", [2.0, 2.1], beyond=True),
+        f("b1", [2.0, 2.01], beyond=True),
     ]
     page = render_html(experiment=SYNTH, config_text="", manifest={},
                        summary=Summary(claims=claims), pngs={})  # fmt: skip

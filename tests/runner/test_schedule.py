@@ -47,7 +47,8 @@ def test_a_worker_running_a_toy_collapse_unit_imports_no_real_model_code():
 
 def test_every_experiment_module_is_declared_and_registers_its_declared_name():
     folder = Path(experiments.__file__).parent
-    on_disk = {p.stem for p in folder.glob("*.py") if not p.stem.startswith("_")}
+    # every public module but the decision rule (`verdicts`) is an experiment
+    on_disk = {p.stem for p in folder.glob("*.py") if not p.stem.startswith("_")} - {"verdicts"}
     assert set(experiments.MODULES.values()) == on_disk
     for name, module in experiments.MODULES.items():
         exp = experiments.get_experiment(name)

@@ -82,7 +82,7 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
         (log / "summarizing").touch()
         time.sleep(float((log / "slow-summary").read_text()))
     means = results.groupby("layer", as_index=False)["value"].mean()
-    last = results[results["layer"] == results["layer"].max()]["value"]  # one per unit
+    values = results["value"]  # the residual at every layer of every unit
     says = Quote("the residual stays positive", "a test")
     return Summary(
         tables={"mean per layer": means},
@@ -93,7 +93,7 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
                 says=says,
                 text="the residual stays positive",
                 quantity="last mean",
-                values=last,
+                values=values,
                 side=">",
                 margin=0.0,
             ),
@@ -102,7 +102,7 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
                 says=says,
                 text="the residual exceeds 1e9",
                 quantity="last mean",
-                values=last,
+                values=values,
                 side=">",
                 margin=1e9,
             ),

@@ -40,8 +40,9 @@ class PassProgress:
             TimeElapsedColumn,
             TimeRemainingColumn,
         )
+        from rich.markup import escape
 
-        self.label = label
+        self.label = escape(label)  # a model's path is text, never markup
         self.bar = Progress(
             TextColumn("{task.description}"),
             BarColumn(),
@@ -50,7 +51,7 @@ class PassProgress:
             TimeRemainingColumn(),
             console=err_console,
         )
-        self.task = self.bar.add_task(f"{label}: loading the inputs", total=None)
+        self.task = self.bar.add_task(f"{self.label}: loading the inputs", total=None)
         self.per_pass = 0  # state layers of one pass (0: not known yet)
 
     def __enter__(self) -> Self:

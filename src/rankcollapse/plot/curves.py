@@ -274,7 +274,7 @@ def _legend(fig: Figure, axes: list, title: str | None, floor: Floor, band: str 
 
 
 def _legend_height(labels: list[str], n_cols: int, title: str | None) -> float:
-    """Points a legend of `labels` in `n_cols` columns takes (its tallest column, dealt as
+    r"""Points a legend of `labels` in `n_cols` columns takes (its tallest column, dealt as
     matplotlib deals entries: the first len % n columns one entry longer), with its title.
 
     Example:
