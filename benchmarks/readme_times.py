@@ -4,8 +4,7 @@
                   `unit_seconds` (the units' times summed; reports excluded), searched in
                   every --runs folder as RUNS/NAME/*/
     paper preset  a complete paper run in those folders: the same sum, measured; else the units
-                  stored in PAPER/NAME/paper (dry-run samples of `rankcollapse run NAME
-                  --preset paper --dry-run --out PAPER/NAME/paper`, or a partial run), every
+                  stored in PAPER/NAME/paper by a partial run (a dry run stores nothing), every
                   other unit at their mean time, on one worker: "~2.1 h (estimate)"; only
                   when every unit still to run has a stored one that differs in its seed
                   alone, else "not run (23 of 40 units stored)"
