@@ -335,8 +335,9 @@ def for_every(
     chosen = [n for n in expected if n not in excluded]
     decided, failed, outside = _decide_members(members, chosen, assumptions or {}, side, margin)
     straddling = {k: d for k, d in decided.items() if d.verdict == "NOT TESTED"}
+    failing = {k: d for k, d in decided.items() if d.verdict == "FAIL"}
     verdict: Verdict = "FAIL" if failed else "NOT TESTED" if straddling or not decided else "PASS"
-    deciding = _deciding(straddling or decided, side)
+    deciding = _deciding(failing or straddling or decided, side)
     decision = decided[deciding] if deciding else None
     needed = max((d.n_needed for d in straddling.values() if d.n_needed), default=None)
     untested = ""

@@ -279,7 +279,7 @@ def _legend_height(labels: list[str], n_cols: int, title: str | None) -> float:
 
     Example:
         >>> round(_legend_height(["a", "b", "c\nd"], 2, None))
-        36
+        33
     """
     size = RC["legend.fontsize"]
     counts = [len(labels) // n_cols + (i < len(labels) % n_cols) for i in range(n_cols)]
