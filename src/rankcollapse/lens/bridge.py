@@ -13,8 +13,8 @@ no place to act here: a bridge is measured as it is, and the refusal says so.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager, ExitStack
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +25,7 @@ from rankcollapse.errors import ConfigError, InputError
 from rankcollapse.hf.capture import LayerCapture, RunSettings, modes_kept
 from rankcollapse.hf.models import Vocabulary
 from rankcollapse.variants import Variant
+from rankcollapse.lens.hooked import block_capture
 
 
 def is_transformer_bridge(model: Any) -> bool:
@@ -128,38 +129,12 @@ def check_bridge_settings(bridge: BridgeModel, settings: RunSettings, n_tokens: 
         )
 
 
-@contextmanager
 def bridge_capture(
     bridge: BridgeModel, on_layer: Callable[[LayerCapture], None], *, attention: bool
-) -> Iterator[None]:
-    """Inside this block each forward pass hands `on_layer` layer 0 (`blocks.0.hook_in`) and
-    each `blocks.{l-1}.hook_out` as layer l, with the block's `attn.hook_pattern` when
-    `attention`; hooks removed on leaving, also after an error."""
+) -> AbstractContextManager[None]:
+    """`block_capture` at a TransformerBridge's block hook points (`hook_in`, `hook_out`)."""
     blocks: Any = bridge.blocks  # TransformerLens types its blocks loosely
-    state: dict[str, Any] = {"probs": None}
-
-    def first(module, args, out):
-        on_layer(LayerCapture(0, out))
-
-    def pattern(module, args, out):
-        state["probs"] = out
-
-    def after(layer: int) -> Callable:
-        def hook(module, args, out):
-            probs, state["probs"] = state["probs"], None
-            on_layer(LayerCapture(layer, out, probs))
-
-        return hook
-
-    handles = [blocks[0].hook_in.register_forward_hook(first)]
-    if attention:
-        handles += [b.attn.hook_pattern.register_forward_hook(pattern) for b in blocks]
-    handles += [b.hook_out.register_forward_hook(after(i + 1)) for i, b in enumerate(blocks)]
-    try:
-        yield
-    finally:
-        for handle in handles:
-            handle.remove()
+    return block_capture(blocks, on_layer, attention=attention, pre="hook_in", post="hook_out")
 
 
 def run_bridge(

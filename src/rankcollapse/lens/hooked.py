@@ -25,8 +25,8 @@ off for the pass by `cfg.attention_dir = "bidirectional"`). Pads never enter as 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -245,13 +245,19 @@ def hooked_attention(
 
 
 @contextmanager
-def hooked_capture(
-    hooked: HookedModel, on_layer: Callable[[LayerCapture], None], *, attention: bool
+def block_capture(
+    blocks: Sequence[Any],
+    on_layer: Callable[[LayerCapture], None],
+    *,
+    attention: bool,
+    pre: str,
+    post: str,
 ) -> Iterator[None]:
-    """Inside this block each forward pass hands `on_layer` layer 0 (`blocks.0.hook_resid_pre`)
-    and each `blocks.{l-1}.hook_resid_post` as layer l, with the block's `hook_pattern` when
-    `attention`. Registered last, so it sees what a variant's hooks returned."""
-    blocks = list(hooked.model.blocks)
+    """Inside this block each forward pass hands `on_layer` layer 0 (`blocks[0].<pre>`) and
+    each `blocks[l-1].<post>` as layer l, with the block's `attn.hook_pattern` when `attention`
+    (TransformerLens's hook points: `hook_resid_pre`/`hook_resid_post` on a HookedTransformer,
+    `hook_in`/`hook_out` on a TransformerBridge); hooks removed on leaving, also after an
+    error. Registered last, so it sees what a variant's hooks returned."""
     state: dict[str, Any] = {"probs": None}
 
     def first(module, args, out):
@@ -267,15 +273,25 @@ def hooked_capture(
 
         return hook
 
-    handles = [blocks[0].hook_resid_pre.register_forward_hook(first)]
+    handles = [getattr(blocks[0], pre).register_forward_hook(first)]
     if attention:
         handles += [b.attn.hook_pattern.register_forward_hook(pattern) for b in blocks]
-    handles += [b.hook_resid_post.register_forward_hook(after(i + 1)) for i, b in enumerate(blocks)]
+    handles += [getattr(b, post).register_forward_hook(after(i + 1)) for i, b in enumerate(blocks)]
     try:
         yield
     finally:
         for handle in handles:
             handle.remove()
+
+
+def hooked_capture(
+    hooked: HookedModel, on_layer: Callable[[LayerCapture], None], *, attention: bool
+) -> AbstractContextManager[None]:
+    """`block_capture` at a HookedTransformer's residual hook points."""
+    blocks = list(hooked.model.blocks)
+    return block_capture(
+        blocks, on_layer, attention=attention, pre="hook_resid_pre", post="hook_resid_post"
+    )
 
 
 def run_hooked(
