@@ -548,8 +548,12 @@ def _load_safetensors(path: Path) -> dict:
 def _torch_dtype(name: str) -> Any:
     import torch
 
-    names = {"F16": torch.float16, "BF16": torch.bfloat16, "F32": torch.float32,
-             "F64": torch.float64}  # fmt: skip
+    names = {
+        "F16": torch.float16,
+        "BF16": torch.bfloat16,
+        "F32": torch.float32,
+        "F64": torch.float64,
+    }
     return names.get(name, torch.int64)  # anything else is refused as not floating point
 
 

@@ -242,8 +242,11 @@ class MLflowLog(MemoryLog):
 
     def _scalar_steps(self, start: int) -> set[int]:
         """The steps at or after `start` of the run's scalars named as this monitor's."""
-        names = [k for k in self.client.get_run(self.run_id).data.metrics if k.startswith(
-            prefixes(self.keys))]  # fmt: skip
+        names = [
+            k
+            for k in self.client.get_run(self.run_id).data.metrics
+            if k.startswith(prefixes(self.keys))
+        ]
         return {
             m.step
             for name in names

@@ -232,19 +232,32 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
     models = {i: [a.model for a in config.arms if a.init == i] for i in ("random", "pretrained")}
     encoders = [m for m in models["random"] if not MODELS[m].causal]
     if encoders:
-        found.append(_every(
-            "init-san-collapses", "At initialisation, san and san+mlp fall to about 0 within "
-            "two layers.", f"{METRIC} at layer 2, per window", per_sample(results, "random",
-            SKIPLESS), lambda w: w[2], "<", NEAR_ZERO, [f"{m}/{v}" for m in encoders
-            for v in SKIPLESS]))  # fmt: skip
+        found.append(
+            _every(
+                "init-san-collapses",
+                "At initialisation, san and san+mlp fall to about 0 within two layers.",
+                f"{METRIC} at layer 2, per window",
+                per_sample(results, "random", SKIPLESS),
+                lambda w: w[2],
+                "<",
+                NEAR_ZERO,
+                [f"{m}/{v}" for m in encoders for v in SKIPLESS],
+            )
+        )
     if models["random"]:
-        found.append(_every(
-            "init-skip-stays", "At initialisation, the variants with the attention skip decay "
-            f"slowly: no layer takes their residual below {SLOW:g} of the layer before.",
-            f"least ratio of consecutive layers' {METRIC}, per window",
-            per_sample(results, "random", WITH_SKIP),
-            lambda w: (w.iloc[:, 1:].to_numpy() / w.iloc[:, :-1].to_numpy()).min(axis=1),
-            ">", SLOW, [f"{m}/{v}" for m in models["random"] for v in WITH_SKIP]))  # fmt: skip
+        found.append(
+            _every(
+                "init-skip-stays",
+                "At initialisation, the variants with the attention skip decay "
+                f"slowly: no layer takes their residual below {SLOW:g} of the layer before.",
+                f"least ratio of consecutive layers' {METRIC}, per window",
+                per_sample(results, "random", WITH_SKIP),
+                lambda w: (w.iloc[:, 1:].to_numpy() / w.iloc[:, :-1].to_numpy()).min(axis=1),
+                ">",
+                SLOW,
+                [f"{m}/{v}" for m in models["random"] for v in WITH_SKIP],
+            )
+        )
     pretrained = list(dict.fromkeys(models["pretrained"]))
     if pretrained:
         san = per_sample(results, "pretrained", ["san"])
@@ -253,11 +266,18 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
             members = [m for m in pretrained if MODELS[m].causal == causal]
             if members:
                 found.append(_san_collapses(config, id_, members, san, beyond=causal))
-        found.append(_every(
-            "pretrained-transformer-keeps", "In pretrained models, the full transformer keeps "
-            "a clearly non-zero residual.", f"{METRIC} at each model's last layer, per window",
-            per_sample(results, "pretrained", ["transformer"]), lambda w: w.iloc[:, -1], ">",
-            CLEARLY_NONZERO, [f"{m}/transformer" for m in pretrained]))  # fmt: skip
+        found.append(
+            _every(
+                "pretrained-transformer-keeps",
+                "In pretrained models, the full transformer keeps a clearly non-zero residual.",
+                f"{METRIC} at each model's last layer, per window",
+                per_sample(results, "pretrained", ["transformer"]),
+                lambda w: w.iloc[:, -1],
+                ">",
+                CLEARLY_NONZERO,
+                [f"{m}/transformer" for m in pretrained],
+            )
+        )
     return found
 
 
@@ -265,9 +285,17 @@ def _every(id_, text, quantity, wide, of, side, margin, expected, **extra) -> Cl
     """A finding for every member (model/variant) over its windows, by the one rule."""
     says = SAYS["pretrained-san-collapses" if id_.endswith("san-collapses") else id_]
     return for_every(
-        id_, says=says, text=text, quantity=quantity, members=_members(wide, of),
-        side=side, margin=margin, expected=expected, decides=DECIDES, **extra,
-    )  # fmt: skip
+        id_,
+        says=says,
+        text=text,
+        quantity=quantity,
+        members=_members(wide, of),
+        side=side,
+        margin=margin,
+        expected=expected,
+        decides=DECIDES,
+        **extra,
+    )
 
 
 def handful_for(config: Config, depth: int) -> float:
@@ -290,8 +318,11 @@ def _san_collapses(
         return first.astype(float) - handful_for(config, depth)
 
     what = "causal decoder" if beyond else "encoder"
-    depths = {m: int(san.loc[m].dropna(axis=1, how="all").columns.max())
-              for m in models if m in san.index.get_level_values(0)}  # fmt: skip
+    depths = {
+        m: int(san.loc[m].dropna(axis=1, how="all").columns.max())
+        for m in models
+        if m in san.index.get_level_values(0)
+    }
     return _every(
         id,
         f"In every pretrained {what}, san falls to about 0 within a handful of layers "

@@ -207,42 +207,83 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
     for variant in (v for v in DOUBLY_EXPONENTIAL if v in config.variants):
         id_, text, says = DOUBLY_EXPONENTIAL[variant]
         seeds = {s: contraction_factors(c)[0] for s, c in seed_curves(res, variant).items()}
-        found.append(finding(
-            id_, says=says, text=text, quantity="max over layers above the dtype floor of "
-            f"q_{{l+1}} / q_l, q_l = R_{{l+1}} / R_l, R = geometric mean of {variant}'s "
-            "res_comp_rel over sequences, per seed", values=list(seeds.values()), side="<",
-            margin=1.0, decides=DECIDES, note=_per_seed(seeds)))  # fmt: skip
+        found.append(
+            finding(
+                id_,
+                says=says,
+                text=text,
+                quantity="max over layers above the dtype floor of "
+                f"q_{{l+1}} / q_l, q_l = R_{{l+1}} / R_l, R = geometric mean of {variant}'s "
+                "res_comp_rel over sequences, per seed",
+                values=list(seeds.values()),
+                side="<",
+                margin=1.0,
+                decides=DECIDES,
+                note=_per_seed(seeds),
+            )
+        )
     skips = [v for v in config.variants if "skip" in v or v == "transformer"]
     if skips:
         members = {v: [_slowest_step(c) for c in seed_curves(res, v).values()] for v in skips}
-        found.append(for_every(
-            "skip-keeps-residual", says=SKIPS, text="Skip connections keep the residual away "
-            f"from 0: it decays slowly (no layer takes it below {SLOW:g} of the layer before) "
-            "and never reaches the floor.", quantity="least ratio of consecutive layers' mean "
-            "res_comp_rel, per seed (0 if any value reached the dtype floor)",
-            members={v: m for v, m in members.items() if m}, side=">", margin=SLOW,
-            expected=skips, decides=DECIDES))  # fmt: skip
+        found.append(
+            for_every(
+                "skip-keeps-residual",
+                says=SKIPS,
+                text="Skip connections keep the residual away "
+                f"from 0: it decays slowly (no layer takes it below {SLOW:g} of the layer before) "
+                "and never reaches the floor.",
+                quantity="least ratio of consecutive layers' mean "
+                "res_comp_rel, per seed (0 if any value reached the dtype floor)",
+                members={v: m for v, m in members.items() if m},
+                side=">",
+                margin=SLOW,
+                expected=skips,
+                decides=DECIDES,
+            )
+        )
     if "san+mlp" in config.variants:
-        found.append(_collapsed("mlp-does-not-prevent", "san+mlp", MLP_ALONE, res,
-            "An MLP alone (no skip) does not prevent the collapse."))  # fmt: skip
+        found.append(
+            _collapsed(
+                "mlp-does-not-prevent",
+                "san+mlp",
+                MLP_ALONE,
+                res,
+                "An MLP alone (no skip) does not prevent the collapse.",
+            )
+        )
         found.append(_lambda_claim(config, all_gains[all_gains["variant"] == "san+mlp"]))
     if "san+ln" in config.variants:
-        found.append(_collapsed("ln-does-not-prevent", "san+ln", LN, res,
-            "LayerNorm does not prevent the collapse: with post-LN and no skip the residual "
-            "still reaches about 0.", note=_ln_lag(per_layer)))  # fmt: skip
+        found.append(
+            _collapsed(
+                "ln-does-not-prevent",
+                "san+ln",
+                LN,
+                res,
+                "LayerNorm does not prevent the collapse: with post-LN and no skip the residual "
+                "still reaches about 0.",
+                note=_ln_lag(per_layer),
+            )
+        )
     return found
 
 
-def _collapsed(id_: str, variant: str, says: Quote, res: pd.DataFrame, text: str,
-               note: str = "") -> Claim:  # fmt: skip
+def _collapsed(
+    id_: str, variant: str, says: Quote, res: pd.DataFrame, text: str, note: str = ""
+) -> Claim:
     """`variant`'s last-layer residual is below COLLAPSED_LEVEL, per seed (a floor value 0)."""
     seeds = {s: _last(c) for s, c in seed_curves(res, variant).items()}
     return finding(
-        id_, says=says, text=text, quantity=f"last-layer mean res_comp_rel of {variant} per "
-        "seed (0 when a value reached the dtype floor)", values=list(seeds.values()),
-        side="<", margin=COLLAPSED_LEVEL, decides=DECIDES,
+        id_,
+        says=says,
+        text=text,
+        quantity=f"last-layer mean res_comp_rel of {variant} per "
+        "seed (0 when a value reached the dtype floor)",
+        values=list(seeds.values()),
+        side="<",
+        margin=COLLAPSED_LEVEL,
+        decides=DECIDES,
         note="; ".join(p for p in (_per_seed(seeds), note) if p),
-    )  # fmt: skip
+    )
 
 
 def _lambda_gap(mlp: pd.DataFrame, gain: float) -> tuple[int, float]:

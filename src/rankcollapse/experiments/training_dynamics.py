@@ -186,18 +186,31 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
     states = results[(results.metric == METRIC) & (results.layer == config.n_layers)]
     found = []
     if len(config.arms) >= 3:
-        rho = {seed: _rho(arm_table(config, results[results.seed == seed]))
-               for seed in config.seeds}  # fmt: skip
-        found.append(finding(
-            "collapsed-start-trains-slower", says=NOCI, text="arms whose representations start "
-            "more collapsed train more slowly", quantity=f"Spearman correlation over "
-            f"{len(config.arms)} arms of the last layer's initial res_comp_rel and the mean "
-            f"training loss of the first {config.early_share:g} of the steps, per seed",
-            values=list(rho.values()), side="<", margin=0.0, decides=DECIDES, beyond=True,
-            note=f"{OUTSIDE}; per seed: " + ", ".join(f"{s}: {r:+.2f}" for s, r in rho.items())
-            + "; per arm (initial res_comp_rel, early loss): " + ", ".join(
-                f"{arm} ({r.initial_res:.3g}, {r.early_loss:.3g})" for arm, r in table.iterrows()
-            )))  # fmt: skip
+        rho = {
+            seed: _rho(arm_table(config, results[results.seed == seed])) for seed in config.seeds
+        }
+        found.append(
+            finding(
+                "collapsed-start-trains-slower",
+                says=NOCI,
+                text="arms whose representations start more collapsed train more slowly",
+                quantity=f"Spearman correlation over "
+                f"{len(config.arms)} arms of the last layer's initial res_comp_rel and the mean "
+                f"training loss of the first {config.early_share:g} of the steps, per seed",
+                values=list(rho.values()),
+                side="<",
+                margin=0.0,
+                decides=DECIDES,
+                beyond=True,
+                note=f"{OUTSIDE}; per seed: "
+                + ", ".join(f"{s}: {r:+.2f}" for s, r in rho.items())
+                + "; per arm (initial res_comp_rel, early loss): "
+                + ", ".join(
+                    f"{arm} ({r.initial_res:.3g}, {r.early_loss:.3g})"
+                    for arm, r in table.iterrows()
+                ),
+            )
+        )
     skips = [arm for arm in config.arms if arm != "no-skip"]
     if "no-skip" in config.arms and skips:
         per_seed = {}
@@ -205,16 +218,25 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
             rows = states[(states.seed == seed) & (states.step == states.step.max())]
             final = rows.groupby("arm").value.mean().reindex(config.arms)
             per_seed[seed] = final["no-skip"] / final[skips].min(skipna=False)
-        found.append(finding(
-            "no-skip-stays-collapsed", says=DONG, text="trained without skip connections, the "
-            "network ends more collapsed: its last layer below every arm with skips",
-            quantity="the no-skip arm's final res_comp_rel / the smallest final res_comp_rel "
-            f"of {', '.join(skips)}, per seed", values=list(per_seed.values()), side="<",
-            margin=1.0, decides=DECIDES, beyond=True,
-            note=", ".join(f"seed {s}: {r:.3g}" for s, r in per_seed.items())
-            + f"; the no-skip arm from {table.initial_res.get('no-skip', np.nan):.3g} to "
-            f"{table.final_res.get('no-skip', np.nan):.3g} after {config.steps} steps; Dong et "
-            "al. remove the skips from trained networks, this row trains without them"))  # fmt: skip
+        found.append(
+            finding(
+                "no-skip-stays-collapsed",
+                says=DONG,
+                text="trained without skip connections, the "
+                "network ends more collapsed: its last layer below every arm with skips",
+                quantity="the no-skip arm's final res_comp_rel / the smallest final res_comp_rel "
+                f"of {', '.join(skips)}, per seed",
+                values=list(per_seed.values()),
+                side="<",
+                margin=1.0,
+                decides=DECIDES,
+                beyond=True,
+                note=", ".join(f"seed {s}: {r:.3g}" for s, r in per_seed.items())
+                + f"; the no-skip arm from {table.initial_res.get('no-skip', np.nan):.3g} to "
+                f"{table.final_res.get('no-skip', np.nan):.3g} after {config.steps} steps; Dong et "
+                "al. remove the skips from trained networks, this row trains without them",
+            )
+        )
     return found
 
 

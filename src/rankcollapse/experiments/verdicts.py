@@ -287,11 +287,24 @@ def finding(
     fail = decision.verdict == "FAIL" and not unmet
     parts = [_fail_note(says, decision, side, margin)] if fail else [decision.describe()]
     return Claim(
-        id, "beyond" if beyond else "finding", text, quantity, side, margin,
-        decision.mean, decision.verdict == "PASS" and not unmet,
-        "; ".join(p for p in (*parts, note) if p), says.where, says.text, untested,
-        _finite(decision.low), _finite(decision.high), decision.n, decision.n_needed, decides,
-    )  # fmt: skip
+        id,
+        "beyond" if beyond else "finding",
+        text,
+        quantity,
+        side,
+        margin,
+        decision.mean,
+        decision.verdict == "PASS" and not unmet,
+        "; ".join(p for p in (*parts, note) if p),
+        says.where,
+        says.text,
+        untested,
+        _finite(decision.low),
+        _finite(decision.high),
+        decision.n,
+        decision.n_needed,
+        decides,
+    )
 
 
 def for_every(
@@ -340,14 +353,7 @@ def for_every(
     deciding = _deciding(failing or straddling or decided, side)
     decision = decided[deciding] if deciding else None
     needed = max((d.n_needed for d in straddling.values() if d.n_needed), default=None)
-    untested = ""
-    if verdict == "NOT TESTED" and decision is not None:
-        worst = Decision("NOT TESTED", decision.n, decision.mean, decision.se, needed,
-                         decision.reason)  # fmt: skip
-        untested = f"{deciding}: " + _untested(worst, decides)
-    elif verdict == "NOT TESTED":
-        every = f"{TOO_SMALL}: every member is excluded by the config"
-        untested = f"{UNMET}: " + "; ".join(outside) if outside else every
+    untested = _every_untested(verdict, deciding, decision, needed, outside, decides)
     if verdict == "FAIL":
         head = [f'the paper says "{says.text}" ({says.where}); we measure {"; ".join(failed)}']
     else:
@@ -357,12 +363,45 @@ def for_every(
         reasons = ", ".join(f"{k} ({v})" for k, v in excluded.items())
         parts.append(f"excluded by config ({len(excluded)}): {reasons}")
     return Claim(
-        id, "beyond" if beyond else "finding", text, quantity, side, margin,
-        decision.mean if decision else math.nan, verdict == "PASS",
-        "; ".join(p for p in parts if p), says.where, says.text, untested,
-        _finite(decision.low) if decision else None, _finite(decision.high) if decision else None,
-        decision.n if decision else None, needed, decides,
-    )  # fmt: skip
+        id,
+        "beyond" if beyond else "finding",
+        text,
+        quantity,
+        side,
+        margin,
+        decision.mean if decision else math.nan,
+        verdict == "PASS",
+        "; ".join(p for p in parts if p),
+        says.where,
+        says.text,
+        untested,
+        _finite(decision.low) if decision else None,
+        _finite(decision.high) if decision else None,
+        decision.n if decision else None,
+        needed,
+        decides,
+    )
+
+
+def _every_untested(
+    verdict: Verdict,
+    deciding: str | None,
+    decision: Decision | None,
+    needed: int | None,
+    outside: list[str],
+    decides: str,
+) -> str:
+    """Why a "for every" finding is NOT TESTED: its straddling member, what would decide it;
+    or, with no member decided, the assumptions the members break."""
+    if verdict != "NOT TESTED":
+        return ""
+    if decision is not None:
+        worst = Decision(
+            "NOT TESTED", decision.n, decision.mean, decision.se, needed, decision.reason
+        )
+        return f"{deciding}: " + _untested(worst, decides)
+    every = f"{TOO_SMALL}: every member is excluded by the config"
+    return f"{UNMET}: " + "; ".join(outside) if outside else every
 
 
 def _decide_members(
@@ -427,10 +466,15 @@ def check(
         passed = value
     else:
         value = math.nan if measured is None else float(measured)
-        passed = not math.isnan(value) and {
-            "<": value < threshold, "<=": value <= threshold,
-            ">": value > threshold, ">=": value >= threshold,
-        }[relation]  # fmt: skip
+        passed = (
+            not math.isnan(value)
+            and {
+                "<": value < threshold,
+                "<=": value <= threshold,
+                ">": value > threshold,
+                ">=": value >= threshold,
+            }[relation]
+        )
     return Claim(id, "check", text, quantity, relation, threshold, value, bool(passed), note)
 
 

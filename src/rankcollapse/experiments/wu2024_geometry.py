@@ -242,10 +242,14 @@ def per_window(results: pd.DataFrame) -> pd.DataFrame:
         ranks = part[part["metric"] == "numerical_rank"]
         cos = part[part["metric"] == "abs_cos_mean"].sort_values("layer")
         rows.append(
-            (model, sample, (ranks["value"] >= ranks["full_rank"]).mean(),
-             float(np.log10(part.loc[part["metric"] == "min_sv_rel", "value"].min())),
-             _spearman(cos["layer"].to_numpy(float), cos["value"].to_numpy()))
-        )  # fmt: skip
+            (
+                model,
+                sample,
+                (ranks["value"] >= ranks["full_rank"]).mean(),
+                float(np.log10(part.loc[part["metric"] == "min_sv_rel", "value"].min())),
+                _spearman(cos["layer"].to_numpy(float), cos["value"].to_numpy()),
+            )
+        )
     return pd.DataFrame(
         rows, columns=["model", "sample", "full_rank_share", "log10_min_sv_rel", "spearman_cos"]
     )

@@ -397,8 +397,11 @@ def folder_stamp(path: str | Path) -> tuple[tuple[str, int, int, int, int], ...]
             f"model folder '{shown(folder)}' does not exist; pass a local model folder."
         )
     if not is_utf8(folder.absolute()):  # safetensors (Rust) takes UTF-8 paths only
-        raise _error(folder, "has a path that is not UTF-8 text, which the safetensors loader "
-                     "cannot open", "rename the folder (or link it under a UTF-8 name)")  # fmt: skip
+        raise _error(
+            folder,
+            "has a path that is not UTF-8 text, which the safetensors loader cannot open",
+            "rename the folder (or link it under a UTF-8 name)",
+        )
     stats = [(p.name, p.stat()) for p in _regular_files(folder)]
     return tuple((n, s.st_size, s.st_mtime_ns, s.st_ctime_ns, s.st_ino) for n, s in stats)
 

@@ -105,8 +105,9 @@ def as_bridge(model: Any, *, tokenizer: Any = None) -> BridgeModel:
     tokenizer = tokenizer if tokenizer is not None else getattr(model, "tokenizer", None)
     name = getattr(model.cfg, "model_name", None)
     name = "transformer-bridge" if name in (None, "", "custom", "external") else name
-    return BridgeModel(model, name=str(name), tokenizer=tokenizer,
-                       info={"architecture": "transformer-lens bridge"})  # fmt: skip
+    return BridgeModel(
+        model, name=str(name), tokenizer=tokenizer, info={"architecture": "transformer-lens bridge"}
+    )
 
 
 def check_bridge_variant(variant: Variant, bridge: BridgeModel) -> None:

@@ -136,15 +136,23 @@ class ProbeInputs:
         checked (`checked_tokens`) and give the sizes."""
         if self.tokens is not None or self.token_mask is not None:
             tokens, mask = checked_tokens(self.tokens, self.token_mask, self.tokens_name)
-            others = {"text": self.text, "random_tokens": self.random_tokens,
-                      "padded": self.padded, "images": self.images}  # fmt: skip
+            others = {
+                "text": self.text,
+                "random_tokens": self.random_tokens,
+                "padded": self.padded,
+                "images": self.images,
+            }
             given = [name for name, value in others.items() if value not in (None, False)]
             if given:
                 raise ConfigError(
                     f"{self.tokens_name}= are the inputs themselves; drop {', '.join(given)}."
                 )
-            for name, value in [("tokens", tokens), ("token_mask", mask),
-                                ("n_samples", tokens.shape[0]), ("n_tokens", tokens.shape[1])]:  # fmt: skip
+            for name, value in [
+                ("tokens", tokens),
+                ("token_mask", mask),
+                ("n_samples", tokens.shape[0]),
+                ("n_tokens", tokens.shape[1]),
+            ]:
                 object.__setattr__(self, name, value)
         ids = {"n_samples": self.n_samples, "n_tokens": self.n_tokens}
         sized = all(type(v) is int and v > 0 for v in ids.values())
@@ -170,8 +178,13 @@ class ProbeInputs:
                 raise InputError(
                     f"'{measured.name}' takes pixels, not token ids: drop {self.tokens_name}=."
                 )
-            return measured.pixels(text=self.text, padded=self.padded, images=self.images,
-                                   n_samples=self.n_samples, seed=self.seed)  # fmt: skip
+            return measured.pixels(
+                text=self.text,
+                padded=self.padded,
+                images=self.images,
+                n_samples=self.n_samples,
+                seed=self.seed,
+            )
         if self.images is not None:
             raise InputError(
                 f"model '{measured.name}' takes text, not images; drop "
@@ -182,9 +195,13 @@ class ProbeInputs:
         elif self.random_tokens:
             vocabulary = measured.vocabulary  # no tokenizer is loaded for random ids
             _check_vocabulary(measured, vocabulary.size)
-            ids, mask = random_token_ids(vocabulary.size, vocabulary.special,
-                                         n_samples=self.n_samples, n_tokens=self.n_tokens,
-                                         seed=self.seed)  # fmt: skip
+            ids, mask = random_token_ids(
+                vocabulary.size,
+                vocabulary.special,
+                n_samples=self.n_samples,
+                n_tokens=self.n_tokens,
+                seed=self.seed,
+            )
         else:
             ids, mask = self._text(measured)
         size = measured.embedding_size
@@ -207,10 +224,19 @@ class ProbeInputs:
         if not measured.has_tokenizer:
             raise _no_tokenizer(measured)
         if self.padded:
-            return load_paragraphs(measured.tokenizer, text=self.text,
-                                   n_samples=self.n_samples, max_tokens=self.n_tokens)  # fmt: skip
-        return load_windows(measured.tokenizer, text=self.text, n_samples=self.n_samples,
-                            n_tokens=self.n_tokens, seed=self.seed)  # fmt: skip
+            return load_paragraphs(
+                measured.tokenizer,
+                text=self.text,
+                n_samples=self.n_samples,
+                max_tokens=self.n_tokens,
+            )
+        return load_windows(
+            measured.tokenizer,
+            text=self.text,
+            n_samples=self.n_samples,
+            n_tokens=self.n_tokens,
+            seed=self.seed,
+        )
 
 
 def _check_vocabulary(measured: Measured, size: int) -> None:
@@ -353,8 +379,8 @@ def probe(
     """
     options = {"temperature": temperature, "train_mode": train_mode, "batch_size": batch_size}
     request = resolve_probe(variants, mask, metrics, **options, keep_states=keep_states)
-    inputs = ProbeInputs(text, random_tokens, padded, images, n_samples, n_tokens, seed,
-                         tokens=tokens, token_mask=token_mask)  # fmt: skip
+    given = {"tokens": tokens, "token_mask": token_mask}
+    inputs = ProbeInputs(text, random_tokens, padded, images, n_samples, n_tokens, seed, **given)
     inputs.check_fits(request)
     # a model loaded by name needs its device visible (a model in memory stays where it is)
     where = parse_device(device) if is_in_memory(model) else resolve_device(device)

@@ -211,11 +211,15 @@ def _run_sections(
     arms = [f"<li>{escape(column)}: {escape(values)}</li>" for column, values in _arms(results)]
     preset = escape(str(manifest.get("preset", "")))
     ran = (
-        [f"<p>This run (preset {preset}) measured, as its results hold:</p>", "<ul>", *arms,
-         "</ul>"]
+        [
+            f"<p>This run (preset {preset}) measured, as its results hold:</p>",
+            "<ul>",
+            *arms,
+            "</ul>",
+        ]
         if arms
         else []
-    )  # fmt: skip
+    )
     return [
         '<h2 id="what-ran">What was run</h2>',
         *ran,

@@ -474,8 +474,11 @@ def _folder_problem(folder: Path) -> str | None:
     if existing.is_file():
         return "is a file" if existing == folder else f"is inside the file {str(existing)!r}"
     if not os.access(existing, os.W_OK):
-        return "is a read-only folder" if existing == folder else (
-            f"would be made in the read-only folder {str(existing)!r}")  # fmt: skip
+        return (
+            "is a read-only folder"
+            if existing == folder
+            else (f"would be made in the read-only folder {str(existing)!r}")
+        )
     return None
 
 
