@@ -92,7 +92,7 @@ def circle_shares(
         ax.set_ylim(-0.05, 1.05)
         n_learned = f"{int(part['learned'].sum())} of {len(part)} learned"
         ax.set_title(
-            f"{labels[variant]}: share {part['outcome'].iloc[0]} ({n_learned})", fontsize=9
+            f"{labels[variant]}: share {part['outcome'].iloc[0]}\n({n_learned})", fontsize=9
         )
         ax.set_xlabel("seed")
         ax.set_xticks(sorted(part["seed"]))
