@@ -27,4 +27,4 @@ def test_each_run_is_a_marker_filled_when_learned_with_the_mean_and_the_majority
     assert [line.get_ydata()[0] for line in lines[2:]] == [0.625, 0.5]  # mean, majority
     (band,) = ax.patches  # one standard error around the mean
     assert math.isclose(band.get_y(), 0.25) and math.isclose(band.get_y() + band.get_height(), 1.0)
-    assert ax.get_title() == "pure: share merged (2 of 3 learned)"
+    assert ax.get_title() == "pure: share merged\n(2 of 3 learned)"
