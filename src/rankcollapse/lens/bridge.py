@@ -21,11 +21,11 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from rankcollapse.errors import ConfigError, InputError
+from rankcollapse.errors import ConfigError
 from rankcollapse.hf.capture import LayerCapture, RunSettings, modes_kept
 from rankcollapse.hf.models import Vocabulary
 from rankcollapse.variants import Variant
-from rankcollapse.lens.hooked import block_capture
+from rankcollapse.lens.hooked import block_capture, check_token_ids
 
 
 def is_transformer_bridge(model: Any) -> bool:
@@ -153,12 +153,7 @@ def run_bridge(
         token_mask = torch.ones(input_ids.shape, dtype=torch.bool)
     check_bridge_variant(settings.variant, bridge)
     check_bridge_settings(bridge, settings, token_mask.shape[-1])
-    if int(input_ids.max()) >= bridge.embedding_size or int(input_ids.min()) < 0:
-        raise InputError(
-            f"token ids run from {int(input_ids.min())} to {int(input_ids.max())} but the "
-            f"model's embedding has {bridge.embedding_size} rows; pass its own tokenizer or "
-            "random_tokens=True."
-        )
+    check_token_ids(input_ids, bridge.embedding_size)
     stream_bridge(bridge, input_ids, token_mask, on_layer=on_layer, settings=settings)
 
 

@@ -244,6 +244,16 @@ def hooked_attention(
             handle.remove()
 
 
+def check_token_ids(input_ids: Tensor, embedding_size: int) -> None:
+    """Every token id below the embedding's rows (and >= 0), or a clear error."""
+    if int(input_ids.max()) >= embedding_size or int(input_ids.min()) < 0:
+        raise InputError(
+            f"token ids run from {int(input_ids.min())} to {int(input_ids.max())} but the "
+            f"model's embedding has {embedding_size} rows; pass its own tokenizer or "
+            "random_tokens=True."
+        )
+
+
 @contextmanager
 def block_capture(
     blocks: Sequence[Any],
@@ -312,12 +322,7 @@ def run_hooked(
         token_mask = torch.ones(input_ids.shape, dtype=torch.bool)
     check_hooked_variant(settings.variant, hooked)
     check_hooked_settings(hooked, settings, token_mask.shape[-1])
-    if int(input_ids.max()) >= hooked.embedding_size or int(input_ids.min()) < 0:
-        raise InputError(
-            f"token ids run from {int(input_ids.min())} to {int(input_ids.max())} but the "
-            f"model's embedding has {hooked.embedding_size} rows; pass its own tokenizer or "
-            "random_tokens=True."
-        )
+    check_token_ids(input_ids, hooked.embedding_size)
     stream_hooked(hooked, input_ids, token_mask, on_layer=on_layer, settings=settings)
 
 
