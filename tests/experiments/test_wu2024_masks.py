@@ -134,7 +134,7 @@ def test_layernorm_at_init_is_the_papers_two_sentences_per_mode():
     assert stable_train.verdict == "PASS" and stable_train.measured == pytest.approx(-0.03)
     assert measured["san-mu-falls@eval"].verdict == "PASS"
     assert measured["san-mu-falls@eval"].source.startswith("Fig. 2")
-    assert stable_eval.source.startswith("Sec. 5 and App. G.1")
+    assert stable_eval.source.startswith("Fig. 2")
     only_eval = EXP.make_config("quick", {**LN, "modes": ["eval"]})
     assert "ln-mu-stable@train" not in by_id(only_eval, bert(-0.01))
     # no random-init real model (the toy, a pretrained model): no statement about BERT at init

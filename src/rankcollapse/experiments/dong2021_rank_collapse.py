@@ -194,14 +194,14 @@ def layer_means(results: pd.DataFrame) -> pd.DataFrame:
 SAYS = {
     "init-san-collapses": Quote("Pure attention (SAN) converges rapidly to a rank-1 matrix.", FIG),
     "init-skip-stays": Quote(
-        "Skip connections play a critical role in mitigating rank collapse", FIG
+        "skip connections play a key role in mitigating rank collapse", "Sec. 1"
     ),
     "pretrained-san-collapses": Quote(
         "as soon as the skip connections are removed, all networks exhibit a rapid rank collapse",
         TEXT,
     ),
     "pretrained-transformer-keeps": Quote(
-        "Skip connections play a critical role in mitigating rank collapse", FIG
+        "skip connections play a key role in mitigating rank collapse", "Sec. 1"
     ),
 }
 

@@ -169,7 +169,7 @@ def arm_table(config: Config, results: pd.DataFrame) -> pd.DataFrame:
 
 
 NOCI = Quote(
-    "rank collapse in the token representations hinders training by causing the gradients of "
+    "rank collapse of the tokens' representations hinders training by causing the gradients of "
     "the queries and keys to vanish at initialization",
     "Noci et al. 2022, abstract",
 )

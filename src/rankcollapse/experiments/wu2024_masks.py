@@ -93,13 +93,14 @@ LOCAL = Quote(
     "abstract; Thm 1, Fig. 2",
 )
 LN_STABLE = Quote(
-    "no longer converges to zero and can be maintained at a stable level significantly above zero",
-    "Sec. 5 and App. G.1 (random init, SAN+LN; Fig. 2)",
+    "as soon as we solely add in LayerNorm, mu(X(t)) no longer converge to zero in randomly "
+    "initialized models",
+    "Fig. 2 (caption)",
 )
 SAN_FALLS = Quote(
     "Rank collapse happens exponentially for pure attention, despite different attention masks "
     "having different convergence rates",
-    "Fig. 2 caption",
+    "Fig. 2 (caption)",
 )
 CONCORDANT = 0.5  # share of radius-ordered mask pairs above which the slopes "follow" radius
 VALUE_GROWTH = 1.0

@@ -65,7 +65,7 @@ else:
 PURE_SAN = VARIANTS["wu:san"]  # Wu et al.'s pure SAN: no skip, no MLP, no norm
 COLUMNS = ["model", "init", "variant", "mask", "d_qk", "mode", "layer", "sample", "metric"]
 COLUMNS += ["value", "at_floor", "device"]
-WHERE = "Sec. 5, the temperature experiment (d_QK per mask)"
+WHERE = "Fig. 3 (caption)"
 DECIDES = (
     "more samples (--set toy.n_samples=96 and n_samples=8: the toy alone took 275 s on a "
     "loaded 2-core CPU; or the paper preset, 615 s of units)"
@@ -231,7 +231,7 @@ def _mode_claims(
     found = [
         verdicts.for_every(
             f"smaller-dqk-slows@{arm}",
-            says=Quote("smaller d_QK slows the early rank collapse", WHERE),
+            says=Quote("Smaller temperature terms alleviate the rate of rank collapse", WHERE),
             text=f"Smaller d_QK (sharper attention) clearly slows the early collapse of pure SAN "
             f"under every mask ({label(small)} against {label(large)}, first "
             f"{config.early_layers} layers).",
@@ -250,7 +250,11 @@ def _mode_claims(
         found.append(
             verdicts.finding(
                 f"complete-most@{arm}",
-                says=Quote("the slow-down is most pronounced for the complete mask", WHERE),
+                says=Quote(
+                    "effect is more significant with global attention than with sparser masked "
+                    "attention",
+                    WHERE,
+                ),
                 text="The slow-down from a smaller d_QK is largest under the complete mask.",
                 quantity="per sample: the complete mask's early-drop gap minus the largest "
                 "gap of another mask (units: samples)",
@@ -265,7 +269,11 @@ def _mode_claims(
     found.append(
         verdicts.for_every(
             f"shallow-layers-more@{arm}",
-            says=Quote("more in shallower layers than deeper layers", WHERE),
+            says=Quote(
+                "Smaller temperature terms alleviate the rate of rank collapse ... and more in "
+                "shallower layers than deeper layers",
+                WHERE,
+            ),
             text="The slow-down from a smaller d_QK shows more in the shallower layers than in "
             "the deeper ones, under every mask.",
             quantity="per sample: the d_QK gap of the drop over the first third of the layers "
