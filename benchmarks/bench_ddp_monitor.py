@@ -5,7 +5,7 @@ rank waits for it at the next gradient all-reduce).
 
 Printed: the median seconds per training step of each rank, off and on, interleaved
 (off, on, off, on, ...), the ratio on / off, and the median seconds of a step that measured
-(rank 0) against one that did not. The worker is tests/monitor/ddp_worker.py.
+(rank 0) against one that did not. The worker is tests/measure/monitor/ddp_worker.py.
 
 Run: `.venv/bin/python benchmarks/bench_ddp_monitor.py [--steps 40] [--every 10] [--repeats 2]`
 """
@@ -22,7 +22,7 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-WORKER = ROOT / "tests" / "monitor" / "ddp_worker.py"
+WORKER = ROOT / "tests" / "measure" / "monitor" / "ddp_worker.py"
 
 
 def run(ranks: str, steps: int, every: int) -> list[list[float]]:

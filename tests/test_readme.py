@@ -124,7 +124,7 @@ def _kept(log: Any, frame: pd.DataFrame) -> pd.DataFrame:
     elif isinstance(log, MemoryLog):  # also WandbLog: an offline run cannot be read back
         held = log.frame
     else:
-        return frame  # TensorBoard's means are checked in tests/monitor/test_logs.py
+        return frame  # TensorBoard's means are checked in tests/measure/monitor/test_logs.py
     keys = ["step", "layer", "variant", "sample", "metric"]
     both = frame.merge(held.astype({"layer": int, "sample": int}), on=keys, suffixes=("", "_held"))
     same = (both["value"] - both["value_held"]).abs() <= 1e-12 * both["value"].abs()

@@ -1,8 +1,12 @@
-"""The model registry: every named model's declared family and sizes match its real config."""
+"""The model registry: every named model's declared family and sizes match its real config; an
+unknown name, a preset without weights and an unsupported architecture are clear errors; a
+random init is seeded."""
 
 import pytest
+import torch
 
-from rankcollapse.hf import ARCHITECTURES, MODELS
+from rankcollapse.errors import ConfigError, UnknownNameError
+from rankcollapse.hf import ARCHITECTURES, MODELS, load_model, wrap_model
 from rankcollapse.hf.architectures import architecture_for, supported_model_types
 
 PRESETS = [name for name, spec in MODELS.items() if not spec.pretrained]
@@ -98,3 +102,58 @@ def test_random_init_with_random_tokens_needs_no_weights_package():
     loaded = load_model("gpt2", init="random", config_overrides={"num_hidden_layers": 2})
     df = probe(loaded, random_tokens=True, n_samples=2, n_tokens=8, metrics=["res_comp_rel"])
     assert run.stdout.strip() == str(df.groupby("layer")["value"].mean().round(12).tolist())
+
+
+def test_unknown_model_error_lists_known_models():
+    with pytest.raises(
+        UnknownNameError,
+        match="unknown model 'minilm6'. Known: minilm, smollm2, bert-base.*local model directory.*Did you mean 'minilm'",
+    ):
+        load_model("minilm6")
+
+
+def test_random_preset_has_no_pretrained_weights():
+    with pytest.raises(ConfigError, match="'bert-base' is a random-init preset.*init='random'"):
+        load_model("bert-base")
+
+
+def test_unsupported_architecture_names_the_supported_ones():
+    from transformers import MPNetConfig, MPNetModel
+
+    model = MPNetModel(
+        MPNetConfig(
+            hidden_size=32,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            intermediate_size=64,
+            vocab_size=50,
+        )
+    )
+    with pytest.raises(
+        UnknownNameError,
+        match="unsupported architecture 'mpnet'. Supported model types: llama, mistral, .*, vit",
+    ):
+        wrap_model(model, name="mpnet")
+
+
+SMALL = {
+    "num_hidden_layers": 1,
+    "hidden_size": 32,
+    "num_attention_heads": 2,
+    "intermediate_size": 64,
+}
+
+
+def test_random_init_is_seeded_in_eval_mode_and_in_the_asked_dtype():
+    a = load_model("bert-base", init="random", seed=3, dtype=torch.float64, config_overrides=SMALL)
+    b = load_model("bert-base", init="random", seed=3, dtype=torch.float64, config_overrides=SMALL)
+    c = load_model("bert-base", init="random", seed=4, dtype=torch.float64, config_overrides=SMALL)
+    wa, wb, wc = (m.model.encoder.layer[0].attention.self.query.weight for m in (a, b, c))
+    assert wa.dtype == torch.float64 and not a.model.training
+    assert torch.equal(wa, wb) and not torch.equal(wa, wc)
+    assert a.info["init"] == "random (library default, seed 3)"
+
+
+def test_config_overrides_need_a_random_init():
+    with pytest.raises(ConfigError, match="config_overrides .* need init='random'"):
+        load_model("minilm", config_overrides={"num_hidden_layers": 2})

@@ -239,3 +239,15 @@ def test_dong_authors_surgery_of_bert_and_xlnet_is_the_exact_one(make_tiny, ids,
 def test_dong_authors_variants_are_refused_outside_their_families(make_tiny, ids):
     with pytest.raises(ConfigError, match="covers bert, albert and xlnet only.*Use 'san'"):
         states(make_tiny("gpt2"), ids, "dong-authors:san")
+
+
+def test_variant_not_defined_for_a_model_whose_blocks_lack_the_part(make_tiny, ids):
+    loaded = make_tiny("bert")
+    for layer in loaded.model.encoder.layer:
+        layer.attention.output.dropout = None  # a BERT-like model laid out differently
+    with pytest.raises(
+        ConfigError,
+        match="variant 'san' is not defined for this bert model.*attention.output.dropout",
+    ):
+        run_batch(loaded, ids, on_layer=lambda c: None, settings=RunSettings("san"))
+    assert not any(m._forward_hooks for m in loaded.model.modules())

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from rankcollapse.cli import main
-from rankcollapse.errors import ConfigError, InputError, RankCollapseError
+from rankcollapse.errors import ConfigError, InputError, RankCollapseError, UnknownNameError
 from rankcollapse.measure import ProbeInputs, probe, resolve_probe
 from rankcollapse.measure.monitor import watch
 
@@ -142,3 +142,19 @@ def test_bad_token_ids_are_refused_with_a_sentence(options, message):
 def test_watch_names_its_own_argument_in_the_same_checks():
     with pytest.raises(InputError, match="inputs holds torch.float32 values"):
         watch(tiny_bert(), inputs=torch.ones(2, 4))
+
+
+def test_resolve_probe_parses_names_once_into_typed_values():
+    from rankcollapse.hf import VARIANTS
+    from rankcollapse.masks import MaskSpec
+
+    request = resolve_probe("san,transformer", "causal_window:1", "res_comp_rel,attn_entropy")
+    assert request.variants == (VARIANTS["san"], VARIANTS["transformer"])
+    assert request.mask == MaskSpec("causal_window", (1,))
+    assert [m.name for m in request.metrics] == list(request.names)
+    assert set(request.names) == {"res_comp_rel", "attn_entropy"}
+    assert [m.kind for m in request.metrics] == ["states", "attention"]
+    assert resolve_probe(request.variants, request.mask, request.names) == request
+    assert resolve_probe(mask="model").mask is None
+    with pytest.raises(UnknownNameError, match="unknown variant 'sna'.*Did you mean 'san'"):
+        resolve_probe(["sna"])

@@ -12,6 +12,7 @@ from rankcollapse.theory import (
     collapse_rate,
     collapse_rates,
     contraction_factors,
+    curve_slopes,
     first_layer_below,
     layer_cells,
     layer_stats,
@@ -88,3 +89,13 @@ def test_collapse_rates_equal_collapse_rate_of_each_curve_bit_for_bit():
     assert (by_model.loc["b", "n_fit"] == 2).all()  # layer 2 of b is at the floor: 1e-16
     assert math.isnan(by_model.loc["c", "slope"])  # one layer: no slope
     assert by_model.loc["a", "slope"].between(-0.9, -0.5).all()  # log 0.5 = -0.69
+
+
+def test_curve_slopes_fit_each_curve_and_flag_a_diverged_one():
+    rows = pd.DataFrame({"v": "a", "layer": [0, 1, 2], "sample": 0, "at_floor": False,
+                         "metric": "mu", "value": np.exp([0.0, -1.0, -2.0])})  # fmt: skip
+    lost = pd.DataFrame([{"v": "b", "layer": np.nan, "sample": np.nan, "at_floor": False,
+                          "metric": "diverged", "value": 1.0}])  # fmt: skip
+    table = curve_slopes(pd.concat([rows, lost]), ["v"]).set_index("v")
+    assert table.loc["a", "slope_mu"] == pytest.approx(-1.0) and not table.loc["a", "diverged"]
+    assert table.loc["b", "diverged"] and math.isnan(table.loc["b", "slope_mu"])

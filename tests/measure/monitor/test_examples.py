@@ -15,7 +15,7 @@ import torch
 
 from rankcollapse.measure.monitor import read_log
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE = ROOT / "examples" / "monitor_ddp.py"
 
 

@@ -1,7 +1,7 @@
 """One process of a DDP training run with the monitor (gloo, CPU), started by `torchrun`:
-tests/monitor/test_distributed.py checks its logs, benchmarks/bench_ddp_monitor.py times it.
+tests/measure/monitor/test_distributed.py checks its logs, benchmarks/bench_ddp_monitor.py times it.
 
-    torchrun --nproc_per_node 2 tests/monitor/ddp_worker.py OUT [--ranks 0|1|every|off]
+    torchrun --nproc_per_node 2 tests/measure/monitor/ddp_worker.py OUT [--ranks 0|1|every|off]
         [--model san|gpt2] [--steps N] [--every K]
 
 Writes OUT/collapse.csv (or per-rank files) and OUT/rank<r>.json: the losses and the seconds

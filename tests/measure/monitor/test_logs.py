@@ -20,7 +20,7 @@ from rankcollapse.errors import ConfigError, InputError
 from rankcollapse.measure.monitor import COLUMNS, CsvLog, read_log, watch
 from rankcollapse.nets import NetConfig, ToyNet, random_tokens
 
-SRC = Path(__file__).resolve().parents[2] / "src"
+SRC = Path(__file__).resolve().parents[3] / "src"
 
 # A training loop with a checkpoint every 4 steps and the monitor every 2; started with
 # RESUME=1 it continues from the last checkpoint. It stops after STEPS steps.

@@ -1,17 +1,20 @@
 """measure.curves: Wu's curves of real models, through the probe's parts; an overflowed curve is a
-`diverged` row, told apart by its exception type."""
+`diverged` row, told apart by its exception type; toy curves share their inputs."""
 
+import numpy as np
 import pytest
 import torch
 
 from rankcollapse.errors import InputError
 from rankcollapse.masks import parse_mask_spec
-from rankcollapse.measure import ModelSource, load_cached, real_curves
+from rankcollapse.measure import ModelSource, load_cached, real_curves, toy_curves
 from rankcollapse.variants import VARIANTS
 
 SAN, SAN_SKIP = VARIANTS["wu:san"], VARIANTS["wu:san+skip"]
 
 TINY = ModelSource("bert-base", "random", seed=0, n_layers=1)
+
+SIZES = {"n_layers": 3, "d_model": 8, "n_tokens": 6, "n_samples": 2, "seed": 0}
 
 
 def test_a_model_source_loads_in_its_dtype_and_the_last_one_is_kept():
@@ -55,3 +58,22 @@ def test_an_overflowing_curve_is_one_diverged_row_and_other_errors_propagate(mon
     monkeypatch.setattr(probe_module, "measure_states", other)
     with pytest.raises(InputError, match="not an overflow"):
         real_curves(loaded, [SAN], mask, **options)
+
+
+def test_every_variant_starts_from_the_same_tokens_and_pure_san_collapses():
+    frame = toy_curves(
+        [VARIANTS["wu:san"], VARIANTS["wu:san+skip+ln"]], parse_mask_spec("causal"), **SIZES
+    )
+    layer0 = frame[(frame["layer"] == 0) & (frame["metric"] == "mu")]
+    assert layer0.groupby("sample")["value"].nunique().eq(1).all()
+    san = frame[(frame["variant"] == "san") & (frame["metric"] == "mu_rel")]
+    by_layer = san.groupby("layer")["value"].mean()
+    assert by_layer.iloc[-1] < by_layer.iloc[0]
+    assert set(frame["mode"]) == {"eval"} and set(frame["model"]) == {"toy"}
+
+
+def test_the_weights_seed_and_the_data_seed_are_different_streams():
+    complete = parse_mask_spec("complete")
+    a = toy_curves([VARIANTS["wu:san"]], complete, **SIZES)
+    b = toy_curves([VARIANTS["wu:san"]], complete, **{**SIZES, "seed": 1})
+    assert not np.allclose(a["value"], b["value"])

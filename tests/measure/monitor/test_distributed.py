@@ -27,7 +27,7 @@ from rankcollapse.measure.monitor import (
 )
 from rankcollapse.nets import NetConfig, ToyNet, random_tokens
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 WORKER = Path(__file__).with_name("ddp_worker.py")
 
 

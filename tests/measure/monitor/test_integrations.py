@@ -99,5 +99,5 @@ def test_the_monitor_imports_without_the_optional_extras():
         "extras = [m for m in sys.modules if m.split('.')[0] in optional]\n"
         "assert not extras, extras\n"
     )
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[3] / "src")}
     subprocess.run([sys.executable, "-c", code], env=env, check=True)
