@@ -1,47 +1,21 @@
-"""A TransformerLens HookedTransformer built from its config (no hub), float64: the states and
-patterns `run_hooked` streams are those of `run_with_cache`; variants, masks and temperature
-are what they say; hooks, modes and the config are put back, also after an error."""
+"""A TransformerLens HookedTransformer (3.x; 4.0 removed it) built from its config (no hub),
+float64: the states and patterns `run_hooked` streams are those of `run_with_cache`; variants,
+masks and temperature are what they say; hooks, modes and the config are put back, also after
+an error."""
 
 from __future__ import annotations
 
 import pytest
 import torch
+from lens_models import hooked_lens, hooked_transformer
 
 from rankcollapse.errors import ConfigError
 from rankcollapse.hf import RunSettings
 from rankcollapse.lens import as_hooked, is_hooked_transformer, run_hooked
 from rankcollapse.masks import causal, window
 
-tl = pytest.importorskip(
-    "transformer_lens",
-    reason='the transformer-lens extra is not installed (pip install -e ".[transformer-lens]")',
-)
-try:
-    from transformer_lens import HookedTransformer  # noqa: F401 - there, or skip
-except ImportError:  # TransformerLens 4 removed it; the bridge is tests/lens/test_bridge.py
-    pytest.skip("HookedTransformer was removed in TransformerLens 4", allow_module_level=True)
+hooked_lens()  # TransformerLens 4 removed HookedTransformer: the module skips, saying so
 pytestmark = pytest.mark.filterwarnings("ignore:HookedTransformer is deprecated:DeprecationWarning")
-
-
-def hooked(seed: int = 0, **overrides):
-    """A 3-layer float64 HookedTransformer (LayerNorm, GELU MLP) of a config, seeded."""
-    config = tl.HookedTransformerConfig(
-        **{
-            "n_layers": 3,
-            "d_model": 16,
-            "n_ctx": 12,
-            "d_head": 4,
-            "n_heads": 4,
-            "d_mlp": 32,
-            "d_vocab": 50,
-            "act_fn": "gelu",
-            "normalization_type": "LN",
-            "dtype": torch.float64,
-            "seed": seed,
-            **overrides,
-        }
-    )
-    return tl.HookedTransformer(config)
 
 
 def ids(b: int = 2, n: int = 8) -> torch.Tensor:
@@ -68,7 +42,7 @@ def forward_hooks(model) -> int:
 
 @pytest.mark.parametrize("overrides", [{}, {"attn_only": True}, {"normalization_type": "RMS"}])
 def test_states_and_patterns_are_those_of_run_with_cache(overrides):
-    model = hooked(**overrides)
+    model = hooked_transformer(**overrides)
     _, cache = model.run_with_cache(ids())
     seen = stream(model, ids(), attention=True)
     assert sorted(seen) == [0, 1, 2, 3]
@@ -83,7 +57,7 @@ def test_states_and_patterns_are_those_of_run_with_cache(overrides):
 
 
 def test_san_skip_zeroes_the_mlp_and_san_keeps_only_the_attention_branch():
-    model = hooked()
+    model = hooked_transformer()
     tokens = ids()
     skip = stream(model, tokens, variant="san+skip")
     for layer in (1, 2, 3):  # x_l = x_{l-1} + A(LN1(x_{l-1})), computed here from the block
@@ -99,7 +73,7 @@ def test_san_skip_zeroes_the_mlp_and_san_keeps_only_the_attention_branch():
 
 
 def test_an_attention_only_model_is_its_own_san_skip():
-    model = hooked(attn_only=True)
+    model = hooked_transformer(attn_only=True)
     as_is, skip = stream(model, ids()), stream(model, ids(), variant="san+skip")
     for layer in as_is:
         assert torch.equal(as_is[layer][0], skip[layer][0])
@@ -107,7 +81,7 @@ def test_an_attention_only_model_is_its_own_san_skip():
 
 
 def test_temperature_and_mask_reach_the_softmax():
-    model = hooked()
+    model = hooked_transformer()
     tokens = ids()
     _, cache = model.run_with_cache(tokens)
     scores = cache["blocks.0.attn.hook_attn_scores"]  # causal, -inf above the diagonal
@@ -122,7 +96,7 @@ def test_temperature_and_mask_reach_the_softmax():
 
 
 def test_pads_never_enter_as_keys():
-    model = hooked()
+    model = hooked_transformer()
     mask = torch.ones(2, 8, dtype=torch.bool)
     mask[1, 5:] = False
     pattern = stream(model, ids(), token_mask=mask, attention=True)[2][1]
@@ -135,7 +109,7 @@ def test_pads_never_enter_as_keys():
 
 
 def test_hooks_modes_and_config_are_put_back_also_after_an_error():
-    model = hooked().train()
+    model = hooked_transformer().train()
     model.blocks[0].eval()
 
     def fail(capture):
@@ -163,7 +137,7 @@ def test_a_variant_its_hook_points_cannot_realise_is_refused_with_the_reason(
 ):
     with pytest.raises(ConfigError, match=reason):
         run_hooked(
-            as_hooked(hooked(**overrides)),
+            as_hooked(hooked_transformer(**overrides)),
             ids(),
             on_layer=lambda c: None,
             settings=RunSettings(variant),
@@ -171,4 +145,5 @@ def test_a_variant_its_hook_points_cannot_realise_is_refused_with_the_reason(
 
 
 def test_the_class_check_knows_a_hooked_transformer():
-    assert is_hooked_transformer(hooked()) and not is_hooked_transformer(torch.nn.Linear(2, 2))
+    assert is_hooked_transformer(hooked_transformer())
+    assert not is_hooked_transformer(torch.nn.Linear(2, 2))

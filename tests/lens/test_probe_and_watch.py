@@ -1,12 +1,15 @@
-"""`probe` and `watch` take a TransformerLens HookedTransformer and an nnsight wrapper as they
-take a Hugging Face model: the HookedTransformer's numbers are the metric suite on its
-`run_with_cache` states and patterns (float64, 1e-12), the nnsight wrapper's are those of the
-model it wraps; hooks and modes are left as they were."""
+"""`probe` and `watch` take a TransformerLens HookedTransformer (3.x; its tests skip on 4.x,
+which removed it) and an nnsight wrapper as they take a Hugging Face model: the
+HookedTransformer's numbers are the metric suite on its `run_with_cache` states and patterns
+(float64, 1e-12), the nnsight wrapper's are those of the model it wraps; hooks and modes are
+left as they were. The bridge's are tests/lens/test_bridge.py."""
 
 from __future__ import annotations
 
 import pytest
 import torch
+
+from lens_models import TL_REASON, hooked_lens, hooked_transformer
 
 from rankcollapse.errors import ConfigError, InputError
 from rankcollapse.lens import as_hooked
@@ -14,21 +17,8 @@ from rankcollapse.measure import ProbeInputs, probe
 from rankcollapse.measure.monitor import MemoryLog, watch
 from rankcollapse.metrics import measure_attention, measure_states
 
-TL_REASON = 'the transformer-lens extra is not installed (pip install -e ".[transformer-lens]")'
 NNSIGHT_REASON = 'the nnsight extra is not installed (pip install -e ".[nnsight]")'
 STATES = ["res_comp_rel", "mu_rel", "stable_rank"]
-
-
-def hooked_transformer(**overrides):
-    tl = pytest.importorskip("transformer_lens", reason=TL_REASON)
-    try:
-        from transformer_lens import HookedTransformer  # noqa: F401 - there, or skip
-    except ImportError:  # TransformerLens 4 removed it; the bridge is tests/lens/test_bridge.py
-        pytest.skip("HookedTransformer was removed in TransformerLens 4")
-    config = {"n_layers": 3, "d_model": 16, "n_ctx": 12, "d_head": 4, "n_heads": 4,
-              "d_mlp": 32, "d_vocab": 50, "act_fn": "gelu", "normalization_type": "LN",
-              "dtype": torch.float64, "seed": 0, **overrides}  # fmt: skip
-    return tl.HookedTransformer(tl.HookedTransformerConfig(**config))
 
 
 def by_layer(frame, metric):
@@ -178,10 +168,13 @@ def test_an_nnsight_tokenizer_without_a_vocabulary_gives_way_to_the_configs():
                               metrics=["mu_rel"]))  # fmt: skip
 
 
-def test_a_transformer_lens_config_is_not_a_model():
+@pytest.mark.parametrize("name", ["HookedTransformerConfig", "TransformerBridgeConfig"])
+def test_a_transformer_lens_config_is_not_a_model(name):
     tl = pytest.importorskip("transformer_lens", reason=TL_REASON)
-    config = tl.HookedTransformerConfig(n_layers=1, d_model=8, n_ctx=8, d_head=4, d_vocab=10,
-                                        act_fn="gelu")  # fmt: skip
+    if name == "HookedTransformerConfig":
+        tl = hooked_lens()
+    config = getattr(tl, name)(n_layers=1, d_model=8, n_ctx=8, d_head=4, d_vocab=10,
+                               act_fn="gelu")  # fmt: skip
     for measure in (probe, watch):
-        with pytest.raises(InputError, match="a HookedTransformerConfig is not a model the probe"):
+        with pytest.raises(InputError, match=f"a {name} is not a model the probe"):
             measure(config, random_tokens=True, n_tokens=8)

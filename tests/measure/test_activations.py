@@ -61,20 +61,19 @@ def test_measure_file_checks_metrics_device_and_header_before_reading(tmp_path):
 
 
 @pytest.mark.filterwarnings("ignore:HookedTransformer is deprecated")
-def test_a_file_of_a_transformerlens_cache_gives_the_probe_s_numbers(tmp_path):
+@pytest.mark.parametrize("kind", ["hooked", "bridge"])
+def test_a_file_of_a_transformerlens_cache_gives_the_probe_s_numbers(kind, tmp_path):
     """The README's recipe: blocks.0.hook_resid_pre and every hook_resid_post of a
-    run_with_cache, saved, then measured, equal the probe of the same model and ids."""
-    tl = pytest.importorskip("transformer_lens", reason="the transformer-lens extra")
-    from rankcollapse.lens import as_hooked
+    run_with_cache, saved, then measured, equal the probe of the same model and ids: a
+    HookedTransformer (TransformerLens 3; skipped on 4) and a TransformerBridge (3.9 and 4)."""
+    from lens_models import bridge, hooked_transformer
+
     from rankcollapse.measure import ProbeInputs, measure_file, probe, save_activations
 
-    config = tl.HookedTransformerConfig(n_layers=3, d_model=16, n_ctx=12, d_head=4, n_heads=4,
-                                        d_mlp=32, d_vocab=50, act_fn="gelu", seed=0,
-                                        normalization_type="LN", dtype=torch.float64)  # fmt: skip
-    model = tl.HookedTransformer(config)
+    model = hooked_transformer() if kind == "hooked" else bridge("native")
     metrics = ["res_comp_rel", "mu_rel", "stable_rank"]
     probed = probe(model, random_tokens=True, n_samples=3, n_tokens=8, metrics=metrics)
-    ids, mask = ProbeInputs(random_tokens=True, n_samples=3, n_tokens=8).build(as_hooked(model))
+    ids, mask = ProbeInputs(random_tokens=True, n_samples=3, n_tokens=8).build(model)
     _, cache = model.run_with_cache(ids)
     states = [cache["blocks.0.hook_resid_pre"]]
     states += [cache[f"blocks.{l}.hook_resid_post"] for l in range(model.cfg.n_layers)]

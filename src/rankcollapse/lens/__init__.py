@@ -1,9 +1,10 @@
 """Models of interpretability libraries, measured like the Hugging Face models of `hf`.
 
-- TransformerLens: a `HookedTransformer` in memory (`is_hooked_transformer`, `as_hooked` ->
+- TransformerLens 3: a `HookedTransformer` in memory (`is_hooked_transformer`, `as_hooked` ->
   `HookedModel`) runs through its own hook points (`run_hooked`: residual stream at
   `hook_resid_pre` / `hook_resid_post`, attention at `hook_pattern`, variants, masks and
-  temperature as hooks); `pip install -e ".[transformer-lens]"`.
+  temperature as hooks); `pip install -e ".[transformer-lens]"`. TransformerLens 4 removed
+  the class: there no model is one, and the bridge is measured in its place.
 - TransformerLens's `TransformerBridge` (TransformerLens 4's model class, also in 3.9:
   `is_transformer_bridge`, `as_bridge` -> `BridgeModel`, `run_bridge`): residual stream at its
   blocks' `hook_in` / `hook_out` (`hook_resid_pre` / `hook_resid_post`), attention at

@@ -5,10 +5,11 @@ points.
 States are the residual stream at the bridge's block hooks: layer 0 = `blocks.0.hook_in` (its
 `hook_resid_pre`), layer l = `blocks.{l-1}.hook_out` (`hook_resid_post`); the attention
 probabilities are each block's `attn.hook_pattern`: the names and tensors of the bridge's own
-`run_with_cache` (`tests/lens/test_bridge.py`). The bridge runs the Hugging Face model it wraps
-with that model's own code, so the probe's variants, masks and temperature (hooks on the
-residual stream of a `HookedTransformer`, the attention function of a Hugging Face model) have
-no place to act here: a bridge is measured as it is, and the refusal says so.
+`run_with_cache` (`tests/lens/test_bridge.py`, for a bridge of a Hugging Face model and one of
+`TransformerBridge.boot_native`). The bridge runs the model it wraps with that model's own
+code, so the probe's variants, masks and temperature (hooks on the residual stream of a
+`HookedTransformer`, the attention function of a Hugging Face model) have no place to act here:
+a bridge is measured as it is, and the refusal says so.
 """
 
 from __future__ import annotations
@@ -104,7 +105,7 @@ def as_bridge(model: Any, *, tokenizer: Any = None) -> BridgeModel:
         return model
     tokenizer = tokenizer if tokenizer is not None else getattr(model, "tokenizer", None)
     name = getattr(model.cfg, "model_name", None)
-    name = "transformer-bridge" if name in (None, "", "custom", "external") else name
+    name = "transformer-bridge" if name in (None, "", "custom", "external", "native") else name
     return BridgeModel(
         model, name=str(name), tokenizer=tokenizer, info={"architecture": "transformer-lens bridge"}
     )
@@ -114,10 +115,10 @@ def check_bridge_variant(variant: Variant, bridge: BridgeModel) -> None:
     """A bridge is measured as it is: only the variant "transformer"."""
     if variant.name != "transformer":
         raise ConfigError(
-            f"variant '{variant}' changes the blocks, but a TransformerBridge runs the Hugging "
-            "Face model it wraps with that model's own code, where no hook of the bridge can "
-            "take a branch out; measure the bridge with variants=['transformer'], or probe the "
-            "Hugging Face model itself for the variants."
+            f"variant '{variant}' changes the blocks, but a TransformerBridge runs the model it "
+            "wraps with that model's own code, where no hook of the bridge can take a branch "
+            "out; measure the bridge with variants=['transformer'], or probe the Hugging Face "
+            "model itself for the variants."
         )
 
 

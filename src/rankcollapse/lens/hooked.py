@@ -1,4 +1,6 @@
-"""A TransformerLens `HookedTransformer` in memory, run through its own hook points.
+"""A TransformerLens `HookedTransformer` in memory, run through its own hook points (the model
+class of TransformerLens 3; TransformerLens 4 removed it, and there no model is one, so only
+the bridge of `lens.bridge` is measured).
 
 States are the residual stream at the model's hooks: layer 0 = `blocks.0.hook_resid_pre`,
 layer l = `blocks.{l-1}.hook_resid_post` (the final norm is never applied, as for every model
@@ -70,6 +72,12 @@ class HookedModel:
     @property
     def cfg(self) -> Any:
         return self.model.cfg
+
+    @property
+    def blocks(self) -> list[Any]:
+        """Its blocks, each with its hook points (TransformerLens types them loosely)."""
+        blocks: Any = self.model.blocks
+        return list(blocks)
 
     @property
     def has_tokenizer(self) -> bool:
@@ -203,7 +211,7 @@ def hooked_variant(hooked: HookedModel, variant: Variant) -> Iterator[None]:
     """Inside this block the model runs as `variant` (hooks removed on leaving)."""
     cfg, handles = hooked.cfg, []
     try:
-        for block in hooked.model.blocks:
+        for block in hooked.blocks:
             if not variant.mlp and not cfg.attn_only:
                 handles.append(block.hook_mlp_out.register_forward_hook(_zeros))
             if not variant.attention_skip:
@@ -233,7 +241,7 @@ def hooked_attention(
         return
     cfg, direction = hooked.cfg, hooked.cfg.attention_dir
     hook = _scores_hook(mask, keys, temperature)
-    handles = [b.attn.hook_attn_scores.register_forward_hook(hook) for b in hooked.model.blocks]
+    handles = [b.attn.hook_attn_scores.register_forward_hook(hook) for b in hooked.blocks]
     try:
         if mask is not None:
             cfg.attention_dir = "bidirectional"
@@ -298,9 +306,8 @@ def hooked_capture(
     hooked: HookedModel, on_layer: Callable[[LayerCapture], None], *, attention: bool
 ) -> AbstractContextManager[None]:
     """`block_capture` at a HookedTransformer's residual hook points."""
-    blocks = list(hooked.model.blocks)
     return block_capture(
-        blocks, on_layer, attention=attention, pre="hook_resid_pre", post="hook_resid_post"
+        hooked.blocks, on_layer, attention=attention, pre="hook_resid_pre", post="hook_resid_post"
     )
 
 

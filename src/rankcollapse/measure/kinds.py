@@ -4,8 +4,9 @@ inputs, the one measuring loop `measure.layers.measure_batch`, metrics, rows) is
 
 - `HfMeasured`: a Hugging Face model (`rankcollapse.hf`: adapters, hooks, a registered attention
   function), a `LoadedModel` or a model in memory;
-- `HookedMeasured`: a TransformerLens `HookedTransformer` (`lens.run_hooked`, its hook points);
-- `BridgeMeasured`: a TransformerLens `TransformerBridge` (`lens.run_bridge`);
+- `HookedMeasured`: a TransformerLens `HookedTransformer` (`lens.run_hooked`, its hook points;
+  recognised by class, so with TransformerLens 4, which removed the class, it takes no model);
+- `BridgeMeasured`: a TransformerLens `TransformerBridge` (`lens.run_bridge`; 3.9 and 4.x);
 - `BlocksMeasured`: any `torch.nn.Module` with declared blocks (the monitor's `blocks=`);
 - an nnsight wrapper is measured as the model it wraps, with its tokenizer.
 
@@ -19,7 +20,7 @@ checking that it is a model that can run (parameters, a real device, blocks).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 import torch
 from torch import Tensor, nn
@@ -223,7 +224,8 @@ class HfMeasured(Measured):
 
     @property
     def embedding_size(self) -> int:
-        return int(self.model.config.vocab_size)
+        config: Any = self.model.config
+        return int(config.vocab_size)
 
     def pixels(self, **options: Any) -> tuple[Tensor, Tensor]:
         return pixel_inputs(self.loaded, **options)
@@ -239,12 +241,15 @@ class HfMeasured(Measured):
         stream_batch(self.loaded, input_ids, token_mask, on_layer=on_layer, settings=settings)
 
 
-class _Lens(Measured):
+Inner = TypeVar("Inner", HookedModel, BridgeModel)
+
+
+class _Lens(Measured, Generic[Inner]):
     """What a HookedTransformer and a TransformerBridge share: a wrapper (`HookedModel`,
     `BridgeModel`) that knows its sizes."""
 
-    def __init__(self, inner: HookedModel | BridgeModel) -> None:
-        self.inner = inner
+    def __init__(self, inner: Inner) -> None:
+        self.inner: Inner = inner
         self.model, self.name, self.init, self.info = (
             inner.model,
             inner.name,
@@ -264,7 +269,7 @@ class _Lens(Measured):
         return min(len(getattr(self.model, "blocks", None) or []), self.inner.n_layers)
 
 
-class HookedMeasured(_Lens):
+class HookedMeasured(_Lens[HookedModel]):
     """A TransformerLens `HookedTransformer`, through its own hook points (`lens.run_hooked`)."""
 
     @classmethod
@@ -286,7 +291,7 @@ class HookedMeasured(_Lens):
         stream_hooked(self.inner, input_ids, token_mask, on_layer=on_layer, settings=settings)
 
 
-class BridgeMeasured(_Lens):
+class BridgeMeasured(_Lens[BridgeModel]):
     """A TransformerLens `TransformerBridge`, through its blocks' hooks (`lens.run_bridge`)."""
 
     @classmethod
