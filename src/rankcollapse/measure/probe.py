@@ -378,18 +378,10 @@ def probe(
         Tidy DataFrame: model, init, variant, mask, temperature, mode, layer, layer_kind ("embedding"
         for layer 0, "block" after; no final norm), sample, metric, value, at_floor, quantized.
     """
-    request = resolve_probe(
-        variants,
-        mask,
-        metrics,
-        temperature=temperature,
-        train_mode=train_mode,
-        batch_size=batch_size,
-        keep_states=keep_states,
-    )
-    inputs = ProbeInputs(
-        text, random_tokens, padded, images, n_samples, n_tokens, seed, tokens, token_mask
-    )
+    request = resolve_probe(variants, mask, metrics, temperature=temperature, train_mode=train_mode,
+                            batch_size=batch_size, keep_states=keep_states)  # fmt: skip
+    given = (text, random_tokens, padded, images, n_samples, n_tokens, seed, tokens, token_mask)
+    inputs = ProbeInputs(*given)
     inputs.check_fits(request)
     # a model loaded by name needs its device visible (a model in memory stays where it is)
     where = parse_device(device) if is_in_memory(model) else resolve_device(device)
