@@ -236,7 +236,7 @@ class StackedRankEncoder(nn.Module):
         return x.reshape(units, batch, n, width)[..., : self.d_model]
 
     def _stacked_layers(self) -> list[nn.ParameterDict]:
-        """`self.layers`, one ParameterDict per layer (`nn.ModuleList` types its items as Module)."""
+        """`self.layers`: one ParameterDict per layer (`nn.ModuleList` types them as Module)."""
         return cast("list[nn.ParameterDict]", list(self.layers))
 
     def _attention(self, layer: nn.ParameterDict, x: Tensor, batch: int) -> Tensor:
