@@ -61,6 +61,13 @@ def test_directory_without_tokenizer_takes_random_ids_from_its_config_vocabulary
     assert loaded.tokenizer is None
 
 
+def test_a_directory_given_as_a_path_is_named_by_its_text_in_the_rows(saved):
+    # the loader's name was the Path itself, so the model column held PosixPath objects
+    df = probe(saved / "llama", random_tokens=True, n_samples=2, n_tokens=6,
+               metrics=["res_comp_rel"])  # fmt: skip
+    assert set(map(type, df.model)) == {str} and set(df.model) == {str(saved / "llama")}
+
+
 def test_text_without_tokenizer_says_to_pass_random_tokens_or_a_tokenizer(saved):
     with pytest.raises(InputError, match="no tokenizer.*random_tokens=True.*tokenizer=DIR"):
         probe(str(saved / "bert"), n_samples=2, n_tokens=6)

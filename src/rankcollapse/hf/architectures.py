@@ -555,16 +555,13 @@ def submodule(root: nn.Module, path: str) -> nn.Module:
 
 def block_list(base_model: nn.Module, arch: Architecture) -> list[nn.Module]:
     """The distinct blocks of a base model (ALBERT: its one shared block)."""
-    return list(submodule(base_model, arch.layers))
+    return list(submodule(base_model, arch.layers).children())
 
 
 def n_layers(base_model: nn.Module, arch: Architecture) -> int:
     """Depth as applied in the forward pass (ALBERT: applications of its shared block)."""
-    return (
-        base_model.config.num_hidden_layers
-        if arch.shared_layers
-        else len(block_list(base_model, arch))
-    )
+    config: Any = base_model.config  # a transformers config (torch types it as a Module)
+    return config.num_hidden_layers if arch.shared_layers else len(block_list(base_model, arch))
 
 
 def head_sizes(config: Any) -> tuple[int, int, int]:

@@ -20,6 +20,7 @@ import functools
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import Tensor, nn
@@ -51,8 +52,11 @@ class AttentionSettings:
     temperature: float = 1.0
     record: Callable[[nn.Module, Tensor], None] | None = None
 
-    def bias(self, n_queries: int, n_keys: int, dtype: torch.dtype) -> Tensor:
-        """Additive (b or 1, 1, n, n) bias: 0 where allowed, the dtype's minimum elsewhere."""
+    def bias(self, n_queries: int, n_keys: int, dtype: torch.dtype) -> Tensor | None:
+        """Additive (b or 1, 1, n, n) bias of `mask`: 0 where allowed, the dtype's minimum
+        elsewhere; None without a mask (the model's own pattern)."""
+        if self.mask is None:
+            return None
         allowed = self.mask[:n_queries, :n_keys]  # (n, n)
         if self.token_mask is not None:
             keys = self.token_mask[:, None, None, :n_keys]  # (b, 1, 1, n)
@@ -107,8 +111,9 @@ def custom_attention(
         scores = torch.tanh(scores / softcap) * softcap
     if settings.temperature != 1.0:
         scores = scores / settings.temperature
-    if settings.mask is not None:
-        scores = scores + settings.bias(scores.shape[-2], scores.shape[-1], scores.dtype)
+    bias = settings.bias(scores.shape[-2], scores.shape[-1], scores.dtype)
+    if bias is not None:
+        scores = scores + bias
     elif attention_mask is not None:
         scores = scores + attention_mask[:, :, :, : key.shape[-2]]
     # Softmax in at least float32, as the library's Llama does; float64 models stay float64.
@@ -134,11 +139,12 @@ def _register() -> None:
 def attention_settings(model: nn.Module, settings: AttentionSettings) -> Iterator[None]:
     """Switch `model` to the custom attention with `settings`; restore its own afterwards."""
     _register()
-    previous = model.config._attn_implementation
+    hf_model: Any = model  # a transformers model (torch types its config and methods as Module)
+    previous = hf_model.config._attn_implementation
     token = _SETTINGS.set(settings)
-    model.set_attn_implementation(ATTENTION_NAME)
+    hf_model.set_attn_implementation(ATTENTION_NAME)
     try:
         yield
     finally:
-        model.set_attn_implementation(previous)
+        hf_model.set_attn_implementation(previous)
         _SETTINGS.reset(token)

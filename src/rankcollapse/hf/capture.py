@@ -302,9 +302,10 @@ def _attention_recorded(
             state["probs"] = args[0] if state["probs"] is None else state["probs"]
 
     handles = []
-    if attention and not arch.attention_interface:
-        for block in blocks:
-            probs_module = submodule(submodule(block, arch.attention), arch.probs_at)
+    probs_at = arch.probs_at
+    if attention and not arch.attention_interface and probs_at is not None:
+        for block in blocks:  # every adapter without the interface names its probs_at
+            probs_module = submodule(submodule(block, arch.attention), probs_at)
             handles.append(probs_module.register_forward_hook(record_at))
     try:
         yield take_probs, (record if attention and arch.attention_interface else None)

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -159,9 +160,9 @@ def load_images(
     for path in files:
         checked_size(path, MAX_IMAGE_BYTES, error=_unreadable_image(path, folder))
         try:
-            with Image.open(path) as image:  # reads the header only
-                _check_pixels(path, image.width, image.height)
-                image = image.convert(_MODES[channels]).resize((size, size), norm.resample)
+            with Image.open(path) as opened:  # reads the header only
+                _check_pixels(path, opened.width, opened.height)
+                image = opened.convert(_MODES[channels]).resize((size, size), norm.resample)
         except Image.DecompressionBombError as err:  # PIL's own refusal, beyond twice its limit
             raise InputError(
                 f"image {path.name!r} in {str(folder)!r} is too large to decode safely ({err}); "
@@ -190,7 +191,7 @@ def pixel_inputs(
     """A vision model's pixel values and token mask: up to `n_samples` images of a folder,
     normalised as the model directory's preprocessor config says (ViT's defaults without one),
     or `n_samples` random pixel images; text is refused."""
-    config = loaded.model.config
+    config: Any = loaded.model.config  # a transformers config (torch types it as a Module)
     if text is not None or padded:
         raise InputError(
             f"model '{loaded.name}' ({loaded.arch.name}) takes images, not text; pass a folder "

@@ -17,6 +17,8 @@ most d_head. We report its numerical, stable and effective rank (`rankcollapse.m
 
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
 import torch
 from torch import Tensor, nn
@@ -34,7 +36,9 @@ def _projection(attention: torch.nn.Module, path: str, arch: Architecture) -> Te
     """A projection's weight as (out, in): rows are output features."""
     if arch.projection == "einsum":  # XLNet: nn.Parameter (d, H, d_head), einsum("ibh,hnd->ibnd")
         return getattr(attention, path).permute(1, 2, 0).flatten(0, 1)
-    weight = submodule(attention, path).weight
+    # a Linear or GPT-2's Conv1D: transformers is untyped, torch types its weight Tensor | Module
+    projection: Any = submodule(attention, path)
+    weight: Tensor = projection.weight
     return weight.T if arch.projection == "conv1d" else weight  # GPT-2's Conv1D: x @ weight
 
 

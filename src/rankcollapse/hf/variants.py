@@ -146,17 +146,20 @@ def _main(output):
     return output[0] if isinstance(output, tuple) else output
 
 
-def _part(block: nn.Module, path: str, arch: Architecture, variant: Variant) -> nn.Module:
-    """The block's module at `path`, or an error: the variant is not defined for this model."""
+def _part(block: nn.Module, path: str | None, arch: Architecture, variant: Variant) -> nn.Module:
+    """The block's module at `path`, or an error: the variant is not defined for this model
+    (its blocks lack the module, or its adapter names none)."""
     try:
-        return submodule(block, path)
+        if path is not None:
+            return submodule(block, path)
     except AttributeError:
-        raise ConfigError(
-            f"variant '{variant.name}' is not defined for this {arch.name} model: its blocks "
-            f"have no module '{path}', which the {arch.name} adapter names for it. Use "
-            "'transformer', or a model laid out like the library's own "
-            f"{arch.name} (see rankcollapse/hf/architectures.py)."
-        ) from None
+        pass
+    raise ConfigError(
+        f"variant '{variant.name}' is not defined for this {arch.name} model: its blocks "
+        f"have no module '{path}', which the {arch.name} adapter names for it. Use "
+        "'transformer', or a model laid out like the library's own "
+        f"{arch.name} (see rankcollapse/hf/architectures.py)."
+    )
 
 
 def _hook_block(block: nn.Module, arch: Architecture, variant: Variant) -> list:

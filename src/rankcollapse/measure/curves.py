@@ -22,6 +22,7 @@ import functools
 import itertools
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -30,6 +31,7 @@ import torch
 from rankcollapse.errors import NonFiniteError
 from rankcollapse.hf import LoadedModel
 from rankcollapse.masks import MaskSpec
+from rankcollapse.measure.kinds import Measured
 from rankcollapse.measure.probe import CPU, ModelSource, ProbeInputs, run_probe
 from rankcollapse.measure.request import resolve_probe
 from rankcollapse.metrics import measure_layers
@@ -41,21 +43,22 @@ CURVE_METRICS = ("mu", "mu_rel")
 
 
 @functools.lru_cache(maxsize=1)
-def load_cached(source: ModelSource) -> LoadedModel:
+def load_cached(source: ModelSource) -> LoadedModel | Measured:
     """`source.load()`, the last one kept per process: units of one model run one after
     another, and a fresh random init of a deep BERT costs more than probing it on a few
     windows."""
     return source.load()
 
 
-def head_dim(loaded: LoadedModel) -> int:
-    """Per-head query-key width of a loaded model (its own softmax uses 1/sqrt(head_dim))."""
-    config = loaded.model.config
+def head_dim(loaded: LoadedModel | Measured) -> int:
+    """Per-head query-key width of a loaded Hugging Face model (its own softmax uses
+    1/sqrt(head_dim))."""
+    config: Any = loaded.model.config  # a transformers config (torch types it as a Module)
     return getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
 
 
 def real_curves(
-    loaded: LoadedModel,
+    loaded: LoadedModel | Measured,
     variants: Sequence[Variant],
     mask: MaskSpec,
     *,

@@ -221,12 +221,11 @@ class LayerMeasure:
         its own tensor later), after measuring a group of another shape or dtype; measure the
         group once it is full."""
         group = self.group
-        fits = (
-            group is not None
-            and group.shape[1:] == states.shape
-            and (group.dtype, group.device) == (states.dtype, where)
-        )
-        if not fits:
+        if (
+            group is None
+            or group.shape[1:] != states.shape
+            or (group.dtype, group.device) != (states.dtype, where)
+        ):
             self.finish()
             sequences = states.shape[:-2].numel()
             rows = max(1, min(GROUP_SEQUENCES // sequences, GROUP_VALUES // states.numel()))
@@ -243,7 +242,7 @@ class LayerMeasure:
 
     def measure_group(self) -> None:
         """Measure the waiting states in one call and fill in their values."""
-        if not self.waiting:
+        if not self.waiting or self.group is None:  # a group exists while states wait
             return
         states = self.group[: len(self.waiting)]
         token_mask = None

@@ -98,7 +98,7 @@ class ModelSource:
         if is_in_memory(self.model):
             return as_measured(self.model, tokenizer=self.tokenizer)
         return load_resolved(
-            self.model,
+            str(self.model),  # a name or a directory: the loaded model's name is text
             init=self.init,
             seed=self.seed,
             device=self.device,
@@ -159,7 +159,8 @@ class ProbeInputs:
         needed = 8 * self.n_samples * self.n_tokens if sized else None  # int64 token ids
         for name, value in ids.items():
             check_size(name, value, needs=needed)
-        check_memory("probe inputs", needed, ids, "lower n_samples or n_tokens")
+        if needed is not None:  # else check_size refused a size
+            check_memory("probe inputs", needed, ids, "lower n_samples or n_tokens")
 
     def check_fits(self, request: ProbeRequest) -> None:
         """A mask whose parameters do not fit the token count fails here, before loading (the
@@ -190,7 +191,7 @@ class ProbeInputs:
                 f"model '{measured.name}' takes text, not images; drop "
                 f"{option('images', 'DIR')}, or pass a vision model (vit)."
             )
-        if self.tokens is not None:
+        if self.tokens is not None and self.token_mask is not None:  # both, or neither
             ids, mask = self.tokens, self.token_mask
         elif self.random_tokens:
             vocabulary = measured.vocabulary  # no tokenizer is loaded for random ids
@@ -377,10 +378,10 @@ def probe(
         Tidy DataFrame: model, init, variant, mask, temperature, mode, layer, layer_kind ("embedding"
         for layer 0, "block" after; no final norm), sample, metric, value, at_floor, quantized.
     """
-    options = {"temperature": temperature, "train_mode": train_mode, "batch_size": batch_size}
-    request = resolve_probe(variants, mask, metrics, **options, keep_states=keep_states)
-    given = {"tokens": tokens, "token_mask": token_mask}
-    inputs = ProbeInputs(text, random_tokens, padded, images, n_samples, n_tokens, seed, **given)
+    request = resolve_probe(variants, mask, metrics, temperature=temperature, train_mode=train_mode,
+                            batch_size=batch_size, keep_states=keep_states)  # fmt: skip
+    given = (text, random_tokens, padded, images, n_samples, n_tokens, seed, tokens, token_mask)
+    inputs = ProbeInputs(*given)
     inputs.check_fits(request)
     # a model loaded by name needs its device visible (a model in memory stays where it is)
     where = parse_device(device) if is_in_memory(model) else resolve_device(device)

@@ -264,9 +264,9 @@ class Tokens:
         for rows, x, mask in self._chunks():
             x, sq = self._in_range(x, squared_norms(x), scale[rows])
             norm_sq[rows] = sq
-            if norms:
+            if scratch is not None:  # norms asked
                 parts.append(_norms(x, mask, scratch[: len(x)], pads=self.deferred))
-            if gram:
+            if gram_of is not None:
                 torch.matmul(*((x, x.mT) if self.gram_of_tokens else (x.mT, x)), out=gram_of[rows])
         self.norm_sq, self.scale = norm_sq.reshape(self.batch), scale.reshape(self.batch)
         if norms:
@@ -276,7 +276,7 @@ class Tokens:
                 else [torch.cat(values) for values in zip(*parts, strict=True)]
             )
             self._norms = tuple(values.reshape(self.batch) for values in joined)
-        if gram:
+        if gram_of is not None:
             self._gram = gram_of.reshape(*self.batch, k, k)
 
     def _in_range(self, x: Tensor, sq: Tensor, scale: Tensor) -> tuple[Tensor, Tensor]:
@@ -335,6 +335,7 @@ class Tokens:
     def _all_norms(self) -> tuple[Tensor, ...]:
         if self._norms is None:
             self._read(norms=True, gram=False)
+            assert self._norms is not None  # set by _read
         return self._norms
 
     @property
@@ -342,6 +343,7 @@ class Tokens:
         """X X^T (..., n, n) when n <= d, else X^T X (..., d, d): the same nonzero spectrum."""
         if self._gram is None:
             self._read(norms=False, gram=True)
+            assert self._gram is not None  # set by _read
         return self._gram
 
     @computed_once

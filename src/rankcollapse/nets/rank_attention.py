@@ -155,6 +155,10 @@ class StackedRankAttention(nn.Module):
         torch.Size([2, 5, 1, 4])
     """
 
+    head_config: Tensor  # buffers (`register_buffer`): the configuration of each head,
+    row_config: Tensor  # of each row of w_q and w_k,
+    config_stream: Tensor  # and the data stream of each configuration
+
     def __init__(
         self,
         d_model: int,

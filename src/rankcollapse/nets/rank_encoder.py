@@ -11,6 +11,8 @@ have rank (d + P) / H; the output is the first d coordinates.
 
 from __future__ import annotations
 
+from typing import cast
+
 import torch
 from torch import Tensor, nn
 
@@ -57,12 +59,22 @@ class UnitNormEncoderLayer(nn.TransformerEncoderLayer):
 
     def __init__(self, d_model: int, n_heads: int, d_ff: int, width_multiplier: int) -> None:
         super().__init__(d_model, n_heads, d_ff, dropout=0.0, batch_first=True)
-        self.norm1, self.norm2 = GainUnitNorm(), GainUnitNorm()
+        # torch annotates these as LayerNorm and MultiheadAttention; its slow path (`forward`
+        # below) only calls them, so any module with their call signature fits
+        self.norm1, self.norm2 = GainUnitNorm(), GainUnitNorm()  # type: ignore[assignment]
         if width_multiplier > 1:
-            self.self_attn = AveragedAttention(d_model, n_heads, width_multiplier)
+            self.self_attn = AveragedAttention(  # type: ignore[assignment]
+                d_model, n_heads, width_multiplier
+            )
 
-    def forward(self, x: Tensor) -> Tensor:  # torch's slow path; its fused kernel wants LayerNorm
-        x = self.norm1(x + self._sa_block(x, None, None))
+    def forward(
+        self,
+        src: Tensor,
+        src_mask: Tensor | None = None,
+        src_key_padding_mask: Tensor | None = None,
+        is_causal: bool = False,
+    ) -> Tensor:  # torch's slow path; its fused kernel wants LayerNorm
+        x = self.norm1(src + self._sa_block(src, src_mask, src_key_padding_mask, is_causal))
         return self.norm2(x + self._ff_block(x))
 
 
@@ -195,7 +207,7 @@ class StackedRankEncoder(nn.Module):
     def unstack_into(self, encoders: list[RankEncoder]) -> None:
         """Copy unit u's weights into `encoders[u]` (the encoders this was built from)."""
         with torch.no_grad():
-            for index, layer in enumerate(self.layers):
+            for index, layer in enumerate(self._stacked_layers()):
                 for u, encoder in enumerate(encoders):
                     target = encoder.layers[index].state_dict()
                     for name, key in self.PARTS:
@@ -214,7 +226,7 @@ class StackedRankEncoder(nn.Module):
             x = torch.cat([x, onehot.expand(*x.shape[:-1], self.positions)], dim=-1)
         units, batch, n, width = x.shape
         x = x.reshape(units, batch * n, width)  # (U, B n, W)
-        for layer in self.layers:
+        for layer in self._stacked_layers():
             x = _gain_norm(x + self._attention(layer, x, batch), layer["gain1"])
             hidden = torch.relu(torch.baddbmm(layer["ff1_b"][:, None], x, layer["ff1_w"].mT))
             x = _gain_norm(
@@ -222,6 +234,10 @@ class StackedRankEncoder(nn.Module):
                 layer["gain2"],
             )
         return x.reshape(units, batch, n, width)[..., : self.d_model]
+
+    def _stacked_layers(self) -> list[nn.ParameterDict]:
+        """`self.layers`: one ParameterDict per layer (`nn.ModuleList` types them as Module)."""
+        return cast("list[nn.ParameterDict]", list(self.layers))
 
     def _attention(self, layer: nn.ParameterDict, x: Tensor, batch: int) -> Tensor:
         """torch's multi-head attention of every unit: (U, B n, W) -> (U, B n, W)."""

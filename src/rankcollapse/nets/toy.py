@@ -69,8 +69,9 @@ class ToyNet(nn.Module):
         self.init_std = config.init_std or 1 / math.sqrt(config.d_model)
         generator = torch.Generator().manual_seed(config.seed)
         n_blocks = 1 if config.shared_weights else config.n_layers
-        self.blocks = nn.ModuleList(self._make_block(generator) for _ in range(n_blocks))
-        self.layers: list[Block] = [self.blocks[l % n_blocks] for l in range(config.n_layers)]
+        blocks = [self._make_block(generator) for _ in range(n_blocks)]
+        self.blocks = nn.ModuleList(blocks)
+        self.layers: list[Block] = [blocks[l % n_blocks] for l in range(config.n_layers)]
 
     def _make_block(self, generator: torch.Generator) -> Block:
         c = self.config

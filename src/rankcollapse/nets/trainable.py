@@ -121,7 +121,7 @@ class SAN(nn.Module):
         self.config = config
         generator = torch.Generator().manual_seed(config.seed)
         d = config.d_model
-        if config.inputs == "tokens":
+        if config.vocab_size is not None:  # inputs == "tokens" (the config's validator)
             self.embedding: nn.Module = nn.Embedding(config.vocab_size, d)
             with torch.no_grad():
                 nn.init.normal_(self.embedding.weight, generator=generator)
@@ -144,7 +144,7 @@ class SAN(nn.Module):
             )
         )
         self.dropout = nn.Dropout(config.dropout)  # embedding and classifier input
-        for block in self.body.blocks:
+        for block in self.body.layers:  # one block per layer (no shared weights)
             block.attn.probs_dropout = nn.Dropout(config.dropout)
             block.branch_dropout = nn.Dropout(config.dropout)
         self.classifier = _init_linear(nn.Linear(d, config.n_classes), generator)

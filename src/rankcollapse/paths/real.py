@@ -42,6 +42,7 @@ probabilities always agrees to float64 rounding.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 import torch
 from torch import Tensor, nn
@@ -67,12 +68,13 @@ def _layer_norm(module: nn.LayerNorm) -> FrozenNorm:
 
 
 def _rms_norm(module: nn.Module, offset: float = 0.0) -> FrozenNorm:
-    eps = getattr(module, "variance_epsilon", None) or module.eps
+    norm: Any = module  # Llama's, T5's or Gemma's RMSNorm (transformers: untyped)
+    eps: float = getattr(norm, "variance_epsilon", None) or norm.eps
 
     def token_scale(x: Tensor) -> Tensor:
         return torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)
 
-    return FrozenNorm(token_scale, centre=False, gain=module.weight + offset)
+    return FrozenNorm(token_scale, centre=False, gain=norm.weight + offset)
 
 
 def _norm(block: nn.Module, path: str | None, arch: Architecture) -> FrozenNorm | None:
@@ -85,9 +87,12 @@ def _norm(block: nn.Module, path: str | None, arch: Architecture) -> FrozenNorm 
     return _rms_norm(module, arch.rms_gain_offset)
 
 
-def _in_out(module: nn.Module, arch: Architecture) -> Tensor:
-    """A projection's weight as (in, out): Linear stores (out, in), GPT-2's Conv1D (in, out)."""
-    return module.weight if arch.projection == "conv1d" else module.weight.T
+def _in_out(module: nn.Module, arch: Architecture) -> tuple[Tensor, Tensor | None]:
+    """A projection's weight as (in, out) and its bias: Linear stores (out, in), GPT-2's
+    Conv1D (in, out)."""
+    projection: Any = module  # a Linear or Conv1D (transformers: untyped)
+    weight: Tensor = projection.weight
+    return (weight if arch.projection == "conv1d" else weight.T), projection.bias
 
 
 def _projection(root: nn.Module, path: str, arch: Architecture) -> tuple[Tensor, Tensor | None]:
@@ -97,8 +102,7 @@ def _projection(root: nn.Module, path: str, arch: Architecture) -> tuple[Tensor,
         parent, _, name = path.rpartition(".")
         weight = getattr(submodule(root, parent), name)
         return weight.reshape(weight.shape[0], -1), None
-    module = submodule(root, path)
-    return _in_out(module, arch), module.bias
+    return _in_out(submodule(root, path), arch)
 
 
 def _value(attention: nn.Module, arch: Architecture, sizes) -> tuple[Tensor, Tensor | None]:
@@ -158,37 +162,39 @@ _GATED_MLP = {
 }
 
 
-def _mlp(block: nn.Module, arch: Architecture) -> FrozenMLP:
-    recipe = arch.decompose
+def _mlp(block: nn.Module, arch: Architecture, recipe: str) -> FrozenMLP:
+    """The block's MLP, frozen by `recipe` (the adapter's `decompose`)."""
     if recipe == "t5" and hasattr(submodule(block, arch.mlp_branch), "wi_0"):
         recipe = "t5-gated"  # T5 v1.1, Flan-T5: a gated MLP
     if recipe in _PLAIN_MLP:
         first, act, second = (submodule(block, path) for path in _PLAIN_MLP[recipe])
+        (w_in, b_in), (w_out, b_out) = _in_out(first, arch), _in_out(second, arch)
         return FrozenMLP(
-            w_in=_in_out(first, arch),
-            w_out=_in_out(second, arch),
+            w_in=w_in,
+            w_out=w_out,
             activation=act,
-            b_in=first.bias,
-            b_out=second.bias,
+            b_in=b_in,
+            b_out=b_out,
             slope_at_zero=0.5,  # GELU'(0); ReLU's gate at z == 0 multiplies 0 either way
         )
     gate, act, up, down = (submodule(block, path) for path in _GATED_MLP[recipe])
-    w_gate, w_up, b_gate, b_up = _in_out(gate, arch), _in_out(up, arch), gate.bias, up.bias
+    (w_gate, b_gate), (w_up, b_up) = _in_out(gate, arch), _in_out(up, arch)
     if gate is up:  # Phi-3's fused gate_up_proj
         w_gate, w_up = w_gate.chunk(2, dim=-1)
         b_gate, b_up = (None, None) if b_gate is None else b_gate.chunk(2)
+    w_down, b_down = _in_out(down, arch)
     return FrozenMLP(
         w_in=w_up,
-        w_out=_in_out(down, arch),
+        w_out=w_down,
         activation=act,
         b_in=b_up,
-        b_out=down.bias,
+        b_out=b_down,
         w_gate=w_gate,
         b_gate=b_gate,
     )
 
 
-def _sublayers(loaded: LoadedModel, block: nn.Module, probs: Tensor) -> list[Sublayer]:
+def _sublayers(loaded: LoadedModel, block: nn.Module, probs: Tensor, recipe: str) -> list[Sublayer]:
     """One block as frozen sublayers, in the block shape its adapter declares.
 
     post-LN: x -> N_a(x + A(x)) -> N_m(. + M(.)); pre-LN: x + A(N_a(x)), then + M(N_m(.));
@@ -196,7 +202,7 @@ def _sublayers(loaded: LoadedModel, block: nn.Module, probs: Tensor) -> list[Sub
     parallel residual (GPT-NeoX): x + A(N_a(x)) + M(N_m(x)).
     """
     arch = loaded.arch
-    attention, mlp = _attention(loaded, block, probs), _mlp(block, arch)
+    attention, mlp = _attention(loaded, block, probs), _mlp(block, arch, recipe)
     if arch.norm_position == "post":
         return [
             Sublayer(attention, 1.0, norm_out=_norm(block, arch.attention_norm, arch)),
@@ -235,7 +241,8 @@ def freeze_real(
         UnknownNameError: for an architecture outside `DECOMPOSABLE`.
     """
     loaded = as_loaded(loaded)
-    if not loaded.arch.decomposable:
+    recipe = loaded.arch.decompose
+    if recipe is None:  # not `decomposable`
         raise UnknownNameError(
             f"path decomposition of '{loaded.name}' ({loaded.arch.name}) is not supported; "
             f"supported architectures: {', '.join(DECOMPOSABLE)}. Use a model of those "
@@ -256,7 +263,7 @@ def freeze_real(
     sublayers = [
         sub
         for block, probs in zip(blocks, attention, strict=True)
-        for sub in _sublayers(loaded, block, probs.to(states[0].dtype))
+        for sub in _sublayers(loaded, block, probs.to(states[0].dtype), recipe)
     ]
     return FrozenNet(states[0], sublayers, reference=states[-1])
 

@@ -185,7 +185,7 @@ def rollout_frame(trajectory: np.ndarray) -> pd.DataFrame:
         np.float64(0.25)
     """
     n_steps = len(trajectory) - 1
-    rows = [
+    rows: list[tuple[float, float, str, float]] = [  # step and token NaN on the summary rows
         (step, token, axis, float(trajectory[step, token, i]))
         for step in range(n_steps + 1)
         for token in range(2)

@@ -35,6 +35,7 @@ from torch import Tensor
 from rankcollapse.errors import ConfigError
 from rankcollapse.metrics import composite_norm, dtype_floor, res_comp, res_comp_rel
 from rankcollapse.nets import NetConfig, ToyNet
+from rankcollapse.nets.layers import MLPBlock
 
 #: Largest slope of each MLP activation (GELU's is 1.1289 at x ~ 0.75).
 ACTIVATION_SLOPE = {"relu": 1.0, "tanh": 1.0, "gelu": 1.1289}
@@ -173,7 +174,7 @@ def toy_constants(net: ToyNet, *, gamma: float = 1.0) -> list[DongConstants]:
     constants = []
     for block in net.layers:
         lipschitz = 1.0
-        if config.mlp and not config.mlp_skip:
+        if isinstance(block.mlp_block, MLPBlock) and not config.mlp_skip:  # config.mlp
             mlp = block.mlp_block.mlp
             lipschitz = mlp_lipschitz(mlp.w_1.detach(), mlp.w_2.detach(), config.activation)
         attn = block.attn
@@ -216,9 +217,9 @@ def bound_frame(
     with torch.no_grad():
         states = net(x).states
     r = torch.stack([res_comp(s) for s in states]).tolist()  # (L + 1, b)
-    rel = torch.stack([res_comp_rel(s) for s in states])
-    at_floor = (rel <= dtype_floor(net.dtype)).tolist()
-    rel = rel.tolist()
+    relative = torch.stack([res_comp_rel(s) for s in states])
+    at_floor = (relative <= dtype_floor(net.dtype)).tolist()
+    rel = relative.tolist()
     cs = [k.c for k in toy_constants(net, gamma=gamma)]
     c = max(cs)
     rows = []
@@ -320,6 +321,6 @@ def skip_network_without_collapse(
         NetConfig(n_layers=n_layers, n_heads=n_heads, d_model=d_model, skip="on", seed=seed)
     )
     with torch.no_grad():
-        for block in net.blocks:
+        for block in net.layers:
             block.attn.w_v.zero_()
     return net

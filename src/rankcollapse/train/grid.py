@@ -102,12 +102,15 @@ class StackedAdamW:
         b1, b2 = self.settings.betas
         self.steps += active
         for (p, owner), (m, v) in zip(self.params, self.moments, strict=True):
+            grad = p.grad
+            if grad is None:  # no gradient reached it: left as it is, as torch's optimisers do
+                continue
             shape = (-1, *[1] * (p.dim() - 1))
             on = active[owner].view(shape)
             bias1 = (1 - b1 ** self.steps[owner]).clamp_min(1e-12).view(shape).to(p.dtype)
             bias2 = (1 - b2 ** self.steps[owner]).clamp_min(1e-12).view(shape).to(p.dtype)
-            m.copy_(torch.where(on, b1 * m + (1 - b1) * p.grad, m))
-            v.copy_(torch.where(on, b2 * v + (1 - b2) * p.grad.square(), v))
+            m.copy_(torch.where(on, b1 * m + (1 - b1) * grad, m))
+            v.copy_(torch.where(on, b2 * v + (1 - b2) * grad.square(), v))
             update = lr * (m / bias1) / ((v / bias2).sqrt() + self.settings.eps)
             p.sub_(torch.where(on, update, 0.0))
             p.grad = None

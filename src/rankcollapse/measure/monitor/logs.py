@@ -17,7 +17,7 @@ import os
 import struct
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -25,6 +25,9 @@ from rankcollapse.errors import ConfigError, InputError, missing_extra
 from rankcollapse.files import append_whole, write_atomic
 from rankcollapse.measure.monitor.watch import COLUMNS
 from rankcollapse.reading import MiB, open_bounded, read_bytes, read_json, text_lines
+
+if TYPE_CHECKING:
+    from torch.utils.tensorboard import SummaryWriter
 
 Keys = tuple[list[str], list[str]] | None
 """A monitor's (metrics, variants): the rows it writes; None when not told."""
@@ -180,7 +183,7 @@ class CsvLog:
         """Refuse this log if it holds another monitor's rows (`setup`: plain JSON values).
         A log without a setup file (an older version's) is checked by the metrics and
         variants its rows name, and gets the setup file with its next row."""
-        setup = json.loads(json.dumps(dict(setup)))
+        plain: dict[str, Any] = json.loads(json.dumps(dict(setup)))
         if self.path.is_dir() or not self.path.parent.is_dir():
             where = "is a folder" if self.path.is_dir() else "is in a folder that does not exist"
             raise ConfigError(
@@ -196,7 +199,7 @@ class CsvLog:
             stored = read_json(self.setup_path, SETUP_LIMIT, error=_error(self.setup_path))
             if not isinstance(stored, dict) or stored.pop("format", None) != SETUP_FORMAT:
                 raise _error(self.setup_path)("not the setup file of a monitor log")
-            _same_setup(self, stored, setup)
+            _same_setup(self, stored, plain)
         elif os.path.lexists(self.path):
             rows = read_log(self.path)
             if len(rows):
@@ -204,8 +207,8 @@ class CsvLog:
                     "metrics": sorted(set(rows["metric"])),
                     "variants": sorted(set(rows["variant"])),
                 }
-                _same_setup(self, named, {key: sorted(setup[key]) for key in named})
-        self.setup = setup
+                _same_setup(self, named, {key: sorted(plain[key]) for key in named})
+        self.setup = plain
 
     def resume(self, step: int) -> None:
         """The run starts at `step`: a log holding steps from there on is refused (unless
@@ -340,14 +343,14 @@ def parse_log(text: str, path: str | os.PathLike = "the log") -> pd.DataFrame:
         raise fail("its at_floor column holds values other than True and False")
     frame["at_floor"] = flags == "True"
     values = pd.to_numeric(frame["value"], errors="coerce")
-    text = (
+    worded = (
         values.isna() & frame["value"].notna() & (frame["value"].astype(str).str.lower() != "nan")
     )
-    if text.any():
-        line = int(text.to_numpy().argmax()) + 2
+    if worded.any():
+        line = int(worded.to_numpy().argmax()) + 2
         raise fail(
             f"line {line}: value {str(frame['value'].iloc[line - 2])!r} is not a number "
-            f"({int(text.sum())} of {len(frame)} values are text)"
+            f"({int(worded.sum())} of {len(frame)} values are text)"
         )
     frame["value"] = values.astype(float)
     return frame
@@ -424,7 +427,7 @@ class TensorBoardLog:
                 "(it is created if missing), e.g. TensorBoardLog('runs/')."
             )
         self.writer_class = SummaryWriter
-        self.writer = None
+        self.writer: SummaryWriter | None = None
         self.start = 0
         self.keys: Keys = None
 

@@ -240,8 +240,9 @@ def _check_log_setups(logs: list[Log], request: ProbeRequest, found: dict[str, A
     setup's (metrics, variants, and the model and inputs `found`)."""
     setup = {"metrics": list(request.names), "variants": [v.name for v in request.variants]}
     for log in logs:
-        if callable(getattr(log, "check", None)):
-            log.check({**setup, **found})
+        check = getattr(log, "check", None)
+        if callable(check):
+            check({**setup, **found})
 
 
 def check_scalars(**values: Any) -> None:
