@@ -48,7 +48,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "probe",
         description=__doc__,
-        epilog=models_epilog,
+        epilog=models_epilog,  # type: ignore[arg-type]  # HelpFormatter calls it, for help only
         formatter_class=HelpFormatter,
     )
     parser.add_argument("model", nargs="+", help="model names or local model directories")

@@ -15,10 +15,14 @@ import argparse
 import math
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rankcollapse.cli._common import add_figures_option
 from rankcollapse.presets import DEFAULT_PRESET, PRESET_NAMES
 from rankcollapse.sizes import bounds_text
+
+if TYPE_CHECKING:
+    from rich.progress import TaskID
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -298,7 +302,7 @@ class _progress_bar:
             TimeRemainingColumn(),
             console=console,
         )
-        self.tasks: dict[str, int] = {}
+        self.tasks: dict[str, TaskID] = {}
 
     def __enter__(self):
         self.progress.start()

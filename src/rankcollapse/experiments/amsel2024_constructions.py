@@ -39,6 +39,8 @@ Checks (constructions, so they hold by design; they guard the code, not the pape
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import pandas as pd
 import torch
@@ -139,7 +141,7 @@ def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
             fitted = fit_output_maps(heads, fit.x, fit.queries, fit.target)
             row(d_qk=r, n_heads=h, metric="rel_mse", value=layer_error(fitted.layer, held_out))
             if r == 1:  # the same heads in two layers: they vote, the next takes the majority
-                vote = layer_error(lambda q, x, heads=heads: rank_one_vote(heads, q, x), held_out)
+                vote = layer_error(partial(rank_one_vote, heads), held_out)
                 row(d_qk=1, n_heads=h, metric="rel_mse_vote", value=vote)
     return pd.DataFrame(rows)
 

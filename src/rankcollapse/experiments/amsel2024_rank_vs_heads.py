@@ -161,7 +161,6 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
     sign = "-I" if config.target == "farthest" else "+I"
     setting = f"N={config.n_points}, {config.steps} steps at most"
     note = "; ".join([setting, *dropped])
-    common = {"expected": expected, "assumptions": assumptions, "decides": DECIDES, "note": note}
     units = " (units: the seeds whose full-rank head learned; members: widths)"
     out = [
         for_every(
@@ -178,7 +177,10 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
             members=split,
             side="<",
             margin=-1.0,  # "far below": an order of magnitude
-            **common,
+            expected=expected,
+            assumptions=assumptions,
+            decides=DECIDES,
+            note=note,
         )
     ]
     if max(config.head_budgets) > 1:
@@ -196,7 +198,10 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
                 members=more,
                 side="<",
                 margin=0.0,  # above the full-rank head, by any amount
-                **common,
+                expected=expected,
+                assumptions=assumptions,
+                decides=DECIDES,
+                note=note,
             )
         )
     out.append(
@@ -211,7 +216,10 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
             members=cosines,
             side=">",
             margin=0.9,  # "lines up": within about 25 degrees
-            **common,
+            expected=expected,
+            assumptions=assumptions,
+            decides=DECIDES,
+            note=note,
         )
     )
     return out

@@ -64,7 +64,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from rankcollapse.devices import Device
 from rankcollapse.experiments._registry import Experiment, Summary, Unit, register
-from rankcollapse.experiments.verdicts import Assumption, Claim, Quote, decide, finding
+from rankcollapse.experiments.verdicts import Assumption, Claim, Quote, Side, decide, finding
 from rankcollapse.plot import path_accuracy_figure
 from rankcollapse.seeds import Seed
 from rankcollapse.sizes import NPaths
@@ -83,7 +83,6 @@ PAPER_LINE = {"convex-hull": 0.54}
 # The trivial predictor the paper compares the paths with, measured on the same data: a random
 # guess for sorting (1 / n_classes), the majority class for convex hull and memorization.
 COMPARATOR = {"sorting": "random", "convex-hull": "majority", "memorization": "majority"}
-LIMITS = {"short": SHORT, "margin": MARGIN}
 SOURCE = "Sec. 5, Fig. 4"
 
 
@@ -237,7 +236,9 @@ def seed_values(task: str, setup: TaskSetup, rows: pd.DataFrame) -> pd.DataFrame
     k = 1 and the full model's margin over the best path subset."""
     out = {}
     for seed, part in rows.groupby("seed"):
-        m = path_effectiveness(part, n_layers=setup.n_layers, comparator=COMPARATOR[task], **LIMITS)
+        m = path_effectiveness(
+            part, n_layers=setup.n_layers, comparator=COMPARATOR[task], short=SHORT, margin=MARGIN
+        )
         paths = part[part["kind"] == "paths"].astype({"n_paths": int, "length": int})
         by_length = paths.groupby(["n_paths", "length"])["value"].mean().groupby("length").max()
         out[seed] = {
@@ -343,7 +344,7 @@ def _task_finding(
     text: str,
     quantity: str,
     values: pd.Series,
-    side: str,
+    side: Side,
     margin: float,
     note: str = "",
     *,
@@ -373,7 +374,8 @@ def summarize(config: Config, results: pd.DataFrame) -> Summary:
             results[results["task"] == task],
             setup_of(config, task).n_layers,
             comparator=COMPARATOR[task],
-            **LIMITS,
+            short=SHORT,
+            margin=MARGIN,
         )["baseline"]
         for task in set(results["task"])
     }

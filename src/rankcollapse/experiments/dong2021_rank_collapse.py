@@ -40,8 +40,8 @@ windows on the paper's side; "about 0": res_comp_rel below 0.01; "well above 0":
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Literal
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Literal
 
 import pandas as pd
 import torch
@@ -61,7 +61,7 @@ from rankcollapse.theory import (
     layers_above,
     shown_layer_stats,
 )
-from rankcollapse.variants import AUTHORS_VARIANTS, DONG_VARIANTS, variant_type
+from rankcollapse.variants import AUTHORS_VARIANTS, DONG_VARIANTS, Variant, variant_type
 
 NAME = "dong2021-rank-collapse"
 NEAR_ZERO = 0.01  # "about 0": 1% of the input's relative residual scale
@@ -75,8 +75,12 @@ METRIC = "res_comp_rel"
 METRICS = [METRIC, "mu_rel", "stable_rank"]
 SKIPLESS = [v for v in DONG_VARIANTS if not v.attention_skip]  # san, san+mlp
 WITH_SKIP = [v for v in DONG_VARIANTS if v.attention_skip]  # san+skip, transformer
-ModelName = text_model_type()  # a text model of `rankcollapse.hf.MODELS`
-VariantName = variant_type("dong", "dong-authors")  # exact and authors' variants
+if TYPE_CHECKING:  # names to mypy; pydantic checks them against the registry and the sets
+    ModelName = str
+    VariantName = Variant
+else:
+    ModelName = text_model_type()  # a text model of `rankcollapse.hf.MODELS`
+    VariantName = variant_type("dong", "dong-authors")  # exact and authors' variants
 
 
 def decoders(models: Iterable[str]) -> list[str]:
@@ -124,7 +128,9 @@ class Config(BaseModel):
 
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
-    arms: list[Arm] = Field(default_factory=lambda: [Arm(**a) for a in ALL_ARMS], min_length=1)
+    arms: list[Arm] = Field(
+        default_factory=lambda: [Arm.model_validate(a) for a in ALL_ARMS], min_length=1
+    )
     """Models and initialisations, e.g. [{"model": "minilm", "init": "pretrained"}]."""
     variants: list[VariantName] = Field(default_factory=lambda: list(DONG_VARIANTS), min_length=1)
     """Variants of arms without their own list (san, san+mlp, san+skip, transformer, ...)."""
@@ -206,7 +212,7 @@ SAYS = {
 }
 
 
-def per_sample(results: pd.DataFrame, init: str, variants: list[str]) -> pd.DataFrame:
+def per_sample(results: pd.DataFrame, init: str, variants: Sequence[str]) -> pd.DataFrame:
     """res_comp_rel per (model, variant, sample) x layer of one init: the units of a finding."""
     rows = results[
         (results["metric"] == METRIC)

@@ -111,6 +111,7 @@ def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
 
     from rankcollapse.metrics import measure_layers
     from rankcollapse.nets import ToyNet, random_tokens, toy_config
+    from rankcollapse.nets.layers import MLPBlock
     from rankcollapse.seeds import stream_seed
 
     net = ToyNet(
@@ -126,7 +127,8 @@ def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
     if unit["mlp_gain"] != 1.0:  # lambda of the MLP grows with its output weights (Cor 3.2)
         with torch.no_grad():
             for block in net.layers:
-                block.mlp_block.mlp.w_2.mul_(unit["mlp_gain"])
+                if isinstance(block.mlp_block, MLPBlock):  # san+mlp's: no other has a gain
+                    block.mlp_block.mlp.w_2.mul_(unit["mlp_gain"])
     x = random_tokens(
         config.n_samples,
         config.n_tokens,

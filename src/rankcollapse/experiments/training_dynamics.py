@@ -101,12 +101,13 @@ def units(config: Config) -> list[Unit]:
 def arm_net(config: Config, arm: Arm, seed: int) -> NetConfig:
     """GPT-2's block (skip on, pre-LN, T = 1) with the one change of `arm`."""
     d_qk = config.d_model // config.n_heads
-    change = {
+    changes: dict[Arm, dict[str, object]] = {
         "pre-ln": {},
         "post-ln": {"norm": "post"},
         "no-skip": {"skip": "off", "mlp_skip": False},
         "hot": {"temperature": config.hot_temperature**2 * d_qk},  # scale 1/sqrt(T^2 d_qk)
-    }[arm]
+    }
+    change = changes[arm]
     gpt2: dict[str, Any] = {
         "skip": "on",
         "norm": "pre",
@@ -117,7 +118,9 @@ def arm_net(config: Config, arm: Arm, seed: int) -> NetConfig:
         "dtype": "float32",
     }
     sizes = {"n_layers": config.n_layers, "n_heads": config.n_heads, "d_model": config.d_model}
-    return NetConfig(**{**gpt2, **change}, **sizes, seed=stream_seed(seed, "weights"))
+    return NetConfig.model_validate(
+        {**gpt2, **change, **sizes, "seed": stream_seed(seed, "weights")}
+    )
 
 
 def run_unit(config: Config, unit: Unit) -> pd.DataFrame:

@@ -61,7 +61,7 @@ from rankcollapse.experiments import verdicts
 from rankcollapse.experiments._curves import CORE_MASKS, CurvesConfig, WuVariant
 from rankcollapse.experiments._registry import Experiment, Summary, Unit, register
 from rankcollapse.experiments.verdicts import Assumption, Claim, Quote
-from rankcollapse.hf import MODELS, text_model_type
+from rankcollapse.hf import MODELS, Init, text_model_type
 from rankcollapse.masks import MaskSpec, parse_mask_spec
 from rankcollapse.measure import ModelSource, load_cached, real_curves, toy_curves
 from rankcollapse.plot import mask_panels
@@ -151,10 +151,13 @@ def units(config: Config) -> list[Unit]:
 
 def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
     model, device = unit["model"], config.device
-    common: dict[str, Any] = {"seed": config.seed}
     if model == "toy":
         frame = toy_curves(
-            config.variants, unit["mask"], **config.toy.model_dump(), device=device, **common
+            config.variants,
+            unit["mask"],
+            **config.toy.model_dump(),
+            device=device,
+            seed=config.seed,
         )
     else:
         name = "bert-base" if model == DEEP else model
@@ -169,7 +172,7 @@ def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
             modes=config.modes,
             n_samples=config.n_samples,
             n_tokens=config.n_tokens,
-            **common,
+            seed=config.seed,
         )
     frame = frame.assign(model=model, device=str(device))
     return frame[COLUMNS]
@@ -183,7 +186,7 @@ def modes_of(config: Config, model: str) -> list[str]:
     return ["eval"] if model == "toy" else list(config.modes)
 
 
-def init_of(model: str) -> str:
+def init_of(model: str) -> Init:
     """The init a model runs at: the toy at random, a real one at its registry default (the
     deep BERT: BERT-base's, random)."""
     return (
@@ -219,10 +222,12 @@ def norm_growth(results: pd.DataFrame) -> pd.DataFrame:
     return collapse_rates(norms, BY)[[*BY, "slope"]]
 
 
-def _members(slopes: pd.DataFrame, results: pd.DataFrame, variant: str) -> dict:
+def _members(
+    slopes: pd.DataFrame, results: pd.DataFrame, variant: str
+) -> dict[str, list[float] | None]:
     """member "model/mode/mask" -> per-sample slopes of `variant` (None: the curve diverged)."""
     part = slopes[slopes["variant"] == variant]
-    members = {
+    members: dict[str, list[float] | None] = {
         f"{k[0]}/{k[1]}/{k[2]}": list(g["slope"])
         for k, g in part.groupby(["model", "mode", "mask"], sort=False)
     }
@@ -264,7 +269,9 @@ def _san_claims(config: Config, results: pd.DataFrame, slopes: pd.DataFrame) -> 
     members = _members(slopes, results, "san")
     assumptions = thm1_assumptions(results)
     arms = [(m, mode) for m in config.models for mode in modes_of(config, m)]
-    groups = {None: [a for a in arms if in_paper_setting(a[0])]}
+    groups: dict[str | None, list[tuple[str, str]]] = {
+        None: [a for a in arms if in_paper_setting(a[0])]
+    }
     groups |= {m: [a for a in arms if a[0] == m] for m in config.models if not in_paper_setting(m)}
     found = []
     for model, group in groups.items():

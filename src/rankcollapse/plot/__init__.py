@@ -8,7 +8,12 @@ its PNG (200 dpi) and SVG bytes. `rankcollapse.plot.style` holds the sizes, pale
 and label helpers every figure of the project uses.
 """
 
+from typing import TYPE_CHECKING
+
 from rankcollapse.lazy import lazy_names
+
+if TYPE_CHECKING:  # to mypy the function, not its module of the same name
+    from rankcollapse.plot.heatmap import heatmap as heatmap
 
 FORMATS = ("png", "svg")  # the files of every figure (`render`)
 

@@ -100,10 +100,10 @@ def wu_bound_figure(
             ax.plot(log_mu.index, np.exp(log_mu), style, color="C0", label=f"mu, seed {seed}")
             r = mask_radius(mask, n_tokens)
             eps = part[part["metric"] == "eps"].sort_values("layer")["value"].to_numpy()
-            norms = part[part["metric"] == "value_norm"].sort_values("layer")["value"]
+            value_norms = part[part["metric"] == "value_norm"].sort_values("layer")["value"]
             if norm == "none" and math.isfinite(r) and len(eps):
                 log_b = thm1_log_bound(
-                    eps, int(r), n_tokens, norms.to_numpy() if len(norms) else None
+                    eps, int(r), n_tokens, value_norms.to_numpy() if len(value_norms) else None
                 )
                 ax.plot(
                     np.arange(len(log_b)),

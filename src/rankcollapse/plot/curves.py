@@ -85,7 +85,7 @@ def _series_label(value: Any) -> str | None:
     if value is None:
         return None
     if isinstance(value, (float, np.floating)):
-        return fraction(value)
+        return fraction(float(value))
     return fractions_in(str(value))
 
 
@@ -211,7 +211,7 @@ def _spread_share_labels(fig: Figure) -> None:
     canvas = fig.canvas if hasattr(fig.canvas, "get_renderer") else FigureCanvasAgg(fig)
     fig.draw_without_rendering()
     renderer = canvas.get_renderer()
-    placed = []
+    placed: list[transforms.Bbox] = []
     for label in sorted(labels, key=lambda a: (a.get_window_extent(renderer).x0, a.xyann[1])):
         dx, dy = label.xyann
         for step in range(SHARE_TRIES):
@@ -409,7 +409,7 @@ def band_plot(
                 floor_column=floor_column,
                 floor=mark,
             )
-            if key is not None:
+            if panel and key is not None:  # keys are [None] when there is no panel
                 ax.set_title(_panel_title(panel, key))
         for i, (key, ax) in enumerate(zip(keys, axes, strict=True)):
             rows = df if key is None else df[df[panel] == key]
@@ -444,7 +444,8 @@ def _log_scale(rows: pd.DataFrame, y: str, logy: bool, floor_column: str | None)
 
 
 def _n_cols(fig: Figure) -> int:
-    return fig.axes[0].get_subplotspec().get_gridspec().ncols if fig.axes else 1
+    spec = fig.axes[0].get_subplotspec() if fig.axes else None  # new_figure's: a subplot's
+    return spec.get_gridspec().ncols if spec is not None else 1
 
 
 def _panel_title(panel: str, key: Any) -> str:

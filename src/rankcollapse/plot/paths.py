@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
+from matplotlib import ticker
 from matplotlib.figure import Figure
 
 from rankcollapse.plot.curves import band_plot, line_plot, ordered_values
 from rankcollapse.plot.style import log_axis, new_figure
+
+if TYPE_CHECKING:
+    from matplotlib.artist import Artist
+    from matplotlib.typing import LineStyleType
 
 
 def products_figure(products: pd.DataFrame) -> Figure:
@@ -35,7 +40,8 @@ def products_figure(products: pd.DataFrame) -> Figure:
     return fig
 
 
-REFERENCE_LINES = {  # column of the reference table -> legend label, colour, line style
+# column of the reference table -> legend label, colour, line style
+REFERENCE_LINES: dict[str, tuple[str, str, LineStyleType]] = {
     "full model": ("full model", "k", "--"),
     "position_majority": ("majority class per position", "0.3", (0, (5, 1, 1, 1))),
     "majority": ("majority class", "0.45", ":"),
@@ -114,7 +120,7 @@ def path_accuracy_figure(
                 marker, style = styles[sizes.index(line.get_label()) % len(styles)]
                 line.set(marker=marker, linestyle=style)
         ref = reference.loc[task]
-        own = [
+        own: list[Artist] = [
             ax.plot(
                 [0],
                 [data.loc[(data["task"] == task) & (data["length"] == 0), "value"].mean()],
@@ -125,9 +131,9 @@ def path_accuracy_figure(
                 label="k = 0 (the embedding alone)",
             )[0]
         ]
-        for column, (label, color, style) in REFERENCE_LINES.items():
+        for column, (label, color, line_style) in REFERENCE_LINES.items():
             if column in ref and np.isfinite(ref[column]):
-                own.append(ax.axhline(ref[column], color=color, ls=style, lw=1, label=label))
+                own.append(ax.axhline(ref[column], color=color, ls=line_style, lw=1, label=label))
         floor = floors[task]
         own.append(
             ax.axhspan(
@@ -141,6 +147,8 @@ def path_accuracy_figure(
         )
         ax.set_xlabel("path length k")
         ax.set_xlim(-0.5, data["length"].max() + 0.5)  # k = 0 in view: the claims compare with it
-        ax.xaxis.get_major_locator().set_params(integer=True)
+        locator = ax.xaxis.get_major_locator()
+        if isinstance(locator, ticker.MaxNLocator):  # a linear axis's AutoLocator
+            locator.set_params(integer=True)
         ax.legend(handles=own, fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.36))
     return figure

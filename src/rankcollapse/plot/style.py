@@ -15,14 +15,17 @@ import math
 import re
 from collections.abc import Iterator
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import matplotlib
 import numpy as np
-from matplotlib import ticker
+from matplotlib import rcsetup, ticker
 from matplotlib.figure import Figure
 
 from rankcollapse.plot import FORMATS
+
+if TYPE_CHECKING:
+    from matplotlib.typing import RcKeyType
 
 COLUMN_WIDTH = 3.4  # in: one column of a two-column paper
 FULL_WIDTH = 7.0  # in: the full text width
@@ -36,7 +39,7 @@ LINESTYLES = ("-", "--", ":", "-.")
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">")
 FLOOR_COLOR = "#777777"
 
-RC: dict[str, Any] = {
+RC: dict[RcKeyType, Any] = {
     "font.size": 8.5,
     "axes.titlesize": 8.5,
     "axes.labelsize": 8.5,
@@ -54,7 +57,7 @@ RC: dict[str, Any] = {
     "grid.alpha": 0.3,
     "grid.linewidth": 0.5,
     "legend.frameon": False,
-    "axes.prop_cycle": matplotlib.cycler(
+    "axes.prop_cycle": rcsetup.cycler(
         color=list(PALETTE), linestyle=list(LINESTYLES) * 2, marker=list(MARKERS[:8])
     ),
     "image.cmap": "viridis",
@@ -273,8 +276,9 @@ def render(fig: Figure, formats: tuple[str, ...] = FORMATS) -> dict[str, bytes]:
     """
     out = {}
     with context():
-        if formats[0] != "png" and fig.get_layout_engine() is not None:
-            fig.get_layout_engine().execute(fig)  # as a PNG's draw starts; no drawing
+        engine = fig.get_layout_engine()
+        if formats[0] != "png" and engine is not None:
+            engine.execute(fig)  # as a PNG's draw starts; no drawing
             fig.set_layout_engine("none")
         for fmt in formats:
             buffer = io.BytesIO()

@@ -146,7 +146,7 @@ def _experiment_of(out_dir: Path, manifest: dict[str, Any]) -> Experiment:
 
 def _summarize(
     out_dir: Path, exp: Experiment, config: BaseModel, results: pd.DataFrame, *, figures: bool
-) -> tuple[Summary, dict[str, dict[str, bytes]], dict[str, tuple[float, ...]]]:
+) -> tuple[Summary, dict[str, dict[str, bytes]], dict[str, tuple[float, float]]]:
     """The experiment's summary of the stored rows, with its figures rendered (when drawn)
     in the project's style: (summary, name -> {format: bytes}, name -> size in inches)."""
     from rankcollapse.plot import style  # the one figure style (sizes, fonts, palette)
@@ -161,7 +161,10 @@ def _summarize(
             ) from None
         drawn = summary.figures if figures else {}
         rendered = {name: style.render(fig) for name, fig in drawn.items()}
-    sizes = {name: tuple(fig.get_size_inches()) for name, fig in drawn.items()}
+    sizes = {}
+    for name, fig in drawn.items():
+        width, height = fig.get_size_inches()
+        sizes[name] = (float(width), float(height))
     return summary, rendered, sizes
 
 

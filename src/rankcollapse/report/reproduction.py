@@ -130,7 +130,7 @@ def reproduction_table(
 ) -> pd.DataFrame:
     """One row per finding of every registered experiment (see the module docstring)."""
     runs = stored_runs(results_root, notify)
-    rows = []
+    rows: list[dict[str, object]] = []
     for name in experiment_names():
         run = choose_run(runs, name, preset)
         if run is None:

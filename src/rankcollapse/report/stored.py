@@ -180,7 +180,8 @@ def _check_column(path: Path, frame: pd.DataFrame, name: str, ok, what: str) -> 
     if name not in frame.columns or ok(frame[name]):
         return
     as_number = pd.to_numeric(frame[name], errors="coerce")
-    bad = frame[name][as_number.isna() & frame[name].notna()] if what != "True or False" else []
+    column = frame[name]
+    bad = column[as_number.isna() & column.notna()] if what != "True or False" else column.iloc[:0]
     first = bad.index[0] if len(bad) else frame.index[0]
     raise damaged(
         path, f"column {name!r} should hold {what}; line {first + 2} has {frame[name][first]!r}"

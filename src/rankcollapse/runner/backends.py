@@ -55,7 +55,7 @@ from concurrent.futures import (
 )
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Any, overload
 
 import pandas as pd
 from pydantic import BaseModel
@@ -273,6 +273,7 @@ def _run_processes(tasks: Sequence[Task], finished: Finished, jobs: int) -> None
         def submit() -> None:
             """Every worker busy and one task queued (a follow-up waits for one unit at most);
             follow-ups first; after a failure, no new unit."""
+            what: int | FollowUp
             while len(futures) <= jobs and (follow_ups or (waiting and not failure)):
                 if follow_ups:
                     what = follow_ups.popleft()
@@ -433,6 +434,10 @@ RAY_ADDRESS = re.compile(
 RAY_CONNECT_SECONDS = 10  # a TCP handshake takes milliseconds; a silent port must not hang
 
 
+@overload
+def check_address(address: str) -> tuple[str, int]: ...
+@overload
+def check_address(address: None) -> None: ...
 def check_address(address: str | None) -> tuple[str, int] | None:
     """(host, port) of a Ray cluster address written HOST:PORT, or ConfigError; None for None.
 

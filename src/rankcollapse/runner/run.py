@@ -360,7 +360,10 @@ def execute_all(
         except UnitFailure as failure:
             run, i = tasks[failure.index]
             raise run.failed(i, failure.failed) from None
-        return [run.result for run in runs]
+        results = [run.result for run in runs if run.result is not None]
+        if len(results) < len(runs):  # each run's report is built once its last unit is stored
+            raise RuntimeError("a run ended with every unit stored but no report")
+        return results
 
 
 def expected_seconds(plan: Plan, stored: Stored) -> list[float]:

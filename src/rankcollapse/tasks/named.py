@@ -17,7 +17,7 @@ from rankcollapse.tasks.memorization import memorization_data
 from rankcollapse.tasks.sorting import sorting_data
 
 TaskName = Literal["sorting", "convex-hull", "memorization"]
-TASKS: tuple[str, ...] = ("sorting", "convex-hull", "memorization")
+TASKS: tuple[TaskName, ...] = ("sorting", "convex-hull", "memorization")
 
 
 def task_data(task: str, n_samples: int, *, seed: int, n_tokens: int) -> TaskData:

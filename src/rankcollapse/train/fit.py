@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import numpy as np
 import torch
@@ -26,12 +26,14 @@ from rankcollapse.train.loop import CheckpointStore, TrainConfig, check_store, c
 if TYPE_CHECKING:
     from rankcollapse.measure.monitor import Monitor
 
+M = TypeVar("M", bound=nn.Module)
+
 
 @dataclass
-class TrainedModel:
+class TrainedModel(Generic[M]):
     """A trained model, its per-step training losses, and whether it came from the store."""
 
-    model: nn.Module
+    model: M
     losses: list[float]
     reused: bool
     key: str
@@ -43,7 +45,7 @@ class TrainedModel:
 
 
 def train_model(
-    model: nn.Module,
+    model: M,
     model_config: dict[str, Any],
     inputs: Tensor,
     targets: Tensor,
@@ -52,7 +54,7 @@ def train_model(
     store: CheckpointStore | None = None,
     device: torch.device | str = "cpu",
     monitor: Monitor | None = None,
-) -> TrainedModel:
+) -> TrainedModel[M]:
     """Train `model` (built from `model_config`) on the data, or load it from `store`.
 
     The checkpoint key covers everything that determines the weights: `model_config` (which must
@@ -141,7 +143,7 @@ def train_on_task(
     store: CheckpointStore | None = None,
     device: torch.device | str = "cpu",
     monitor: Callable[[SAN], Monitor] | None = None,
-) -> tuple[TrainedModel, TaskData]:
+) -> tuple[TrainedModel[SAN], TaskData]:
     """Train the SAN of `task` (`rankcollapse.tasks.san_config`) as `setup` says.
 
     `monitor` (`rankcollapse.measure.monitor.watch`) is called with the SAN once it is built,

@@ -41,16 +41,16 @@ class TrainConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    steps: int = Field(1000, ge=0)
+    steps: int = Field(default=1000, ge=0)  # default=: a default to mypy too
     """Adam steps (one mini-batch each)."""
     batch_size: BatchSize = 64
     """Sequences per mini-batch (capped at the data size)."""
-    lr: float = Field(1e-3, gt=0)
+    lr: float = Field(default=1e-3, gt=0)
     """Adam learning rate (the peak one under a schedule)."""
     schedule: Literal["constant", "cosine"] = "constant"
     """After a linear warm-up over `warmup` steps: constant `lr`, or cosine decay towards 0
     (`warmup_cosine`)."""
-    warmup: int = Field(0, ge=0)
+    warmup: int = Field(default=0, ge=0)
     """Linear warm-up steps (0: none)."""
     seed: Seed = 0
     """Seeds the order of the mini-batches."""
