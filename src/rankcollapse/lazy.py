@@ -24,9 +24,8 @@ def lazy_names(
     the submodule lacks is the submodule itself, e.g. `plot.style`). A function in `deferred`
     whose submodule is not loaded yet is a `Deferred` stand-in (not kept), loaded at its call.
 
-    A name equal to its submodule's (`plot.heatmap`, the function of `plot/heatmap.py`) must
-    not be imported as a module first (`import rankcollapse.plot.heatmap`): the package would
-    then hold the module under that name.
+    A function must not share its submodule's name: once the submodule is imported (by a
+    doctest's collection, say), the package holds the module under that name.
 
     Example:
         >>> getattr_, _ = lazy_names("json", {"JSONDecodeError": "decoder"})

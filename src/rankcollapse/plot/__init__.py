@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING
 
 from rankcollapse.lazy import lazy_names
 
-if TYPE_CHECKING:  # to mypy the function, not its module of the same name
-    from rankcollapse.plot.heatmap import heatmap as heatmap
+if TYPE_CHECKING:
+    from rankcollapse.plot.heatmaps import heatmap as heatmap
 
 FORMATS = ("png", "svg")  # the files of every figure (`render`)
 
@@ -29,7 +29,7 @@ _NAMES = {
     "depth_figures": "amsel",
     "dong_bound_figure": "bounds",
     "fraction": "style",
-    "heatmap": "heatmap",
+    "heatmap": "heatmaps",
     "layers": "curves",
     "length_figures": "paths",
     "line_plot": "curves",
