@@ -19,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime as dt
-import importlib.metadata
 import platform
 import re
 import sys
@@ -32,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 import yaml  # writes config.yaml; every read goes through rankcollapse.reading
 from pydantic import BaseModel
 
-from rankcollapse import __version__
+from rankcollapse import __version__, installed_versions
 from rankcollapse.errors import ConfigError, InputError, OutputError, UnitError
 from rankcollapse.experiments import (
     Claim,
@@ -676,9 +675,15 @@ def _manifest(
     plan: Plan, jobs: int, started: str, n_cached: int, n_pending: int, recomputed: list[dict]
 ) -> dict[str, Any]:
     packages = {"rankcollapse": __version__, "python": platform.python_version()}
+    found = installed_versions(*PACKAGES)
     for package in PACKAGES:
-        with contextlib.suppress(importlib.metadata.PackageNotFoundError):
-            packages[package] = importlib.metadata.version(package)
+        if package not in found:  # an editable or egg install: importlib.metadata finds it
+            import importlib.metadata
+
+            with contextlib.suppress(importlib.metadata.PackageNotFoundError):
+                found[package] = importlib.metadata.version(package)
+        if package in found:
+            packages[package] = found[package]
     return {
         "experiment": plan.experiment.name,
         "description": plan.experiment.description,
