@@ -20,6 +20,8 @@ def installed_versions(*names: str) -> dict[str, str]:
     wanted = {_normal(name): name for name in names}
     found: dict[str, str] = {}
     for entry in sys.path:
+        if set(wanted.values()) <= found.keys():
+            break
         try:
             folders = os.listdir(entry or ".")
         except OSError:  # a zip file, a missing folder
@@ -28,7 +30,7 @@ def installed_versions(*names: str) -> dict[str, str]:
             if folder.endswith(_SUFFIX):
                 name, _, version = folder[: -len(_SUFFIX)].partition("-")
                 found.setdefault(wanted.get(_normal(name), ""), version)
-    found.pop("", None)
+                found.pop("", None)
     return found
 
 
