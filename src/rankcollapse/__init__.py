@@ -3,26 +3,42 @@
 import os
 import sys
 
-_NAME = "rankcollapse-"
 _SUFFIX = ".dist-info"
 
 
-def _version() -> str:
-    """The installed version, read from the name of the distribution's metadata folder
-    (`rankcollapse-0.1.0.dist-info`, PEP 427) in the first entry of sys.path that holds one, as
+def installed_versions(*names: str) -> dict[str, str]:
+    """{name: version} of the distributions among `names` that are installed, each read from
+    the name of its metadata folder (`rankcollapse-0.1.0.dist-info`, PEP 427; names compared
+    case- and separator-blind) in the first entry of sys.path that holds one, as
     `importlib.metadata.version` finds it; importing importlib.metadata (email, zipfile) would
-    take about 50 ms of every command's start-up. A source tree without installation: 0.0.0."""
+    take about 50 ms of every command's start-up. A name without such a folder is left out.
+
+    Example:
+        >>> installed_versions("no-such-distribution")
+        {}
+    """
+    wanted = {_normal(name): name for name in names}
+    found: dict[str, str] = {}
     for entry in sys.path:
+        if set(wanted.values()) <= found.keys():
+            break
         try:
-            names = os.listdir(entry or ".")
+            folders = os.listdir(entry or ".")
         except OSError:  # a zip file, a missing folder
             continue
-        for name in names:
-            if name.startswith(_NAME) and name.endswith(_SUFFIX):
-                return name[len(_NAME) : -len(_SUFFIX)]
-    return "0.0.0"
+        for folder in folders:
+            if folder.endswith(_SUFFIX):
+                name, _, version = folder[: -len(_SUFFIX)].partition("-")
+                found.setdefault(wanted.get(_normal(name), ""), version)
+                found.pop("", None)
+    return found
 
 
-__version__ = _version()
+def _normal(name: str) -> str:
+    return name.lower().replace("_", "-").replace(".", "-")
 
-__all__ = ["__version__"]
+
+# a source tree without installation: 0.0.0
+__version__ = installed_versions("rankcollapse").get("rankcollapse", "0.0.0")
+
+__all__ = ["__version__", "installed_versions"]

@@ -5,13 +5,16 @@ dependencies (torch and scipy through the bounds): what a command or a worker im
 with what it uses, not with the package. A function named `deferred` goes further: until its
 submodule is loaded, the name gives a stand-in that imports the submodule at its first call, so
 a module that imports a figure function at its top (every experiment) loads matplotlib only
-when it draws (a stored run, a worker that runs units: never).
+when it draws (a stored run, a worker that runs units: never). `lazy_module("pandas")` does
+the same for a library a module uses in its functions only: a fully stored `rankcollapse run`
+then never imports pandas or numpy (their import is most of its time).
 """
 
 from __future__ import annotations
 
 import importlib
 import sys
+import types
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
@@ -86,3 +89,31 @@ class Deferred:
 
     def __repr__(self) -> str:
         return f"<deferred {self._module}.{self._name}>"
+
+
+class LazyModule(types.ModuleType):
+    """The module `name`, imported at the first look at one of its attributes (`pd.DataFrame`);
+    every look goes to the module itself, so a name set on it later is seen."""
+
+    def __getattr__(self, attribute: str) -> Any:
+        return getattr(importlib.import_module(self.__name__), attribute)
+
+    def __repr__(self) -> str:
+        return f"<lazy module {self.__name__!r}>"
+
+
+def lazy_module(name: str) -> Any:
+    """`name` as it is (imported already), else a `LazyModule` that imports it when used. For
+    type checkers, import it under `TYPE_CHECKING` and bind this in the `else` branch:
+
+        if TYPE_CHECKING:
+            import pandas as pd
+        else:
+            pd = lazy_module("pandas")
+
+    Example:
+        >>> colorsys = lazy_module("colorsys")
+        >>> colorsys.rgb_to_hsv(1.0, 0.0, 0.0)
+        (0.0, 1.0, 1.0)
+    """
+    return sys.modules.get(name) or LazyModule(name)

@@ -84,22 +84,57 @@ def test_a_damaged_claims_file_makes_the_run_build_the_report_again(tmp_path):
     assert [c.id for c in again.claims] == ["positive", "impossible"]
 
 
-def test_a_fully_stored_cli_run_imports_no_torch(tmp_path):
-    """Nothing to compute and the report current: no unit, no device, so no torch."""
+def test_a_fully_stored_cli_run_imports_no_torch_pandas_or_numpy(tmp_path):
+    """Nothing to compute and the report current: no unit, no device, so no torch; the rows
+    are neither built nor read, so no pandas or numpy (most of such a run's time); the same
+    lines are printed and the same files left as after the run that computed them."""
     out = tmp_path / "toy"
-    argv = ["run", "toy-collapse", "--set", "seeds=[0]", "--jobs", "1", "--out", str(out)]
+    argv = ["run", "toy-collapse", "--set", "seeds=[0]", "--out", str(out), "--jobs"]
     program = (
         "import sys; from rankcollapse.cli import main; code = main(sys.argv[1:]); "
-        "print('torch' in sys.modules, file=sys.stderr); sys.exit(code)"
+        "print(*(m in sys.modules for m in ('torch', 'pandas', 'numpy')), file=sys.stderr); "
+        "sys.exit(code)"
     )
     command = [sys.executable, "-c", program, *argv]
-    first = subprocess.run(command, capture_output=True, text=True, check=False)
+    first = subprocess.run([*command, "1"], capture_output=True, text=True, check=False)
     assert first.returncode == 0, first.stderr
-    again = subprocess.run(command, capture_output=True, text=True, check=False)
+    files = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    # two workers: none is started, and no unit's time is estimated (numpy)
+    again = subprocess.run([*command, "2"], capture_output=True, text=True, check=False)
     assert again.returncode == 0, again.stderr
-    assert first.stderr.split()[-1] == "True"  # the check sees torch when units run here
-    assert again.stderr.split()[-1] == "False"
-    assert "0 units run" in again.stdout
+    assert first.stderr.split()[-3:] == ["True"] * 3  # the check sees them when units run here
+    assert again.stderr.split()[-3:] == ["False"] * 3
+    assert again.stdout == first.stdout.replace("6 units run, 0 reused", "0 units run, 6 reused")
+    changed = {p.name for p, data in files.items() if p.read_bytes() != data}
+    assert changed == {"manifest.json", ".lock"}  # its times; the lock's holder
+    assert {p for p in out.rglob("*") if p.is_file()} == set(files)
+
+
+def test_a_stored_run_writes_results_csv_again_only_when_it_differs_from_its_units(tmp_path):
+    """results.csv is kept when it is what the last complete run wrote from these unit files
+    (the manifest's rows_sha256 and results_sha256), else written again from the units."""
+    first = run(TINY, tmp_path)
+    csv = tmp_path / "run" / "results.csv"
+    whole, stamp = csv.read_bytes(), csv.stat().st_mtime_ns
+    run(TINY, tmp_path)
+    assert csv.stat().st_mtime_ns == stamp  # kept, not written again
+    csv.write_bytes(whole.replace(b"\n", b"\r\n"))  # the same table, other bytes
+    again = run(TINY, tmp_path)
+    assert csv.read_bytes() == whole and again.n_computed == 0
+    assert again.results.equals(first.results)
+    unit = sorted((tmp_path / "run" / "units").glob("*.json"))[0]
+    unit.write_bytes(unit.read_bytes()[:-20])  # damaged: recomputed, results.csv written anew
+    assert run(TINY, tmp_path).n_computed == 1 and csv.read_bytes() == whole
+
+
+def test_a_file_of_the_users_in_tables_is_no_table_of_the_stored_report(tmp_path):
+    seen: list[int] = []
+    experiment = counting_experiment(seen)
+    run(experiment, tmp_path)
+    (tmp_path / "run" / "tables" / "mine.csv").write_text("layer,value\n1,2.0\n")
+    again = run(experiment, tmp_path)
+    assert len(seen) == 1 and list(again.summary.tables) == ["mean-per-layer"]
+    assert (tmp_path / "run" / "tables" / "mine.csv").read_text() == "layer,value\n1,2.0\n"
 
 
 def test_a_report_page_cut_short_or_added_to_is_built_again(tmp_path):

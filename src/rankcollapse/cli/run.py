@@ -178,7 +178,7 @@ def run(args: argparse.Namespace) -> int:
         )
     for result in results:
         print_claims(result)
-        print_failed_findings(result.summary)
+        print_failed_findings(result)
     return 0
 
 
@@ -323,13 +323,13 @@ def print_claims(result) -> None:
     from rich.text import Text
 
     from rankcollapse.cli._console import console
-    from rankcollapse.experiments import tally
+    from rankcollapse.experiments import Summary, tally
     from rankcollapse.report import format_value
 
     table = Table(title=f"{result.name}: findings and checks", title_justify="left")
     for column in ("kind", "id", "claim", "measured", "expected", "result"):
         table.add_column(column, overflow="fold")
-    summary = result.summary
+    summary = Summary(claims=result.claims)  # not result.summary: its tables are not read
     colours = {"PASS": "green", "FAIL": "red", "NOT TESTED": "yellow"}
     for claim in summary.findings + summary.beyond + summary.checks:
         verdict = f"[{colours[claim.verdict]}]{claim.verdict}[/]"

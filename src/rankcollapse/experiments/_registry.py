@@ -29,9 +29,8 @@ import sys
 import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from rankcollapse.errors import ConfigError, did_you_mean, invalid_config, unknown_name
@@ -40,6 +39,9 @@ from rankcollapse.experiments.verdicts import (
 )
 from rankcollapse.presets import DEFAULT_PRESET, PRESET_NAMES, PRESETS
 from rankcollapse.sizes import SIZES, Size
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 Unit = dict[str, Any]
 TOY_SIZES = ("n_layers", "n_heads", "d_model", "n_tokens", "n_samples")
@@ -67,8 +69,12 @@ def toy_sizes(**defaults: int) -> type[BaseModel]:
     fields: dict[str, Any] = {}
     for name, value in defaults.items():
         fields[name] = (Annotated[int, Size(name)], Field(value, description=SIZES[name].doc))
-    config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
-    return create_model("ToySizes", __config__=config, **fields)
+    sizes = create_model("ToySizes", __config__=ConfigDict(extra="forbid"), **fields)
+    # Its subclass's own fields take their docstrings; this model's fields have theirs, and
+    # pydantic would search the caller's source for a class statement that is not there (a
+    # tenth of a fully stored run's time).
+    sizes.model_config["use_attribute_docstrings"] = True
+    return sizes
 
 
 @dataclass

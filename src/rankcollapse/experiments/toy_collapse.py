@@ -42,17 +42,22 @@ Findings, each decided by the one rule (`rankcollapse.experiments.verdicts`) ove
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-import numpy as np
-import pandas as pd
 from pydantic import ConfigDict, Field
 
 from rankcollapse.experiments._registry import Experiment, Summary, Unit, register, toy_sizes
 from rankcollapse.experiments.verdicts import Claim, Quote, finding, for_every
+from rankcollapse.lazy import lazy_module
 from rankcollapse.plot import band_plot
 from rankcollapse.seeds import Seed
 from rankcollapse.theory import contraction_factors, layer_cells, layer_stats, shown_layer_stats
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+else:  # a stored run imports this module and never its results' libraries
+    np, pd = lazy_module("numpy"), lazy_module("pandas")
 
 NAME = "toy-collapse"
 

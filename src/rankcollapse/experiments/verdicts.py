@@ -29,9 +29,14 @@ import functools
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import numpy as np
+from rankcollapse.lazy import lazy_module
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = lazy_module("numpy")
 
 LEVEL = 0.95
 """The two-sided confidence of every finding's interval: the one spread rule."""

@@ -17,15 +17,23 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 from pydantic import BaseModel
 
 from rankcollapse.errors import InputError, OutputError
 from rankcollapse.experiments import Claim, Experiment, Summary, Tally, get_experiment
 from rankcollapse.files import check_replaceable, digest, json_bytes, write_atomic
-from rankcollapse.reading import MiB, open_bounded, read_json, read_text, refuse_links, shown
+from rankcollapse.lazy import lazy_module
+from rankcollapse.reading import (
+    MiB,
+    open_bounded,
+    read_bytes,
+    read_json,
+    read_text,
+    refuse_links,
+    shown,
+)
 from rankcollapse.report.html import KEY_META, PAGE_END, render_html, tidy_table
 from rankcollapse.report.stored import (
     MAX_YAML,
@@ -35,7 +43,13 @@ from rankcollapse.report.stored import (
     read_config,
     read_manifest,
     read_results,
+    results_sha256,
 )
+
+if TYPE_CHECKING:
+    import pandas as pd
+else:  # a report kept by a fully stored run reads no table (`Report.built`)
+    pd = lazy_module("pandas")
 
 RUN_FILES = ("config.yaml", "manifest.json", "results.csv")
 RECORD = ".rankcollapse-report.json"  # {file of the last build: [its sha256]}, beside them
@@ -44,14 +58,37 @@ MAX_PAGE = 1024 * MiB  # a report.html with its figures inlined is megabytes
 
 @dataclass
 class Report:
+    """A run's report: its page, what it was built from, its claims and (`built`) its results
+    and summary; a report kept from an earlier build (`stored_report`) has None there and
+    reads results.csv and tables/ when `results` or `summary` is first used."""
+
     path: Path
     experiment: Experiment
     config: BaseModel
     manifest: dict[str, Any]
-    results: pd.DataFrame
-    summary: Summary
+    claims: list[Claim]
+    built: tuple[pd.DataFrame, Summary] | None = None
     kept: dict[Path, Path] = field(default_factory=dict)
     """Files of the user's (or changed since the last build) moved aside: {file: its copy}."""
+
+    @functools.cached_property
+    def _read_back(self) -> tuple[pd.DataFrame, Summary]:
+        if self.built is not None:
+            return self.built
+        out_dir = self.path.parent
+        built = sorted(_built_tables(_read_record(out_dir)))
+        tables = {Path(n).stem: read_results(out_dir / n, required=()) for n in built}
+        sha256 = self.manifest.get("results_sha256")
+        results = read_results(out_dir / "results.csv", sha256=sha256)
+        return results, Summary(tables=tables, claims=self.claims)
+
+    @property
+    def results(self) -> pd.DataFrame:
+        return self._read_back[0]
+
+    @property
+    def summary(self) -> Summary:
+        return self._read_back[1]
 
 
 def build_report(
@@ -115,7 +152,7 @@ def build_report(
     path = out_dir / "report.html"
     write_atomic(path, html.encode())
     _write_record(out_dir, written | {"report.html": [_sha(html.encode())]})
-    return Report(path, exp, config, manifest, results, summary, kept)
+    return Report(path, exp, config, manifest, summary.claims, (results, summary), kept)
 
 
 def _check_run_folder(out_dir: Path) -> None:
@@ -326,10 +363,13 @@ def stored_report(
 ) -> Report | None:
     """The report already in `out_dir` when `build_report` made it from the same results,
     config, figure setting and code as `manifest` names now (the key in its head), else None.
-    The page must be whole (it ends as `render_html` ends it) and figures/ present when figures
-    are asked for. The summary's claims and tables are read back from claims.json and tables/;
-    its figures stay in figures/ (the summary holds none). `rankcollapse run` of a fully stored run uses
-    it instead of summarizing and drawing again, which would write the same files."""
+    The page must be whole (it ends as `render_html` ends it), figures/ present when figures
+    are asked for, results.csv the manifest's (its sha256) and tables/ as the last build
+    wrote them (each file's sha256 the record's). The claims are read back from claims.json;
+    the results and tables when first used (`Report.results`, `Report.summary`: a stored
+    run's command line uses neither); the figures stay in figures/ (the summary holds none).
+    `rankcollapse run` of a fully stored run uses it instead of summarizing and drawing
+    again, which would write the same files."""
     out_dir = Path(out_dir)
     meta = f'<meta name="{KEY_META}" content="{report_key(experiment, manifest, figures=figures)}">'
     try:
@@ -343,16 +383,31 @@ def stored_report(
             return None
         if figures and not (out_dir / "figures").is_dir():
             return None
+        if not _tables_as_built(out_dir):
+            return None
+        if results_sha256(out_dir / "results.csv") != manifest.get("results_sha256"):
+            return None
         claims = [_claim_from_record(record) for record in read_claims(out_dir)]
-        tables = {  # checked as results.csv is: a damaged table rebuilds the report
-            p.stem: read_results(p, required=()) for p in sorted((out_dir / "tables").glob("*.csv"))
-        }
         config = read_config(out_dir, experiment)
-        results = read_results(out_dir / "results.csv", sha256=manifest.get("results_sha256"))
     except (InputError, OSError, ValueError, TypeError, KeyError):  # anything amiss: rebuild
         return None
-    summary = Summary(tables=tables, claims=claims)
-    return Report(out_dir / "report.html", experiment, config, manifest, results, summary)
+    return Report(out_dir / "report.html", experiment, config, manifest, claims)
+
+
+def _built_tables(record: dict[str, list[str]] | None) -> dict[str, list[str]]:
+    """The tables the last build wrote ("tables/NAME.csv": [their sha256]), from its record."""
+    return {name: shas for name, shas in (record or {}).items() if name.startswith("tables/")}
+
+
+def _tables_as_built(out_dir: Path) -> bool:
+    """Whether every table the last build wrote is in tables/ as it wrote it (its sha256 the
+    record's latest); False without a record. Other files there are the user's, not read."""
+    record = _read_record(out_dir)
+    for name, shas in _built_tables(record).items():
+        table = read_bytes(out_dir / name, MAX_PAGE, follow=False)  # FIFO: not opened
+        if [hashlib.sha256(table).hexdigest()] != shas[-1:]:
+            return False
+    return record is not None
 
 
 def _claim_from_record(record: dict[str, Any]) -> Claim:

@@ -17,11 +17,16 @@ import json
 import math
 import re
 from html import escape
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 
+from rankcollapse.lazy import lazy_module
 from rankcollapse.experiments import Claim, Experiment, Summary, tally
+
+if TYPE_CHECKING:
+    import pandas as pd
+else:
+    pd = lazy_module("pandas")
 
 FIGURE_PX_PER_INCH = 120  # CSS px per inch of figure: a 7-in figure is drawn 840 px wide
 TABLE_ROWS_OPEN = 12  # longer tables start collapsed

@@ -17,10 +17,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from html import escape
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 
+from rankcollapse.lazy import lazy_module
 from rankcollapse.errors import InputError
 from rankcollapse.experiments import VERDICTS, experiment_names
 from rankcollapse.files import check_replaceable, write_atomic
@@ -28,6 +28,11 @@ from rankcollapse.reading import LinkInsideError, refuse_links, shown
 from rankcollapse.report.build import stored_tally, stored_verdict
 from rankcollapse.report.html import STYLE, format_value
 from rankcollapse.report.stored import DamagedFileError, read_claims, read_manifest
+
+if TYPE_CHECKING:
+    import pandas as pd
+else:
+    pd = lazy_module("pandas")
 
 Notify = Callable[[str], None]  # a line for the user: a damaged run folder skipped, and why
 

@@ -17,12 +17,17 @@ import hashlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-import pandas as pd
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from rankcollapse.lazy import lazy_module
 from rankcollapse.errors import ConfigError, InputError
 from rankcollapse.files import digest, read_marker
 from rankcollapse.reading import MiB, check_csv, open_bounded, read_json, read_yaml, shown
+
+if TYPE_CHECKING:
+    import pandas as pd
+else:
+    pd = lazy_module("pandas")
 
 if TYPE_CHECKING:
     from rankcollapse.experiments import Experiment

@@ -20,15 +20,20 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import numpy as np
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from rankcollapse.errors import InputError, UnitError
 from rankcollapse.files import canonical_json, write_atomic
+from rankcollapse.lazy import lazy_module
 from rankcollapse.reading import MiB, read_bytes
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+else:  # a fully stored run reads unit files without building their rows
+    np, pd = lazy_module("numpy"), lazy_module("pandas")
 
 FORMAT, VERSION = "rankcollapse-unit", 2
 SUFFIX = ".json"
@@ -48,8 +53,9 @@ DTYPES = ("bool", "object", "str", "string", "float16", "float32", "float64") + 
 
 def save_unit(
     path: Path, unit: dict, rows: pd.DataFrame, seconds: float, where: dict | None = None
-) -> None:
-    """Store a unit's rows, run time and where it ran (node, device) as a unit file."""
+) -> str:
+    """Store a unit's rows, run time and where it ran (node, device) as a unit file; returns
+    the sha256 of its second line (the file's checksum)."""
     body = {
         "unit": unit,
         "seconds": seconds,
@@ -58,8 +64,29 @@ def save_unit(
         "columns": [_column(unit, str(name), rows[name]) for name in rows.columns],
     }
     line = json.dumps(body, allow_nan=False, separators=(",", ":")).encode()
-    header = {"format": FORMAT, "version": VERSION, "sha256": hashlib.sha256(line).hexdigest()}
+    checksum = hashlib.sha256(line).hexdigest()
+    header = {"format": FORMAT, "version": VERSION, "sha256": checksum}
     write_atomic(path, json.dumps(header).encode() + b"\n" + line + b"\n")
+    return checksum
+
+
+@dataclass
+class UnitFile:
+    """A unit file read and checked: its rows as stored columns (`frame` builds the table),
+    run time, where it ran and its checksum (the sha256 of its second line)."""
+
+    columns: list[dict[str, Any]]
+    n_rows: int
+    seconds: float
+    where: dict[str, Any]
+    sha256: str
+
+    def frame(self) -> pd.DataFrame:
+        """The rows, each column of its stored dtype (ValueError where a column is malformed)."""
+        return pd.DataFrame(
+            {c["name"]: _series(c, self.n_rows) for c in self.columns},
+            index=pd.RangeIndex(self.n_rows),
+        )
 
 
 def load_unit(path: Path, unit: dict) -> tuple[tuple[pd.DataFrame, float, dict] | None, str]:
@@ -67,6 +94,19 @@ def load_unit(path: Path, unit: dict) -> tuple[tuple[pd.DataFrame, float, dict] 
 
     The reason is "" for a missing file, else a short phrase for the manifest.
     """
+    found, reason = read_unit(path, unit)
+    if found is None:
+        return None, reason
+    try:
+        return (found.frame(), found.seconds, found.where), ""
+    except (ValueError, TypeError, KeyError) as err:
+        return None, malformed(err)
+
+
+def read_unit(path: Path, unit: dict) -> tuple[UnitFile | None, str]:
+    """`unit`'s file at `path`, checked (format, checksum, unit, the columns' dtypes and
+    lengths) without building its rows, and "", or None and why it is unusable (as
+    `load_unit`)."""
     try:
         data = read_bytes(path, MAX_UNIT_BYTES, error=_Unusable)
     except _Unusable as err:  # missing, a folder or FIFO (never opened), huge, unreadable
@@ -86,13 +126,17 @@ def load_unit(path: Path, unit: dict) -> tuple[tuple[pd.DataFrame, float, dict] 
         body = json.loads(line, parse_constant=_no_constant)
         if canonical_json(body["unit"]) != canonical_json(unit):
             return None, "holds another unit"
-        rows = pd.DataFrame(
-            {c["name"]: _series(c, body["n_rows"]) for c in body["columns"]},
-            index=pd.RangeIndex(body["n_rows"]),
-        )
-        return (rows, float(body["seconds"]), dict(body["where"])), ""
+        n_rows, columns = body["n_rows"], body["columns"]
+        for column in columns:
+            _check_column(column, n_rows)
+        found = UnitFile(columns, n_rows, float(body["seconds"]), dict(body["where"]), checksum)
+        return found, ""
     except (ValueError, TypeError, KeyError, RecursionError) as err:
-        return None, f"malformed columns ({type(err).__name__}: {err})"
+        return None, malformed(err)
+
+
+def malformed(err: Exception) -> str:
+    return f"malformed columns ({type(err).__name__}: {err})"
 
 
 def _column(unit: dict, name: str, series: pd.Series) -> dict[str, Any]:
@@ -128,14 +172,20 @@ def _decode(value: Any) -> Any:
     return value
 
 
-def _series(column: dict, n_rows: int) -> pd.Series:
-    dtype = column["dtype"]
+def _check_column(column: dict, n_rows: int) -> None:
+    """A stored column's name, dtype and length (its values are checked as they are decoded)."""
+    dtype, name, values = column["dtype"], column["name"], column["values"]
     if dtype not in DTYPES:
         raise ValueError(f"dtype {dtype!r} is not allowed")
-    values = [_decode(v) for v in column["values"]]
+    if not isinstance(name, str) or not isinstance(values, list):
+        raise TypeError(f"column {name!r} is not a name and a list of values")
     if len(values) != n_rows:
-        raise ValueError(f"column {column['name']!r} has {len(values)} values, not {n_rows}")
-    return pd.Series(values, dtype=dtype, index=pd.RangeIndex(n_rows))
+        raise ValueError(f"column {name!r} has {len(values)} values, not {n_rows}")
+
+
+def _series(column: dict, n_rows: int) -> pd.Series:
+    values = [_decode(v) for v in column["values"]]
+    return pd.Series(values, dtype=column["dtype"], index=pd.RangeIndex(n_rows))
 
 
 def _no_constant(name: str) -> None:

@@ -55,13 +55,18 @@ from concurrent.futures import (
 )
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, overload
 
-import pandas as pd
 from pydantic import BaseModel
 
+from rankcollapse.lazy import lazy_module
 from rankcollapse.errors import ConfigError, install_extra, missing_extra
 from rankcollapse.process import cpu_cores, fast_imports
+
+if TYPE_CHECKING:
+    import pandas as pd
+else:
+    pd = lazy_module("pandas")
 
 BACKENDS = ("process", "ray")
 RAY_EXTRA = install_extra("ray")
@@ -82,7 +87,7 @@ class FollowUp:
 
 
 # (task, rows, seconds, where) -> the follow-up it makes due, if any
-Finished = Callable[[int, pd.DataFrame, float, dict], FollowUp | None]
+Finished = Callable[[int, "pd.DataFrame", float, dict], FollowUp | None]
 
 
 @dataclass

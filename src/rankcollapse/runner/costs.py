@@ -16,13 +16,19 @@ unit is known.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
 import heapq
 from collections.abc import Sequence
 
-import numpy as np
 
+from rankcollapse.lazy import lazy_module
 from rankcollapse.experiments import Unit
 from rankcollapse.files import canonical_json
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = lazy_module("numpy")
 
 
 def unit_seconds(units: Sequence[Unit], known: Sequence[tuple[Unit, float]]) -> list[float]:

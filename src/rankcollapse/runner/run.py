@@ -19,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime as dt
-import importlib.metadata
 import platform
 import re
 import sys
@@ -29,11 +28,10 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 import yaml  # writes config.yaml; every read goes through rankcollapse.reading
 from pydantic import BaseModel
 
-from rankcollapse import __version__
+from rankcollapse import __version__, installed_versions
 from rankcollapse.errors import ConfigError, InputError, OutputError, UnitError
 from rankcollapse.experiments import (
     Claim,
@@ -52,11 +50,12 @@ from rankcollapse.files import (
     remove_partial,
     write_atomic,
 )
+from rankcollapse.lazy import lazy_module
 from rankcollapse.presets import DEFAULT_PRESET, PRESETS
 from rankcollapse.reading import MiB, parse_yaml, read_yaml, refuse_links
 from rankcollapse.report import config_hash, kept_note, read_manifest, results_sha256
 from rankcollapse.runner._lock import run_lock
-from rankcollapse.runner._store import OLD_SUFFIX, SUFFIX, load_unit, save_unit
+from rankcollapse.runner._store import OLD_SUFFIX, SUFFIX, malformed, read_unit, save_unit
 from rankcollapse.runner.backends import (
     UNIT_THREADS,
     Failed,
@@ -71,7 +70,11 @@ from rankcollapse.runner.backends import (
 from rankcollapse.runner.costs import longest_first, unit_seconds
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from rankcollapse.report import Report
+else:  # a fully stored run neither builds nor reads its rows (`Stored.kept`)
+    pd = lazy_module("pandas")
 
 Progress = Callable[[str, int, int], None]  # (experiment name, units done, units in all)
 Notify = Callable[[str], None]  # a message for the user (waiting for a lock, a file not used)
@@ -102,15 +105,14 @@ class Plan:
 
 @dataclass
 class RunResult:
-    """A finished run: the tidy results, the claims and where everything was written."""
+    """A finished run: the tidy results, the claims and where everything was written (its
+    `report`; a report kept from an earlier run reads its results and tables when first used)."""
 
     name: str
     out_dir: Path
     config: BaseModel
     config_hash: str
-    results: pd.DataFrame
-    summary: Summary
-    report_path: Path
+    report: Report
     n_units: int
     n_cached: int  # reused from an earlier (killed or finished) run with the same config
     n_computed: int
@@ -120,8 +122,20 @@ class RunResult:
     manifest: dict[str, Any] = field(default_factory=dict)
 
     @property
+    def results(self) -> pd.DataFrame:
+        return self.report.results
+
+    @property
+    def summary(self) -> Summary:
+        return self.report.summary
+
+    @property
+    def report_path(self) -> Path:
+        return self.report.path
+
+    @property
     def claims(self) -> list[Claim]:
-        return self.summary.claims
+        return self.report.claims
 
 
 def parse_overrides(pairs: Sequence[str], keys: Sequence[str] = ()) -> dict[str, Any]:
@@ -338,7 +352,7 @@ def execute_all(
             p.claim_folder()  # again under the lock: another config may have claimed it first
             runs.append(_Run.open(p, jobs, backend, address, notify, waited, progress, figures))
         tasks = [(run, i) for run in runs for i in run.pending]
-        if jobs > 1:
+        if jobs > 1 and tasks:
             expected = {id(run): expected_seconds(run.plan, run.stored) for run in runs}
             tasks = sorted(tasks, key=lambda t: longest_first(expected[id(t[0])][t[1]]))
         for run in runs:
@@ -370,11 +384,7 @@ def expected_seconds(plan: Plan, stored: Stored) -> list[float]:
     """Per unit, the seconds it is expected to take (to start the longest first), from the
     units stored in this folder and those of earlier runs (`earlier_times`), as
     `costs.unit_seconds` estimates them; NaN when no time is known."""
-    known = [
-        (u, s)
-        for u, s, r in zip(plan.units, stored.seconds, stored.rows, strict=True)
-        if r is not None
-    ]
+    known = [(u, s) for u, s, h in zip(plan.units, stored.seconds, stored.sha256, strict=True) if h]
     return unit_seconds(plan.units, known + earlier_times(plan))
 
 
@@ -435,14 +445,14 @@ class _Run:
         paths = unit_paths(plan)
         started = _now()
         write_atomic(out_dir / "config.yaml", config_yaml(plan.config).encode())
-        stored = load_stored(plan, paths)
+        stored = load_stored(plan, paths, _last_manifest(out_dir))
         for problem in stored.recomputed:
             if notify:
                 notify(
                     f"{name}: unit file {problem['unit_file']} not used: {problem['reason']}; "
                     "its unit is recomputed."
                 )
-        n_pending = sum(r is None for r in stored.rows)
+        n_pending = stored.sha256.count("")
         n_cached = len(plan.units) - n_pending
         manifest = _manifest(plan, jobs, started, n_cached, n_pending, stored.recomputed)
         manifest.update(backend=backend, address=address, waited_for_lock_seconds=round(waited, 3))
@@ -457,13 +467,14 @@ class _Run:
 
     @property
     def pending(self) -> list[int]:
-        return [i for i, r in enumerate(self.stored.rows) if r is None]
+        return [i for i, h in enumerate(self.stored.sha256) if not h]
 
     def store(self, i: int, rows: pd.DataFrame, seconds: float, where: dict) -> None:
         """Store unit `i` as it finishes and count it."""
         where = {**where, "backend": self.backend}
-        store_unit(self.plan, self.paths[i], i, rows, seconds, where)
+        checksum = store_unit(self.plan, self.paths[i], i, rows, seconds, where)
         self.stored.rows[i], self.stored.seconds[i], self.stored.where[i] = rows, seconds, where
+        self.stored.sha256[i] = checksum
         self.done += 1
         start = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=seconds)
         self.first_start = min(start, self.first_start or start)
@@ -493,15 +504,18 @@ class _Run:
         )
 
     def finish(self) -> FollowUp | None:
-        """Every unit is stored: write results.csv and the manifest; when no unit ran, keep
-        the report built from these same results (`stored_report`), else return the report's
-        building as a follow-up (on a pool worker it runs beside the other units)."""
+        """Every unit is stored: write results.csv (unless it holds these rows already:
+        `Stored.kept`) and the manifest; when no unit ran, keep the report built from these
+        same results (`stored_report`), else return the report's building as a follow-up (on
+        a pool worker it runs beside the other units)."""
         from rankcollapse.report import stored_report
 
         plan, stored, manifest = self.plan, self.stored, self.manifest
-        results = pd.concat(stored.rows, ignore_index=True)
-        write_atomic(plan.out_dir / "results.csv", results.to_csv(index=False).encode())
+        if not stored.kept:
+            results = pd.concat(stored.rows, ignore_index=True)
+            write_atomic(plan.out_dir / "results.csv", results.to_csv(index=False).encode())
         manifest["results_sha256"] = results_sha256(plan.out_dir / "results.csv")
+        manifest["rows_sha256"] = digest(stored.sha256)
         if self.first_start:  # in `run all` units of other experiments may have run first
             manifest["started"] = self.first_start.isoformat(timespec="seconds")
         manifest.update(
@@ -534,9 +548,7 @@ class _Run:
             out_dir=plan.out_dir,
             config=plan.config,
             config_hash=plan.config_hash,
-            results=report.results,
-            summary=report.summary,
-            report_path=report.path,
+            report=report,
             n_units=len(plan.units),
             n_cached=len(plan.units) - n_computed,
             n_computed=n_computed,
@@ -554,7 +566,8 @@ def report_of_run(out_dir: Path, experiment: Experiment, *, figures: bool) -> Re
     from rankcollapse.report import build_report
 
     report = build_report(out_dir, experiment=experiment, figures=figures)
-    return dataclasses.replace(report, summary=dataclasses.replace(report.summary, figures={}))
+    summary = dataclasses.replace(report.summary, figures={})
+    return dataclasses.replace(report, built=(report.results, summary))
 
 
 def unit_paths(plan: Plan) -> list[Path]:
@@ -565,17 +578,24 @@ def unit_paths(plan: Plan) -> list[Path]:
 
 @dataclass
 class Stored:
-    """What a run folder holds for a plan: per unit its rows (None: to run), seconds, where."""
+    """What a run folder holds for a plan, per unit: its rows, seconds, where it ran and the
+    checksum of its unit file ("": to run); and the files found and not used. `kept`: every
+    unit was stored and results.csv holds their rows as the last complete run wrote them
+    (the manifest's `rows_sha256` over the checksums, `results_sha256` over the file), so
+    the rows are neither built nor written again (`rows` stays None)."""
 
     rows: list[pd.DataFrame | None]
     seconds: list[float]
     where: list[dict]
+    sha256: list[str]
     recomputed: list[dict[str, str]]  # {"unit_file", "reason"}: files found and not used
+    kept: bool = False
 
 
-def load_stored(plan: Plan, paths: list[Path]) -> Stored:
+def load_stored(plan: Plan, paths: list[Path], last: dict[str, Any] | None = None) -> Stored:
     """Read every stored unit; remove temporary, damaged and old-format files (callers hold
-    the run lock, so no temporary file belongs to a live writer)."""
+    the run lock, so no temporary file belongs to a live writer). `last`: the folder's
+    manifest before this run, whose results.csv is kept when it holds these units' rows."""
     remove_partial(plan.out_dir)  # left by a run killed while writing
     unit_dir = plan.out_dir / "units"
     if unit_dir.exists() and not unit_dir.is_dir():
@@ -583,16 +603,22 @@ def load_stored(plan: Plan, paths: list[Path]) -> Stored:
             f"{unit_dir} is a file where the units folder belongs; move it away and run again."
         )
     n = len(plan.units)
-    stored = Stored([None] * n, [0.0] * n, [{} for _ in range(n)], [])
+    stored = Stored([None] * n, [0.0] * n, [{} for _ in range(n)], [""] * n, [])
+    files = {}
     for i, (unit, path) in enumerate(zip(plan.units, paths, strict=True)):
         if path.is_dir():  # never removed: it is not a file of ours
             raise OutputError(
                 f"{path} is a folder where a unit file belongs; move it away and run again "
                 "(the stored units are reused)."
             )
-        found, reason = load_unit(path, unit)
+        found, reason = read_unit(path, unit)
         if found is not None:
-            stored.rows[i], stored.seconds[i], stored.where[i] = found
+            files[i] = found
+            stored.seconds[i], stored.where[i], stored.sha256[i] = (
+                found.seconds,
+                found.where,
+                found.sha256,
+            )
             continue
         old = path.with_suffix(OLD_SUFFIX)
         if old.exists():  # a pickle of version 1: never loaded, it could run code
@@ -600,13 +626,40 @@ def load_stored(plan: Plan, paths: list[Path]) -> Stored:
         if reason:
             stored.recomputed.append({"unit_file": path.name, "reason": reason})
             path.unlink(missing_ok=True)
+    stored.kept = len(files) == n and _results_kept(plan.out_dir, last or {}, stored.sha256)
+    for i, found in [] if stored.kept else files.items():
+        try:
+            stored.rows[i] = found.frame()
+        except (ValueError, TypeError, KeyError) as err:
+            stored.sha256[i] = ""
+            stored.recomputed.append({"unit_file": paths[i].name, "reason": malformed(err)})
+            paths[i].unlink(missing_ok=True)
     return stored
+
+
+def _results_kept(out_dir: Path, last: dict[str, Any], checksums: list[str]) -> bool:
+    """Whether results.csv is as the last complete run wrote it from units of these checksums."""
+    if last.get("status") != "complete" or last.get("rows_sha256") != digest(checksums):
+        return False
+    try:
+        return results_sha256(out_dir / "results.csv") == last.get("results_sha256")
+    except InputError:  # missing, a FIFO, too large: written again
+        return False
+
+
+def _last_manifest(out_dir: Path) -> dict[str, Any]:
+    """The folder's manifest before this run ({} when there is none or it is damaged)."""
+    try:
+        return read_manifest(out_dir)
+    except InputError:
+        return {}
 
 
 def store_unit(
     plan: Plan, path: Path, i: int, rows: Any, seconds: float, where: dict[str, Any]
-) -> None:
-    """Check the rows unit `i` returned and store them (atomically) at `path`."""
+) -> str:
+    """Check the rows unit `i` returned and store them (atomically) at `path`; returns the
+    unit file's checksum."""
     unit = plan.units[i]
     if not isinstance(rows, pd.DataFrame) or not {"metric", "value"} <= set(rows.columns):
         got = list(rows.columns) if isinstance(rows, pd.DataFrame) else type(rows).__name__
@@ -614,7 +667,7 @@ def store_unit(
             f"{plan.experiment.name} unit {canonical_json(unit)} returned {got}; run_unit must "
             "return a DataFrame with identifying columns, then 'metric' and 'value'."
         )
-    save_unit(path, unit, rows, seconds, where)
+    return save_unit(path, unit, rows, seconds, where)
 
 
 def config_yaml(config: BaseModel) -> str:
@@ -625,9 +678,15 @@ def _manifest(
     plan: Plan, jobs: int, started: str, n_cached: int, n_pending: int, recomputed: list[dict]
 ) -> dict[str, Any]:
     packages = {"rankcollapse": __version__, "python": platform.python_version()}
+    found = installed_versions(*PACKAGES)
     for package in PACKAGES:
-        with contextlib.suppress(importlib.metadata.PackageNotFoundError):
-            packages[package] = importlib.metadata.version(package)
+        if package not in found:  # an editable or egg install: importlib.metadata finds it
+            import importlib.metadata
+
+            with contextlib.suppress(importlib.metadata.PackageNotFoundError):
+                found[package] = importlib.metadata.version(package)
+        if package in found:
+            packages[package] = found[package]
     return {
         "experiment": plan.experiment.name,
         "description": plan.experiment.description,

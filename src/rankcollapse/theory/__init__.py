@@ -67,5 +67,7 @@ _NAMES = {
     "unit_norm": "equilibria",
     "rank_one_vote": "amsel",
 }
-__getattr__, __dir__ = lazy_names(__name__, _NAMES)
+# a function that a module imports at its top is loaded (with numpy, pandas) at its first call
+_CLASSES = {"CollapseRate", "Construction", "DongConstants", "MaskGraph", "Persistence"}
+__getattr__, __dir__ = lazy_names(__name__, _NAMES, deferred=set(_NAMES) - _CLASSES)
 __all__ = sorted(_NAMES)  # noqa: PLE0605 (names of the lazy table above)
