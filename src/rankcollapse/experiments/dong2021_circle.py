@@ -128,11 +128,14 @@ class Config(BaseModel):
     """san+skip as the authors built it (trained on X_i + X_{i-B}, rolled out as a running
     sum) or as a skip around the step, X + f(X) (the project's redesign)."""
     seeds: list[Seed] = Field(default_factory=lambda: [0, 1, 2], min_length=1)
-    """Seeds of the weights and the batch order (one unit, one run, per variant and seed)."""
+    """Seeds of the weights and the batch order (one run per variant and seed)."""
+    seeds_per_unit: int = Field(100, ge=1)
+    """Seeds of one variant trained together as one batched model, one unit (a killed run
+    keeps every finished unit; each seed ends as it would alone, up to float rounding)."""
     device: Device = torch.device("cpu")
     """Where the layer trains and runs: auto (an accelerator if visible), cpu, cuda, mps."""
     checkpoint_dir: str | None = None
-    """Folder of trained layers keyed by their full config (None: always train)."""
+    """Folder of trained layers, one per run keyed by its full config (None: always train)."""
 
 
 PRESETS: dict[str, dict[str, Any]] = {
@@ -166,41 +169,74 @@ PRESETS: dict[str, dict[str, Any]] = {
 
 
 def units(config: Config) -> list[Unit]:
-    return [{"variant": v, "seed": s} for v in config.variants for s in config.seeds]
+    """One unit per block of `seeds_per_unit` seeds (in order) and variant, block by block (a
+    run stopped early has every variant on its first seeds): a unit trains as one batched
+    model (`train.train_models`), each seed as it would alone."""
+    size = config.seeds_per_unit
+    blocks = [config.seeds[i : i + size] for i in range(0, len(config.seeds), size)]
+    return [{"variant": v, "seeds": list(block)} for block in blocks for v in config.variants]
 
 
 def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
-    import torch
-
+    """Train the unit's seeds of its variant together, then roll out each seed's layer: one
+    run's rows per seed, as a unit of one seed gives them."""
     from rankcollapse.nets import CircleNet
     from rankcollapse.seeds import stream_seed
-    from rankcollapse.tasks import circle_data, off_arc_starts, previous_pair_inputs, rollout
-    from rankcollapse.train import DirectoryStore, TrainConfig, train_model
+    from rankcollapse.tasks import circle_data, previous_pair_inputs
+    from rankcollapse.train import DirectoryStore, TrainConfig, train_models
 
-    variant, seed, device = unit["variant"], unit["seed"], config.device
+    variant, seeds = unit["variant"], list(unit["seeds"])
     authors_skip = variant == "san+skip" and config.skip == "authors"
     data = circle_data(config.n_points, radius=config.radius)
     trained_on = previous_pair_inputs(data, config.batch_size) if authors_skip else data
-    net = {
-        "variant": variant,
-        "d_model": config.d_model,
-        "n_heads": config.n_heads,
-        "seed": stream_seed(seed, "weights"),
-    } | ({"skip": config.skip} if variant == "san+skip" else {})
-    schedule = TrainConfig(
-        steps=config.steps,
-        batch_size=config.batch_size,
-        lr=config.lr,
-        schedule=config.schedule,
-        warmup=config.warmup,
-        seed=stream_seed(seed, "data"),
-        loss="mse",
+    nets = [
+        {
+            "variant": variant,
+            "d_model": config.d_model,
+            "n_heads": config.n_heads,
+            "seed": stream_seed(seed, "weights"),
+        }
+        | ({"skip": config.skip} if variant == "san+skip" else {})
+        for seed in seeds
+    ]
+    schedules = [
+        TrainConfig(
+            steps=config.steps,
+            batch_size=config.batch_size,
+            lr=config.lr,
+            schedule=config.schedule,
+            warmup=config.warmup,
+            seed=stream_seed(seed, "data"),
+            loss="mse",
+        )
+        for seed in seeds
+    ]
+    trained = train_models(
+        [CircleNet(**net) for net in nets],
+        nets,
+        trained_on.inputs,
+        trained_on.targets,
+        schedules,
+        store=DirectoryStore(config.checkpoint_dir) if config.checkpoint_dir else None,
+        device=config.device,
     )
-    store = DirectoryStore(config.checkpoint_dir) if config.checkpoint_dir else None
-    model = train_model(
-        CircleNet(**net), net, trained_on.inputs, trained_on.targets, schedule, store=store,
-        device=device,
-    ).model  # fmt: skip
+    frames = [
+        run_rows(config, variant, seed, t.model, data, trained_on)
+        for seed, t in zip(seeds, trained, strict=True)
+    ]
+    return pd.concat(frames, ignore_index=True)
+
+
+def run_rows(config: Config, variant: str, seed: int, model, data, trained_on) -> pd.DataFrame:
+    """One run's rows: its rollouts from the first pair (every step) and from the off-arc
+    starts (summaries), its train MSE and the data's baselines."""
+    import torch
+
+    from rankcollapse.seeds import stream_seed
+    from rankcollapse.tasks import off_arc_starts, rollout
+
+    device = config.device
+    authors_skip = variant == "san+skip" and config.skip == "authors"
     off = off_arc_starts(config.n_starts, radius=config.radius, seed=stream_seed(seed, "starts"))
     starts = torch.cat([data.inputs[:1], off]).to(device)  # start 0: the first training pair
     paths = rollout(model, starts, config.n_steps, radius=config.radius, accumulate=authors_skip)
