@@ -4,9 +4,9 @@
 for all) against `train.train` (one seed), per training step, at the cpu preset's sizes
 (dong2021-circle: width 32, 2 heads, batches of 30 pairs). Prints the seconds per step alone
 and batched, the ratio (U alone steps over one batched step) and what the cpu preset then
-takes on 2 cores with --jobs 2 (units of `seeds_per_unit` seeds, steps as in the preset). Both
-are timed in this process, one torch thread (as the runner's units), so the ratio holds on a
-busy machine even when the seconds do not.
+takes on 2 cores with --jobs 2 (units of `seeds_per_unit` seeds, steps as in the preset). Times
+are this process's CPU seconds on one torch thread (as the runner's units), so they hold on a
+busy machine (a shared one then takes longer by its load).
 
 Run: .venv/bin/python benchmarks/bench_stacked.py [U ...]   (default: 1 10 50 100 200)
 """
@@ -34,9 +34,9 @@ def _alone(variant: str, config: TrainConfig) -> float:
     """Seconds per step of `train` on one seed."""
     data = circle_data(1000, radius=0.3)
     train(CircleNet(variant), data.inputs, data.targets, config.model_copy(update={"steps": 3}))
-    start = time.perf_counter()
+    start = time.process_time()
     train(CircleNet(variant), data.inputs, data.targets, config)
-    return (time.perf_counter() - start) / config.steps
+    return (time.process_time() - start) / config.steps
 
 
 def _batched(variant: str, units: int, config: TrainConfig) -> float:
@@ -46,9 +46,9 @@ def _batched(variant: str, units: int, config: TrainConfig) -> float:
     warm = config.model_copy(update={"steps": 3})
     train_stacked(nets, data.inputs, data.targets, [warm] * units)
     configs = [config.model_copy(update={"seed": s}) for s in range(units)]
-    start = time.perf_counter()
+    start = time.process_time()
     train_stacked(nets, data.inputs, data.targets, configs)
-    return (time.perf_counter() - start) / config.steps
+    return (time.process_time() - start) / config.steps
 
 
 def main(sizes: list[int]) -> None:
@@ -56,7 +56,7 @@ def main(sizes: list[int]) -> None:
     cpu = get_experiment("dong2021-circle").make_config("cpu")
     config = TrainConfig(steps=STEPS, batch_size=30, lr=3e-3, loss="mse")
     load = ", ".join(f"{v:.2f}" for v in os.getloadavg())
-    print(f"torch threads: 1, load average (1, 5, 15 min): {load}")
+    print(f"torch threads: 1, CPU seconds of this process; load average (1, 5, 15 min): {load}")
     per_step = {}
     for variant in VARIANTS:
         alone = _alone(variant, config)
@@ -79,7 +79,7 @@ def main(sizes: list[int]) -> None:
         print(
             f"cpu preset: {len(cpu.seeds)} seeds in units of {block}, {len(seconds)} units of "
             f"{cpu.steps} steps: about {math.ceil(wall / 60)} min of training on 2 cores with "
-            "--jobs 2 at this load (training only)"
+            "--jobs 2 (training only, each unit on a core of its own)"
         )
 
 

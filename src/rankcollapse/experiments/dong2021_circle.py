@@ -25,7 +25,9 @@ not change those data), then applied to its own output `n_steps` times
 (`rankcollapse.tasks.rollout`), from the first pair (the authors' start, on the training arcs)
 and from `n_starts` pairs off the arcs (`rankcollapse.tasks.off_arc_starts`: two points at
 independent random angles and radii 0.5-1.5 x the radius; the same starts for every variant of a
-seed). One run = one seed.
+seed). One run = one seed; a unit trains a block of `seeds_per_unit` seeds of one variant as one
+batched model (`rankcollapse.train.train_models`), each seed ending where it would alone (up to
+float rounding), and gives each seed's rows.
 
 Quirks of the authors' code, kept or resolved:
 - Their attention block is the BERT block LN(Y + SA(Y)) in every variant (the SAN code has no
@@ -37,8 +39,8 @@ The cpu preset trains the layer until it beats predicting the input (quick and p
 runs short of it). Its departures from the authors' set-up (README command: lr 1e-5, constant,
 dropout 0.1, 70 epochs = 1190 steps, summed squared error, one seed): Adam at a peak lr of 3e-3
 with 200 steps of linear warm-up, then cosine decay to 0, for 12,000 steps (about 700 epochs);
-no dropout, the mean squared error, 40 seeds (six split pure attention's share of merged
-rollouts from 0 to 100 %). Measured (with the
+no dropout, the mean squared error, 200 seeds (six split pure attention's share of merged
+rollouts from 0 to 100 %), trained 100 at a time as one batched model. Measured (with the
 redesigned skip): on seed 0, 1190 steps leave every variant above the gate even with the
 schedule (3.6e-6 to 1.1e-5), and 12,000 scheduled steps at a peak of 1e-3 reach 1.5e-7 (skip)
 and 5.9e-7 (pure). Kept: 1000 points, radius 0.3, width 32, 2 heads, one layer, batches of 30,
@@ -65,8 +67,10 @@ TESTED (assumption: the layer learned the step):
 - skip-keeps-apart, mlp-keeps-apart ("adding MLP or skip connections either stops or drastically
   slows down rank collapse"): the share of off-arc rollouts with the skip or the MLP that stayed
   apart (no divergence, no merge).
-On six seeds pure attention's and the MLP's runs split (0 to 100 % by seed): the cpu preset
-trains 40 (about 90 min on 2 cores) to decide them.
+On six seeds pure attention's and the MLP's runs split (0 to 100 % by seed; per-run sd about
+0.4 around means 0.58 and 0.60), so the one rule needs about 100 learned runs per variant to put
+the interval on one side of one half: the cpu preset trains 200 per variant (see PRESETS for
+its time).
 """
 
 from __future__ import annotations
@@ -153,13 +157,15 @@ PRESETS: dict[str, dict[str, Any]] = {
     # 1e-6 to 4e-5 against the 1.78e-6 of predicting the input: most runs have not learned the
     # step. This trains every run past that gate on a 2-core CPU (see the module
     # docstring, "The cpu preset", for each departure from the authors' set-up).
-    # 40 seeds: at its first six the runs of pure attention and of the MLP split (0 to 100 %
-    # of the off-arc rollouts by seed, per-run sd about 0.4 around means 0.58 and 0.60), and the
-    # one rule needs tens of runs to put the interval on one side of one half. Estimated from
-    # those six (87 s a unit at load 3-4): 120 units, about 90 min wall with --jobs 2 on 2 cores
-    # (the six stored seeds are reused).
+    # 200 seeds: at its first six the runs of pure attention and of the MLP split (0 to 100 %
+    # of the off-arc rollouts by seed, per-run sd about 0.4 around means 0.58 and 0.60); the one
+    # rule needs 99 runs at that spread to put the interval on one side of one half (sd 0.5:
+    # 153), and not every run need learn. Units of 100 seeds of one variant, each trained as
+    # one batched model: 6 units. Estimated: one seed alone took 87 s (12,000 steps, load 3-4);
+    # 100 batched take 5.3 to 12.5 times less than 100 alone (benchmarks/bench_stacked.py, one
+    # thread, load 9), so 12 to 27 min a unit and 40 to 85 min wall with --jobs 2 on 2 cores.
     "cpu": {
-        "seeds": list(range(40)),
+        "seeds": list(range(200)),
         "steps": 12_000,
         "lr": 3e-3,
         "schedule": "cosine",
@@ -309,7 +315,7 @@ SAYS = {  # the paper's sentences on its circle figure, by variant
         SOURCE,
     ),
 }
-DECIDES = "--preset cpu (40 seeds, about 90 min on 2 cores with --jobs 2)"
+DECIDES = "--preset cpu (200 seeds, estimated 40 to 85 min on 2 cores with --jobs 2)"
 SKIP_BUILDS = {
     "authors": "as the authors did: trained on X_i + X_{i-B}, rolled out as a running sum "
     "s_{t+1} = s_t + f(s_t), the tokens being f(s_t)",
