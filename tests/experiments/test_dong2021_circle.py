@@ -17,9 +17,9 @@ sys.path.insert(0, str(Path(__file__).parent / "cases"))
 from dong2021_circle import KEPT, MERGING, STAY, run, table, variant
 
 EXP = get_experiment("dong2021-circle")
-# one seed alone: 87 s for 12,000 steps at load 3-4; a block of 100 batched: at worst 5.3 times
-# less per seed (benchmarks/bench_stacked.py, load 9)
-SECONDS_PER_SEED_STEP = 87 / 12_000 / 5.3
+# CPU seconds of a block of 100 batched seeds per seed and step, at worst (the MLP's), and of a
+# run's rollouts and fit (benchmarks/bench_stacked.py; a unit of 40 seeds of the cpu preset)
+SECONDS_PER_SEED_STEP, SECONDS_PER_ROLLOUTS = 0.58e-3, 1.2
 
 
 def _claims(results: pd.DataFrame, **overrides) -> dict:
@@ -37,8 +37,9 @@ def test_the_cpu_preset_keeps_the_authors_layer_and_data_and_trains_longer_on_a_
     assert len(cpu.seeds) >= units_needed(2, 0.4, 0.08)
     # units of a block of seeds per variant, at the measured cost per seed and step of a
     # block (benchmarks/bench_stacked.py): within 2 hours on 2 cores with --jobs 2
-    seconds = [len(u["seeds"]) * cpu.steps * SECONDS_PER_SEED_STEP for u in EXP.units(cpu)]
-    assert makespan(seconds, 2) <= 2 * 3600 and len(seconds) >= 2
+    per_seed = cpu.steps * SECONDS_PER_SEED_STEP + SECONDS_PER_ROLLOUTS
+    seconds = [len(u["seeds"]) * per_seed for u in EXP.units(cpu)]
+    assert makespan(seconds, 2) <= 2 * 3600 / 2 and len(seconds) >= 2  # an hour: room for load
     assert "The cpu preset" in sys.modules[EXP.run_unit.__module__].__doc__  # its departures
 
 

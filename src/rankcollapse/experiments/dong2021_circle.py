@@ -161,9 +161,12 @@ PRESETS: dict[str, dict[str, Any]] = {
     # of the off-arc rollouts by seed, per-run sd about 0.4 around means 0.58 and 0.60); the one
     # rule needs 99 runs at that spread to put the interval on one side of one half (sd 0.5:
     # 153), and not every run need learn. Units of 100 seeds of one variant, each trained as
-    # one batched model: 6 units. Estimated: one seed alone took 87 s (12,000 steps, load 3-4);
-    # 100 batched take 5.3 to 12.5 times less than 100 alone (benchmarks/bench_stacked.py, one
-    # thread, load 9), so 12 to 27 min a unit and 40 to 85 min wall with --jobs 2 on 2 cores.
+    # one batched model: 6 units. Measured in CPU seconds on one thread
+    # (benchmarks/bench_stacked.py): a step of one seed alone 4.9 (san), 5.0 (skip), 7.8 (MLP)
+    # ms; of 100 batched 46, 53, 58 ms (10-14 times less per seed); a run's rollouts and fit
+    # about 1 s (a unit of 40 san seeds: 350 s in all). So 11 to 14 min a unit, about 40 min
+    # wall with --jobs 2 on 2 free cores (a shared machine takes longer by its load: that unit
+    # of 40 took 38 min of wall at load 8-12).
     "cpu": {
         "seeds": list(range(200)),
         "steps": 12_000,
@@ -315,7 +318,7 @@ SAYS = {  # the paper's sentences on its circle figure, by variant
         SOURCE,
     ),
 }
-DECIDES = "--preset cpu (200 seeds, estimated 40 to 85 min on 2 cores with --jobs 2)"
+DECIDES = "--preset cpu (200 seeds, about 40 min on 2 free cores with --jobs 2)"
 SKIP_BUILDS = {
     "authors": "as the authors did: trained on X_i + X_{i-B}, rolled out as a running sum "
     "s_{t+1} = s_t + f(s_t), the tokens being f(s_t)",
