@@ -25,7 +25,9 @@ not change those data), then applied to its own output `n_steps` times
 (`rankcollapse.tasks.rollout`), from the first pair (the authors' start, on the training arcs)
 and from `n_starts` pairs off the arcs (`rankcollapse.tasks.off_arc_starts`: two points at
 independent random angles and radii 0.5-1.5 x the radius; the same starts for every variant of a
-seed). One run = one seed.
+seed). One run = one seed; a unit trains a block of `seeds_per_unit` seeds of one variant as one
+batched model (`rankcollapse.train.train_models`), each seed ending where it would alone (up to
+float rounding), and gives each seed's rows.
 
 Quirks of the authors' code, kept or resolved:
 - Their attention block is the BERT block LN(Y + SA(Y)) in every variant (the SAN code has no
@@ -37,8 +39,8 @@ The cpu preset trains the layer until it beats predicting the input (quick and p
 runs short of it). Its departures from the authors' set-up (README command: lr 1e-5, constant,
 dropout 0.1, 70 epochs = 1190 steps, summed squared error, one seed): Adam at a peak lr of 3e-3
 with 200 steps of linear warm-up, then cosine decay to 0, for 12,000 steps (about 700 epochs);
-no dropout, the mean squared error, 40 seeds (six split pure attention's share of merged
-rollouts from 0 to 100 %). Measured (with the
+no dropout, the mean squared error, 200 seeds (six split pure attention's share of merged
+rollouts from 0 to 100 %), trained 100 at a time as one batched model. Measured (with the
 redesigned skip): on seed 0, 1190 steps leave every variant above the gate even with the
 schedule (3.6e-6 to 1.1e-5), and 12,000 scheduled steps at a peak of 1e-3 reach 1.5e-7 (skip)
 and 5.9e-7 (pure). Kept: 1000 points, radius 0.3, width 32, 2 heads, one layer, batches of 30,
@@ -65,8 +67,10 @@ TESTED (assumption: the layer learned the step):
 - skip-keeps-apart, mlp-keeps-apart ("adding MLP or skip connections either stops or drastically
   slows down rank collapse"): the share of off-arc rollouts with the skip or the MLP that stayed
   apart (no divergence, no merge).
-On six seeds pure attention's and the MLP's runs split (0 to 100 % by seed): the cpu preset
-trains 40 (about 90 min on 2 cores) to decide them.
+On six seeds pure attention's and the MLP's runs split (0 to 100 % by seed; per-run sd about
+0.4 around means 0.58 and 0.60), so the one rule needs about 100 learned runs per variant to put
+the interval on one side of one half: the cpu preset trains 200 per variant (see PRESETS for
+its time).
 """
 
 from __future__ import annotations
@@ -128,11 +132,14 @@ class Config(BaseModel):
     """san+skip as the authors built it (trained on X_i + X_{i-B}, rolled out as a running
     sum) or as a skip around the step, X + f(X) (the project's redesign)."""
     seeds: list[Seed] = Field(default_factory=lambda: [0, 1, 2], min_length=1)
-    """Seeds of the weights and the batch order (one unit, one run, per variant and seed)."""
+    """Seeds of the weights and the batch order (one run per variant and seed)."""
+    seeds_per_unit: int = Field(100, ge=1)
+    """Seeds of one variant trained together as one batched model, one unit (a killed run
+    keeps every finished unit; each seed ends as it would alone, up to float rounding)."""
     device: Device = torch.device("cpu")
     """Where the layer trains and runs: auto (an accelerator if visible), cpu, cuda, mps."""
     checkpoint_dir: str | None = None
-    """Folder of trained layers keyed by their full config (None: always train)."""
+    """Folder of trained layers, one per run keyed by its full config (None: always train)."""
 
 
 PRESETS: dict[str, dict[str, Any]] = {
@@ -150,13 +157,18 @@ PRESETS: dict[str, dict[str, Any]] = {
     # 1e-6 to 4e-5 against the 1.78e-6 of predicting the input: most runs have not learned the
     # step. This trains every run past that gate on a 2-core CPU (see the module
     # docstring, "The cpu preset", for each departure from the authors' set-up).
-    # 40 seeds: at its first six the runs of pure attention and of the MLP split (0 to 100 %
-    # of the off-arc rollouts by seed, per-run sd about 0.4 around means 0.58 and 0.60), and the
-    # one rule needs tens of runs to put the interval on one side of one half. Estimated from
-    # those six (87 s a unit at load 3-4): 120 units, about 90 min wall with --jobs 2 on 2 cores
-    # (the six stored seeds are reused).
+    # 200 seeds: at its first six the runs of pure attention and of the MLP split (0 to 100 %
+    # of the off-arc rollouts by seed, per-run sd about 0.4 around means 0.58 and 0.60); the one
+    # rule needs 99 runs at that spread to put the interval on one side of one half (sd 0.5:
+    # 153), and not every run need learn. Units of 100 seeds of one variant, each trained as
+    # one batched model: 6 units. Measured in CPU seconds on one thread
+    # (benchmarks/bench_stacked.py): a step of one seed alone 4.9 (san), 5.0 (skip), 7.8 (MLP)
+    # ms; of 100 batched 46, 53, 58 ms (10-14 times less per seed); a run's rollouts and fit
+    # about 1 s (a unit of 40 san seeds: 350 s in all). So 11 to 14 min a unit, about 40 min
+    # wall with --jobs 2 on 2 free cores (a shared machine takes longer by its load: that unit
+    # of 40 took 38 min of wall at load 8-12).
     "cpu": {
-        "seeds": list(range(40)),
+        "seeds": list(range(200)),
         "steps": 12_000,
         "lr": 3e-3,
         "schedule": "cosine",
@@ -166,41 +178,74 @@ PRESETS: dict[str, dict[str, Any]] = {
 
 
 def units(config: Config) -> list[Unit]:
-    return [{"variant": v, "seed": s} for v in config.variants for s in config.seeds]
+    """One unit per block of `seeds_per_unit` seeds (in order) and variant, block by block (a
+    run stopped early has every variant on its first seeds): a unit trains as one batched
+    model (`train.train_models`), each seed as it would alone."""
+    size = config.seeds_per_unit
+    blocks = [config.seeds[i : i + size] for i in range(0, len(config.seeds), size)]
+    return [{"variant": v, "seeds": list(block)} for block in blocks for v in config.variants]
 
 
 def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
-    import torch
-
+    """Train the unit's seeds of its variant together, then roll out each seed's layer: one
+    run's rows per seed, as a unit of one seed gives them."""
     from rankcollapse.nets import CircleNet
     from rankcollapse.seeds import stream_seed
-    from rankcollapse.tasks import circle_data, off_arc_starts, previous_pair_inputs, rollout
-    from rankcollapse.train import DirectoryStore, TrainConfig, train_model
+    from rankcollapse.tasks import circle_data, previous_pair_inputs
+    from rankcollapse.train import DirectoryStore, TrainConfig, train_models
 
-    variant, seed, device = unit["variant"], unit["seed"], config.device
+    variant, seeds = unit["variant"], list(unit["seeds"])
     authors_skip = variant == "san+skip" and config.skip == "authors"
     data = circle_data(config.n_points, radius=config.radius)
     trained_on = previous_pair_inputs(data, config.batch_size) if authors_skip else data
-    net = {
-        "variant": variant,
-        "d_model": config.d_model,
-        "n_heads": config.n_heads,
-        "seed": stream_seed(seed, "weights"),
-    } | ({"skip": config.skip} if variant == "san+skip" else {})
-    schedule = TrainConfig(
-        steps=config.steps,
-        batch_size=config.batch_size,
-        lr=config.lr,
-        schedule=config.schedule,
-        warmup=config.warmup,
-        seed=stream_seed(seed, "data"),
-        loss="mse",
+    nets = [
+        {
+            "variant": variant,
+            "d_model": config.d_model,
+            "n_heads": config.n_heads,
+            "seed": stream_seed(seed, "weights"),
+        }
+        | ({"skip": config.skip} if variant == "san+skip" else {})
+        for seed in seeds
+    ]
+    schedules = [
+        TrainConfig(
+            steps=config.steps,
+            batch_size=config.batch_size,
+            lr=config.lr,
+            schedule=config.schedule,
+            warmup=config.warmup,
+            seed=stream_seed(seed, "data"),
+            loss="mse",
+        )
+        for seed in seeds
+    ]
+    trained = train_models(
+        [CircleNet(**net) for net in nets],
+        nets,
+        trained_on.inputs,
+        trained_on.targets,
+        schedules,
+        store=DirectoryStore(config.checkpoint_dir) if config.checkpoint_dir else None,
+        device=config.device,
     )
-    store = DirectoryStore(config.checkpoint_dir) if config.checkpoint_dir else None
-    model = train_model(
-        CircleNet(**net), net, trained_on.inputs, trained_on.targets, schedule, store=store,
-        device=device,
-    ).model  # fmt: skip
+    frames = [
+        run_rows(config, variant, seed, t.model, data, trained_on)
+        for seed, t in zip(seeds, trained, strict=True)
+    ]
+    return pd.concat(frames, ignore_index=True)
+
+
+def run_rows(config: Config, variant: str, seed: int, model, data, trained_on) -> pd.DataFrame:
+    """One run's rows: its rollouts from the first pair (every step) and from the off-arc
+    starts (summaries), its train MSE and the data's baselines."""
+    import torch
+
+    from rankcollapse.seeds import stream_seed
+    from rankcollapse.tasks import off_arc_starts, rollout
+
+    device = config.device
+    authors_skip = variant == "san+skip" and config.skip == "authors"
     off = off_arc_starts(config.n_starts, radius=config.radius, seed=stream_seed(seed, "starts"))
     starts = torch.cat([data.inputs[:1], off]).to(device)  # start 0: the first training pair
     paths = rollout(model, starts, config.n_steps, radius=config.radius, accumulate=authors_skip)
@@ -273,7 +318,7 @@ SAYS = {  # the paper's sentences on its circle figure, by variant
         SOURCE,
     ),
 }
-DECIDES = "--preset cpu (40 seeds, about 90 min on 2 cores with --jobs 2)"
+DECIDES = "--preset cpu (200 seeds, about 40 min on 2 free cores with --jobs 2)"
 SKIP_BUILDS = {
     "authors": "as the authors did: trained on X_i + X_{i-B}, rolled out as a running sum "
     "s_{t+1} = s_t + f(s_t), the tokens being f(s_t)",

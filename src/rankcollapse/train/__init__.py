@@ -17,7 +17,7 @@ from rankcollapse.train.evaluate import (
     path_accuracy_tables,
     path_effectiveness,
 )
-from rankcollapse.train.fit import TaskSetup, TrainedModel, train_model, train_on_task
+from rankcollapse.train.fit import TaskSetup, TrainedModel, train_model, train_models, train_on_task
 from rankcollapse.train.grid import (
     GridPoint,
     GridResult,
@@ -33,6 +33,7 @@ from rankcollapse.train.loop import (
     checkpoint_key,
     train,
 )
+from rankcollapse.train.stacked import train_stacked
 
 __all__ = [
     "CheckpointStore",
@@ -60,7 +61,9 @@ __all__ = [
     "train_farthest_encoders",
     "train_grid",
     "train_model",
+    "train_models",
     "train_on_task",
     "train_one_by_one",
+    "train_stacked",
     "training_rows",
 ]

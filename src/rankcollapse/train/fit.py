@@ -8,7 +8,7 @@ bytes, device type), so the same settings reuse the weights and other settings n
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -22,6 +22,7 @@ from rankcollapse.seeds import stream_seed
 from rankcollapse.sizes import BatchSize, DModel, NHeads, NLayers, NTokens
 from rankcollapse.tasks import TaskData, san_config, train_and_eval_data
 from rankcollapse.train.loop import CheckpointStore, TrainConfig, check_store, checkpoint_key, train
+from rankcollapse.train.stacked import train_stacked
 
 if TYPE_CHECKING:
     from rankcollapse.measure.monitor import Monitor
@@ -79,23 +80,112 @@ def train_model(
     """
     check_store(store)
     device = torch.device(device)
-    full_config = {
+    full_config = _full_config(
+        model, model_config, train_config, data=checkpoint_key({}, inputs, targets), device=device
+    )
+    key = checkpoint_key(full_config)
+    stored = _load(store, key, full_config, model, device)
+    if stored is not None:
+        return stored
+    losses = train(model, inputs, targets, train_config, device=device, monitor=monitor)
+    _save(store, key, full_config, model, losses)
+    return TrainedModel(model, losses, False, key)
+
+
+def train_models(
+    models: Sequence[nn.Module],
+    model_configs: Sequence[dict[str, Any]],
+    inputs: Tensor,
+    targets: Tensor,
+    train_configs: Sequence[TrainConfig],
+    *,
+    store: CheckpointStore | None = None,
+    device: torch.device | str = "cpu",
+) -> list[TrainedModel]:
+    """`train_model` of each model (one architecture; configs equal but for the seed), those
+    not in `store` trained together as one batched model (`train.stacked.train_stacked`):
+    each ends where it ends alone up to float rounding, and is stored under the key
+    `train_model` gives it.
+
+    Example:
+        >>> from rankcollapse.nets import CircleNet
+        >>> nets = [CircleNet("san", d_model=4, seed=s) for s in (0, 1)]
+        >>> x = torch.randn(8, 2, 2)
+        >>> configs = [TrainConfig(steps=3, loss="mse", seed=s) for s in (0, 1)]
+        >>> trained = train_models(nets, [{"seed": 0}, {"seed": 1}], x, x, configs)
+        >>> [len(t.losses) for t in trained]
+        [3, 3]
+    """
+    check_store(store)
+    device = torch.device(device)
+    data = checkpoint_key({}, inputs, targets)
+    full = [
+        _full_config(m, c, t, data=data, device=device)
+        for m, c, t in zip(models, model_configs, train_configs, strict=True)
+    ]
+    keys = [checkpoint_key(config) for config in full]
+    trained = [
+        _load(store, key, config, model, device)
+        for key, config, model in zip(keys, full, models, strict=True)
+    ]
+    todo = [i for i, done in enumerate(trained) if done is None]
+    if todo:
+        losses = train_stacked(
+            [models[i] for i in todo],
+            inputs,
+            targets,
+            [train_configs[i] for i in todo],
+            device=device,
+        )
+        for i, run in zip(todo, losses, strict=True):
+            _save(store, keys[i], full[i], models[i], run)
+            trained[i] = TrainedModel(models[i], run, False, keys[i])
+    return [t for t in trained if t is not None]
+
+
+def _full_config(
+    model: nn.Module,
+    model_config: dict[str, Any],
+    train_config: TrainConfig,
+    *,
+    data: str,
+    device: torch.device,
+) -> dict[str, Any]:
+    """Everything that determines a model's trained weights (its checkpoint's config)."""
+    return {
         "model": {"class": type(model).__name__, **model_config},
         "train": train_config.key_fields(),
-        "data": checkpoint_key({}, inputs, targets),
+        "data": data,
         "device": device.type,
     }
-    key = checkpoint_key(full_config)
+
+
+def _load(
+    store: CheckpointStore | None,
+    key: str,
+    full_config: dict[str, Any],
+    model: nn.Module,
+    device: torch.device,
+) -> TrainedModel | None:
+    """The model with the weights stored under `key` for exactly `full_config`, else None."""
     stored = store.load(key, full_config) if store is not None else None
-    if stored is not None:
-        model.load_state_dict(stored["state"])
-        model.to(device).eval()
-        return TrainedModel(model, list(stored["losses"]), True, key)
-    losses = train(model, inputs, targets, train_config, device=device, monitor=monitor)
+    if stored is None:
+        return None
+    model.load_state_dict(stored["state"])
+    model.to(device).eval()
+    return TrainedModel(model, list(stored["losses"]), True, key)
+
+
+def _save(
+    store: CheckpointStore | None,
+    key: str,
+    full_config: dict[str, Any],
+    model: nn.Module,
+    losses: list[float],
+) -> None:
     if store is not None:
         state = {name: value.detach().cpu().clone() for name, value in model.state_dict().items()}
         store.save(key, full_config, {"state": state, "losses": losses})
-    return TrainedModel(model, losses, False, key)
 
 
 class TaskSetup(BaseModel):

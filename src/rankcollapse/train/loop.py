@@ -18,7 +18,7 @@ import io
 import math
 import os
 import pickle
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -111,7 +111,7 @@ def train(
     generator = torch.Generator().manual_seed(config.seed)
     batch_size = min(config.batch_size, len(inputs))
     optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
-    loss_fn = _cross_entropy if config.loss == "cross_entropy" else nn.functional.mse_loss
+    loss_fn = loss_function(config.loss)
     order = torch.empty(0, dtype=torch.long, device=device)
     losses = []
     model.train()
@@ -150,6 +150,12 @@ def warmup_cosine(lr: float, step: int, steps: int, warmup: int) -> float:
         return lr * (step + 1) / warmup
     progress = (step - warmup) / max(steps - warmup, 1)
     return lr * 0.5 * (1 + math.cos(math.pi * progress))
+
+
+def loss_function(loss: Literal["cross_entropy", "mse"]) -> Callable[[Tensor, Tensor], Tensor]:
+    """The mean loss of one batch that `TrainConfig.loss` names (per-token cross-entropy on
+    class labels, or the mean squared error)."""
+    return _cross_entropy if loss == "cross_entropy" else nn.functional.mse_loss
 
 
 def _cross_entropy(logits: Tensor, targets: Tensor) -> Tensor:
