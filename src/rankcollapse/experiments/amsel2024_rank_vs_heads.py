@@ -137,10 +137,23 @@ def _ratios(group: pd.DataFrame, d: int, low: pd.DataFrame, seeds: list) -> list
     return [float(np.log10(full.get(s, np.nan) / best.get(s, np.nan))) for s in seeds]
 
 
-def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
-    final = results[results.metric == "eval_rel_mse"]
-    expected = [f"d={d}" for d in config.d_models]
-    split, more, cosines, assumptions, dropped = {}, {}, {}, {}, []
+def _per_width(
+    final: pd.DataFrame, results: pd.DataFrame
+) -> tuple[
+    dict[str, list[float]],
+    dict[str, list[float]],
+    dict[str, list[float]],
+    dict[str, list[Assumption]],
+    list[str],
+]:
+    """Per width "d=D", over the seeds whose full-rank head learned: log10 ratios against the
+    H r = d splits and against every low-rank layer, the full-rank head's alignment cosines,
+    the learned-seeds assumption; and the seeds dropped, named."""
+    split: dict[str, list[float]] = {}
+    more: dict[str, list[float]] = {}
+    cosines: dict[str, list[float]] = {}
+    assumptions: dict[str, list[Assumption]] = {}
+    dropped: list[str] = []
     align = results[(results.metric == "qk_alignment") & (results.d_qk == results.d_model)]
     align = align[align.n_heads == 1].set_index(["d_model", "seed"]).value
     for d, group in final.groupby("d_model"):
@@ -158,6 +171,13 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
         split[f"d={d}"] = _ratios(group, d, low[low.d_qk * low.n_heads == d], seeds)
         more[f"d={d}"] = _ratios(group, d, low, seeds)
         cosines[f"d={d}"] = [float(align.get((d, s), np.nan)) for s in seeds]
+    return split, more, cosines, assumptions, dropped
+
+
+def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
+    final = results[results.metric == "eval_rel_mse"]
+    expected = [f"d={d}" for d in config.d_models]
+    split, more, cosines, assumptions, dropped = _per_width(final, results)
     sign = "-I" if config.target == "farthest" else "+I"
     setting = f"N={config.n_points}, {config.steps} steps at most"
     note = "; ".join([setting, *dropped])
