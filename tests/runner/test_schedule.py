@@ -115,7 +115,8 @@ def test_units_expected_to_take_longest_start_first(tmp_path, monkeypatch):
     def record(backend, tasks, finished, jobs, address=None):
         for i, t in enumerate(tasks):
             order.append(t.unit)
-            finished(i, *backends.call_unit(t.run_unit, t.config, t.unit))
+            if follow_up := finished(i, *backends.call_unit(t.run_unit, t.config, t.unit)):
+                follow_up.run_here()  # the report, as every backend builds it
 
     monkeypatch.setattr(run_module, "run_units", record)
     overrides = {"log_dir": str(tmp_path), "seeds": [7]}
