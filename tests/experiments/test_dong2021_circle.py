@@ -185,3 +185,21 @@ def test_bad_settings_get_clear_errors():
         EXP.make_config("quick", {"variants": ["pure"]})
     with pytest.raises(ConfigError, match="device"):
         EXP.make_config("quick", {"device": "gpu"})
+
+
+def test_a_finding_note_sums_up_many_runs_and_names_the_missing_seeds():
+    import numpy as np
+    import pandas as pd
+
+    from rankcollapse.experiments.dong2021_circle import RUNS_NAMED, _run_note
+
+    run = {"train_mse": 1e-7, "baseline_mse_stay": 1.78e-6, "diverged": 0.0, "learned": True,
+           "relative_final_distance": 0.5, "off_arc_merged": 0.25, "off_arc_apart": 0.75,
+           "off_arcs": 8}  # fmt: skip
+    part = pd.DataFrame([run] * (RUNS_NAMED + 2), index=range(RUNS_NAMED + 2), dtype=float)
+    part.loc[3] = np.nan
+    note = _run_note(part)
+    assert note.startswith(f"{RUNS_NAMED + 1} runs: train MSE 1.00e-07 to 1.00e-07")
+    assert "25% merged, 75% apart on average" in note
+    assert note.endswith("missing: seed 3")
+    assert _run_note(part.iloc[:2]).startswith("seed 0: train MSE 1.00e-07 vs input 1.78e-06")

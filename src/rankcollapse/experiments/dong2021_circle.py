@@ -407,6 +407,9 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
     return out
 
 
+RUNS_NAMED = 6  # a note names each run up to this many, then sums them up
+
+
 def _run_note(part: pd.DataFrame) -> str:
     def row(seed: int, run: pd.Series) -> str:
         if run.isna().all():
@@ -420,7 +423,17 @@ def _run_note(part: pd.DataFrame) -> str:
         learned = "" if run["learned"] else " (not learned)"
         return f"seed {seed}: {fit}{learned}, from the first pair {first}, {off}"
 
-    return "; ".join(row(seed, run) for seed, run in part.iterrows())
+    if len(part) <= RUNS_NAMED:
+        return "; ".join(row(seed, run) for seed, run in part.iterrows())
+    missing = [str(seed) for seed, run in part.iterrows() if run.isna().all()]
+    there = part.dropna(how="all")
+    return (
+        f"{len(there)} runs: train MSE {there['train_mse'].min():.2e} to "
+        f"{there['train_mse'].max():.2e} vs input {there['baseline_mse_stay'].max():.2e}; off the "
+        f"arcs {there['off_arc_merged'].mean():.0%} merged, {there['off_arc_apart'].mean():.0%} "
+        "apart on average (each run: the report's runs table)"
+        + (f"; missing: seed {', '.join(missing)}" if missing else "")
+    )
 
 
 def summarize(config: Config, results: pd.DataFrame) -> Summary:

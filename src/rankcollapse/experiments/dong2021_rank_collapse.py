@@ -74,8 +74,8 @@ DECIDES = "--preset paper (32 windows of 128 tokens) or more windows (--set n_sa
 # SmolLM2 at 55 windows of 128 tokens (all the built-in corpus holds): mean 0.28 against the
 # margin 0.5, about 120 windows needed (2026-11-29)
 DECODER_DECIDES = (
-    "about 120 windows of 128 tokens, more than the built-in corpus holds (55 of SmolLM2's): "
-    "no preset decides it yet"
+    "about 120 windows of 128 tokens (the built-in corpus holds 55 of SmolLM2's: no preset has "
+    "them yet)"
 )
 METRIC = "res_comp_rel"
 METRICS = [METRIC, "mu_rel", "stable_rank"]
