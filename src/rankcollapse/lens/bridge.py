@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextlib import AbstractContextManager, ExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -24,9 +24,8 @@ from torch import Tensor, nn
 
 from rankcollapse.errors import ConfigError
 from rankcollapse.hf.capture import LayerCapture, RunSettings, modes_kept
-from rankcollapse.hf.models import Vocabulary
 from rankcollapse.variants import Variant
-from rankcollapse.lens.hooked import block_capture, check_token_ids
+from rankcollapse.lens.hooked import LensModel, block_capture, check_token_ids
 
 
 def is_transformer_bridge(model: Any) -> bool:
@@ -44,38 +43,14 @@ def is_transformer_bridge(model: Any) -> bool:
 
 
 @dataclass
-class BridgeModel:
-    """A `TransformerBridge` in memory, used as it is (never copied), with its tokenizer (the
-    bridge's own unless one is given) and provenance `info`."""
+class BridgeModel(LensModel):
+    """A `TransformerBridge` (`LensModel`; the bridge's own tokenizer unless one is given)."""
 
-    model: nn.Module
     name: str = "transformer-bridge"
-    init: str = "in-memory"
-    tokenizer: Any = None
-    info: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def cfg(self) -> Any:
-        return self.model.cfg
 
     @property
     def blocks(self) -> list[nn.Module]:
         return list(getattr(self.model, "blocks", None) or [])
-
-    @property
-    def has_tokenizer(self) -> bool:
-        return self.tokenizer is not None
-
-    @property
-    def vocabulary(self) -> Vocabulary:
-        """Random ids come from the tokenizer's vocabulary, else `cfg.d_vocab` (no specials)."""
-        if self.tokenizer is not None:
-            return Vocabulary.of(self.tokenizer)
-        return Vocabulary(self.embedding_size, frozenset())
-
-    @property
-    def embedding_size(self) -> int:
-        return int(self.cfg.d_vocab)
 
     @property
     def n_positions(self) -> int | None:
@@ -89,14 +64,6 @@ class BridgeModel:
     @property
     def n_layers(self) -> int:
         return len(self.blocks)
-
-    @property
-    def device(self) -> torch.device:
-        return next(self.model.parameters()).device
-
-    @property
-    def dtype(self) -> torch.dtype:
-        return next(self.model.parameters()).dtype
 
 
 def as_bridge(model: Any, *, tokenizer: Any = None) -> BridgeModel:

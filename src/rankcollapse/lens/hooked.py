@@ -59,12 +59,13 @@ def is_hooked_transformer(model: Any) -> bool:
 
 
 @dataclass
-class HookedModel:
-    """A `HookedTransformer` in memory, used as it is (never copied), with its tokenizer (the
-    model's own `tokenizer` unless one is given) and provenance `info`."""
+class LensModel:
+    """A TransformerLens model in memory, used as it is (never copied), with its tokenizer (the
+    model's own `tokenizer` unless one is given) and provenance `info`: what a
+    `HookedTransformer` and a `TransformerBridge` share (both have `cfg.d_vocab`)."""
 
     model: nn.Module
-    name: str = "hooked-transformer"
+    name: str = "transformer-lens"
     init: str = "in-memory"
     tokenizer: Any = None
     info: dict[str, Any] = field(default_factory=dict)
@@ -72,12 +73,6 @@ class HookedModel:
     @property
     def cfg(self) -> Any:
         return self.model.cfg
-
-    @property
-    def blocks(self) -> list[Any]:
-        """Its blocks, each with its hook points (TransformerLens types them loosely)."""
-        blocks: Any = self.model.blocks
-        return list(blocks)
 
     @property
     def has_tokenizer(self) -> bool:
@@ -88,12 +83,33 @@ class HookedModel:
         """Random ids come from the tokenizer's vocabulary, else `cfg.d_vocab` (no specials)."""
         if self.tokenizer is not None:
             return Vocabulary.of(self.tokenizer)
-        return Vocabulary(int(self.cfg.d_vocab), frozenset())
+        return Vocabulary(self.embedding_size, frozenset())
 
     @property
     def embedding_size(self) -> int:
         """Rows of the token embedding (ids must stay below)."""
         return int(self.cfg.d_vocab)
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return next(self.model.parameters()).dtype
+
+
+@dataclass
+class HookedModel(LensModel):
+    """A `HookedTransformer` (`LensModel`)."""
+
+    name: str = "hooked-transformer"
+
+    @property
+    def blocks(self) -> list[Any]:
+        """Its blocks, each with its hook points (TransformerLens types them loosely)."""
+        blocks: Any = self.model.blocks
+        return list(blocks)
 
     @property
     def n_positions(self) -> int:
@@ -106,14 +122,6 @@ class HookedModel:
     @property
     def n_layers(self) -> int:
         return int(self.cfg.n_layers)
-
-    @property
-    def device(self) -> torch.device:
-        return next(self.model.parameters()).device
-
-    @property
-    def dtype(self) -> torch.dtype:
-        return next(self.model.parameters()).dtype
 
 
 def as_hooked(model: Any, *, tokenizer: Any = None) -> HookedModel:
