@@ -21,6 +21,10 @@ def _outcome(run: pd.Series) -> str:
     return "merged" if run["merged"] else "apart"
 
 
+TRAJECTORY_SEEDS = 8  # panels per variant: the first seeds (200 would make a figure 380 in wide)
+SEED_TICKS = 12  # seed labels on a share panel at most (more overlap at the report's size)
+
+
 def circle_trajectories(
     results: pd.DataFrame,
     table: pd.DataFrame,
@@ -30,13 +34,15 @@ def circle_trajectories(
     radius: float,
     n_steps: int,
 ) -> Figure:
-    """Small multiples: a row per variant, a panel per seed, the two token paths and the circle.
+    """Small multiples: a row per variant, a panel per seed (the first TRAJECTORY_SEEDS), the
+    two token paths and the circle.
 
     `results`: rollout rows (variant, seed, token, step, metric x/y); `table`: one row per run
     with learned, diverged, merged (its outcome from the first training pair, in each panel's title).
     """
     variants = [v for v in variants if v in set(results["variant"])]
-    seeds = sorted(set(results["seed"]))
+    every_seed = sorted(set(results["seed"]))
+    seeds = every_seed[:TRAJECTORY_SEEDS]
     figure = Figure(figsize=(1.9 * len(seeds) + 0.6, 2.0 * len(variants)), layout="constrained")
     axes = figure.subplots(len(variants), len(seeds), squeeze=False)
     angles = np.linspace(0, 2 * math.pi, 200)
@@ -57,7 +63,12 @@ def circle_trajectories(
             ax.tick_params(labelsize=6)
         row[0].set_ylabel(labels[variant], fontsize=9)
     axes[0][0].legend(fontsize=6)
-    figure.suptitle(f"Trained layer applied {n_steps} times (o start, x end)", fontsize=10)
+    shown = (
+        ""
+        if len(seeds) == len(every_seed)
+        else f"; the first {len(seeds)} of {len(every_seed)} seeds"
+    )
+    figure.suptitle(f"Trained layer applied {n_steps} times (o start, x end{shown})", fontsize=10)
     return figure
 
 
@@ -95,7 +106,8 @@ def circle_shares(
             f"{labels[variant]}: share {part['outcome'].iloc[0]}\n({n_learned})", fontsize=9
         )
         ax.set_xlabel("seed")
-        ax.set_xticks(sorted(part["seed"]))
+        seeds = sorted(part["seed"])
+        ax.set_xticks(seeds[:: math.ceil(len(seeds) / SEED_TICKS)])
     axes[0].set_ylabel("share of off-arc rollouts")
     handles, names = axes[0].get_legend_handles_labels()
     figure.legend(handles, names, loc="outside lower center", ncols=4, fontsize=7, numpoints=1)
