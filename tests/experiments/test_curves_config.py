@@ -62,3 +62,18 @@ def test_curve_experiments_take_any_text_model_of_the_registry():
     assert TemperatureConfig(models=["toy", "pythia-160m"]).models == ["toy", "pythia-160m"]
     with pytest.raises(ValidationError, match="unknown model 'vit-base'"):
         TemperatureConfig(models=["vit-base"])
+
+
+@pytest.mark.parametrize("name", ["wu2024-masks", "wu2024-temperature", "dong2021-rank-collapse"])
+def test_a_text_file_is_checked_when_the_config_is_made_and_dumps_back_as_its_path(name, tmp_path):
+    from rankcollapse.errors import ConfigError
+    from rankcollapse.experiments import get_experiment
+
+    exp = get_experiment(name)
+    with pytest.raises(ConfigError, match=r"text: Path does not point to a file \(got '/no/such"):
+        exp.make_config("quick", {"text": "/no/such/file.txt"})
+    text = tmp_path / "words.txt"
+    text.write_text("real words " * 100)
+    config = exp.make_config("quick", {"text": str(text)})
+    assert config.text == text and config.model_dump(mode="json")["text"] == str(text)
+    assert exp.make_config("quick").text is None  # the built-in corpus

@@ -77,3 +77,20 @@ def test_the_weights_seed_and_the_data_seed_are_different_streams():
     a = toy_curves([VARIANTS["wu:san"]], complete, **SIZES)
     b = toy_curves([VARIANTS["wu:san"]], complete, **{**SIZES, "seed": 1})
     assert not np.allclose(a["value"], b["value"])
+
+
+def test_real_curves_read_their_windows_from_a_text_file_and_refuse_one_too_short(tmp_path):
+    loaded = load_cached(TINY)
+    common = {"modes": ["eval"], "n_samples": 2, "n_tokens": 8, "seed": 0}
+    window = parse_mask_spec("complete")
+    corpus = real_curves(loaded, [SAN_SKIP], window, **common)
+    text = tmp_path / "fortunes.txt"
+    text.write_text(
+        "A classic is something that everyone wants to have read and nobody wants to read. " * 4
+    )
+    from_file = real_curves(loaded, [SAN_SKIP], window, text=text, **common)
+    assert from_file.shape == corpus.shape
+    assert not np.allclose(from_file["value"], corpus["value"])  # other windows, other values
+    text.write_text("Too short.")
+    with pytest.raises(InputError, match="windows"):
+        real_curves(loaded, [SAN_SKIP], window, text=text, **common)

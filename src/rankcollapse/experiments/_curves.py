@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Literal
 
 import torch
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, FilePath
 
 from rankcollapse.devices import Device, Dtype
 from rankcollapse.experiments._registry import toy_sizes
@@ -51,6 +51,9 @@ class CurvesConfig(BaseModel):
     """Text windows per real model."""
     n_tokens: NTokens = Field(128, ge=4)
     """Tokens per window (real models)."""
+    text: FilePath | None = None
+    """A UTF-8 text file whose windows the real models read (None: the built-in corpus), for
+    more windows than the corpus holds, e.g. Debian's fortunes: /usr/share/games/fortunes/science."""
     seed: Seed = 0
     """Seed of weights, toy tokens (its data stream) and window choice."""
     device: Device = torch.device("cpu")

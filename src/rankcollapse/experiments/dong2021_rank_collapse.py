@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Literal
 
 import pandas as pd
 import torch
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, FilePath
 
 from rankcollapse.devices import Device, Dtype
 from rankcollapse.experiments._registry import Experiment, Summary, Unit, register
@@ -144,6 +144,9 @@ class Config(BaseModel):
     """Windows of text per model."""
     n_tokens: NTokens = Field(128, le=512)
     """Tokens per window (exactly, all real)."""
+    text: FilePath | None = None
+    """A UTF-8 text file whose windows are measured (None: the built-in corpus), for more
+    windows than the corpus holds, e.g. Debian's fortunes: /usr/share/games/fortunes/science."""
     n_layers: NLayers | None = Field(None, le=96)
     """Depth of random-init models (None: the model's own depth)."""
     handful: int = Field(5, ge=1, le=96)
@@ -192,6 +195,7 @@ def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
         variants=arm.variants or config.variants,
         n_samples=config.n_samples,
         n_tokens=config.n_tokens,
+        text=config.text,
         metrics=METRICS,
         seed=config.seed,
     )
@@ -374,7 +378,11 @@ def notes(config: Config, results: pd.DataFrame, table: pd.DataFrame) -> list[st
     rows = table[table["model"].isin(causal) & (table["init"] == "random")]
     rows = at_layer(rows[rows["variant"].isin(SKIPLESS)], 2)
     at_init = {f"{r.model}/{r.variant}": r.mean for r in rows.itertuples()}
-    ran = f"Arms run: {arms}; {config.n_samples} windows of {config.n_tokens} tokens each"
+    source = "the built-in corpus" if config.text is None else f"the text file {config.text}"
+    ran = (
+        f"Arms run: {arms}; {config.n_samples} windows of {config.n_tokens} tokens each, "
+        f"from {source}"
+    )
     said = [f"{ran}; device {devices}.", NOTE]
     if at_init:
         said.append(

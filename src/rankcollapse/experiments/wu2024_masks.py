@@ -172,6 +172,7 @@ def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
             modes=config.modes,
             n_samples=config.n_samples,
             n_tokens=config.n_tokens,
+            text=config.text,
             seed=config.seed,
         )
     frame = frame.assign(model=model, device=str(device))

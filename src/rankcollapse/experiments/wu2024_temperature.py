@@ -133,6 +133,7 @@ def run_unit(config: Config, unit: Unit) -> pd.DataFrame:
                 modes=config.modes,
                 n_samples=config.n_samples,
                 n_tokens=config.n_tokens,
+                text=config.text,
                 temperature=math.sqrt(d_qk / head_dim(loaded)),
                 **common,
             )

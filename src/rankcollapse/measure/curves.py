@@ -22,6 +22,7 @@ import functools
 import itertools
 from collections.abc import Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -66,6 +67,7 @@ def real_curves(
     n_samples: int,
     n_tokens: int,
     seed: int,
+    text: Path | None = None,
     temperature: float = 1.0,
     metrics: Sequence[str] = CURVE_METRICS,
 ) -> pd.DataFrame:
@@ -73,11 +75,12 @@ def real_curves(
     (`rankcollapse.variants.WU_VARIANTS`, named in the rows within their set: "san+ln") and
     mode, on the device the model was loaded on.
 
-    `temperature` divides the logits on top of the model's own scaling. Train mode draws its
-    dropout masks from `seed`. A curve whose hidden states overflow is kept as one row with
+    `text` is a text file to take the windows from (None: the built-in corpus). `temperature`
+    divides the logits on top of the model's own scaling. Train mode draws its dropout masks
+    from `seed`. A curve whose hidden states overflow is kept as one row with
     metric `diverged` (value 1, layer NaN), so a claim over every curve sees it missing.
     """
-    inputs = ProbeInputs(n_samples=n_samples, n_tokens=n_tokens, seed=seed)
+    inputs = ProbeInputs(text=text, n_samples=n_samples, n_tokens=n_tokens, seed=seed)
     checked = resolve_probe(variants, mask, metrics, temperature=temperature)
     inputs.check_fits(checked)
     frames = []
