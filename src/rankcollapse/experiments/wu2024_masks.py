@@ -107,9 +107,9 @@ VALUE_GROWTH = 1.0
 """Thm 1's A3 (bounded value maps) is taken as broken when the states' norm grows by more than
 e per layer (log ||X||_F slope > 1): SmolLM2 without its norms grows by about e^3."""
 DECIDES = (
-    "more samples (the quick preset with --set n_samples=8: about an hour on a 2-core CPU, "
-    "estimated from quick's 1,163 s of units at 2 windows), or the paper preset (32 windows of "
-    "128 tokens, a 128-layer deep BERT: 31,400 s of units on a 2-core CPU, so a GPU)"
+    "more samples (the quick preset with --set n_samples=16: about 8 minutes on one CPU core, "
+    "twice quick's 216 s of units at 8 windows), or the paper preset (32 windows of 128 tokens, "
+    "a 128-layer deep BERT: 31,400 s of units on a 2-core CPU, so a GPU)"
 )
 
 
@@ -132,13 +132,14 @@ class Config(CurvesConfig):
     """n_layers of `bert-deep` (the paper's deep random-init BERT has 128)."""
 
 
-# quick: 2 windows of 32 tokens per real model, a 24-layer deep BERT, and no SmolLM2 (its
-# load and float64 copy alone take about a minute on 2 cores); paper: the paper's sizes.
+# quick: 8 windows of 32 tokens per real model (at 2, the rule could not decide two findings),
+# a 24-layer deep BERT, and no SmolLM2 (its load and float64 copy alone take about a minute on
+# 2 cores): 216 s of units on one quiet core (2026-11-29); paper: the paper's sizes.
 PRESETS: dict[str, dict[str, Any]] = {
     "quick": {
         "models": ["toy", "bert-base", "bert-deep", "minilm"],
         "deep_n_layers": 24,
-        "n_samples": 2,
+        "n_samples": 8,
         "n_tokens": 32,
     },
     "paper": {"toy": {"n_layers": 128, "n_tokens": 128, "n_samples": 32}},
