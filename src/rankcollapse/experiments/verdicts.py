@@ -291,25 +291,9 @@ def finding(
     untested = unmet or _untested(decision, decides)
     fail = decision.verdict == "FAIL" and not unmet
     parts = [_fail_note(says, decision, side, margin)] if fail else [decision.describe()]
-    return Claim(
-        id,
-        "beyond" if beyond else "finding",
-        text,
-        quantity,
-        side,
-        margin,
-        decision.mean,
-        decision.verdict == "PASS" and not unmet,
-        "; ".join(p for p in (*parts, note) if p),
-        says.where,
-        says.text,
-        untested,
-        _finite(decision.low),
-        _finite(decision.high),
-        decision.n,
-        decision.n_needed,
-        decides,
-    )
+    passed = decision.verdict == "PASS" and not unmet
+    stated = (id, beyond, text, quantity, side, margin, says)
+    return _claim(*stated, decision, passed, [*parts, note], untested, decision.n_needed, decides)
 
 
 def for_every(
@@ -367,6 +351,27 @@ def for_every(
     if excluded:
         reasons = ", ".join(f"{k} ({v})" for k, v in excluded.items())
         parts.append(f"excluded by config ({len(excluded)}): {reasons}")
+    stated = (id, beyond, text, quantity, side, margin, says)
+    return _claim(*stated, decision, verdict == "PASS", parts, untested, needed, decides)
+
+
+def _claim(
+    id: str,
+    beyond: bool,
+    text: str,
+    quantity: str,
+    side: Side,
+    margin: float,
+    says: Quote,
+    decision: Decision | None,
+    passed: bool,
+    notes: Sequence[str],
+    untested: str,
+    needed: int | None,
+    decides: str,
+) -> Claim:
+    """The `Claim` of a finding decided by `decision` (None: no member decided it), its
+    non-empty `notes` joined."""
     return Claim(
         id,
         "beyond" if beyond else "finding",
@@ -375,8 +380,8 @@ def for_every(
         side,
         margin,
         decision.mean if decision else math.nan,
-        verdict == "PASS",
-        "; ".join(p for p in parts if p),
+        passed,
+        "; ".join(n for n in notes if n),
         says.where,
         says.text,
         untested,
