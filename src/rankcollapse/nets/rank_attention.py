@@ -254,21 +254,69 @@ class StackedRankAttention(nn.Module):
             y = queries[s].reshape(-1, n_queries, d)  # (B, q, d)
             keys = x[s].reshape(len(y), -1, d)  # (B, n, d)
             columns = slice(heads.start * d, heads.stop * d)
-            u = (y @ forms[:, columns]).view(len(y), -1, d)  # (B, q H_s, d): W_K,h^T W_Q,h y_i
-            # keys first: the softmax over keys then runs along whole rows of (query, head)
-            # pairs, 1.7 x faster than along rows of N = 8 keys; the product runs queries first
-            # so that u's gradient (as large as u) needs no transposed copy (measured on CPU)
-            scores = (u @ keys.transpose(-1, -2)).transpose(-1, -2).contiguous()  # (B, n, q H_s)
-            if self.hard:
-                weights = hardmax(scores.transpose(-1, -2)).transpose(-1, -2)
-            else:
-                weights = softmax(scores, dim=-2)
-            # sum_j a_hij M_h x_j = M_h (sum_j a_hij x_j): average the points for every head
-            # in one batched product, then sum each configuration's heads in one product
-            z = (weights.transpose(-1, -2) @ keys).view(*lead, n_queries, -1)  # (..., q, H_s d)
+            z = head_averages(y, keys, forms[:, columns], hard=self.hard)  # (B, q, H_s d)
+            z = z.view(*lead, n_queries, -1)
             configs, sizes = self.stream_configs[s]
             for c, z_c, m_c in zip(
                 configs, z.split(sizes, -1), maps[columns].split(sizes), strict=True
             ):
                 out[c] = z_c @ m_c  # (..., q, d)
         return torch.stack([out[c] for c in range(self.n_configs)])
+
+
+def head_averages(queries: Tensor, x: Tensor, forms: Tensor, *, hard: bool = False) -> Tensor:
+    """Every head's attention-weighted average of the points, for many heads at once.
+
+    Formula: z_{ih} = sum_j a_{hij} x_j, a_{hij} = softmax_j(y_i^T A_h x_j) (hardmax if
+    `hard`), with A_h = W_Q,h^T W_K,h the head's bilinear form.
+
+    Args:
+        queries: y, shape (B, q, d). x: the points, (B, n, d).
+        forms: [A_1 ... A_H] side by side, (d, H d): column h d + e is column e of A_h.
+
+    Returns:
+        z of shape (B, q, H d): z[b, i, h d + e] is coordinate e of z_{ih}.
+    """
+    if hard:  # no gradient flows through the argmax: autograd sees only the average
+        u = (queries @ forms).view(len(queries), -1, x.shape[-1])  # (B, q H, d)
+        weights = hardmax(u @ x.transpose(-1, -2))  # (B, q H, n)
+        return (weights @ x).view(*queries.shape[:-1], -1)
+    return _HeadAverages.apply(queries, x, forms)
+
+
+class _HeadAverages(torch.autograd.Function):
+    """`head_averages` with softmax weights and a written-out backward.
+
+    Scores and weights are kept keys first, (B, n, q H): the softmax runs over keys along
+    whole rows of (query, head) pairs, and every product has the q H axis as its long side
+    (torch's batched products are several times slower when their result has only n = 8
+    columns; measured on CPU). The backward is that of softmax,
+    dL/ds = a * (dL/da - sum_j a dL/da), with no temporaries beyond the products' results.
+    """
+
+    @staticmethod
+    def forward(ctx, queries: Tensor, x: Tensor, forms: Tensor) -> Tensor:
+        b, q, d = queries.shape
+        u = (queries @ forms).view(b, -1, d)  # (B, q H, d): u_{ih} = A_h y_i
+        weights = torch.softmax(x @ u.transpose(-1, -2), dim=-2)  # (B, n, q H): a_{hij}
+        ctx.save_for_backward(queries, x, forms, weights)
+        return (weights.transpose(-1, -2) @ x).view(b, q, -1)  # (B, q, H d)
+
+    @staticmethod
+    def backward(ctx, grad: Tensor) -> tuple[Tensor | None, Tensor | None, Tensor | None]:
+        queries, x, forms, weights = ctx.saved_tensors
+        b, q, d = queries.shape
+        grad_z = grad.reshape(b, -1, d)  # (B, q H, d)
+        grad_s = x @ grad_z.transpose(-1, -2)  # (B, n, q H): dL/da
+        grad_s.mul_(weights)
+        grad_s.addcmul_(weights, grad_s.sum(-2, keepdim=True), value=-1)  # dL/ds
+        grad_u = grad_s.transpose(-1, -2) @ x  # (B, q H, d)
+        grad_queries = grad_x = grad_forms = None
+        if ctx.needs_input_grad[0]:
+            grad_queries = grad_u.view(b, q, -1) @ forms.T
+        if ctx.needs_input_grad[1]:
+            u = (queries @ forms).view(b, -1, d)
+            grad_x = grad_s @ u + weights @ grad_z
+        if ctx.needs_input_grad[2]:
+            grad_forms = queries.reshape(-1, d).T @ grad_u.view(b * q, -1)
+        return grad_queries, grad_x, grad_forms
