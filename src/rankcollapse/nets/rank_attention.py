@@ -158,6 +158,7 @@ class StackedRankAttention(nn.Module):
     head_config: Tensor  # buffers (`register_buffer`): the configuration of each head,
     row_config: Tensor  # of each row of w_q and w_k,
     config_stream: Tensor  # and the data stream of each configuration
+    head_order: Tensor | None  # None when the streams list the configurations in order
 
     def __init__(
         self,
@@ -216,6 +217,11 @@ class StackedRankAttention(nn.Module):
                 if seeds[c] == stream_seed
             ]
             self.stream_configs.append((configs, [n_heads[c] * d_model for c in configs]))
+        order = [c for configs, _ in self.stream_configs for c in configs]
+        self.register_buffer(  # where each configuration's output is among the streams'
+            "head_order",
+            None if order == sorted(order) else torch.tensor(list(map(order.index, sorted(order)))),
+        )
         self.w_q = nn.Parameter(torch.cat(w_q))  # (R, d): every head's query rows, R = sum H r
         self.w_k = nn.Parameter(torch.cat(w_k))  # (R, d)
         self.w_o = nn.Parameter(torch.cat(w_o))  # (K, d, d): M_h of every head
@@ -249,74 +255,91 @@ class StackedRankAttention(nn.Module):
         )  # (K, d, d)
         forms = forms.transpose(0, 1).flatten(1)  # (d, K d): column (h, e)
         maps = self.w_o.transpose(-1, -2).flatten(0, 1)  # (K d, d): row (h, e) is column e of M_h
-        out: dict[int, Tensor] = {}
+        outputs = []  # (C_s, B, q, d) per stream, configurations in head order
         for s, heads in enumerate(self.stream_heads):
             y = queries[s].reshape(-1, n_queries, d)  # (B, q, d)
             keys = x[s].reshape(len(y), -1, d)  # (B, n, d)
             columns = slice(heads.start * d, heads.stop * d)
-            z = head_averages(y, keys, forms[:, columns], hard=self.hard)  # (B, q, H_s d)
-            z = z.view(*lead, n_queries, -1)
-            configs, sizes = self.stream_configs[s]
-            for c, z_c, m_c in zip(
-                configs, z.split(sizes, -1), maps[columns].split(sizes), strict=True
-            ):
-                out[c] = z_c @ m_c  # (..., q, d)
-        return torch.stack([out[c] for c in range(self.n_configs)])
+            sizes = self.stream_configs[s][1]
+            outputs.append(
+                stream_attention(y, keys, forms[:, columns], maps[columns], sizes, self.hard)
+            )
+        out = torch.cat(outputs) if len(outputs) > 1 else outputs[0]
+        if self.head_order is not None:  # back to the configurations' own order
+            out = out[self.head_order]
+        return out.view(self.n_configs, *lead, n_queries, d)
 
 
-def head_averages(queries: Tensor, x: Tensor, forms: Tensor, *, hard: bool = False) -> Tensor:
-    """Every head's attention-weighted average of the points, for many heads at once.
+def stream_attention(
+    queries: Tensor, x: Tensor, forms: Tensor, maps: Tensor, sizes: Sequence[int], hard: bool
+) -> Tensor:
+    """The outputs of several configurations' heads on one batch, all heads at once.
 
-    Formula: z_{ih} = sum_j a_{hij} x_j, a_{hij} = softmax_j(y_i^T A_h x_j) (hardmax if
-    `hard`), with A_h = W_Q,h^T W_K,h the head's bilinear form.
+    Formula: f_c(Y, X)_i = sum_{h in c} M_h z_{ih},  z_{ih} = sum_j a_{hij} x_j,
+        a_{hij} = softmax_j(y_i^T A_h x_j) (one-hot on the argmax if `hard`),
+        A_h = W_Q,h^T W_K,h the head's bilinear form.
 
     Args:
         queries: y, shape (B, q, d). x: the points, (B, n, d).
-        forms: [A_1 ... A_H] side by side, (d, H d): column h d + e is column e of A_h.
+        forms: [A_h]_h side by side, (d, H d): column h d + e is column e of A_h.
+        maps: [M_h^T]_h stacked, (H d, d): row h d + e is column e of M_h.
+        sizes: H_c d of each configuration, in head order (they sum to H d).
+        hard: hardmax weights (no gradient reaches the forms through the argmax).
 
     Returns:
-        z of shape (B, q, H d): z[b, i, h d + e] is coordinate e of z_{ih}.
+        (C, B, q, d): the output of each configuration.
     """
-    if hard:  # no gradient flows through the argmax: autograd sees only the average
-        u = (queries @ forms).view(len(queries), -1, x.shape[-1])  # (B, q H, d)
-        weights = hardmax(u @ x.transpose(-1, -2))  # (B, q H, n)
-        return (weights @ x).view(*queries.shape[:-1], -1)
-    return _HeadAverages.apply(queries, x, forms)
+    return _StreamAttention.apply(queries, x, forms, maps, tuple(sizes), hard)
 
 
-class _HeadAverages(torch.autograd.Function):
-    """`head_averages` with softmax weights and a written-out backward.
+class _StreamAttention(torch.autograd.Function):
+    """`stream_attention` with a written-out backward, which keeps the memory of a step small.
 
     Scores and weights are kept keys first, (B, n, q H): the softmax runs over keys along
-    whole rows of (query, head) pairs, and every product has the q H axis as its long side
-    (torch's batched products are several times slower when their result has only n = 8
-    columns; measured on CPU). The backward is that of softmax,
-    dL/ds = a * (dL/da - sum_j a dL/da), with no temporaries beyond the products' results.
+    whole rows of (query, head) pairs, and every batched product has the q H axis as its long
+    side (torch's batched products are several times slower when their result has only n = 8
+    columns; measured on CPU). Only the weights are saved; z is computed again in the backward.
+    Softmax backward: dL/ds = a * (dL/da - sum_j a dL/da).
     """
 
     @staticmethod
-    def forward(ctx, queries: Tensor, x: Tensor, forms: Tensor) -> Tensor:
+    def forward(ctx, queries, x, forms, maps, sizes, hard):
         b, q, d = queries.shape
-        u = (queries @ forms).view(b, -1, d)  # (B, q H, d): u_{ih} = A_h y_i
-        weights = torch.softmax(x @ u.transpose(-1, -2), dim=-2)  # (B, n, q H): a_{hij}
-        ctx.save_for_backward(queries, x, forms, weights)
-        return (weights.transpose(-1, -2) @ x).view(b, q, -1)  # (B, q, H d)
+        scores = x @ (queries @ forms).view(b, -1, d).transpose(-1, -2)  # (B, n, q H)
+        if hard:  # one-hot on the first best key, as `hardmax`
+            weights = hardmax(scores.transpose(-1, -2)).transpose(-1, -2)
+        else:
+            weights = torch.softmax(scores, dim=-2)
+        z = (weights.transpose(-1, -2) @ x).view(b * q, -1)  # (B q, H d): z_{ih}
+        out = z.new_empty(len(sizes), b * q, d)
+        for k, (z_c, m_c) in enumerate(zip(z.split(sizes, -1), maps.split(sizes), strict=True)):
+            torch.mm(z_c, m_c, out=out[k])
+        ctx.save_for_backward(queries, x, forms, maps, weights)
+        ctx.sizes, ctx.hard = sizes, hard
+        return out.view(len(sizes), b, q, d)
 
     @staticmethod
-    def backward(ctx, grad: Tensor) -> tuple[Tensor | None, Tensor | None, Tensor | None]:
-        queries, x, forms, weights = ctx.saved_tensors
-        b, q, d = queries.shape
-        grad_z = grad.reshape(b, -1, d)  # (B, q H, d)
+    def backward(ctx, grad):
+        queries, x, forms, maps, weights = ctx.saved_tensors
+        (b, q, d), sizes = queries.shape, ctx.sizes
+        grad = grad.reshape(len(sizes), b * q, d)
+        z = (weights.transpose(-1, -2) @ x).view(b * q, -1)
+        grad_maps = torch.cat([z_c.T @ g for z_c, g in zip(z.split(sizes, -1), grad, strict=True)])
+        del z
+        grad_z = torch.cat([g @ m_c.T for g, m_c in zip(grad, maps.split(sizes), strict=True)], -1)
+        grad_z = grad_z.view(b, -1, d)  # (B, q H, d)
         grad_s = x @ grad_z.transpose(-1, -2)  # (B, n, q H): dL/da
-        grad_s.mul_(weights)
-        grad_s.addcmul_(weights, grad_s.sum(-2, keepdim=True), value=-1)  # dL/ds
-        grad_u = grad_s.transpose(-1, -2) @ x  # (B, q H, d)
         grad_queries = grad_x = grad_forms = None
-        if ctx.needs_input_grad[0]:
-            grad_queries = grad_u.view(b, q, -1) @ forms.T
         if ctx.needs_input_grad[1]:
-            u = (queries @ forms).view(b, -1, d)
-            grad_x = grad_s @ u + weights @ grad_z
-        if ctx.needs_input_grad[2]:
+            grad_x = weights @ grad_z
+        del grad_z
+        if not ctx.hard:
+            grad_s.mul_(weights)
+            grad_s.addcmul_(weights, grad_s.sum(-2, keepdim=True), value=-1)  # dL/ds
+            grad_u = grad_s.transpose(-1, -2) @ x  # (B, q H, d)
+            if ctx.needs_input_grad[0]:
+                grad_queries = grad_u.view(b, q, -1) @ forms.T
+            if ctx.needs_input_grad[1]:
+                grad_x += grad_s @ (queries @ forms).view(b, -1, d)
             grad_forms = queries.reshape(-1, d).T @ grad_u.view(b * q, -1)
-        return grad_queries, grad_x, grad_forms
+        return grad_queries, grad_x, grad_forms, grad_maps, None, None
