@@ -140,14 +140,14 @@ class StackedRankAttention(nn.Module):
     """Many configurations (d_qk, n_heads, seed) of `RankAttention` as one module.
 
     Configurations with the same seed share a data stream (the seed draws the data too). Per
-    stream, every head is scored through its bilinear form W_Q,h^T W_K,h (d x d, one batched
-    product per rank builds them), so one matrix product and one batched product score all
-    heads; the softmax runs once; the points are averaged once for all heads, and one product
-    with [M_h]_h per configuration sums its heads. So a step is a few large products, not
-    thousands of tiny ones per head or rank (forward and backward of the 16-configuration grid
-    of benchmarks/bench_grid.py: 10.3 -> 5.7 ms on one CPU thread). Each configuration computes what its own `RankAttention` (same seed) computes, up
-    to float rounding, and the gradient of one configuration's loss never reaches another's
-    parameters.
+    stream, every head is scored through its bilinear form A_h = W_Q,h^T W_K,h (d x d, one
+    batched product per rank builds them), and `stream_attention` computes every head at once:
+    one product scores all heads, the softmax runs once, one batched product averages the
+    points for all heads, and one product with [M_h]_h per configuration sums its heads; its
+    backward is written out. So a step is a few large products, not thousands of tiny ones per
+    head or rank. Each configuration computes what its own `RankAttention` (same seed)
+    computes, up to float rounding, and the gradient of one configuration's loss never reaches
+    another's parameters.
 
     Example:
         >>> stack = StackedRankAttention(4, d_qk=[1, 4], n_heads=[3, 1], seeds=[0, 0])
@@ -305,12 +305,14 @@ class _StreamAttention(torch.autograd.Function):
     @staticmethod
     def forward(ctx, queries, x, forms, maps, sizes, hard):
         b, q, d = queries.shape
-        scores = x @ (queries @ forms).view(b, -1, d).transpose(-1, -2)  # (B, n, q H)
+        u = queries @ forms  # (B, q, H d): u_{ih} = A_h y_i
+        scores = x @ u.view(b, -1, d).transpose(-1, -2)  # (B, n, q H)
         if hard:  # one-hot on the first best key, as `hardmax`
             weights = hardmax(scores.transpose(-1, -2)).transpose(-1, -2)
         else:
             weights = torch.softmax(scores, dim=-2)
-        z = (weights.transpose(-1, -2) @ x).view(b * q, -1)  # (B q, H d): z_{ih}
+        z = torch.bmm(weights.transpose(-1, -2), x, out=u.view(b, -1, d))  # u's memory: z_{ih}
+        z = z.view(b * q, -1)  # (B q, H d)
         out = z.new_empty(len(sizes), b * q, d)
         for k, (z_c, m_c) in enumerate(zip(z.split(sizes, -1), maps.split(sizes), strict=True)):
             torch.mm(z_c, m_c, out=out[k])
@@ -323,20 +325,20 @@ class _StreamAttention(torch.autograd.Function):
         queries, x, forms, maps, weights = ctx.saved_tensors
         (b, q, d), sizes = queries.shape, ctx.sizes
         grad = grad.reshape(len(sizes), b * q, d)
-        z = (weights.transpose(-1, -2) @ x).view(b * q, -1)
+        z = (weights.transpose(-1, -2) @ x).view(b * q, -1)  # (B q, H d)
         grad_maps = torch.cat([z_c.T @ g for z_c, g in zip(z.split(sizes, -1), grad, strict=True)])
-        del z
-        grad_z = torch.cat([g @ m_c.T for g, m_c in zip(grad, maps.split(sizes), strict=True)], -1)
+        grad_z = z  # its memory: every product below writes where z was
+        for g, m_c, grad_c in zip(grad, maps.split(sizes), grad_z.split(sizes, -1), strict=True):
+            torch.mm(g, m_c.T, out=grad_c)
         grad_z = grad_z.view(b, -1, d)  # (B, q H, d)
-        grad_s = x @ grad_z.transpose(-1, -2)  # (B, n, q H): dL/da
         grad_queries = grad_x = grad_forms = None
         if ctx.needs_input_grad[1]:
             grad_x = weights @ grad_z
-        del grad_z
-        if not ctx.hard:
+        if not ctx.hard:  # the argmax passes no gradient to the scores
+            grad_s = x @ grad_z.transpose(-1, -2)  # (B, n, q H): dL/da
             grad_s.mul_(weights)
             grad_s.addcmul_(weights, grad_s.sum(-2, keepdim=True), value=-1)  # dL/ds
-            grad_u = grad_s.transpose(-1, -2) @ x  # (B, q H, d)
+            grad_u = torch.bmm(grad_s.transpose(-1, -2), x, out=grad_z)  # (B, q H, d)
             if ctx.needs_input_grad[0]:
                 grad_queries = grad_u.view(b, q, -1) @ forms.T
             if ctx.needs_input_grad[1]:
