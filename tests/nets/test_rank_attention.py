@@ -11,6 +11,7 @@ import torch
 from rankcollapse.errors import ConfigError
 from rankcollapse.nets import RankAttention, RankEncoder, StackedRankAttention
 from rankcollapse.nets.layers import hardmax
+from rankcollapse.nets import rank_attention
 from rankcollapse.nets.rank_attention import stream_attention
 
 F64 = torch.float64
@@ -99,7 +100,11 @@ def test_one_configurations_loss_reaches_only_its_own_heads(rng):
 
 
 @pytest.mark.parametrize("hard", [False, True])
-def test_the_written_out_backward_is_the_gradient_of_the_stacked_heads(hard, rng):
+@pytest.mark.parametrize("chunk", [2**17, 24])  # the whole batch at once; one sample a slice
+def test_the_written_out_backward_is_the_gradient_of_the_stacked_heads(
+    hard, chunk, rng, monkeypatch
+):
+    monkeypatch.setattr(rank_attention, "CHUNK", chunk)  # a slice's u: q H d = 2 * 3 * 4
     y, x = (
         torch.randn(3, 2, 4, dtype=F64, generator=rng),
         torch.randn(3, 5, 4, dtype=F64, generator=rng),

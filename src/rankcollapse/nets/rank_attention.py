@@ -292,26 +292,40 @@ def stream_attention(
     return _StreamAttention.apply(queries, x, forms, maps, tuple(sizes), hard)
 
 
+CHUNK = 2**17  # elements of u per slice of the batch: the slice's products stay in cache
+
+
+def _parts(n_samples: int, row: int) -> list[slice]:
+    """Slices of the batch whose (q H d)-sized rows fill about `CHUNK` elements."""
+    step = max(1, CHUNK // row)
+    return [slice(i, i + step) for i in range(0, n_samples, step)]
+
+
 class _StreamAttention(torch.autograd.Function):
     """`stream_attention` with a written-out backward, which keeps the memory of a step small.
 
     Scores and weights are kept keys first, (B, n, q H): the softmax runs over keys along
     whole rows of (query, head) pairs, and every batched product has the q H axis as its long
     side (torch's batched products are several times slower when their result has only n = 8
-    columns; measured on CPU). Only the weights are saved; z is computed again in the backward.
-    Softmax backward: dL/ds = a * (dL/da - sum_j a dL/da).
+    columns; measured on CPU). Scores run slice by slice of the batch (`_parts`), so u and
+    the scores of a slice stay in cache; only the weights are saved (z is computed again in the
+    backward, whose gradients are written where z was). Softmax backward:
+    dL/ds = a * (dL/da - sum_j a dL/da).
     """
 
     @staticmethod
     def forward(ctx, queries, x, forms, maps, sizes, hard):
-        b, q, d = queries.shape
-        u = queries @ forms  # (B, q, H d): u_{ih} = A_h y_i
-        scores = x @ u.view(b, -1, d).transpose(-1, -2)  # (B, n, q H)
-        if hard:  # one-hot on the first best key, as `hardmax`
-            weights = hardmax(scores.transpose(-1, -2)).transpose(-1, -2)
-        else:
-            weights = torch.softmax(scores, dim=-2)
-        z = torch.bmm(weights.transpose(-1, -2), x, out=u.view(b, -1, d))  # u's memory: z_{ih}
+        (b, q, d), n, width = queries.shape, x.shape[-2], forms.shape[1]
+        weights = x.new_empty(b, n, q * width // d)  # (B, n, q H): a_{hij}
+        z = x.new_empty(b, q * width // d, d)  # (B, q H, d): z_{ih}
+        for part in _parts(b, q * width):
+            u = (queries[part] @ forms).view(-1, q * width // d, d)  # u_{ih} = A_h y_i
+            scores = x[part] @ u.transpose(-1, -2)  # (b, n, q H)
+            if hard:  # one-hot on the first best key, as `hardmax`
+                weights[part] = hardmax(scores.transpose(-1, -2)).transpose(-1, -2)
+            else:
+                weights[part] = torch.softmax(scores, dim=-2)
+            torch.bmm(weights[part].transpose(-1, -2), x[part], out=z[part])
         z = z.view(b * q, -1)  # (B q, H d)
         out = z.new_empty(len(sizes), b * q, d)
         for k, (z_c, m_c) in enumerate(zip(z.split(sizes, -1), maps.split(sizes), strict=True)):
@@ -323,7 +337,7 @@ class _StreamAttention(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad):
         queries, x, forms, maps, weights = ctx.saved_tensors
-        (b, q, d), sizes = queries.shape, ctx.sizes
+        (b, q, d), sizes, width = queries.shape, ctx.sizes, forms.shape[1]
         grad = grad.reshape(len(sizes), b * q, d)
         z = (weights.transpose(-1, -2) @ x).view(b * q, -1)  # (B q, H d)
         grad_maps = torch.cat([z_c.T @ g for z_c, g in zip(z.split(sizes, -1), grad, strict=True)])
@@ -331,17 +345,18 @@ class _StreamAttention(torch.autograd.Function):
         for g, m_c, grad_c in zip(grad, maps.split(sizes), grad_z.split(sizes, -1), strict=True):
             torch.mm(g, m_c.T, out=grad_c)
         grad_z = grad_z.view(b, -1, d)  # (B, q H, d)
-        grad_queries = grad_x = grad_forms = None
-        if ctx.needs_input_grad[1]:
-            grad_x = weights @ grad_z
-        if not ctx.hard:  # the argmax passes no gradient to the scores
-            grad_s = x @ grad_z.transpose(-1, -2)  # (B, n, q H): dL/da
-            grad_s.mul_(weights)
-            grad_s.addcmul_(weights, grad_s.sum(-2, keepdim=True), value=-1)  # dL/ds
-            grad_u = torch.bmm(grad_s.transpose(-1, -2), x, out=grad_z)  # (B, q H, d)
-            if ctx.needs_input_grad[0]:
-                grad_queries = grad_u.view(b, q, -1) @ forms.T
-            if ctx.needs_input_grad[1]:
-                grad_x += grad_s @ (queries @ forms).view(b, -1, d)
-            grad_forms = queries.reshape(-1, d).T @ grad_u.view(b * q, -1)
-        return grad_queries, grad_x, grad_forms, grad_maps, None, None
+        need_queries, need_x, need_forms = ctx.needs_input_grad[:3]
+        grad_queries = torch.empty_like(queries) if need_queries else None
+        grad_x = weights @ grad_z if need_x else None
+        grad_forms = torch.zeros_like(forms) if not ctx.hard else None
+        for part in _parts(b, q * width) if not ctx.hard else []:  # argmax: no gradient
+            grad_s = x[part] @ grad_z[part].transpose(-1, -2)  # (b, n, q H): dL/da
+            grad_s.mul_(weights[part])
+            grad_s.addcmul_(weights[part], grad_s.sum(-2, keepdim=True), value=-1)  # dL/ds
+            grad_u = torch.bmm(grad_s.transpose(-1, -2), x[part], out=grad_z[part])
+            if need_queries:
+                grad_queries[part] = grad_u.view(-1, q, width) @ forms.T
+            if need_x:
+                grad_x[part] += grad_s @ (queries[part] @ forms).view(-1, q * width // d, d)
+            grad_forms.addmm_(queries[part].reshape(-1, d).T, grad_u.view(-1, width))
+        return grad_queries, grad_x, grad_forms if need_forms else None, grad_maps, None, None

@@ -134,7 +134,7 @@ class StackedAdamW:
             )
             m.copy_(torch.where(on, b1 * m + (1 - b1) * grad, m))
             v.copy_(torch.where(on, b2 * v + (1 - b2) * grad.square(), v))
-            c1, c2 = bias1[owner].to(m.dtype), bias2[owner].to(m.dtype)
+            c1, c2 = bias1.to(m.dtype)[owner], bias2.to(m.dtype)[owner]
             update = torch.where(on, lr * (m / c1) / ((v / c2).sqrt() + eps), 0.0)
             for p, u in zip(params, update.split([p.numel() for p in params]), strict=True):
                 p.sub_(u.view_as(p))
