@@ -244,13 +244,13 @@ def _train_step(
     """One step of every active configuration on a fresh batch; returns each one's
     relative MSE on it (C,), its squared error over the zero predictor's on the same samples."""
     queries, x, target = _batch(streams)
+    trivial = target.square().sum(-1).flatten(1).mean(1)  # (S,): the zero predictor's error
     target = target[model.config_stream]  # (C, b, q, d): each configuration's stream
     error = (model(queries, x) - target).square().sum(-1)  # (C, b, q)
     per_config = error.flatten(1).mean(1)  # (C,)
     per_config.sum().backward()  # each term reaches only its own configuration's heads
     optimiser.step(lr, active)
-    trivial = target.square().sum(-1).flatten(1).mean(1)  # the zero predictor, same samples
-    return per_config.detach() / trivial
+    return per_config.detach() / trivial[model.config_stream]
 
 
 @dataclass
