@@ -324,7 +324,7 @@ class _StreamAttention(torch.autograd.Function):
             if hard:  # one-hot on the first best key, as `hardmax`
                 weights[part] = hardmax(scores.transpose(-1, -2)).transpose(-1, -2)
             else:
-                weights[part] = torch.softmax(scores, dim=-2)
+                torch.softmax(scores, dim=-2, out=weights[part])
             torch.bmm(weights[part].transpose(-1, -2), x[part], out=z[part])
         z = z.view(b * q, -1)  # (B q, H d)
         out = z.new_empty(len(sizes), b * q, d)
