@@ -346,17 +346,25 @@ class _StreamAttention(torch.autograd.Function):
             torch.mm(g, m_c.T, out=grad_c)
         grad_z = grad_z.view(b, -1, d)  # (B, q H, d)
         need_queries, need_x, need_forms = ctx.needs_input_grad[:3]
-        grad_queries = torch.empty_like(queries) if need_queries else None
         grad_x = weights @ grad_z if need_x else None
-        grad_forms = torch.zeros_like(forms) if not ctx.hard else None
-        for part in _parts(b, q * width) if not ctx.hard else []:  # argmax: no gradient
+        if ctx.hard:  # the argmax passes no gradient to the scores
+            return None, grad_x, None, grad_maps, None, None
+        grad_queries, grad_forms = torch.empty_like(queries), torch.zeros_like(forms)
+        for part in _parts(b, q * width):
             grad_s = x[part] @ grad_z[part].transpose(-1, -2)  # (b, n, q H): dL/da
             grad_s.mul_(weights[part])
             grad_s.addcmul_(weights[part], grad_s.sum(-2, keepdim=True), value=-1)  # dL/ds
             grad_u = torch.bmm(grad_s.transpose(-1, -2), x[part], out=grad_z[part])
             if need_queries:
                 grad_queries[part] = grad_u.view(-1, q, width) @ forms.T
-            if need_x:
+            if grad_x is not None:
                 grad_x[part] += grad_s @ (queries[part] @ forms).view(-1, q * width // d, d)
             grad_forms.addmm_(queries[part].reshape(-1, d).T, grad_u.view(-1, width))
-        return grad_queries, grad_x, grad_forms if need_forms else None, grad_maps, None, None
+        return (
+            grad_queries if need_queries else None,
+            grad_x,
+            grad_forms if need_forms else None,
+            grad_maps,
+            None,
+            None,
+        )
