@@ -296,8 +296,9 @@ CHUNK = 2**17  # elements of u per slice of the batch: the slice's products stay
 
 
 def _parts(n_samples: int, row: int) -> list[slice]:
-    """Slices of the batch whose (q H d)-sized rows fill about `CHUNK` elements."""
-    step = max(1, CHUNK // row)
+    """Equal slices of the batch whose (q H d)-sized rows fill at most about `CHUNK` elements."""
+    n_parts = max(1, math.ceil(n_samples * row / CHUNK))
+    step = max(1, math.ceil(n_samples / n_parts))
     return [slice(i, i + step) for i in range(0, n_samples, step)]
 
 
