@@ -217,11 +217,9 @@ class StackedRankAttention(nn.Module):
                 if seeds[c] == stream_seed
             ]
             self.stream_configs.append((configs, [n_heads[c] * d_model for c in configs]))
-        order = [c for configs, _ in self.stream_configs for c in configs]
-        self.register_buffer(  # where each configuration's output is among the streams'
-            "head_order",
-            None if order == sorted(order) else torch.tensor(list(map(order.index, sorted(order)))),
-        )
+        order = [c for configs, _ in self.stream_configs for c in configs]  # the streams' order
+        where = [order.index(c) for c in range(len(seeds))]  # of each configuration's output
+        self.register_buffer("head_order", None if where == sorted(where) else torch.tensor(where))
         self.w_q = nn.Parameter(torch.cat(w_q))  # (R, d): every head's query rows, R = sum H r
         self.w_k = nn.Parameter(torch.cat(w_k))  # (R, d)
         self.w_o = nn.Parameter(torch.cat(w_o))  # (K, d, d): M_h of every head
