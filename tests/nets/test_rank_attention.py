@@ -11,6 +11,8 @@ import torch
 from rankcollapse.errors import ConfigError
 from rankcollapse.nets import RankAttention, RankEncoder, StackedRankAttention
 from rankcollapse.nets.layers import hardmax
+from rankcollapse.nets import rank_attention
+from rankcollapse.nets.rank_attention import stream_attention
 
 F64 = torch.float64
 
@@ -95,6 +97,32 @@ def test_one_configurations_loss_reaches_only_its_own_heads(rng):
     ):
         assert grad[owner == 1].abs().max() == 0
         assert grad[owner == 0].abs().max() > 0
+
+
+@pytest.mark.parametrize("hard", [False, True])
+@pytest.mark.parametrize("chunk", [2**17, 24])  # the whole batch at once; one sample a slice
+def test_the_written_out_backward_is_the_gradient_of_the_stacked_heads(
+    hard, chunk, rng, monkeypatch
+):
+    monkeypatch.setattr(rank_attention, "CHUNK", chunk)  # a slice's u: q H d = 2 * 3 * 4
+    y, x = (
+        torch.randn(3, 2, 4, dtype=F64, generator=rng),
+        torch.randn(3, 5, 4, dtype=F64, generator=rng),
+    )
+    forms, maps = (
+        torch.randn(4, 12, dtype=F64, generator=rng),
+        torch.randn(12, 4, dtype=F64, generator=rng),
+    )
+    inputs = [t.requires_grad_() for t in (y, x, forms, maps)]
+    if hard:  # the argmax passes no gradient: only x (the averaged points) and the maps get one
+        assert torch.autograd.gradcheck(
+            lambda x, maps: stream_attention(y.detach(), x, forms.detach(), maps, [8, 4], True),
+            (x, maps),
+        )
+    else:
+        assert torch.autograd.gradcheck(
+            lambda *inputs: stream_attention(*inputs, [8, 4], False), tuple(inputs)
+        )
 
 
 def test_query_key_products_have_rank_at_most_d_qk():

@@ -12,6 +12,7 @@ import torch
 from rankcollapse.errors import ConfigError
 from rankcollapse.nets import RankEncoder
 from rankcollapse.tasks import NeighbourTask
+from rankcollapse.train.grid import StackedAdamW
 from rankcollapse.train import (
     GridPoint,
     TrainSettings,
@@ -63,6 +64,20 @@ def test_a_plateaued_configuration_is_frozen_while_the_others_go_on():
     steps = result.final[result.final.metric == "steps_run"].value.tolist()
     assert steps == [20.0, 20.0]  # no 99% improvement: both stop after their second window
     assert result.curves.step.max() == 20
+
+
+def test_the_optimiser_updates_only_active_configurations_and_parameters_with_a_gradient():
+    w, b = torch.ones(3, 2, requires_grad=True), torch.ones(3, requires_grad=True)
+    owner = torch.tensor([0, 1, 1])
+    optimiser = StackedAdamW([(w, owner), (b, owner)], 2, TrainSettings(betas=(0.9, 0.95)))
+    w.grad = torch.full((3, 2), 2.0)  # b gets none
+    optimiser.step(0.1, torch.tensor([True, False]))
+    # the first step moves by lr sign(g) (bias-corrected moments): row 0 only
+    assert w.flatten().tolist() == pytest.approx([0.9, 0.9, 1.0, 1.0, 1.0, 1.0])
+    assert b.tolist() == [1.0, 1.0, 1.0] and w.grad is None
+    w.grad = torch.full((3, 2), 2.0)
+    optimiser.step(0.1, torch.tensor([False, True]))
+    assert w.flatten().tolist() == pytest.approx([0.9] * 6)  # config 1's own first step
 
 
 def test_learning_rate_warms_up_linearly_then_decays_to_zero():

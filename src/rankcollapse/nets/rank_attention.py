@@ -140,14 +140,14 @@ class StackedRankAttention(nn.Module):
     """Many configurations (d_qk, n_heads, seed) of `RankAttention` as one module.
 
     Configurations with the same seed share a data stream (the seed draws the data too). Per
-    stream, every head is scored through its bilinear form W_Q,h^T W_K,h (d x d, one batched
-    product per rank builds them), so one matrix product and one batched product score all
-    heads; the softmax runs once; the points are averaged once for all heads, and one product
-    with [M_h]_h per configuration sums its heads. So a step is a few large products, not
-    thousands of tiny ones per head or rank (forward and backward of the 16-configuration grid
-    of benchmarks/bench_grid.py: 10.3 -> 5.7 ms on one CPU thread). Each configuration computes what its own `RankAttention` (same seed) computes, up
-    to float rounding, and the gradient of one configuration's loss never reaches another's
-    parameters.
+    stream, every head is scored through its bilinear form A_h = W_Q,h^T W_K,h (d x d, one
+    batched product per rank builds them), and `stream_attention` computes every head at once:
+    one product scores all heads, the softmax runs once, one batched product averages the
+    points for all heads, and one product with [M_h]_h per configuration sums its heads; its
+    backward is written out. So a step is a few large products, not thousands of tiny ones per
+    head or rank. Each configuration computes what its own `RankAttention` (same seed)
+    computes, up to float rounding, and the gradient of one configuration's loss never reaches
+    another's parameters.
 
     Example:
         >>> stack = StackedRankAttention(4, d_qk=[1, 4], n_heads=[3, 1], seeds=[0, 0])
@@ -158,6 +158,7 @@ class StackedRankAttention(nn.Module):
     head_config: Tensor  # buffers (`register_buffer`): the configuration of each head,
     row_config: Tensor  # of each row of w_q and w_k,
     config_stream: Tensor  # and the data stream of each configuration
+    head_order: Tensor | None  # None when the streams list the configurations in order
 
     def __init__(
         self,
@@ -216,6 +217,9 @@ class StackedRankAttention(nn.Module):
                 if seeds[c] == stream_seed
             ]
             self.stream_configs.append((configs, [n_heads[c] * d_model for c in configs]))
+        order = [c for configs, _ in self.stream_configs for c in configs]  # the streams' order
+        where = [order.index(c) for c in range(len(seeds))]  # of each configuration's output
+        self.register_buffer("head_order", None if where == sorted(where) else torch.tensor(where))
         self.w_q = nn.Parameter(torch.cat(w_q))  # (R, d): every head's query rows, R = sum H r
         self.w_k = nn.Parameter(torch.cat(w_k))  # (R, d)
         self.w_o = nn.Parameter(torch.cat(w_o))  # (K, d, d): M_h of every head
@@ -249,26 +253,117 @@ class StackedRankAttention(nn.Module):
         )  # (K, d, d)
         forms = forms.transpose(0, 1).flatten(1)  # (d, K d): column (h, e)
         maps = self.w_o.transpose(-1, -2).flatten(0, 1)  # (K d, d): row (h, e) is column e of M_h
-        out: dict[int, Tensor] = {}
+        outputs = []  # (C_s, B, q, d) per stream, configurations in head order
         for s, heads in enumerate(self.stream_heads):
             y = queries[s].reshape(-1, n_queries, d)  # (B, q, d)
             keys = x[s].reshape(len(y), -1, d)  # (B, n, d)
             columns = slice(heads.start * d, heads.stop * d)
-            u = (y @ forms[:, columns]).view(len(y), -1, d)  # (B, q H_s, d): W_K,h^T W_Q,h y_i
-            # keys first: the softmax over keys then runs along whole rows of (query, head)
-            # pairs, 1.7 x faster than along rows of N = 8 keys; the product runs queries first
-            # so that u's gradient (as large as u) needs no transposed copy (measured on CPU)
-            scores = (u @ keys.transpose(-1, -2)).transpose(-1, -2).contiguous()  # (B, n, q H_s)
-            if self.hard:
-                weights = hardmax(scores.transpose(-1, -2)).transpose(-1, -2)
+            sizes = self.stream_configs[s][1]
+            outputs.append(
+                stream_attention(y, keys, forms[:, columns], maps[columns], sizes, self.hard)
+            )
+        out = torch.cat(outputs) if len(outputs) > 1 else outputs[0]
+        if self.head_order is not None:  # back to the configurations' own order
+            out = out[self.head_order]
+        return out.view(self.n_configs, *lead, n_queries, d)
+
+
+def stream_attention(
+    queries: Tensor, x: Tensor, forms: Tensor, maps: Tensor, sizes: Sequence[int], hard: bool
+) -> Tensor:
+    """The outputs of several configurations' heads on one batch, all heads at once.
+
+    Formula: f_c(Y, X)_i = sum_{h in c} M_h z_{ih},  z_{ih} = sum_j a_{hij} x_j,
+        a_{hij} = softmax_j(y_i^T A_h x_j) (one-hot on the argmax if `hard`),
+        A_h = W_Q,h^T W_K,h the head's bilinear form.
+
+    Args:
+        queries: y, shape (B, q, d). x: the points, (B, n, d).
+        forms: [A_h]_h side by side, (d, H d): column h d + e is column e of A_h.
+        maps: [M_h^T]_h stacked, (H d, d): row h d + e is column e of M_h.
+        sizes: H_c d of each configuration, in head order (they sum to H d).
+        hard: hardmax weights (no gradient reaches the forms through the argmax).
+
+    Returns:
+        (C, B, q, d): the output of each configuration.
+    """
+    return _StreamAttention.apply(queries, x, forms, maps, tuple(sizes), hard)
+
+
+CHUNK = 2**17  # elements of u per slice of the batch: the slice's products stay in cache
+
+
+def _parts(n_samples: int, row: int) -> list[slice]:
+    """Equal slices of the batch whose (q H d)-sized rows fill at most about `CHUNK` elements."""
+    n_parts = max(1, math.ceil(n_samples * row / CHUNK))
+    step = max(1, math.ceil(n_samples / n_parts))
+    return [slice(i, i + step) for i in range(0, n_samples, step)]
+
+
+class _StreamAttention(torch.autograd.Function):
+    """`stream_attention` with a written-out backward, which keeps the memory of a step small.
+
+    Scores and weights are kept keys first, (B, n, q H): the softmax runs over keys along
+    whole rows of (query, head) pairs, and every batched product has the q H axis as its long
+    side (torch's batched products are several times slower when their result has only n = 8
+    columns; measured on CPU). Scores run slice by slice of the batch (`_parts`), so u and
+    the scores of a slice stay in cache; only the weights are saved (z is computed again in the
+    backward, whose gradients are written where z was). Softmax backward:
+    dL/ds = a * (dL/da - sum_j a dL/da).
+    """
+
+    @staticmethod
+    def forward(ctx, queries, x, forms, maps, sizes, hard):
+        (b, q, d), n, width = queries.shape, x.shape[-2], forms.shape[1]
+        weights = x.new_empty(b, n, q * width // d)  # (B, n, q H): a_{hij}
+        z = x.new_empty(b, q * width // d, d)  # (B, q H, d): z_{ih}
+        for part in _parts(b, q * width):
+            u = (queries[part] @ forms).view(-1, q * width // d, d)  # u_{ih} = A_h y_i
+            scores = x[part] @ u.transpose(-1, -2)  # (b, n, q H)
+            if hard:  # one-hot on the first best key, as `hardmax`
+                weights[part] = hardmax(scores.transpose(-1, -2)).transpose(-1, -2)
             else:
-                weights = softmax(scores, dim=-2)
-            # sum_j a_hij M_h x_j = M_h (sum_j a_hij x_j): average the points for every head
-            # in one batched product, then sum each configuration's heads in one product
-            z = (weights.transpose(-1, -2) @ keys).view(*lead, n_queries, -1)  # (..., q, H_s d)
-            configs, sizes = self.stream_configs[s]
-            for c, z_c, m_c in zip(
-                configs, z.split(sizes, -1), maps[columns].split(sizes), strict=True
-            ):
-                out[c] = z_c @ m_c  # (..., q, d)
-        return torch.stack([out[c] for c in range(self.n_configs)])
+                torch.softmax(scores, dim=-2, out=weights[part])
+            torch.bmm(weights[part].transpose(-1, -2), x[part], out=z[part])
+        z = z.view(b * q, -1)  # (B q, H d)
+        out = z.new_empty(len(sizes), b * q, d)
+        for k, (z_c, m_c) in enumerate(zip(z.split(sizes, -1), maps.split(sizes), strict=True)):
+            torch.mm(z_c, m_c, out=out[k])
+        ctx.save_for_backward(queries, x, forms, maps, weights)
+        ctx.sizes, ctx.hard = sizes, hard
+        return out.view(len(sizes), b, q, d)
+
+    @staticmethod
+    def backward(ctx, grad):
+        queries, x, forms, maps, weights = ctx.saved_tensors
+        (b, q, d), sizes, width = queries.shape, ctx.sizes, forms.shape[1]
+        grad = grad.reshape(len(sizes), b * q, d)
+        z = (weights.transpose(-1, -2) @ x).view(b * q, -1)  # (B q, H d)
+        grad_maps = torch.cat([z_c.T @ g for z_c, g in zip(z.split(sizes, -1), grad, strict=True)])
+        grad_z = z  # its memory: every product below writes where z was
+        for g, m_c, grad_c in zip(grad, maps.split(sizes), grad_z.split(sizes, -1), strict=True):
+            torch.mm(g, m_c.T, out=grad_c)
+        grad_z = grad_z.view(b, -1, d)  # (B, q H, d)
+        need_queries, need_x, need_forms = ctx.needs_input_grad[:3]
+        grad_x = weights @ grad_z if need_x else None
+        if ctx.hard:  # the argmax passes no gradient to the scores
+            return None, grad_x, None, grad_maps, None, None
+        grad_queries, grad_forms = torch.empty_like(queries), torch.zeros_like(forms)
+        for part in _parts(b, q * width):
+            grad_s = x[part] @ grad_z[part].transpose(-1, -2)  # (b, n, q H): dL/da
+            grad_s.mul_(weights[part])
+            grad_s.addcmul_(weights[part], grad_s.sum(-2, keepdim=True), value=-1)  # dL/ds
+            grad_u = torch.bmm(grad_s.transpose(-1, -2), x[part], out=grad_z[part])
+            if need_queries:
+                grad_queries[part] = grad_u.view(-1, q, width) @ forms.T
+            if grad_x is not None:
+                grad_x[part] += grad_s @ (queries[part] @ forms).view(-1, q * width // d, d)
+            grad_forms.addmm_(queries[part].reshape(-1, d).T, grad_u.view(-1, width))
+        return (
+            grad_queries if need_queries else None,
+            grad_x,
+            grad_forms if need_forms else None,
+            grad_maps,
+            None,
+            None,
+        )

@@ -84,36 +84,61 @@ class GridResult:
 class StackedAdamW:
     """AdamW (no weight decay) with an on/off switch and a step count per configuration.
 
-    `params` pairs each parameter with the configuration owning each of its rows.
+    `params` pairs each parameter with the configuration owning each of its rows. With t the
+    configuration's own step count and g the gradient, every active row takes
+
+        m <- b1 m + (1 - b1) g,   v <- b2 v + (1 - b2) g^2,
+        p <- p - lr (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps);
+
+    rows of inactive configurations keep p, m and v. The moments of all parameters of one
+    dtype are one flat buffer, so a step is a dozen operations on the concatenated gradients
+    however many parameters there are.
     """
 
     def __init__(
         self, params: Sequence[tuple[Tensor, Tensor]], n_configs: int, settings: TrainSettings
     ) -> None:
-        self.params, self.settings = list(params), settings
-        self.moments = [(torch.zeros_like(p), torch.zeros_like(p)) for p, _ in self.params]
-        where = self.params[0][0].device  # MPS has no float64; float32 counts steps exactly
+        self.settings = settings
+        where = params[0][0].device  # MPS has no float64; float32 counts steps exactly
         count_dtype = torch.float32 if where.type == "mps" else torch.float64
         self.steps = torch.zeros(n_configs, dtype=count_dtype, device=where)
+        self.groups: list[tuple[list[Tensor], Tensor, Tensor]] = []  # per dtype
+        for dtype in dict.fromkeys(p.dtype for p, _ in params):
+            members = [(p, owner) for p, owner in params if p.dtype == dtype]
+            owner = torch.cat(  # each element's configuration, (N,)
+                [o.view(-1, *[1] * (p.dim() - 1)).expand_as(p).flatten() for p, o in members]
+            )
+            moments = torch.zeros(2, len(owner), dtype=dtype, device=where)  # m, v
+            self.groups.append(([p for p, _ in members], owner, moments))
 
     @torch.no_grad()
     def step(self, lr: float, active: Tensor) -> None:
         """One update of the configurations where `active` (C,) is True; the others keep all state."""
-        b1, b2 = self.settings.betas
+        (b1, b2), eps = self.settings.betas, self.settings.eps
         self.steps += active
-        for (p, owner), (m, v) in zip(self.params, self.moments, strict=True):
-            grad = p.grad
-            if grad is None:  # no gradient reached it: left as it is, as torch's optimisers do
+        bias1 = (1 - b1**self.steps).clamp_min(1e-12)
+        bias2 = (1 - b2**self.steps).clamp_min(1e-12)
+        for params, owner, (m, v) in self.groups:
+            missing = [p.grad is None for p in params]
+            if all(missing):
                 continue
-            shape = (-1, *[1] * (p.dim() - 1))
-            on = active[owner].view(shape)
-            bias1 = (1 - b1 ** self.steps[owner]).clamp_min(1e-12).view(shape).to(p.dtype)
-            bias2 = (1 - b2 ** self.steps[owner]).clamp_min(1e-12).view(shape).to(p.dtype)
+            on = active[owner]
+            if any(missing):  # no gradient reached it: left as it is, as torch's optimisers do
+                reached = [
+                    torch.full((p.numel(),), not gone, device=on.device)
+                    for p, gone in zip(params, missing, strict=True)
+                ]
+                on &= torch.cat(reached)
+            grad = torch.cat(
+                [(torch.zeros_like(p) if p.grad is None else p.grad).flatten() for p in params]
+            )
             m.copy_(torch.where(on, b1 * m + (1 - b1) * grad, m))
             v.copy_(torch.where(on, b2 * v + (1 - b2) * grad.square(), v))
-            update = lr * (m / bias1) / ((v / bias2).sqrt() + self.settings.eps)
-            p.sub_(torch.where(on, update, 0.0))
-            p.grad = None
+            c1, c2 = bias1.to(m.dtype)[owner], bias2.to(m.dtype)[owner]
+            update = torch.where(on, lr * (m / c1) / ((v / c2).sqrt() + eps), 0.0)
+            for p, u in zip(params, update.split([p.numel() for p in params]), strict=True):
+                p.sub_(u.view_as(p))
+                p.grad = None
 
 
 def _check_grid(task: NeighbourTask, points: Sequence[GridPoint]) -> None:
@@ -219,13 +244,13 @@ def _train_step(
     """One step of every active configuration on a fresh batch; returns each one's
     relative MSE on it (C,), its squared error over the zero predictor's on the same samples."""
     queries, x, target = _batch(streams)
+    trivial = target.square().sum(-1).flatten(1).mean(1)  # (S,): the zero predictor's error
     target = target[model.config_stream]  # (C, b, q, d): each configuration's stream
     error = (model(queries, x) - target).square().sum(-1)  # (C, b, q)
     per_config = error.flatten(1).mean(1)  # (C,)
     per_config.sum().backward()  # each term reaches only its own configuration's heads
     optimiser.step(lr, active)
-    trivial = target.square().sum(-1).flatten(1).mean(1)  # the zero predictor, same samples
-    return per_config.detach() / trivial
+    return per_config.detach() / trivial[model.config_stream]
 
 
 @dataclass
