@@ -31,6 +31,9 @@ from rankcollapse.process import cpu_cores
 
 if TYPE_CHECKING:
     import subprocess
+    from collections.abc import Callable
+
+    from matplotlib.figure import Figure
 
     from rankcollapse.plot.floor import Floor
 
@@ -132,9 +135,14 @@ def _ended(process: subprocess.Popen) -> bytes:
 
 def draw(recipe: dict[str, Any], formats: tuple[str, ...]) -> None:
     """Draw a `draw_layers` recipe and write each of its `formats` atomically."""
+    _write(_figure(recipe), recipe, formats)
+
+
+def _figure(recipe: dict[str, Any]) -> Figure:
+    """The recipe's `plot.layers` figure, laid out (`plot.style.lay_out`)."""
     from rankcollapse import plot
-    from rankcollapse.files import write_atomic
     from rankcollapse.plot.floor import Floor
+    from rankcollapse.plot.style import lay_out
     from rankcollapse.report.stored import read_results
 
     figure = plot.layers(
@@ -143,25 +151,37 @@ def draw(recipe: dict[str, Any], formats: tuple[str, ...]) -> None:
         floor=Floor(*recipe["floor"]),
         title=recipe["title"],
     )
+    lay_out(figure)
+    return figure
+
+
+def _write(figure: Figure, recipe: dict[str, Any], formats: tuple[str, ...]) -> None:
+    from rankcollapse import plot
+    from rankcollapse.files import write_atomic
+
     stem = Path(recipe["stem"])
     for fmt, data in plot.render(figure, formats).items():
         write_atomic(stem.with_name(f"{stem.name}.{fmt}"), data)
 
 
 def draw_apart(recipe: dict[str, Any]) -> int:
-    """Draw the recipe's formats, each in its own process where this system forks (this one
-    draws the first, a child each other): 0, or USER_ERROR when every failure was a
-    RankCollapseError, else 1; each failure is said on stderr after its file's name."""
+    """Build and lay out the recipe's figure once, then draw each format in its own process
+    where this system forks (this one draws the first, a child each other): 0, or USER_ERROR
+    when every failure was a RankCollapseError, else 1; each failure is said on stderr after
+    its files' names."""
+    figure, code = _attempt(recipe, FORMATS, _figure, recipe)
+    if figure is None:
+        return code
     children = []
     mine: tuple[str, ...] = FORMATS
     if hasattr(os, "fork"):
         for fmt in FORMATS[1:]:
             pid = os.fork()
             if pid == 0:  # a child: its format, then out without running the parent's exits
-                os._exit(_draw_one(recipe, (fmt,)))
+                os._exit(_attempt(recipe, (fmt,), _write, figure, recipe, (fmt,))[1])
             children.append(pid)
         mine = FORMATS[:1]
-    codes = [_draw_one(recipe, mine)]
+    codes = [_attempt(recipe, mine, _write, figure, recipe, mine)[1]]
     codes += [os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in children]
     failed = [code for code in codes if code]
     if not failed:
@@ -169,29 +189,68 @@ def draw_apart(recipe: dict[str, Any]) -> int:
     return USER_ERROR if all(code == USER_ERROR for code in failed) else 1
 
 
-def _draw_one(recipe: dict[str, Any], formats: tuple[str, ...]) -> int:
-    """`draw` of `formats`: 0, or a failure said on stderr after the files' names (a
-    RankCollapseError as its sentence, USER_ERROR; anything else with its traceback, 1)."""
+def _attempt(
+    recipe: dict[str, Any], formats: tuple[str, ...], work: Callable[..., Any], *args: Any
+) -> tuple[Any, int]:
+    """(what `work(*args)` returned, 0), or (None, code) with the failure said on stderr
+    after the recipe's files of `formats` (a RankCollapseError as its sentence, USER_ERROR;
+    anything else with its traceback, 1)."""
     import traceback
 
     stem = Path(recipe["stem"]).name
     files = ", ".join(f"{stem}.{fmt}" for fmt in formats)
     try:
-        draw(recipe, formats)
-        return 0
+        return work(*args), 0
     except RankCollapseError as err:
         message, code = str(err), USER_ERROR
     except Exception:  # noqa: BLE001 - a defect: its traceback goes back to the command
         message, code = traceback.format_exc(), 1
     sys.stderr.write(f"{files}: {message}\n")
     sys.stderr.flush()
-    return code
+    return None, code
+
+
+def _warm_up() -> None:
+    """Draw a small figure of the same kinds (log and linear panels, mathtext, floor markers,
+    legend, both formats) and throw it away, while the command computes: the first figure of
+    a process pays for fonts, the mathtext grammar, the backends and pandas' first calls
+    (about half its time); the recipe's figure then does not. Stops at the first step after
+    the recipe has arrived."""
+    import select
+
+    import pandas as pd
+
+    from rankcollapse import plot
+
+    if os.name == "nt":  # select takes no pipe there
+        return
+
+    def arrived() -> bool:
+        return bool(select.select([sys.stdin], [], [], 0)[0])
+
+    rows = [  # two series, a log and a linear panel, some rows at the floor
+        (variant, layer, sample, metric, 0.5**layer, metric == "mu_rel" and layer + sample > 2)
+        for variant in ("a", "b")
+        for layer in range(3)
+        for sample in range(2)
+        for metric in ("mu_rel", "cos_mean")
+    ]
+    columns = ["variant", "layer", "sample", "metric", "value", "at_floor"]
+    if arrived():
+        return
+    figure = plot.layers(pd.DataFrame(rows, columns=columns), floor=1e-6, title="warm-up")
+    for fmt in FORMATS:
+        if arrived():
+            return
+        plot.render(figure, (fmt,))
 
 
 def main() -> None:
-    """The figure process: load the plotting libraries, then draw the one recipe on stdin
-    (`draw_apart`) and exit with its code. Ctrl-C, which reaches the whole process group,
-    exits quietly (the parent reports it)."""
+    """The figure process: load the plotting libraries and warm them up (`_warm_up`), then
+    draw the one recipe on stdin (`draw_apart`) and exit with its code. Ctrl-C, which reaches
+    the whole process group, exits quietly (the parent reports it)."""
+    import gc
+
     from rankcollapse.process import fast_imports
 
     if hasattr(os, "nice"):
@@ -202,7 +261,10 @@ def main() -> None:
         # parent loads a model
         for module in ("plot.curves", "plot.style", "report.stored"):
             importlib.import_module(f"rankcollapse.{module}")
-
+        _warm_up()
+        # one figure, then exit: what it allocates lives until then, so no collector passes
+        gc.freeze()
+        gc.disable()
         recipe = sys.stdin.buffer.read()
         sys.exit(draw_apart(json.loads(recipe)) if recipe else 0)
     except KeyboardInterrupt:

@@ -201,9 +201,8 @@ def _spread_share_labels(fig: Figure) -> None:
     laid out, each label (left to right) takes the lowest of SHARE_TRIES places above its
     marker where it collides with no label already placed; a label with no free place is left
     out (its marker and the legend's "k/n: share of rows" stay)."""
-    from matplotlib.text import Annotation
-
-    labels = [a for a in fig.findobj(Annotation) if a.get_gid() == SHARE_LABEL]
+    # ax.texts, not fig.findobj: that walk creates every axis's ticks (40 % of a 12-panel figure)
+    labels = [t for ax in fig.axes for t in ax.texts if t.get_gid() == SHARE_LABEL]
     if len(labels) < 2:
         return
     from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -562,8 +561,26 @@ def layers(
         legend_title = words(hue) if hue and not multiples else None
         _legend(fig, axes, legend_title, mark, "quantile" if several else None)
         _suptitle(fig, title)
+        _fix_places(axes)
         _spread_share_labels(fig)
     return fig
+
+
+def _fix_places(axes: list) -> None:
+    """Fix the places matplotlib would search again at every layout pass and draw where the
+    search cannot move them: an empty axis label's (it shows nothing), and a panel title's
+    when no y offset text (e.g. "1e-7") can push it up (its place is then the axes' top).
+    Each search measures every tick label of the axis; a 12-panel figure drew 1.5x faster
+    without them. Called once the limits are final."""
+    for ax in axes:
+        for axis, coords in ((ax.xaxis, (0.5, 0.0)), (ax.yaxis, (0.0, 0.5))):
+            if not axis.label.get_text():
+                axis.set_label_coords(*coords)  # on the spine: inside the axes' own extent
+        formatter = ax.yaxis.get_major_formatter()
+        formatter.set_locs(ax.yaxis.get_majorticklocs())  # as a draw sets them
+        top_ticks = ax.xaxis.get_ticks_position() in ("top", "unknown")
+        if ax.get_title() and not formatter.get_offset() and not top_ticks:
+            ax.set_title(ax.get_title(), y=1.0)  # a fixed y: never searched
 
 
 def _layer_metrics(frame: pd.DataFrame, metric: str | Sequence[str] | None) -> list[str]:

@@ -265,24 +265,44 @@ def words(name: object) -> str:
 _METADATA = {"png": {"Software": None}, "svg": {"Date": None}}  # nothing that varies by run
 
 
+def lay_out(fig: Figure) -> None:
+    """Compute `fig`'s layout (constrained layout, with the Agg renderer at 200 dpi) once and
+    keep it: every later draw, in any format, is at those positions.
+
+    Saving a figure with a layout engine lays it out twice and draws it once without output
+    first; laid out here, a format is one draw. A figure laid out already stays as it is.
+    """
+    engine = fig.get_layout_engine()
+    if engine is None:
+        return
+    if not hasattr(fig.canvas, "get_renderer"):
+        # an Agg canvas: its renderer measures the text for the layout and then draws the
+        # PNG, so each text is measured (and each formula parsed) once
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+        FigureCanvasAgg(fig)
+    with context():
+        engine.execute(fig)
+    # no engine at all (not "none", whose placeholder still costs savefig a draw); None
+    # means the rc's engine unless those rc settings are off
+    with matplotlib.rc_context(
+        {"figure.autolayout": False, "figure.constrained_layout.use": False}
+    ):
+        fig.set_layout_engine(None)
+
+
 def render(fig: Figure, formats: tuple[str, ...] = FORMATS) -> dict[str, bytes]:
     """The figure as {"png": 200-dpi PNG bytes, "svg": SVG bytes} (or the `formats` asked
-    for); same figure, same bytes, whichever formats are rendered together.
+    for); same figure, same bytes, whichever formats are rendered together, in whatever
+    order, by one process or several (`lay_out` first, then one draw per format).
 
-    The layout (constrained layout: most of a many-panel figure's time) is computed once, with
-    the Agg renderer at 200 dpi (by the first PNG's draw, or alone when the first format is
-    another), and kept: later formats, and any later render, draw at those positions. No
-    metadata that changes between runs (software version, date) enters a file.
+    No metadata that changes between runs (software version, date) enters a file.
     """
+    lay_out(fig)
     out = {}
     with context():
-        engine = fig.get_layout_engine()
-        if formats[0] != "png" and engine is not None:
-            engine.execute(fig)  # as a PNG's draw starts; no drawing
-            fig.set_layout_engine("none")
         for fmt in formats:
             buffer = io.BytesIO()
             fig.savefig(buffer, format=fmt, dpi=DPI, metadata=_METADATA[fmt])
             out[fmt] = buffer.getvalue()
-            fig.set_layout_engine("none")  # positions stay as the first draw left them
     return out
