@@ -74,6 +74,25 @@ class FigureProcesses:
             _ended(self.process)
         self.process = None
 
+    def prepare_layers(self, *, n_metrics: int, n_series: int) -> None:
+        """Tell the process the shape of the coming `draw_layers` figure (as soon as the
+        command knows it, before it computes), so that it builds the empty figure meanwhile
+        (`plot.curves.prepare_layers`); without a process, nothing."""
+        self._send({"prepare": {"n_metrics": n_metrics, "n_series": n_series}})
+
+    def _send(self, message: dict[str, Any], *, last: bool = False) -> None:
+        """One JSON line to the process (then its input closed if `last`)."""
+        if self.process is None:
+            return
+        stdin: Any = self.process.stdin  # a pipe: Popen was given stdin=PIPE
+        try:
+            stdin.write(json.dumps(message).encode() + b"\n")
+            stdin.flush()
+            if last:
+                stdin.close()
+        except BrokenPipeError:  # it has ended already: `wait` says why
+            pass
+
     def draw_layers(
         self, results: Path, stem: Path, *, by: str | None, floor: Floor, title: str
     ) -> None:
@@ -92,12 +111,7 @@ class FigureProcesses:
             console.print(done)
             return
         self.done = done
-        stdin: Any = self.process.stdin  # a pipe: Popen was given stdin=PIPE
-        try:
-            stdin.write(json.dumps(recipe).encode())
-            stdin.close()  # the recipe is whole: the process starts drawing
-        except BrokenPipeError:  # it has ended already: `wait` says why
-            pass
+        self._send(recipe, last=True)  # the process starts drawing
 
     def wait(self) -> None:
         """Wait for the figure handed to the process, then say it is written; a failure is
@@ -210,23 +224,53 @@ def _attempt(
     return None, code
 
 
-def _warm_up() -> None:
+class _Messages:
+    """The parent's JSON lines on stdin, read as they come: a `prepare_layers` message is
+    acted on when read, the recipe kept; `waiting` says without blocking whether the recipe
+    (or the end of the input) has come, `recipe` waits for it."""
+
+    def __init__(self) -> None:
+        self.buffer = b""
+        self.ended = False
+        self.pending: dict[str, Any] | None = None
+
+    def _read(self) -> None:
+        chunk = os.read(sys.stdin.fileno(), 1 << 16)
+        self.buffer += chunk
+        self.ended = not chunk
+        while self.pending is None and b"\n" in self.buffer:
+            line, _, self.buffer = self.buffer.partition(b"\n")
+            message = json.loads(line)
+            if "prepare" in message:
+                from rankcollapse.plot.curves import prepare_layers
+
+                prepare_layers(**message["prepare"])
+            else:
+                self.pending = message
+
+    def waiting(self) -> bool:
+        import select
+
+        while not self.ended and select.select([sys.stdin], [], [], 0)[0]:
+            self._read()
+        return self.pending is not None or self.ended
+
+    def recipe(self) -> dict[str, Any] | None:
+        """The recipe, once it has come; None when the input ends without one."""
+        while self.pending is None and not self.ended:
+            self._read()
+        return self.pending
+
+
+def _warm_up(messages: _Messages) -> None:
     """Draw a small figure of the same kinds (log and linear panels, mathtext, floor markers,
     legend, both formats) and throw it away, while the command computes: the first figure of
     a process pays for fonts, the mathtext grammar, the backends and pandas' first calls
     (about half its time); the recipe's figure then does not. Stops at the first step after
-    the recipe has arrived."""
-    import select
-
+    the recipe has come."""
     import pandas as pd
 
     from rankcollapse import plot
-
-    if os.name == "nt":  # select takes no pipe there
-        return
-
-    def arrived() -> bool:
-        return bool(select.select([sys.stdin], [], [], 0)[0])
 
     rows = [  # two series, a log and a linear panel, some rows at the floor
         (variant, layer, sample, metric, 0.5**layer, metric == "mu_rel" and layer + sample > 2)
@@ -236,11 +280,13 @@ def _warm_up() -> None:
         for metric in ("mu_rel", "cos_mean")
     ]
     columns = ["variant", "layer", "sample", "metric", "value", "at_floor"]
-    if arrived():
+    if messages.waiting():
         return
-    figure = plot.layers(pd.DataFrame(rows, columns=columns), floor=1e-6, title="warm-up")
+    frame = pd.DataFrame(rows, columns=columns)
+    # a width of its own: it never takes the figure prepared for the recipe
+    figure = plot.layers(frame, floor=1e-6, title="warm-up", width=5.0)
     for fmt in FORMATS:
-        if arrived():
+        if messages.waiting():
             return
         plot.render(figure, (fmt,))
 
@@ -249,8 +295,6 @@ def main() -> None:
     """The figure process: load the plotting libraries and warm them up (`_warm_up`), then
     draw the one recipe on stdin (`draw_apart`) and exit with its code. Ctrl-C, which reaches
     the whole process group, exits quietly (the parent reports it)."""
-    import gc
-
     from rankcollapse.process import fast_imports
 
     if hasattr(os, "nice"):
@@ -261,11 +305,9 @@ def main() -> None:
         # parent loads a model
         for module in ("plot.curves", "plot.style", "report.stored"):
             importlib.import_module(f"rankcollapse.{module}")
-        _warm_up()
-        # one figure, then exit: what it allocates lives until then, so no collector passes
-        gc.freeze()
-        gc.disable()
-        recipe = sys.stdin.buffer.read()
-        sys.exit(draw_apart(json.loads(recipe)) if recipe else 0)
+        messages = _Messages()
+        _warm_up(messages)
+        recipe = messages.recipe()
+        sys.exit(draw_apart(recipe) if recipe is not None else 0)
     except KeyboardInterrupt:
         sys.exit(130)

@@ -37,6 +37,7 @@ from rankcollapse.plot.style import (
     is_integer_valued,
     log_axis,
     new_figure,
+    prepare_figure,
     series_style,
     words,
 )
@@ -112,7 +113,11 @@ def _draw_panel(
         flags = part[floor_column].astype(bool) if floor_column and floor_column in part else None
         part = part.assign(_floor=False if flags is None else flags)
         groups = part.groupby(x, sort=True)
-        stats = groups.agg(mean=(y, "mean"), n=("_floor", "size"), k=("_floor", "sum"))
+        # three plain reductions: a named aggregation, agg(mean=(y, "mean"), ...), gives the
+        # same table in 4x the time
+        stats = pd.DataFrame(
+            {"mean": groups[y].mean(), "n": groups.size(), "k": groups["_floor"].sum()}
+        )
         clean = stats["k"] == 0
         mean = stats["mean"].where(clean)  # NaN breaks the line at floor layers
         ax.plot(stats.index, mean, label=_series_label(h), markevery=_every(len(stats)), **style)
@@ -578,9 +583,19 @@ def _fix_places(axes: list) -> None:
                 axis.set_label_coords(*coords)  # on the spine: inside the axes' own extent
         formatter = ax.yaxis.get_major_formatter()
         formatter.set_locs(ax.yaxis.get_majorticklocs())  # as a draw sets them
-        top_ticks = ax.xaxis.get_ticks_position() in ("top", "unknown")
-        if ax.get_title() and not formatter.get_offset() and not top_ticks:
+        on_top = ax.xaxis.get_label_position() == "top"
+        on_top |= ax.xaxis.get_major_ticks(1)[0].label2.get_visible()  # x tick labels on top
+        if ax.get_title() and not formatter.get_offset() and not on_top:
             ax.set_title(ax.get_title(), y=1.0)  # a fixed y: never searched
+
+
+def prepare_layers(n_metrics: int, n_series: int, *, width: float | None = None) -> None:
+    """Build ahead the empty figure of the next `layers` call on `n_metrics` metrics and
+    `n_series` series (`style.prepare_figure`); a call of another shape builds its own."""
+    multiples = n_series > MAX_SERIES
+    panels = _panels(list(range(n_metrics)), list(range(n_series)) if multiples else [None])
+    with context():
+        prepare_figure(len(panels), sharey=False, width=width)
 
 
 def _layer_metrics(frame: pd.DataFrame, metric: str | Sequence[str] | None) -> list[str]:
@@ -599,7 +614,8 @@ def _layer_metrics(frame: pd.DataFrame, metric: str | Sequence[str] | None) -> l
         if metric is None
         else ([metric] if isinstance(metric, str) else list(metric))
     )
-    unknown = [m for m in names if m not in set(frame["metric"])]
+    held = set(frame["metric"])
+    unknown = [m for m in names if m not in held]
     if unknown:
         raise InputError(
             f"metric(s) {unknown} are not in the frame; it has {ordered_values(frame['metric'])}."

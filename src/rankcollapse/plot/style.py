@@ -107,7 +107,11 @@ def new_figure(
     """A figure of `n_panels` axes in rows of at most `max_cols`, column or full width.
 
     One panel is a column wide; more panels share the full width. Unused cells are hidden.
+    The figure `prepare_figure` built for these arguments, if there is one.
     """
+    key = (n_panels, width, max_cols, sharex, sharey)
+    if key in _prepared:
+        return _prepared.pop(key)
     n_cols = max(1, min(n_panels, max_cols))
     n_rows = -(-n_panels // n_cols)
     width = width or (COLUMN_WIDTH if n_cols == 1 else FULL_WIDTH)
@@ -118,6 +122,32 @@ def new_figure(
     for ax in axes[n_panels:]:
         ax.set_visible(False)
     return fig, axes[:n_panels]
+
+
+_prepared: dict[tuple, tuple[Figure, list]] = {}  # new_figure's arguments -> its figure
+PREPARED_TICKS = 10  # ticks made ahead per axis and kind (major, minor); more come as needed
+
+
+def prepare_figure(
+    n_panels: int = 1,
+    *,
+    width: float | None = None,
+    max_cols: int = 3,
+    sharex: bool = True,
+    sharey: bool = True,
+) -> None:
+    """Build now the figure that the next `new_figure` call with these arguments returns,
+    with its first ticks (each a few artists, most of an empty figure's cost): a process
+    that draws once its numbers arrive builds it while they are computed. The figure drawn
+    from it is the same, pixel for pixel, as one built when asked."""
+    figure, axes = new_figure(
+        n_panels, width=width, max_cols=max_cols, sharex=sharex, sharey=sharey
+    )
+    for ax in figure.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            axis.get_major_ticks(PREPARED_TICKS)
+            axis.get_minor_ticks(PREPARED_TICKS)
+    _prepared[(n_panels, width, max_cols, sharex, sharey)] = figure, axes
 
 
 def log_axis(ax, which: str = "y") -> None:
