@@ -173,7 +173,27 @@ def log_axis(ax, which: str = "y") -> None:
     subs = (0.2, 0.5) if span <= 5 else (1.0,)
     axis.set_minor_locator(ticker.LogLocator(base=10, subs=subs, numticks=99))
     axis.set_minor_formatter(ticker.NullFormatter())
-    axis.set_major_formatter(ticker.LogFormatterSciNotation())
+    axis.set_major_formatter(ticker.FuncFormatter(decade))
+
+
+_SUPERSCRIPTS = str.maketrans(
+    "-0123456789", "\u207b\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079"
+)
+
+
+def decade(value: float, _position: object = None) -> str:
+    """A log axis' tick label: a decade in Unicode superscripts, as plain text (the same
+    label in mathtext, $10^{-3}$, is parsed again for every figure and format); any other
+    value as `fraction` writes it.
+
+    Example:
+        >>> decade(1e-3), decade(1.0), decade(100.0), decade(0.5)
+        ('10⁻³', '10⁰', '10²', '0.5')
+    """
+    exponent = round(math.log10(value)) if value > 0 else 0
+    if value > 0 and math.isclose(value, 10.0**exponent, rel_tol=1e-9):
+        return "10" + str(exponent).translate(_SUPERSCRIPTS)
+    return fraction(value)
 
 
 def integer_axis(ax, which: str = "x", values: Any = None, *, log: bool = False) -> None:
