@@ -251,6 +251,8 @@ class _Messages:
     def waiting(self) -> bool:
         import select
 
+        if os.name == "nt":  # select takes no pipe there: no warm-up, as before it
+            return True
         while not self.ended and select.select([sys.stdin], [], [], 0)[0]:
             self._read()
         return self.pending is not None or self.ended

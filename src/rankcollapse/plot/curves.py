@@ -206,8 +206,15 @@ def _spread_share_labels(fig: Figure) -> None:
     laid out, each label (left to right) takes the lowest of SHARE_TRIES places above its
     marker where it collides with no label already placed; a label with no free place is left
     out (its marker and the legend's "k/n: share of rows" stay)."""
+    from matplotlib.text import Annotation
+
     # ax.texts, not fig.findobj: that walk creates every axis's ticks (40 % of a 12-panel figure)
-    labels = [t for ax in fig.axes for t in ax.texts if t.get_gid() == SHARE_LABEL]
+    labels = [
+        t
+        for ax in fig.axes
+        for t in ax.texts
+        if isinstance(t, Annotation) and t.get_gid() == SHARE_LABEL
+    ]
     if len(labels) < 2:
         return
     from matplotlib.backends.backend_agg import FigureCanvasAgg
