@@ -1,16 +1,23 @@
 """A command's figure drawn beside its work: one process that loads the plotting libraries
-while the command computes, then draws both file formats (PNG, SVG) at once.
+and builds the empty figure while the command computes, then draws both file formats (PNG,
+SVG) at once.
 
 A probe spends its first seconds importing torch and loading its model. `FigureProcesses`
 starts, at once, one Python process at a lower priority (nice 10, so the command's own work
-comes first while both run), which imports pandas and matplotlib meanwhile and then waits. When
-the numbers are written, it gets the figure's recipe through its standard input (JSON: the
-results.csv just written, the series, floor and title) and the command goes on (its table is
-printed meanwhile); the process then forks where it can, so that each format is drawn from
-`plot.layers` of that file by its own process on its own core, after one import, and each is
-written atomically. The bytes are those of drawing both here (`plot.render` computes the
-layout by the same Agg pass). The command waits for the figure when its block ends; a block
-left by an error kills the process.
+comes first while both run), which meanwhile imports pandas and matplotlib, draws a small
+figure and throws it away (the first figure of a process pays for fonts, backends and first
+calls), and builds the empty figure of the shape the command announces (`prepare_layers`:
+a panel per metric, known before the model loads). Messages come as JSON lines on its
+standard input. When the numbers are written, the recipe comes (the results.csv just written,
+the series, floor and title) and the command goes on (its table is printed meanwhile); the
+process draws `plot.layers` of that file and lays it out once, then forks where it can, so
+that each format is drawn by its own process and written atomically. The bytes are those of
+drawing both here (`plot.render`: the same layout, then one draw per format). The command
+waits for the figure when its block ends; a block left by an error kills the process.
+
+Measured on MiniLM's probe (12 panels, 2 cores, load 4-5): from results.csv written to the
+command's exit 9.1 s -> 3.0 s; the process's work after the recipe 6.2 M -> 1.3 M Python
+calls (both formats).
 
 With one core, or figures off, no process starts and the figure is drawn here.
 """

@@ -582,8 +582,8 @@ def _fix_places(axes: list) -> None:
     """Fix the places matplotlib would search again at every layout pass and draw where the
     search cannot move them: an empty axis label's (it shows nothing), and a panel title's
     when no y offset text (e.g. "1e-7") can push it up (its place is then the axes' top).
-    Each search measures every tick label of the axis; a 12-panel figure drew 1.5x faster
-    without them. Called once the limits are final."""
+    Each search measures every tick label of the axis: the probe's 12-panel figure is laid
+    out and drawn in about half the calls without them. Called once the limits are final."""
     for ax in axes:
         for axis, coords in ((ax.xaxis, (0.5, 0.0)), (ax.yaxis, (0.0, 0.5))):
             if not axis.label.get_text():
