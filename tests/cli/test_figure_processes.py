@@ -39,10 +39,13 @@ def two_cores(monkeypatch):
     monkeypatch.setattr(_figures, "cpu_cores", lambda: 2)
 
 
-def test_the_processes_write_the_bytes_of_the_frame_drawn_here(tmp_path, two_cores):
+@pytest.mark.parametrize("prepared", [False, True], ids=["as-drawn", "prepared-ahead"])
+def test_the_processes_write_the_bytes_of_the_frame_drawn_here(tmp_path, two_cores, prepared):
     frame = results_csv(tmp_path)
     with FigureProcesses(True) as figures:
         assert figures.process is not None
+        if prepared:  # the empty figure built while the command computes
+            figures.prepare_layers(n_metrics=2, n_series=2)
         figures.draw_layers(
             tmp_path / "results.csv", tmp_path / "apart", by="variant", floor=FLOOR, title="t"
         )

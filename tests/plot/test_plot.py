@@ -199,3 +199,37 @@ def test_a_wrapped_panel_title_never_breaks_a_formula():
     titles = [ax.get_title() for ax in fig.axes if ax.get_title()]
     assert len(titles) == 2 and any("\n" in title for title in titles)
     assert all(line.count("$") % 2 == 0 for title in titles for line in title.splitlines())
+
+
+def test_decades_are_labelled_in_unicode_superscripts_and_other_values_as_numbers():
+    assert [style.decade(v) for v in (1e-12, 0.1, 1.0, 1e3, 0.5)] == [
+        "10⁻¹²", "10⁻¹", "10⁰", "10³", "0.5"
+    ]  # fmt: skip
+    ax = plot.layers(frame({"san": [1.0, 1e-2, 1e-4]})).axes[0]
+    formatter = ax.yaxis.get_major_formatter()
+    assert [formatter(v) for v in ax.get_yticks() if v == 1e-2] == ["10⁻²"]
+
+
+def test_a_prepared_figure_is_taken_once_and_draws_the_bytes_of_a_fresh_one():
+    df = pd.concat([frame({"san": [1.0, 0.5, 0.2]}, metric=m) for m in ("mu_rel", "cos_mean")])
+    fresh = plot.render(plot.layers(df, title="t"))
+    plot.curves.prepare_layers(n_metrics=2, n_series=1)
+    prepared = style._prepared[(2, None, 3, True, False)][0]
+    drawn = plot.layers(df, title="t")
+    assert drawn is prepared and not style._prepared  # taken, and only once
+    assert plot.layers(df, title="t") is not prepared
+    assert plot.render(drawn) == fresh
+
+
+def test_titles_are_fixed_above_the_axes_unless_an_offset_text_may_push_them():
+    plain = plot.layers(frame({"san": [1.0, 0.5, 0.2]}))
+    assert plain.axes[0].title.get_position()[1] == 1.0 and not plain.axes[0]._autotitlepos
+    # ranks near 4096 that differ in the fourth decimal: matplotlib writes an offset above
+    # the y axis, so the title keeps its search for a place above it
+    offset = plot.layers(frame({"san": [4096.0, 4096.0001, 4096.0002]}, metric="stable_rank"))
+    ax = offset.axes[0]
+    assert ax._autotitlepos
+    plot.render(offset)
+    assert ax.yaxis.offsetText.get_text()
+    title, text = (t.get_window_extent() for t in (ax.title, ax.yaxis.offsetText))
+    assert not title.overlaps(text)

@@ -163,6 +163,9 @@ def _probe(args: argparse.Namespace, figures: FigureProcesses) -> int:
     )
     inputs.check_fits(request)
     variants = [variant.name for variant in request.variants]
+    # the figure's shape (a panel per metric, a series per model and variant), so the
+    # figure process builds it while the models load
+    figures.prepare_layers(n_metrics=len(request.metrics), n_series=len(args.model) * len(variants))
     device, dtype = resolve_device(args.device), resolve_dtype(args.dtype)
     default = Path("results/probe") / "+".join(Path(m).name for m in args.model)
     out = output_folder(args.out, default, "probe", fresh=True, label=", ".join(args.model))

@@ -107,7 +107,11 @@ def new_figure(
     """A figure of `n_panels` axes in rows of at most `max_cols`, column or full width.
 
     One panel is a column wide; more panels share the full width. Unused cells are hidden.
+    The figure `prepare_figure` built for these arguments, if there is one.
     """
+    key = (n_panels, width, max_cols, sharex, sharey)
+    if key in _prepared:
+        return _prepared.pop(key)
     n_cols = max(1, min(n_panels, max_cols))
     n_rows = -(-n_panels // n_cols)
     width = width or (COLUMN_WIDTH if n_cols == 1 else FULL_WIDTH)
@@ -118,6 +122,32 @@ def new_figure(
     for ax in axes[n_panels:]:
         ax.set_visible(False)
     return fig, axes[:n_panels]
+
+
+_prepared: dict[tuple, tuple[Figure, list]] = {}  # new_figure's arguments -> its figure
+PREPARED_TICKS = 10  # ticks made ahead per axis and kind (major, minor); more come as needed
+
+
+def prepare_figure(
+    n_panels: int = 1,
+    *,
+    width: float | None = None,
+    max_cols: int = 3,
+    sharex: bool = True,
+    sharey: bool = True,
+) -> None:
+    """Build now the figure that the next `new_figure` call with these arguments returns,
+    with its first ticks (each a few artists, most of an empty figure's cost): a process
+    that draws once its numbers arrive builds it while they are computed. The figure drawn
+    from it is the same, pixel for pixel, as one built when asked."""
+    figure, axes = new_figure(
+        n_panels, width=width, max_cols=max_cols, sharex=sharex, sharey=sharey
+    )
+    for ax in figure.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            axis.get_major_ticks(PREPARED_TICKS)
+            axis.get_minor_ticks(PREPARED_TICKS)
+    _prepared[(n_panels, width, max_cols, sharex, sharey)] = figure, axes
 
 
 def log_axis(ax, which: str = "y") -> None:
@@ -143,7 +173,27 @@ def log_axis(ax, which: str = "y") -> None:
     subs = (0.2, 0.5) if span <= 5 else (1.0,)
     axis.set_minor_locator(ticker.LogLocator(base=10, subs=subs, numticks=99))
     axis.set_minor_formatter(ticker.NullFormatter())
-    axis.set_major_formatter(ticker.LogFormatterSciNotation())
+    axis.set_major_formatter(ticker.FuncFormatter(decade))
+
+
+_SUPERSCRIPTS = str.maketrans(
+    "-0123456789", "\u207b\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079"
+)
+
+
+def decade(value: float, _position: object = None) -> str:
+    """A log axis' tick label: a decade in Unicode superscripts, as plain text (the same
+    label in mathtext, $10^{-3}$, is parsed again for every figure and format); any other
+    value as `fraction` writes it.
+
+    Example:
+        >>> decade(1e-3), decade(1.0), decade(100.0), decade(0.5)
+        ('10⁻³', '10⁰', '10²', '0.5')
+    """
+    exponent = round(math.log10(value)) if value > 0 else 0
+    if value > 0 and math.isclose(value, 10.0**exponent, rel_tol=1e-9):
+        return "10" + str(exponent).translate(_SUPERSCRIPTS)
+    return fraction(value)
 
 
 def integer_axis(ax, which: str = "x", values: Any = None, *, log: bool = False) -> None:
@@ -265,24 +315,44 @@ def words(name: object) -> str:
 _METADATA = {"png": {"Software": None}, "svg": {"Date": None}}  # nothing that varies by run
 
 
+def lay_out(fig: Figure) -> None:
+    """Compute `fig`'s layout (constrained layout, with the Agg renderer at 200 dpi) once and
+    keep it: every later draw, in any format, is at those positions.
+
+    Saving a figure with a layout engine lays it out twice and draws it once without output
+    first; laid out here, a format is one draw. A figure laid out already stays as it is.
+    """
+    engine = fig.get_layout_engine()
+    if engine is None:
+        return
+    if not hasattr(fig.canvas, "get_renderer"):
+        # an Agg canvas: its renderer measures the text for the layout and then draws the
+        # PNG, so each text is measured (and each formula parsed) once
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+        FigureCanvasAgg(fig)
+    with context():
+        engine.execute(fig)
+    # no engine at all (not "none", whose placeholder still costs savefig a draw); None
+    # means the rc's engine unless those rc settings are off
+    with matplotlib.rc_context(
+        {"figure.autolayout": False, "figure.constrained_layout.use": False}
+    ):
+        fig.set_layout_engine(None)
+
+
 def render(fig: Figure, formats: tuple[str, ...] = FORMATS) -> dict[str, bytes]:
     """The figure as {"png": 200-dpi PNG bytes, "svg": SVG bytes} (or the `formats` asked
-    for); same figure, same bytes, whichever formats are rendered together.
+    for); same figure, same bytes, whichever formats are rendered together, in whatever
+    order, by one process or several (`lay_out` first, then one draw per format).
 
-    The layout (constrained layout: most of a many-panel figure's time) is computed once, with
-    the Agg renderer at 200 dpi (by the first PNG's draw, or alone when the first format is
-    another), and kept: later formats, and any later render, draw at those positions. No
-    metadata that changes between runs (software version, date) enters a file.
+    No metadata that changes between runs (software version, date) enters a file.
     """
+    lay_out(fig)
     out = {}
     with context():
-        engine = fig.get_layout_engine()
-        if formats[0] != "png" and engine is not None:
-            engine.execute(fig)  # as a PNG's draw starts; no drawing
-            fig.set_layout_engine("none")
         for fmt in formats:
             buffer = io.BytesIO()
             fig.savefig(buffer, format=fmt, dpi=DPI, metadata=_METADATA[fmt])
             out[fmt] = buffer.getvalue()
-            fig.set_layout_engine("none")  # positions stay as the first draw left them
     return out
