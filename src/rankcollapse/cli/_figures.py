@@ -4,10 +4,10 @@ SVG) at once.
 
 A probe spends its first seconds importing torch and loading its model. `FigureProcesses`
 starts, at once, one Python process at the command's own priority (at nice 10, any other job on
-the machine starved it while the command waited for its figure: 26.6 s from results.csv to
-exit at load 3.4, against 4.3 s at its own), which meanwhile imports pandas and matplotlib, draws a small
-figure and throws it away (the first figure of a process pays for fonts, backends and first
-calls), and builds the empty figure of the shape the command announces (`prepare_layers`:
+the machine starved it while the command waited for its figure: 26.6 s from results.csv to exit
+at load 3.4, against 4.3 s at its own), which meanwhile imports pandas and matplotlib, draws a
+small figure and throws it away (the first figure of a process pays for fonts, backends and
+first calls), and builds the empty figure of the shape the command announces (`prepare_layers`:
 a panel per metric, known before the model loads). Messages come as JSON lines on its
 standard input. When the numbers are written, the recipe comes (the results.csv just written,
 the series, floor and title) and the command goes on (its table is printed meanwhile); the
