@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 from fifos import fifo
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "runner"))
@@ -18,6 +19,7 @@ from tiny_experiment import TINY
 
 from rankcollapse.cli import main
 from rankcollapse.experiments import _registry
+from rankcollapse.files import digest
 from rankcollapse.runner import run_experiment
 
 
@@ -182,3 +184,19 @@ def test_index_and_reproduce_skip_a_damaged_run_and_list_the_others(damage, root
     )
     html = (root / "reproduction.html").read_text()
     assert f'<a href="{whole.relative_to(root).as_posix()}/report.html">tiny</a>' in html
+
+
+def test_a_run_stored_before_its_experiment_gained_a_config_key_is_still_rebuilt(root):
+    """A key added to the experiment later (here `seeds`, with its default) is filled in: the
+    manifest's hash is checked against config.yaml as the run stored it, not as it resolves."""
+    folder = runs(root)[0]
+    values = yaml.safe_load((folder / "config.yaml").read_text())
+    del values["seeds"]  # as a version of the experiment without the key stored it
+    (folder / "config.yaml").write_text(yaml.safe_dump(values, sort_keys=False))
+    manifest = json.loads((folder / "manifest.json").read_text())
+    manifest["config_hash"] = digest({"experiment": "tiny", "config": values})
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    assert main(["report", str(folder)]) == 0
+    edited = yaml.safe_dump(values | {"items": 3}, sort_keys=False)  # changed after the run
+    (folder / "config.yaml").write_text(edited)
+    assert main(["report", str(folder)]) != 0

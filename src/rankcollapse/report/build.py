@@ -37,7 +37,6 @@ from rankcollapse.reading import (
 from rankcollapse.report.html import KEY_META, PAGE_END, render_html, tidy_table
 from rankcollapse.report.stored import (
     MAX_YAML,
-    config_hash,
     damaged,
     read_claims,
     read_config,
@@ -110,9 +109,7 @@ def build_report(
     _check_run_folder(out_dir)
     manifest = read_manifest(out_dir)
     exp = experiment if experiment is not None else _experiment_of(out_dir, manifest)
-    config = read_config(out_dir, exp)
-    if manifest.get("config_hash") not in (None, config_hash(exp.name, config)):
-        raise damaged(out_dir / "config.yaml", "not the config the manifest's hash names")
+    config = read_config(out_dir, exp, sha256=manifest.get("config_hash"))
     results = read_results(out_dir / "results.csv", sha256=manifest.get("results_sha256"))
     for name in ("figures", "tables"):
         if (out_dir / name).exists() and not (out_dir / name).is_dir():
@@ -388,7 +385,7 @@ def stored_report(
         if results_sha256(out_dir / "results.csv") != manifest.get("results_sha256"):
             return None
         claims = [_claim_from_record(record) for record in read_claims(out_dir)]
-        config = read_config(out_dir, experiment)
+        config = read_config(out_dir, experiment, sha256=manifest.get("config_hash"))
     except (InputError, OSError, ValueError, TypeError, KeyError):  # anything amiss: rebuild
         return None
     return Report(out_dir / "report.html", experiment, config, manifest, claims)

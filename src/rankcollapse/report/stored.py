@@ -105,7 +105,11 @@ def read_manifest(folder: str | Path) -> dict[str, Any]:
 def config_hash(name: str, config: BaseModel) -> str:
     """sha256 of the experiment name and the resolved config (canonical JSON): the name of a
     run folder and, in its manifest, the proof that config.yaml is the run's config."""
-    return digest({"experiment": name, "config": config.model_dump(mode="json")})
+    return _hash(name, config.model_dump(mode="json"))
+
+
+def _hash(name: str, values: Any) -> str:
+    return digest({"experiment": name, "config": values})
 
 
 def read_claims(folder: str | Path) -> list[dict[str, Any]]:
@@ -120,13 +124,21 @@ def read_claims(folder: str | Path) -> list[dict[str, Any]]:
         raise damaged(path, _schema_problem(err)) from None
 
 
-def read_config(folder: str | Path, experiment: Experiment) -> BaseModel:
+def read_config(
+    folder: str | Path, experiment: Experiment, *, sha256: str | None = None
+) -> BaseModel:
     """`folder/config.yaml` (safe loader only: a `!!python` tag is refused, never run) resolved
-    as every config is (`Experiment.make_config`, no preset: the stored config is whole)."""
+    as every config is (`Experiment.make_config`, no preset: the stored config is whole).
+
+    `sha256` (the manifest's `config_hash`), when given, must be the hash of the file's keys
+    and values as stored (`config_hash` of the run's config): a file edited since the run is
+    refused, while a key the experiment gained since (with its default) is filled in."""
     path = Path(folder) / "config.yaml"
     values = read_yaml(path, MAX_YAML, error=lambda problem: damaged(path, problem), follow=False)
     if not isinstance(values, dict):
         raise damaged(path, f"holds a {type(values).__name__}, not a mapping of config keys")
+    if sha256 is not None and _hash(experiment.name, values) != sha256:
+        raise damaged(path, "not the config the manifest's hash names")
     try:
         return experiment.make_config(None, values)
     except ConfigError as err:
