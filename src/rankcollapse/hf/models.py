@@ -87,8 +87,23 @@ class DeferredTokenizer:
     load: Callable[[], Any]
 
 
+class Placed:
+    """A holder of a torch `model` (a loaded model, a TransformerLens model, a probe's view of
+    one): its device and dtype are those of the model's parameters."""
+
+    model: nn.Module
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return next(self.model.parameters()).dtype
+
+
 @dataclass
-class LoadedModel:
+class LoadedModel(Placed):
     """A base model (no task head) with its tokenizer, adapter and provenance.
 
     `model` is in eval mode. Pretrained models are cached per process and shared: hooks and
@@ -136,14 +151,6 @@ class LoadedModel:
     @property
     def n_layers(self) -> int:
         return n_layers(self.model, self.arch)
-
-    @property
-    def device(self) -> torch.device:
-        return next(self.model.parameters()).device
-
-    @property
-    def dtype(self) -> torch.dtype:
-        return next(self.model.parameters()).dtype
 
 
 def _minilm_path() -> Path:

@@ -37,7 +37,7 @@ from torch import Tensor, nn
 
 from rankcollapse.errors import ConfigError, InputError
 from rankcollapse.hf.capture import LayerCapture, RunSettings, modes_kept
-from rankcollapse.hf.models import Vocabulary
+from rankcollapse.hf.models import Placed, Vocabulary
 from rankcollapse.masks import check_mask
 from rankcollapse.variants import Variant
 
@@ -59,7 +59,7 @@ def is_hooked_transformer(model: Any) -> bool:
 
 
 @dataclass
-class LensModel:
+class LensModel(Placed):
     """A TransformerLens model in memory, used as it is (never copied), with its tokenizer (the
     model's own `tokenizer` unless one is given) and provenance `info`: what a
     `HookedTransformer` and a `TransformerBridge` share (both have `cfg.d_vocab`)."""
@@ -89,14 +89,6 @@ class LensModel:
     def embedding_size(self) -> int:
         """Rows of the token embedding (ids must stay below)."""
         return int(self.cfg.d_vocab)
-
-    @property
-    def device(self) -> torch.device:
-        return next(self.model.parameters()).device
-
-    @property
-    def dtype(self) -> torch.dtype:
-        return next(self.model.parameters()).dtype
 
 
 @dataclass

@@ -38,7 +38,7 @@ from rankcollapse.hf import (
     pixel_inputs,
     stream_batch,
 )
-from rankcollapse.hf.models import Vocabulary
+from rankcollapse.hf.models import Placed, Vocabulary
 from rankcollapse.lens import (
     BridgeModel,
     HookedModel,
@@ -65,7 +65,7 @@ KNOWN = (
 )
 
 
-class Measured:
+class Measured(Placed):
     """A model as the probe measures it: what it is called, what it takes, what it can run,
     and one forward pass streaming every layer to a callback (`run_layers`).
 
@@ -127,14 +127,6 @@ class Measured:
         if self.embedding_size is None:
             raise InputError(f"'{self.name}' takes no token ids; pass its inputs.")
         return Vocabulary(self.embedding_size, frozenset())
-
-    @property
-    def device(self) -> torch.device:
-        return next(self.model.parameters()).device
-
-    @property
-    def dtype(self) -> torch.dtype:
-        return next(self.model.parameters()).dtype
 
     def pixels(self, **options: Any) -> tuple[Tensor, Tensor]:
         """(pixels, token mask) of a vision model (`takes_pixels`)."""
