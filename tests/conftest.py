@@ -84,3 +84,15 @@ def no_hang():
 
     with guard():
         yield
+
+
+@pytest.fixture
+def one_torch_thread():
+    """One torch thread, as the runner's units use: tiny ops lose more to thread syncs than
+    they gain. The count is put back after the test."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)

@@ -17,13 +17,7 @@ from rankcollapse.nets.rank_attention import stream_attention
 F64 = torch.float64
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """One torch thread, as the runner uses: tiny ops lose more to thread syncs than they gain."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def test_one_head_is_a_softmax_average_of_mapped_points_by_hand():

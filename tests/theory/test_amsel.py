@@ -35,13 +35,7 @@ def _error(layer, batch):
         return float(relative_mse(layer(batch.queries, batch.x), batch.target))
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """One torch thread, as the runner uses: tiny ops lose more to thread syncs than they gain."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def test_full_rank_error_falls_monotonically_in_t_and_goes_below_1e3():

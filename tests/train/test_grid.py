@@ -26,13 +26,7 @@ TASK = NeighbourTask(6, 4, target="farthest")
 SETTINGS = TrainSettings(steps=40, batch_size=16, warmup=5, log_every=10, eval_samples=128)
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """One torch thread, as the runner uses: tiny ops lose more to thread syncs than they gain."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def test_a_batched_grid_gives_each_configuration_its_own_result():

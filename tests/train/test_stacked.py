@@ -22,13 +22,7 @@ SEEDS = (0, 1)
 FREE = {"layer.blocks.0.attn.b_k"}
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """One torch thread, as the runner's units (tiny tensors are slower with more)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def _configs(steps: int = 200) -> list[TrainConfig]:
