@@ -45,3 +45,31 @@ def test_the_bar_counts_passes_and_the_share_of_a_pass_its_layer_groups_measured
     assert task.description == "[1/1] tiny: pass 2 of 2, 1 layers measured"
     bar(2, 2, 0)
     assert (task.completed, task.description) == (2, "[1/1] tiny: 2 of 2 forward passes done")
+
+
+def test_without_a_terminal_each_pass_and_unit_done_is_a_line_with_the_time_left(
+    monkeypatch, capsys
+):
+    """A log file gets a line per step done (a live bar would show only at its end): the
+    pace of the steps done in this process, those done before it started not counted."""
+    from rankcollapse.cli import _console
+    from rankcollapse.cli.run import _progress_bar
+
+    clock = iter([0.0, 60.0, 60.0, 180.0, 0.0, 100.0])
+    monkeypatch.setattr(_console.time, "monotonic", lambda: next(clock))
+    monkeypatch.setattr(_console.err_console, "_force_terminal", False)
+    bar = PassProgress("tiny")  # the clock starts at 0
+    bar(0, 4, 3)  # inside a pass: no line
+    bar(1, 4, 0)
+    bar(1, 4, 0)  # the same count again: no second line
+    bar(2, 4, 0)
+    with _progress_bar(_console.err_console) as units:
+        units("toy", 2, 6)  # 2 stored before: the clock starts at 0
+        units("toy", 3, 6)
+    err = capsys.readouterr().err.splitlines()
+    lines = [line for line in err if "done," in line]
+    assert lines == [
+        "tiny: 1 of 4 forward passes done, 60 s elapsed, about 3.0 min left",
+        "tiny: 2 of 4 forward passes done, 3.0 min elapsed, about 3.0 min left",
+        "toy: 3 of 6 units done, 100 s elapsed, about 5.0 min left",
+    ]

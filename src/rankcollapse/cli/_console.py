@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import math
 import sys
+import time
 from typing import Self
 
 from rich.console import Console
@@ -27,10 +29,52 @@ def notify(message: str) -> None:
     err_console.print(Text("note: ", style="yellow") + Text(message))
 
 
+def duration(seconds: float, lower_bound: bool = False) -> str:
+    """Seconds as '42 s', '3.5 min' or '2.1 h'; '>= ' before a lower bound."""
+    if math.isnan(seconds):
+        return "unknown"
+    at_least = ">= " if lower_bound else ""
+    if seconds < 120:
+        return f"{at_least}{seconds:.0f} s"
+    return at_least + (f"{seconds / 60:.1f} min" if seconds < 7200 else f"{seconds / 3600:.1f} h")
+
+
+class ProgressLines:
+    """Progress as a plain line on stderr per step done, where stderr is not a terminal (a log
+    file, a pipe, a batch job), where a live bar shows only once it has ended: "NAME: 3 of 6
+    units done, 12.0 min elapsed, about 12.0 min left" (the pace of the steps done so far,
+    those already done when it started not counted)."""
+
+    def __init__(self) -> None:
+        self.live = err_console.is_terminal
+        self.start: dict[str, tuple[float, float]] = {}  # name -> (time, steps done) at start
+        self.said: dict[str, float] = {}  # name -> steps done in its last line
+
+    def __call__(self, name: str, done: float, total: float, what: str) -> None:
+        """Say that `name` has `done` of `total` `what` done (nothing with a live bar, nor
+        twice for the same count)."""
+        from rich.text import Text
+
+        now = time.monotonic()
+        started, first = self.start.setdefault(name, (now, done))
+        if self.live or done <= self.said.get(name, first):
+            return
+        self.said[name] = done
+        elapsed = now - started
+        left = elapsed / (done - first) * (total - done)
+        err_console.print(
+            Text(
+                f"{name}: {done:g} of {total:g} {what} done, {duration(elapsed)} elapsed, "
+                f"about {duration(left)} left"
+            )
+        )
+
+
 class PassProgress:
     """A bar on stderr over a probe's forward passes, moved on by each layer group, with the
     time elapsed and left: the `measure.layers.Progress` callback the CLI passes down. The
-    layers of a pass are learnt in the first pass; later passes advance by their share."""
+    layers of a pass are learnt in the first pass; later passes advance by their share. Where
+    stderr is not a terminal, a line per forward pass (`ProgressLines`)."""
 
     def __init__(self, label: str) -> None:
         from rich.progress import (
@@ -53,6 +97,9 @@ class PassProgress:
         )
         self.task = self.bar.add_task(f"{self.label}: loading the inputs", total=None)
         self.per_pass = 0  # state layers of one pass (0: not known yet)
+        self.name = label
+        self.lines = ProgressLines()
+        self.lines(label, 0, 1, "forward passes")  # the clock starts
 
     def __enter__(self) -> Self:
         self.bar.start()
@@ -69,6 +116,7 @@ class PassProgress:
             what = f"pass {passes_done + 1} of {n_passes}, {layers_done} layers measured"
         else:
             what = f"{passes_done} of {n_passes} forward passes done"
+            self.lines(self.name, passes_done, n_passes, "forward passes")
         self.bar.update(
             self.task,
             total=n_passes,

@@ -12,7 +12,6 @@ waits for the first and reuses its units.
 from __future__ import annotations
 
 import argparse
-import math
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -189,7 +188,7 @@ def print_dry_run(plans: list, args: argparse.Namespace) -> int:
     from rich.table import Table
     from rich.text import Text
 
-    from rankcollapse.cli._console import console
+    from rankcollapse.cli._console import console, duration
     from rankcollapse.files import canonical_json
     from rankcollapse.runner import dry_run, startup_seconds
 
@@ -203,8 +202,8 @@ def print_dry_run(plans: list, args: argparse.Namespace) -> int:
         spent += time.perf_counter() - start
         console.print(
             Text(
-                f"{r.name}: {_counts(r)}; {_duration(r.wall_seconds(1), r.lower_bound)} on 1 "
-                f"worker, {_duration(r.wall_seconds(workers), r.lower_bound)} on {workers}"
+                f"{r.name}: {_counts(r)}; {duration(r.wall_seconds(1), r.lower_bound)} on 1 "
+                f"worker, {duration(r.wall_seconds(workers), r.lower_bound)} on {workers}"
             )
         )
     setups = [("process", 1), ("process", workers)]
@@ -229,7 +228,7 @@ def print_dry_run(plans: list, args: argparse.Namespace) -> int:
         sampled = r.source.count("sampled") + r.source.count("stopped")
         counts = f"{len(r.units)} ({r.source.count('stored')}, {sampled})"
         table.add_row(
-            r.name, counts, *(_duration(r.wall_seconds(k), r.lower_bound) for _, k in setups)
+            r.name, counts, *(duration(r.wall_seconds(k), r.lower_bound) for _, k in setups)
         )
     # Workers start once per command (one Ray session serves every experiment).
     totals = [sum(r.wall_seconds(k) for r in runs) + startup[(b, k)] for b, k in setups]
@@ -238,7 +237,7 @@ def print_dry_run(plans: list, args: argparse.Namespace) -> int:
     table.add_row(
         "[bold]all[/]" if len(runs) > 1 else "with start-up",
         str(n_units),
-        *(_duration(t, bound) for t in totals),
+        *(duration(t, bound) for t in totals),
     )
     console.print(table)
     console.print(
@@ -268,19 +267,10 @@ def _counts(r) -> str:
     return counts + (f", {r.source.count('stopped')} stopped)" if r.lower_bound else ")")
 
 
-def _duration(seconds: float, lower_bound: bool = False) -> str:
-    """Seconds as '42 s', '3.5 min' or '2.1 h'; '>= ' before a lower bound."""
-    if math.isnan(seconds):
-        return "unknown"
-    at_least = ">= " if lower_bound else ""
-    if seconds < 120:
-        return f"{at_least}{seconds:.0f} s"
-    return at_least + (f"{seconds / 60:.1f} min" if seconds < 7200 else f"{seconds / 3600:.1f} h")
-
-
 class _progress_bar:
     """Rich progress bars (on stderr), one per experiment, driven by the runner's
-    (name, done, total) callback."""
+    (name, done, total) callback; where stderr is not a terminal, a line per unit done
+    (`ProgressLines`)."""
 
     def __init__(self, console) -> None:
         from rich.progress import (
@@ -302,7 +292,10 @@ class _progress_bar:
             TimeRemainingColumn(),
             console=console,
         )
+        from rankcollapse.cli._console import ProgressLines
+
         self.tasks: dict[str, TaskID] = {}
+        self.lines = ProgressLines()
 
     def __enter__(self):
         self.progress.start()
@@ -315,6 +308,7 @@ class _progress_bar:
         if name not in self.tasks:
             self.tasks[name] = self.progress.add_task(name, total=total, completed=done)
         self.progress.update(self.tasks[name], completed=done)
+        self.lines(name, done, total, "units")
 
 
 def print_claims(result) -> None:
