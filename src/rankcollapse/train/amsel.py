@@ -223,7 +223,7 @@ def train_encoders(
         x, target = torch.stack([b.x for b in batches]), torch.stack([b.target for b in batches])
         loss = (stack(x) - target).square().sum(-1).flatten(1).mean(1)  # (U,)
         loss.sum().backward()  # each term reaches only its own encoder's weights
-        optimiser.step(settings.lr_at(step), active)
+        optimiser.step(settings.lr_at(step), None if all(r.active for r in runs) else active)
         window.append(torch.stack([loss.detach(), target.square().sum(-1).flatten(1).mean(1)]))
         if (step + 1) % settings.log_every == 0:  # the host reads once per log
             losses = torch.stack(window).tolist()  # [step][loss, trivial][unit]

@@ -92,7 +92,9 @@ class StackedAdamW:
 
     rows of inactive configurations keep p, m and v. The moments of all parameters of one
     dtype are one flat buffer, so a step is a dozen operations on the concatenated gradients
-    however many parameters there are.
+    however many parameters there are. While every configuration is active (`active` None:
+    the trainer knows it on the host), t is one number and the step runs in place, without a
+    switch or a count to gather per row.
     """
 
     def __init__(
@@ -102,6 +104,7 @@ class StackedAdamW:
         where = params[0][0].device  # MPS has no float64; float32 counts steps exactly
         count_dtype = torch.float32 if where.type == "mps" else torch.float64
         self.steps = torch.zeros(n_configs, dtype=count_dtype, device=where)
+        self.together = 0  # steps every configuration took (the count while all are active)
         self.groups: list[tuple[list[Tensor], Tensor, Tensor]] = []  # per dtype
         for dtype in dict.fromkeys(p.dtype for p, _ in params):
             members = [(p, owner) for p, owner in params if p.dtype == dtype]
@@ -112,14 +115,21 @@ class StackedAdamW:
             self.groups.append(([p for p, _ in members], owner, moments))
 
     @torch.no_grad()
-    def step(self, lr: float, active: Tensor) -> None:
-        """One update of the configurations where `active` (C,) is True; the others keep all state."""
+    def step(self, lr: float, active: Tensor | None = None) -> None:
+        """One update of the configurations where `active` (C,) is True; the others keep all
+        state. None: every configuration, each of them active at every step so far."""
+        no_grad = [[p.grad is None for p in params] for params, _, _ in self.groups]
+        if active is None and not any(any(group) for group in no_grad):
+            self._step_all(lr)
+            return
         (b1, b2), eps = self.settings.betas, self.settings.eps
+        if active is None:  # every one, but a parameter without a gradient: the masked step
+            self.together += 1
+            active = torch.ones_like(self.steps, dtype=torch.bool)
         self.steps += active
         bias1 = (1 - b1**self.steps).clamp_min(1e-12)
         bias2 = (1 - b2**self.steps).clamp_min(1e-12)
-        for params, owner, (m, v) in self.groups:
-            missing = [p.grad is None for p in params]
+        for (params, owner, (m, v)), missing in zip(self.groups, no_grad, strict=True):
             if all(missing):
                 continue
             on = active[owner]
@@ -136,6 +146,21 @@ class StackedAdamW:
             v.copy_(torch.where(on, b2 * v + (1 - b2) * grad.square(), v))
             c1, c2 = bias1.to(m.dtype)[owner], bias2.to(m.dtype)[owner]
             update = torch.where(on, lr * (m / c1) / ((v / c2).sqrt() + eps), 0.0)
+            for p, u in zip(params, update.split([p.numel() for p in params]), strict=True):
+                p.sub_(u.view_as(p))
+                p.grad = None
+
+    def _step_all(self, lr: float) -> None:
+        """`step` of every configuration, all at the same count t: in place, t one number."""
+        (b1, b2), eps = self.settings.betas, self.settings.eps
+        self.steps += 1
+        self.together += 1
+        c1, c2 = 1 - b1**self.together, 1 - b2**self.together
+        for params, _, (m, v) in self.groups:
+            grad = torch.cat([g.flatten() for p in params if (g := p.grad) is not None])
+            m.mul_(b1).add_(grad, alpha=1 - b1)
+            v.mul_(b2).addcmul_(grad, grad, value=1 - b2)
+            update = (m / c1).mul_(lr).div_((v / c2).sqrt_().add_(eps))
             for p, u in zip(params, update.split([p.numel() for p in params]), strict=True):
                 p.sub_(u.view_as(p))
                 p.grad = None
@@ -212,8 +237,10 @@ def train_grid(
     watching = monitor(model) if monitor is not None else None
     if watching is not None:
         watching.step(0)
+    every = True  # every configuration still trains (known on the host at each curve point)
     for step in range(settings.steps):
-        window.append(_train_step(model, streams, optimiser, settings.lr_at(step), plateaus.active))
+        active = None if every else plateaus.active
+        window.append(_train_step(model, streams, optimiser, settings.lr_at(step), active))
         steps_run += plateaus.active
         if watching is not None:
             watching.step(step + 1)
@@ -227,6 +254,7 @@ def train_grid(
             ]
             if not plateaus.update(mean, settings):
                 break
+            every = every and bool(plateaus.active.all())
     if watching is not None:
         watching.close()
     curves = _curves_frame(curve_rows)
@@ -239,9 +267,9 @@ def _train_step(
     streams: list,
     optimiser: StackedAdamW,
     lr: float,
-    active: Tensor,
+    active: Tensor | None,
 ) -> Tensor:
-    """One step of every active configuration on a fresh batch; returns each one's
+    """One step of every active configuration (None: all) on a fresh batch; returns each one's
     relative MSE on it (C,), its squared error over the zero predictor's on the same samples."""
     queries, x, target = _batch(streams)
     trivial = target.square().sum(-1).flatten(1).mean(1)  # (S,): the zero predictor's error

@@ -66,7 +66,6 @@ def train_stacked(
     per_model_loss = vmap(loss_function(config.loss))
     owner = torch.arange(len(models), device=device)
     optimizer = StackedAdamW([(p, owner) for p in params.values()], len(models), ADAM)
-    active = torch.ones(len(models), dtype=torch.bool, device=device)
     generators = [torch.Generator().manual_seed(c.seed) for c in configs]
     batch_size = min(config.batch_size, len(inputs))
     order = torch.empty(len(models), 0, dtype=torch.long, device=device)
@@ -78,7 +77,7 @@ def train_stacked(
         batch, order = order[:, :batch_size], order[:, batch_size:]
         loss = per_model_loss(forward(params, buffers, inputs[batch]), targets[batch])  # (U,)
         loss.sum().backward()  # each term reaches only its own model's slice
-        optimizer.step(config.lr_at(step), active)
+        optimizer.step(config.lr_at(step))  # every model, every step
         losses.append(loss.detach())
     with torch.no_grad():
         for u, model in enumerate(models):
