@@ -21,11 +21,13 @@ def _claim(id: str, kind: str, passed: bool, measured: float) -> dict:
 
 
 def _store(root: Path, name: str, preset: str, folder: str, claims: list[dict],
-           finished: str = "2026-01-01T00:10:00+00:00", status: str = "complete") -> None:  # fmt: skip
+           finished: str = "2026-01-01T00:10:00+00:00", status: str = "complete",
+           overrides: dict | None = None) -> None:  # fmt: skip
     run = root / name / folder
     run.mkdir(parents=True)
     manifest = {"experiment": name, "preset": preset, "status": status,
-                "started": "2026-01-01T00:00:00+00:00", "finished": finished}  # fmt: skip
+                "started": "2026-01-01T00:00:00+00:00", "finished": finished,
+                "overrides": overrides or {}}  # fmt: skip
     (run / "manifest.json").write_text(json.dumps(manifest))
     (run / "claims.json").write_text(json.dumps(claims))
 
@@ -50,6 +52,17 @@ def test_preset_filter_and_incomplete_runs(tmp_path: Path) -> None:
     row = table[table["experiment"] == "toy-collapse"].iloc[0]
     assert (row["preset"], row["result"]) == ("quick", "FAIL")
     assert (table[table["experiment"] != "toy-collapse"]["result"] == "not run").all()
+
+
+def test_a_row_names_the_overrides_its_run_was_made_with(tmp_path: Path) -> None:
+    """What a reader types to make the run again: the preset and each --set, nested keys
+    dotted, in the table and in its Markdown."""
+    overrides = {"seeds": [0, 1, 2], "toy": {"n_samples": 4000}, "text": "kjv.txt"}
+    _store(tmp_path, "toy-collapse", "paper", "a", [_claim("f1", "finding", True, 0.5)],
+           overrides=overrides)  # fmt: skip
+    table = reproduction_table(tmp_path)
+    row = table[table["experiment"] == "toy-collapse"].iloc[0]
+    assert row["preset"] == "paper --set seeds=[0, 1, 2] toy.n_samples=4000 text=kjv.txt"
 
 
 def test_missing_results_folder_is_a_clear_error(tmp_path: Path) -> None:

@@ -9,7 +9,6 @@ left. A name that is not UTF-8 is shown escaped (`reading.shown`) and linked per
 from __future__ import annotations
 
 import datetime as dt
-import json
 import os
 from collections.abc import Callable
 from html import escape
@@ -22,7 +21,13 @@ from rankcollapse.files import check_replaceable, read_marker, write_atomic
 from rankcollapse.reading import LinkInsideError, refuse_links, shown
 from rankcollapse.report.build import stored_tally
 from rankcollapse.report.html import STYLE
-from rankcollapse.report.stored import DamagedFileError, folder_kind, read_claims, read_manifest
+from rankcollapse.report.stored import (
+    DamagedFileError,
+    folder_kind,
+    overrides_text,
+    read_claims,
+    read_manifest,
+)
 
 SIGNATURE = "<title>rankcollapse runs in "  # in the head of every index page written here
 Notify = Callable[[str], None]  # a line for the user: a damaged run folder skipped, and why
@@ -157,7 +162,7 @@ def render_index(
     for r in rows:
         body.append(
             f"<tr><td>{escape(str(r['experiment']))}</td><td>{escape(str(r['preset']))}</td>"
-            f"<td>{escape(_settings(r.get('overrides') or {}))}</td>"
+            f"<td>{escape(overrides_text(r.get('overrides') or {}))}</td>"
             f"<td>{escape(str(r['finished']))}</td>{_findings_cell(r)}"
             f'<td><a href="{escape(r["link"])}">{escape(_shown_link(r["link"]))}</a></td></tr>'
         )
@@ -220,21 +225,6 @@ def _findings_cell(row: dict[str, Any]) -> str:
     """
     verdict = {"PASS": "pass", "FAIL": "fail", "NOT TESTED": "not-tested"}[row["worst"]]
     return f'<td class="{verdict}">{escape(row["verdicts"])}</td>'
-
-
-def _settings(overrides: dict[str, Any]) -> str:
-    """The `--set` overrides of a run as typed: 'n_layers=4 variants=["san"]', or '-'.
-
-    Example:
-        >>> _settings({"n_layers": 4, "masks": ["causal", "window:1"]})
-        'n_layers=4 masks=["causal", "window:1"]'
-    """
-    if not overrides:
-        return "-"
-    return " ".join(
-        f"{key}={value if isinstance(value, str) else json.dumps(value)}"
-        for key, value in overrides.items()
-    )
 
 
 def write_index(root: str | Path, notify: Notify | None = None) -> Path:

@@ -27,7 +27,12 @@ from rankcollapse.files import check_replaceable, write_atomic
 from rankcollapse.reading import LinkInsideError, refuse_links, shown
 from rankcollapse.report.build import stored_tally, stored_verdict
 from rankcollapse.report.html import STYLE, format_value
-from rankcollapse.report.stored import DamagedFileError, read_claims, read_manifest
+from rankcollapse.report.stored import (
+    DamagedFileError,
+    overrides_text,
+    read_claims,
+    read_manifest,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -65,6 +70,12 @@ class StoredRun:
     finished: str
     seconds: float  # wall time, started to finished
     unit_seconds: float = float("nan")  # the units' own times, summed (reused ones too)
+    overrides: str = "-"  # its `--set` overrides as typed (`overrides_text`)
+
+    @property
+    def setting(self) -> str:
+        """The preset and what the run set over it: 'cpu', 'quick --set seeds=[0, 1, 2]'."""
+        return self.preset if self.overrides == "-" else f"{self.preset} --set {self.overrides}"
 
     @property
     def claims(self) -> list[dict[str, Any]]:
@@ -105,6 +116,7 @@ def stored_runs(results_root: str | Path, notify: Notify | None = None) -> list[
                 manifest.get("finished") or "",
                 seconds,
                 float(unit_seconds) if isinstance(unit_seconds, int | float) else float("nan"),
+                overrides_text(manifest.get("overrides") or {}),
             )
         )
     return runs
@@ -150,7 +162,7 @@ def reproduction_table(
                 {
                     "experiment": name,
                     "finding": "",
-                    "preset": run.preset,
+                    "preset": run.setting,
                     "result": "checks only",
                     "seconds": run.seconds,
                     "unit_seconds": run.unit_seconds,
@@ -169,7 +181,7 @@ def reproduction_table(
                     "paper": claim.get("paper", "") or claim["text"],
                     "measured": _measured(claim),
                     "expected": claim["expected"],
-                    "preset": run.preset,
+                    "preset": run.setting,
                     "result": verdict,
                     "why": claim.get("untested")
                     or (claim.get("note", "") if verdict == "FAIL" else ""),

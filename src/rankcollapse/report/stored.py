@@ -14,6 +14,7 @@ damaged one with a line saying so and list the others.
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -110,6 +111,22 @@ def config_hash(name: str, config: BaseModel) -> str:
 
 def _hash(name: str, values: Any) -> str:
     return digest({"experiment": name, "config": values})
+
+
+def overrides_text(overrides: dict[str, Any]) -> str:
+    """The `--set` overrides of a run (its manifest's) as typed, nested keys dotted, or '-'.
+
+    Example:
+        >>> overrides_text({"n_layers": 4, "masks": ["causal", "window:1"], "toy": {"n": 8}})
+        'n_layers=4 masks=["causal", "window:1"] toy.n=8'
+    """
+
+    def typed(prefix: str, value: Any) -> list[str]:
+        if isinstance(value, dict) and value:
+            return [part for k, v in value.items() for part in typed(f"{prefix}.{k}", v)]
+        return [f"{prefix}={value if isinstance(value, str) else json.dumps(value)}"]
+
+    return " ".join(part for k, v in overrides.items() for part in typed(k, v)) or "-"
 
 
 def read_claims(folder: str | Path) -> list[dict[str, Any]]:
