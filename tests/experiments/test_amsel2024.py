@@ -115,6 +115,16 @@ def test_depth_findings_below_the_deciding_steps_are_not_tested_whichever_side(e
         assert "the cpu preset" in claim.decides
 
 
+def test_what_decides_is_the_cpu_preset_below_its_steps_and_more_seeds_at_them():
+    """A run short of the deciding steps is sent to the cpu preset; a cpu run still NOT
+    TESTED by its spread is sent to more seeds, with what each costs (measured)."""
+    experiment = get_experiment("amsel2024-depth")
+    quick, cpu = experiment.make_config("quick"), experiment.make_config("cpu")
+    assert depth.decides(quick).startswith("the cpu preset (20,000 steps, seeds 0-2")
+    assert depth.decides(cpu).startswith("that many seeds (--set seeds=[0, 1, ...]")
+    assert f"{depth.SECONDS_PER_SEED:,} s of units" in depth.decides(cpu)
+
+
 def test_depth_short_of_full_rank_after_the_deciding_steps_fails():
     trained = _claims("amsel2024-depth", DEPTH.LONG, DEPTH.table(DEPTH.SHORT_STUCK))
     assert trained["depth-approaches-full-rank-short"].verdict == "FAIL"
