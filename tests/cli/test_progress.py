@@ -55,7 +55,7 @@ def test_without_a_terminal_each_pass_and_unit_done_is_a_line_with_the_time_left
     from rankcollapse.cli import _console
     from rankcollapse.cli.run import _progress_bar
 
-    clock = iter([0.0, 60.0, 60.0, 180.0, 0.0, 100.0])
+    clock = iter([0.0, 60.0, 60.0, 180.0, 0.0, 100.0, 250.0])
     monkeypatch.setattr(_console.time, "monotonic", lambda: next(clock))
     monkeypatch.setattr(_console.err_console, "_force_terminal", False)
     bar = PassProgress("tiny")  # the clock starts at 0
@@ -66,10 +66,12 @@ def test_without_a_terminal_each_pass_and_unit_done_is_a_line_with_the_time_left
     with _progress_bar(_console.err_console) as units:
         units("toy", 2, 6)  # 2 stored before: the clock starts at 0
         units("toy", 3, 6)
+        units("toy", 6, 6)  # the last: nothing left to say
     err = capsys.readouterr().err.splitlines()
     lines = [line for line in err if "done," in line]
     assert lines == [
         "tiny: 1 of 4 forward passes done, 60 s elapsed, about 3.0 min left",
         "tiny: 2 of 4 forward passes done, 3.0 min elapsed, about 3.0 min left",
         "toy: 3 of 6 units done, 100 s elapsed, about 5.0 min left",
+        "toy: 6 of 6 units done, 4.2 min elapsed",
     ]

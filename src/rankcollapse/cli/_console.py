@@ -62,12 +62,8 @@ class ProgressLines:
         self.said[name] = done
         elapsed = now - started
         left = elapsed / (done - first) * (total - done)
-        err_console.print(
-            Text(
-                f"{name}: {done:g} of {total:g} {what} done, {duration(elapsed)} elapsed, "
-                f"about {duration(left)} left"
-            )
-        )
+        line = f"{name}: {done:g} of {total:g} {what} done, {duration(elapsed)} elapsed"
+        err_console.print(Text(line + (f", about {duration(left)} left" if done < total else "")))
 
 
 class PassProgress:
