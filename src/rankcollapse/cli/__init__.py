@@ -17,6 +17,10 @@ from collections.abc import Iterable
 
 # The CLI owns the terminal: third-party progress bars (e.g. GGUF dequantisation) stay quiet.
 os.environ.setdefault("TQDM_DISABLE", "1")
+# The command's own pydantic models need no pydantic plugins: without this, building the first
+# one searches every installed package's entry points (importlib.metadata), tens of
+# milliseconds of each command. A value the user set is kept.
+os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
 
 from rankcollapse import __version__
 from rankcollapse.cli._common import typed_numbers
