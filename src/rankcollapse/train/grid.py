@@ -145,10 +145,7 @@ class StackedAdamW:
             m.copy_(torch.where(on, b1 * m + (1 - b1) * grad, m))
             v.copy_(torch.where(on, b2 * v + (1 - b2) * grad.square(), v))
             c1, c2 = bias1.to(m.dtype)[owner], bias2.to(m.dtype)[owner]
-            update = torch.where(on, lr * (m / c1) / ((v / c2).sqrt() + eps), 0.0)
-            for p, u in zip(params, update.split([p.numel() for p in params]), strict=True):
-                p.sub_(u.view_as(p))
-                p.grad = None
+            _apply(params, torch.where(on, lr * (m / c1) / ((v / c2).sqrt() + eps), 0.0))
 
     def _step_all(self, lr: float) -> None:
         """`step` of every configuration, all at the same count t: in place, t one number."""
@@ -160,10 +157,14 @@ class StackedAdamW:
             grad = torch.cat([g.flatten() for p in params if (g := p.grad) is not None])
             m.mul_(b1).add_(grad, alpha=1 - b1)
             v.mul_(b2).addcmul_(grad, grad, value=1 - b2)
-            update = (m / c1).mul_(lr).div_((v / c2).sqrt_().add_(eps))
-            for p, u in zip(params, update.split([p.numel() for p in params]), strict=True):
-                p.sub_(u.view_as(p))
-                p.grad = None
+            _apply(params, (m / c1).mul_(lr).div_((v / c2).sqrt_().add_(eps)))
+
+
+def _apply(params: list[Tensor], update: Tensor) -> None:
+    """Subtract the flat `update` from `params`, in their order, and clear their gradients."""
+    for p, u in zip(params, update.split([p.numel() for p in params]), strict=True):
+        p.sub_(u.view_as(p))
+        p.grad = None
 
 
 def _check_grid(task: NeighbourTask, points: Sequence[GridPoint]) -> None:
