@@ -43,26 +43,26 @@ dimension, even for short context lengths" is proved for the biased nearest-neig
 on the Thm 2 setting instead).
 
 The cpu preset trains long enough for all three (20,000 steps, three seeds; quick's 600 steps
-and one seed leave them NOT TESTED) and decides two. Its departures from the paper (Sec. 7: d = 64, N in {4, 16, 64, 256}, 1 to 5
-layers, AdamW lr 0.01, betas (0.9, 0.95), batch 256, warm-up then cosine decay, 100k steps,
-MLP width 2048, seeds 0-4, no scratch dimensions): d = 8 with 8 scratch dimensions (so H = 16
-rank-1 heads), N in {4, 8}, 1 and 3 layers, MLP width 128, 20,000 steps with 2,000 of warm-up,
-lr 0.003 (deep rank-1 models at lr 0.01 can collapse to the zero predictor), seeds 0-2, no
-early stop (patience above the curve's length), and the final held-out error rather than the
-minimum over training. Kept: AdamW without weight decay, betas (0.9, 0.95), batch 256, linear
-warm-up then cosine decay, fresh samples every step, unit normalisation. Measured (2026-11-29,
-2 workers on 2 cores beside other jobs): 6,984 s of units, 67 min of wall. That run:
-full-rank-needed-long PASS (closure at N = 8 0.289 [0.274, 0.304]), depth-helps-short-more PASS
-(0.203 [0.191, 0.214]), depth-approaches-full-rank-short NOT TESTED (closure at N = 4 0.492
-[0.469, 0.515]: rank 1 0.465 -> 0.245 from 1 to 3 layers against full rank 0.018; about 8
-seeds at that spread would decide it, 5.2 h of units, 2.6 h with 2 workers, beyond this
-machine's 2 hours). Exploratory runs (one seed, torch's encoder on one idle core, not this
-module): without scratch dimensions depth gains rank-1 heads almost nothing
-at either N (2500 steps, 1 -> 3 layers: 0.545 -> 0.553 at N = 4, 0.595 -> 0.568 at N = 16;
-full rank 0.093 and 0.119); with 16 of them, 0.446 -> 0.254 at N = 4 (full rank 0.056:
-closure 0.49) and 0.562 -> 0.478 at N = 16 (full rank 0.065: closure 0.17). At 1,500 steps and
-one seed: at N = 4 rank 1 0.489 -> 0.376 with full rank 0.099 (closure 0.29), at N = 8 0.599
--> 0.519 with full rank 0.126 (closure 0.17).
+and one seed leave them NOT TESTED) and decides two. Its departures from the paper (Sec. 7: d =
+64, N in {4, 16, 64, 256}, 1 to 5 layers, AdamW lr 0.01, betas (0.9, 0.95), batch 256, warm-up
+then cosine decay, 100k steps, MLP width 2048, seeds 0-4, no scratch dimensions): d = 8 with 8
+scratch dimensions (so H = 16 rank-1 heads), N in {4, 8}, 1 and 3 layers, MLP width 128, 20,000
+steps with 2,000 of warm-up, lr 0.003 (deep rank-1 models at lr 0.01 can collapse to the zero
+predictor), seeds 0-2, no early stop (patience above the curve's length), and the final held-out
+error rather than the minimum over training. Kept: AdamW without weight decay, betas (0.9,
+0.95), batch 256, linear warm-up then cosine decay, fresh samples every step, unit
+normalisation. Measured (2026-11-29, 2 workers on 2 cores beside other jobs): 6,984 s of units,
+67 min of wall. That run: full-rank-needed-long PASS (closure at N = 8 0.289 [0.274, 0.304]),
+depth-helps-short-more PASS (0.203 [0.191, 0.214]), depth-approaches-full-rank-short NOT TESTED
+(closure at N = 4 0.492 [0.469, 0.515]: rank 1 0.465 -> 0.245 from 1 to 3 layers against full
+rank 0.018; about 8 seeds at that spread would decide it, 5.2 h of units, 2.6 h with 2 workers,
+beyond this machine's 2 hours). Exploratory runs (one seed, torch's encoder on one idle core,
+not this module): without scratch dimensions depth gains rank-1 heads almost nothing at either N
+(2500 steps, 1 -> 3 layers: 0.545 -> 0.553 at N = 4, 0.595 -> 0.568 at N = 16; full rank 0.093
+and 0.119); with 16 of them, 0.446 -> 0.254 at N = 4 (full rank 0.056: closure 0.49) and 0.562
+-> 0.478 at N = 16 (full rank 0.065: closure 0.17). At 1,500 steps and one seed: at N = 4 rank 1
+0.489 -> 0.376 with full rank 0.099 (closure 0.29), at N = 8 0.599 -> 0.519 with full rank 0.126
+(closure 0.17).
 """
 
 from __future__ import annotations
