@@ -244,36 +244,39 @@ class StackedRankEncoder(nn.Module):
         units, rows, width = x.shape
         n, heads = rows // batch, self.n_heads
         qkv = torch.baddbmm(layer["in_b"][:, None], x, layer["in_w"].mT)  # (U, B n, 3 W)
-        out = head_attention(qkv.view(units * batch, n, 3, heads, width // heads))
+        qkv = qkv.view(units * batch, n, 3, heads, width // heads)
+        out = head_attention(qkv, accelerator=x.device.type != "cpu")
         return torch.baddbmm(
             layer["out_b"][:, None], out.reshape(units, rows, width), layer["out_w"].mT
         )
 
 
-def head_attention(qkv: Tensor) -> Tensor:
+def head_attention(qkv: Tensor, *, accelerator: bool) -> Tensor:
     """softmax(q k^T / sqrt(r)) v per head: qkv (..., n, 3, H, r) -> (..., n, H, r).
 
-    Rank-1 heads on the CPU are written out with the heads on the last axis (scores q_i k_j
-    as a broadcast product): torch's CPU kernel took 2.2 x as long, forward and backward, for
-    16 rank-1 heads on 768 sets of 8 tokens (22 ms against 10 ms, one thread, 2026-11-29).
-    Otherwise torch's fused kernel, the head size padded by zero columns to a multiple of 8 on
-    an accelerator (zeros add exact zeros to every score and output, and rank-1 heads then
-    take the fused kernels).
+    Rank-1 heads on the CPU (`accelerator` false) are written out with the heads on the last
+    axis (scores q_i k_j as a broadcast product): torch's CPU kernel took 2.2 x as long,
+    forward and backward, for 16 rank-1 heads on 768 sets of 8 tokens (22 ms against 10 ms,
+    one thread, 2026-11-29). Otherwise torch's fused kernel, on an accelerator with the head
+    size padded by zero columns to a multiple of 8 (zeros add exact zeros to every score and
+    output, and rank-1 heads then take the fused kernels).
 
     Example:
-        >>> qkv = torch.randn(2, 5, 3, 4, 1)
-        >>> q, k, v = qkv.permute(2, 0, 3, 1, 4)
-        >>> plain = torch.nn.functional.scaled_dot_product_attention(q, k, v).transpose(1, 2)
-        >>> bool((head_attention(qkv) - plain).abs().max() < 1e-6)
+        >>> def gap(qkv, accelerator):  # against torch's kernel, heads of size r = 1 and 2
+        ...     q, k, v = qkv.permute(2, 0, 3, 1, 4)
+        ...     plain = torch.nn.functional.scaled_dot_product_attention(q, k, v).transpose(1, 2)
+        ...     return float((head_attention(qkv, accelerator=accelerator) - plain).abs().max())
+        >>> qkv = [torch.randn(2, 5, 3, 4, r) for r in (1, 2)]
+        >>> max(gap(t, accelerator) for t in qkv for accelerator in (False, True)) < 1e-6
         True
     """
     size = qkv.shape[-1]
-    if size == 1 and qkv.device.type == "cpu":
+    if size == 1 and not accelerator:
         q, k, v = qkv[..., 0].unbind(-2)  # (..., n, H) each
         weights = torch.softmax(q[..., :, None, :] * k[..., None, :, :], dim=-2)  # (.., i, j, H)
         return (weights * v[..., None, :, :]).sum(-2)[..., None]
     q, k, v = qkv.movedim(-3, 0).transpose(-2, -3)  # (..., H, n, r) each
-    extra = -size % 8 if qkv.device.type != "cpu" else 0
+    extra = -size % 8 if accelerator else 0
     if extra:
         q, k, v = (torch.nn.functional.pad(t, (0, extra)) for t in (q, k, v))
     out = torch.nn.functional.scaled_dot_product_attention(q, k, v, scale=size**-0.5)
