@@ -120,7 +120,7 @@ def test_what_decides_is_the_cpu_preset_below_its_steps_and_more_seeds_at_them()
     TESTED by its spread is sent to more seeds, with what each costs (measured)."""
     experiment = get_experiment("amsel2024-depth")
     quick, cpu = experiment.make_config("quick"), experiment.make_config("cpu")
-    assert depth.decides(quick).startswith("the cpu preset (20,000 steps, seeds 0-2")
+    assert depth.decides(quick).startswith("the cpu preset (20,000 steps, seeds 0-7")
     assert depth.decides(cpu).startswith("that many seeds (--set seeds=[0, 1, ...]")
     assert f"{depth.SECONDS_PER_SEED:,} s of units" in depth.decides(cpu)
 
