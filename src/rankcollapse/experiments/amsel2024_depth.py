@@ -57,14 +57,14 @@ them for a few minutes): 8,695 s of units, 84 min of wall, the largest unit (N =
 3,470 s. That run decides two: full-rank-needed-long PASS (closure at N = 8 0.289 [0.286,
 0.293]), depth-helps-short-more PASS (0.206 [0.201, 0.211]); depth-approaches-full-rank-short
 stays NOT TESTED at the margin itself (closure at N = 4 0.495 [0.490, 0.501]: rank 1 0.465 ->
-0.244 from 1 to 3 layers against full rank 0.018; about 12 seeds at that spread would decide
-it, about 13,000 s of units, 1.8 h with 2 workers, not run). Exploratory runs (one seed, torch's encoder on one idle core,
-not this module): without scratch dimensions depth gains rank-1 heads almost nothing at either N
-(2500 steps, 1 -> 3 layers: 0.545 -> 0.553 at N = 4, 0.595 -> 0.568 at N = 16; full rank 0.093
-and 0.119); with 16 of them, 0.446 -> 0.254 at N = 4 (full rank 0.056: closure 0.49) and 0.562
--> 0.478 at N = 16 (full rank 0.065: closure 0.17). At 1,500 steps and one seed: at N = 4 rank 1
-0.489 -> 0.376 with full rank 0.099 (closure 0.29), at N = 8 0.599 -> 0.519 with full rank 0.126
-(closure 0.17).
+0.244 from 1 to 3 layers against full rank 0.018; about 12 seeds at that spread would decide it,
+about 13,000 s of units, 1.8 h with 2 workers, not run). Exploratory runs (one seed, torch's
+encoder on one idle core, not this module): without scratch dimensions depth gains rank-1 heads
+almost nothing at either N (2500 steps, 1 -> 3 layers: 0.545 -> 0.553 at N = 4, 0.595 -> 0.568
+at N = 16; full rank 0.093 and 0.119); with 16 of them, 0.446 -> 0.254 at N = 4 (full rank
+0.056: closure 0.49) and 0.562 -> 0.478 at N = 16 (full rank 0.065: closure 0.17). At 1,500
+steps and one seed: at N = 4 rank 1 0.489 -> 0.376 with full rank 0.099 (closure 0.29), at N = 8
+0.599 -> 0.519 with full rank 0.126 (closure 0.17).
 """
 
 from __future__ import annotations
