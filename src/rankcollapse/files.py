@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from rankcollapse.errors import OutputError, RankCollapseError
-from rankcollapse.reading import MiB, read_json, shown
+from rankcollapse.reading import MiB, read_bytes, read_json, shown
 
 TMP_SUFFIX = ".tmp"  # temporary files are `.<name>.<random>.tmp` beside their target
 MARKER = ".rankcollapse.json"  # in every output folder: which command wrote it, of which config
@@ -91,6 +91,19 @@ def write_atomic(path: str | os.PathLike, data: bytes) -> None:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def write_changed(path: str | os.PathLike, data: bytes) -> bool:
+    """`write_atomic(path, data)` unless `path` is a regular file (not a link) holding exactly
+    `data` already, so that a command run again on stored work writes nothing; returns whether
+    it wrote."""
+    try:
+        if read_bytes(path, len(data), follow=False) == data:
+            return False
+    except RankCollapseError:  # missing, a link, larger or unreadable: written anew
+        pass
+    write_atomic(path, data)
+    return True
 
 
 def append_whole(path: str | os.PathLike, data: bytes) -> None:

@@ -114,3 +114,33 @@ def test_written_files_get_the_permissions_of_the_umask(tmp_path, umask, mode):
     assert {p.name: stat.S_IMODE(p.stat().st_mode) for p in written} == {
         p.name: mode for p in written
     }
+
+
+def test_write_changed_writes_only_new_bytes_and_never_through_a_link(tmp_path):
+    target = tmp_path / "a.txt"
+    assert files.write_changed(target, b"one") and target.read_bytes() == b"one"
+    stamp = target.stat().st_mtime_ns, target.stat().st_ino
+    assert not files.write_changed(target, b"one")  # the same bytes: left as it is
+    assert (target.stat().st_mtime_ns, target.stat().st_ino) == stamp
+    assert files.write_changed(target, b"onetwo") and target.read_bytes() == b"onetwo"
+    elsewhere = tmp_path / "elsewhere.txt"
+    elsewhere.write_bytes(b"same")
+    link = tmp_path / "link.txt"
+    link.symlink_to(elsewhere)
+    assert files.write_changed(link, b"same")  # a link is replaced by a file, never followed
+    assert not link.is_symlink() and elsewhere.read_bytes() == b"same"
+
+
+def test_a_run_of_stored_units_probes_its_folder_once_and_keeps_its_config_file(
+    tmp_path, monkeypatch
+):
+    out = tmp_path / "run"
+    run_tiny(tmp_path, out)
+    config = (out / "config.yaml").stat().st_ino
+    opened = []
+    real_open = os.open
+    monkeypatch.setattr(files.os, "open", lambda path, *a, **k: opened.append(Path(path).name)
+                        or real_open(path, *a, **k))  # fmt: skip
+    run_tiny(tmp_path, out)
+    assert sum(name.startswith(".write-probe-") for name in opened) == 1
+    assert (out / "config.yaml").stat().st_ino == config  # not written again

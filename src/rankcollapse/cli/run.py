@@ -160,11 +160,9 @@ def run(args: argparse.Namespace) -> int:
         notify(capped + " (results do not depend on --jobs).")
     if args.dry_run:  # writes nothing: no folder is claimed
         return print_dry_run(plans, args)
-    # Every config is valid, every unit list built and every folder writable and ours: only
-    # now does work start.
-    for p in plans:
-        p.claim_folder()
-    # One set of workers runs the units of every experiment; a bar per experiment.
+    # Every config is valid and every unit list built; `execute_all` claims every folder
+    # (writable and ours) before any work starts. One set of workers runs the units of every
+    # experiment; a bar per experiment.
     with _progress_bar(err_console) as progress:
         results = execute_all(
             plans,

@@ -44,11 +44,13 @@ from rankcollapse.experiments import (
 )
 from rankcollapse.files import (
     canonical_json,
+    check_output,
     claim_output,
     digest,
     json_bytes,
     remove_partial,
     write_atomic,
+    write_changed,
 )
 from rankcollapse.lazy import lazy_module
 from rankcollapse.presets import DEFAULT_PRESET, PRESETS
@@ -99,8 +101,18 @@ class Plan:
         """Check the run folder (`files.claim_output`): new, empty, or a run of this config,
         holding no symbolic link (`reading.refuse_links`: never read or written through)."""
         refuse_links(self.out_dir, "run folder")
-        flag = "--out" if self.out_chosen else None  # how the user named it, if they did
-        claim_output(self.out_dir, "run", self.config_hash, flag=flag)
+        claim_output(self.out_dir, "run", self.config_hash, flag=self.flag)
+
+    def check_folder(self) -> None:
+        """The checks of `claim_folder`, writing nothing: made again under the run lock, where
+        the folder is claimed already (its marker written, its writability tried)."""
+        refuse_links(self.out_dir, "run folder")
+        check_output(self.out_dir, "run", self.config_hash, flag=self.flag)
+
+    @property
+    def flag(self) -> str | None:
+        """How the user named the folder (`--out`), if they did."""
+        return "--out" if self.out_chosen else None
 
 
 @dataclass
@@ -349,7 +361,7 @@ def execute_all(
         runs = []
         for p in plans:
             waited = locks.enter_context(run_lock(p.out_dir, notify))
-            p.claim_folder()  # again under the lock: another config may have claimed it first
+            p.check_folder()  # again under the lock: another config may have claimed it first
             runs.append(_Run.open(p, jobs, backend, address, notify, waited, progress, figures))
         tasks = [(run, i) for run in runs for i in run.pending]
         if jobs > 1 and tasks:
@@ -444,7 +456,7 @@ class _Run:
         name, out_dir = plan.experiment.name, plan.out_dir
         paths = unit_paths(plan)
         started = _now()
-        write_atomic(out_dir / "config.yaml", config_yaml(plan.config).encode())
+        write_changed(out_dir / "config.yaml", config_yaml(plan.config).encode())
         stored = load_stored(plan, paths, _last_manifest(out_dir))
         for problem in stored.recomputed:
             if notify:
