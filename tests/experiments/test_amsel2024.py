@@ -123,6 +123,12 @@ def test_what_decides_is_the_cpu_preset_below_its_steps_and_more_seeds_at_them()
     assert depth.decides(quick).startswith("the cpu preset (20,000 steps, seeds 0-7")
     assert depth.decides(cpu).startswith("that many seeds (--set seeds=[0, 1, ...]")
     assert f"{depth.SECONDS_PER_SEED:,} s of units" in depth.decides(cpu)
+    # a cpu run at 3 layers is also sent to the paper's depth, whose cost is estimated higher
+    per_seed, hours = depth._paper_depth_seconds()
+    assert f"--set 'n_layers=[1, 5]' (a seed about {per_seed:,} s" in depth.decides(cpu)
+    assert per_seed > depth.SECONDS_PER_SEED and hours > 8 * depth.WALL_PER_SEED / 3600
+    deep = experiment.make_config("cpu", {"n_layers": [1, 5]})
+    assert "n_layers" not in depth.decides(deep)  # at the paper's depth: seeds only
 
 
 def test_depth_short_of_full_rank_after_the_deciding_steps_fails():

@@ -56,9 +56,13 @@ every step, unit normalisation. Measured (2026-11-29, 2 workers on 2 cores, othe
 them for a few minutes): 8,695 s of units, 84 min of wall, the largest unit (N = 8, 3 layers)
 3,470 s. That run decides two: full-rank-needed-long PASS (closure at N = 8 0.289 [0.286,
 0.293]), depth-helps-short-more PASS (0.206 [0.201, 0.211]); depth-approaches-full-rank-short
-stays NOT TESTED at the margin itself (closure at N = 4 0.495 [0.490, 0.501]: rank 1 0.465 ->
-0.244 from 1 to 3 layers against full rank 0.018; about 12 seeds at that spread would decide it,
-about 13,000 s of units, 1.8 h with 2 workers, not run). Exploratory runs (one seed, torch's
+stays NOT TESTED at the margin itself (closure at N = 4 0.495 [0.490, 0.501]). Seeds 0-11 at the
+same sizes (`UNIT_SECONDS`; seeds 0-7 gave the same errors to the last digit) leave it there:
+0.501 [0.494, 0.508] (rank 1 0.466 -> 0.241 from 1 to 3 layers against full rank 0.018), and
+the rule asks for 294 seeds: at 3 layers depth closes half the gap, to within a hundredth, so
+no number of seeds a run can afford decides "more than half". The paper's own depth, 5 layers
+(`--set 'n_layers=[1, 5]'`), is the test left (`decides`: its cost estimated, not run).
+Exploratory runs (one seed, torch's
 encoder on one idle core, not this module): without scratch dimensions depth gains rank-1 heads
 almost nothing at either N (2500 steps, 1 -> 3 layers: 0.545 -> 0.553 at N = 4, 0.595 -> 0.568
 at N = 16; full rank 0.093 and 0.119); with 16 of them, 0.446 -> 0.254 at N = 4 (full rank
@@ -271,24 +275,65 @@ LONG = Quote(
     "For long contexts, we conjecture that full-rank attention is necessary",
     "abstract; Sec. 6, Conjecture 6",
 )
-SECONDS_PER_SEED = 1_087
-"""Units' seconds per seed of the cpu preset, measured: its 8 seeds took 8,695 s of units (84
-min of wall with 2 workers, 2026-11-29); seeds train together, each unit's time about in
-proportion to them."""
+UNIT_SECONDS = {  # (N, layers, heads) -> seconds of that unit with 12 seeds, measured
+    (4, 1, 1): 729,
+    (4, 1, 16): 916,
+    (4, 3, 16): 2_287,
+    (8, 1, 1): 1_598,
+    (8, 1, 16): 2_213,
+    (8, 3, 16): 5_066,
+}
+"""The units of the cpu preset's sizes run with seeds 0-11 (2026-11-29, 2 workers on 2 cores:
+123 min of wall; 8 seeds had taken 8,695 s of units and 84 min); seeds train together, so a
+unit's time is about in proportion to them."""
+SECONDS_PER_SEED = round(sum(UNIT_SECONDS.values()) / 12)
+WALL_PER_SEED = 613
+"""Seconds of wall per seed of that run, with 2 workers."""
+PAPER_DEPTH = 5
+"""The paper's deepest encoders (Sec. 7: 1, 3 and 5 layers)."""
+
+
+def _paper_depth_seconds() -> tuple[int, float]:
+    """Estimated, not run: (units' seconds per seed, hours of 8 seeds with 2 workers) of the
+    cpu preset with `n_layers=[1, PAPER_DEPTH]`, each unit's seconds linear in its layers
+    through its 1- and 3-layer times (`UNIT_SECONDS`); the wall is the longer of the units'
+    seconds at the measured run's wall per unit-second and the largest unit."""
+    deep = {
+        (n, PAPER_DEPTH, h): one + (PAPER_DEPTH - 1) / 2 * (UNIT_SECONDS[(n, 3, h)] - one)
+        for (n, layers, h), one in UNIT_SECONDS.items()
+        if layers == 1 and (n, 3, h) in UNIT_SECONDS
+    }
+    units = [s for (n, layers, h), s in UNIT_SECONDS.items() if layers == 1]
+    units += list(deep.values())
+    per_seed = sum(units) / 12
+    wall = 8 * per_seed * WALL_PER_SEED / SECONDS_PER_SEED
+    return round(per_seed), max(wall, 8 * max(units) / 12) / 3600
 
 
 def decides(config: Config) -> str:
     """What decides a NOT TESTED finding of this run: the cpu preset where the run trained
-    fewer steps, else more seeds at its steps, with what each costs."""
+    fewer steps; else more seeds at its steps, with what each costs, and, where it stopped
+    short of the paper's depth, that depth (for a closure at its margin, which no number of
+    seeds a run can afford decides)."""
     if config.steps < DECISIVE_STEPS:
         n_seeds = len(PRESETS["cpu"]["seeds"])
         return (
             f"the cpu preset ({DECISIVE_STEPS:,} steps, seeds 0-{n_seeds - 1}: "
-            f"{n_seeds * SECONDS_PER_SEED:,} s of units, 84 min with 2 workers)"
+            f"{n_seeds * SECONDS_PER_SEED:,} s of units, about "
+            f"{n_seeds * WALL_PER_SEED / 60:.0f} min with 2 workers)"
         )
-    return (
+    seeds = (
         "that many seeds (--set seeds=[0, 1, ...]; at the cpu preset's sizes each seed costs "
-        f"about {SECONDS_PER_SEED:,} s of units, {SECONDS_PER_SEED / 7200:.2f} h with 2 workers)"
+        f"about {SECONDS_PER_SEED:,} s of units, {WALL_PER_SEED / 60:.0f} min of wall with 2 "
+        f"workers: {int(7200 // WALL_PER_SEED)} seeds in 2 h)"
+    )
+    if max(config.n_layers) >= PAPER_DEPTH:
+        return seeds
+    per_seed, hours = _paper_depth_seconds()
+    return (
+        f"{seeds}, or, past that, the paper's depth: --set 'n_layers=[1, {PAPER_DEPTH}]' (a "
+        f"seed about {per_seed:,} s of units, 8 seeds about {hours:.1f} h with 2 workers; "
+        "estimated from the 1- and 3-layer units, not run)"
     )
 
 
