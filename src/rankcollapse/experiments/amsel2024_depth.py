@@ -298,13 +298,12 @@ def _paper_depth_seconds() -> tuple[int, float]:
     cpu preset with `n_layers=[1, PAPER_DEPTH]`, each unit's seconds linear in its layers
     through its 1- and 3-layer times (`UNIT_SECONDS`); the wall is the longer of the units'
     seconds at the measured run's wall per unit-second and the largest unit."""
-    deep = {
-        (n, PAPER_DEPTH, h): one + (PAPER_DEPTH - 1) / 2 * (UNIT_SECONDS[(n, 3, h)] - one)
+    units: list[float] = [s for (_, layers, _), s in UNIT_SECONDS.items() if layers == 1]
+    units += [
+        one + (PAPER_DEPTH - 1) / 2 * (UNIT_SECONDS[(n, 3, h)] - one)
         for (n, layers, h), one in UNIT_SECONDS.items()
         if layers == 1 and (n, 3, h) in UNIT_SECONDS
-    }
-    units = [s for (n, layers, h), s in UNIT_SECONDS.items() if layers == 1]
-    units += list(deep.values())
+    ]
     per_seed = sum(units) / 12
     wall = 8 * per_seed * WALL_PER_SEED / SECONDS_PER_SEED
     return round(per_seed), max(wall, 8 * max(units) / 12) / 3600
