@@ -62,13 +62,12 @@ same sizes (`UNIT_SECONDS`; seeds 0-7 gave the same errors to the last digit) le
 the rule asks for 294 seeds: at 3 layers depth closes half the gap, to within a hundredth, so
 no number of seeds a run can afford decides "more than half". The paper's own depth, 5 layers
 (`--set 'n_layers=[1, 5]'`), is the test left (`decides`: its cost estimated, not run).
-Exploratory runs (one seed, torch's
-encoder on one idle core, not this module): without scratch dimensions depth gains rank-1 heads
-almost nothing at either N (2500 steps, 1 -> 3 layers: 0.545 -> 0.553 at N = 4, 0.595 -> 0.568
-at N = 16; full rank 0.093 and 0.119); with 16 of them, 0.446 -> 0.254 at N = 4 (full rank
-0.056: closure 0.49) and 0.562 -> 0.478 at N = 16 (full rank 0.065: closure 0.17). At 1,500
-steps and one seed: at N = 4 rank 1 0.489 -> 0.376 with full rank 0.099 (closure 0.29), at N = 8
-0.599 -> 0.519 with full rank 0.126 (closure 0.17).
+Exploratory runs (one seed, torch's encoder on one idle core, not this module): without scratch
+dimensions depth gains rank-1 heads almost nothing at either N (2500 steps, 1 -> 3 layers: 0.545
+-> 0.553 at N = 4, 0.595 -> 0.568 at N = 16; full rank 0.093 and 0.119); with 16 of them, 0.446
+-> 0.254 at N = 4 (full rank 0.056: closure 0.49) and 0.562 -> 0.478 at N = 16 (full rank 0.065:
+closure 0.17). At 1,500 steps and one seed: at N = 4 rank 1 0.489 -> 0.376 with full rank 0.099
+(closure 0.29), at N = 8 0.599 -> 0.519 with full rank 0.126 (closure 0.17).
 """
 
 from __future__ import annotations
