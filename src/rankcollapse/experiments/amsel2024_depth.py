@@ -274,6 +274,7 @@ LONG = Quote(
     "For long contexts, we conjecture that full-rank attention is necessary",
     "abstract; Sec. 6, Conjecture 6",
 )
+MEASURED_SEEDS = 12  # the seeds of the run `UNIT_SECONDS` measured
 UNIT_SECONDS = {  # (N, layers, heads) -> seconds of that unit with 12 seeds, measured
     (4, 1, 1): 729,
     (4, 1, 16): 916,
@@ -285,7 +286,7 @@ UNIT_SECONDS = {  # (N, layers, heads) -> seconds of that unit with 12 seeds, me
 """The units of the cpu preset's sizes run with seeds 0-11 (2026-11-29, 2 workers on 2 cores:
 123 min of wall; 8 seeds had taken 8,695 s of units and 84 min); seeds train together, so a
 unit's time is about in proportion to them."""
-SECONDS_PER_SEED = round(sum(UNIT_SECONDS.values()) / 12)
+SECONDS_PER_SEED = round(sum(UNIT_SECONDS.values()) / MEASURED_SEEDS)
 WALL_PER_SEED = 613
 """Seconds of wall per seed of that run, with 2 workers."""
 PAPER_DEPTH = 5
@@ -303,9 +304,9 @@ def _paper_depth_seconds() -> tuple[int, float]:
         for (n, layers, h), one in UNIT_SECONDS.items()
         if layers == 1 and (n, 3, h) in UNIT_SECONDS
     ]
-    per_seed = sum(units) / 12
+    per_seed = sum(units) / MEASURED_SEEDS
     wall = 8 * per_seed * WALL_PER_SEED / SECONDS_PER_SEED
-    return round(per_seed), max(wall, 8 * max(units) / 12) / 3600
+    return round(per_seed), max(wall, 8 * max(units) / MEASURED_SEEDS) / 3600
 
 
 def decides(config: Config) -> str:
