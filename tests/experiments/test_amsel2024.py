@@ -42,10 +42,12 @@ def _claims(name: str, overrides: dict, table: pd.DataFrame) -> dict:
 DEPTH = _cases("amsel2024_depth")
 
 
-def test_depth_cpu_preset_trains_one_and_three_layers_with_scratch_on_the_full_schedule():
+def test_depth_cpu_preset_trains_one_and_five_layers_with_scratch_on_the_full_schedule():
     exp = get_experiment("amsel2024-depth")
     cpu = exp.make_config("cpu")
-    assert cpu.n_layers == [1, 3] and cpu.contexts == [4, 8] and cpu.batch_size == 256
+    assert (
+        cpu.n_layers == [1, depth.PAPER_DEPTH] and cpu.contexts == [4, 8] and cpu.batch_size == 256
+    )
     assert cpu.scratch and depth.width(cpu) == 8 + 8  # Thm 5's positions: rank-1 H = 16
     assert cpu.patience * 50 > cpu.steps  # no early stop: every run ends its cosine schedule
     assert cpu.steps >= depth.DECISIVE_STEPS and len(cpu.seeds) >= 3  # decides: units to spare
@@ -58,6 +60,10 @@ def test_depth_cpu_preset_trains_one_and_three_layers_with_scratch_on_the_full_s
     # one unit per shape (2 contexts x (1 + 2 depths of rank-1 heads)), its seeds trained as one
     assert {u["n_heads"] for u in units} == {16, 1} and len(units) == 2 * (2 + 1)
     assert all(u["seeds"] == cpu.seeds for u in units)
+    # longest first (N = 8, 5 layers): a fresh run, which knows no unit's time, starts it first
+    assert [(u["n_points"], u["n_layers"], u["n_heads"]) for u in units] == [
+        (8, 5, 16), (8, 1, 16), (4, 5, 16), (4, 1, 16), (8, 1, 1), (4, 1, 1)
+    ]  # fmt: skip
 
 
 def test_depth_runs_measure_the_tail_of_each_loss_curve():
@@ -115,20 +121,20 @@ def test_depth_findings_below_the_deciding_steps_are_not_tested_whichever_side(e
         assert "the cpu preset" in claim.decides
 
 
-def test_what_decides_is_the_cpu_preset_below_its_steps_and_more_seeds_at_them():
-    """A run short of the deciding steps is sent to the cpu preset; a cpu run still NOT
-    TESTED by its spread is sent to more seeds, with what each costs (measured)."""
+def test_what_decides_is_the_cpu_preset_below_its_steps_or_depth_and_more_seeds_at_them():
+    """A run short of the deciding steps or of the paper's depth is sent to the cpu preset; a
+    cpu run still NOT TESTED by its spread is sent to more seeds, with what each costs
+    (measured)."""
     experiment = get_experiment("amsel2024-depth")
     quick, cpu = experiment.make_config("quick"), experiment.make_config("cpu")
-    assert depth.decides(quick).startswith("the cpu preset (20,000 steps, seeds 0-7")
+    shallow = experiment.make_config("cpu", {"n_layers": [1, 3]})
+    for config in (quick, shallow):
+        assert depth.decides(config).startswith("the cpu preset (20,000 steps, 1 and 5 layers")
+        assert f"{8 * depth.SECONDS_PER_SEED:,} s of units" in depth.decides(config)
     assert depth.decides(cpu).startswith("that many seeds (--set seeds=[0, 1, ...]")
     assert f"{depth.SECONDS_PER_SEED:,} s of units" in depth.decides(cpu)
-    # a cpu run at 3 layers is also sent to the paper's depth, whose cost is estimated higher
-    per_seed, hours = depth._paper_depth_seconds()
-    assert f"--set 'n_layers=[1, 5]' (a seed about {per_seed:,} s" in depth.decides(cpu)
-    assert per_seed > depth.SECONDS_PER_SEED and hours > 8 * depth.WALL_PER_SEED / 3600
-    deep = experiment.make_config("cpu", {"n_layers": [1, 5]})
-    assert "n_layers" not in depth.decides(deep)  # at the paper's depth: seeds only
+    # the measured units: a 5-layer unit costs more than its 1-layer sibling
+    assert depth.UNIT_SECONDS[(8, 5, 16)] > depth.UNIT_SECONDS[(8, 1, 16)]
 
 
 def test_depth_short_of_full_rank_after_the_deciding_steps_fails():

@@ -43,25 +43,22 @@ dimension, even for short context lengths" is proved for the biased nearest-neig
 on the Thm 2 setting instead).
 
 The cpu preset trains long enough for all three (20,000 steps; quick's 600 steps and one seed
-leave them NOT TESTED) on eight seeds, the number the rule asked for after a first run on three
-(seeds 0-2: depth-approaches-full-rank-short 0.492 [0.469, 0.515]). Its departures from the
-paper (Sec. 7: d = 64, N in {4, 16, 64, 256}, 1 to 5 layers, AdamW lr 0.01, betas (0.9, 0.95),
-batch 256, warm-up then cosine decay, 100k steps, MLP width 2048, seeds 0-4, no scratch
-dimensions): d = 8 with 8 scratch dimensions (so H = 16 rank-1 heads), N in {4, 8}, 1 and 3
-layers, MLP width 128, 20,000 steps with 2,000 of warm-up, lr 0.003 (deep rank-1 models at lr
-0.01 can collapse to the zero predictor), seeds 0-7, no early stop (patience above the curve's
-length), and the final held-out error rather than the minimum over training. Kept: AdamW without
-weight decay, betas (0.9, 0.95), batch 256, linear warm-up then cosine decay, fresh samples
-every step, unit normalisation. Measured (2026-11-29, 2 workers on 2 cores, other work beside
-them for a few minutes): 8,695 s of units, 84 min of wall, the largest unit (N = 8, 3 layers)
-3,470 s. That run decides two: full-rank-needed-long PASS (closure at N = 8 0.289 [0.286,
-0.293]), depth-helps-short-more PASS (0.206 [0.201, 0.211]); depth-approaches-full-rank-short
-stays NOT TESTED at the margin itself (closure at N = 4 0.495 [0.490, 0.501]). Seeds 0-11 at the
-same sizes (`UNIT_SECONDS`; seeds 0-7 gave the same errors to the last digit) leave it there:
-0.501 [0.494, 0.508] (rank 1 0.466 -> 0.241 from 1 to 3 layers against full rank 0.018), and
-the rule asks for 294 seeds: at 3 layers depth closes half the gap, to within a hundredth, so
-no number of seeds a run can afford decides "more than half". The paper's own depth, 5 layers
-(`--set 'n_layers=[1, 5]'`), is the test left (`decides`: its cost estimated, not run).
+leave them NOT TESTED), at the paper's deepest encoders (1 and 5 layers), on eight seeds. Its
+departures from the paper (Sec. 7: d = 64, N in {4, 16, 64, 256}, 1 to 5 layers, AdamW lr 0.01,
+betas (0.9, 0.95), batch 256, warm-up then cosine decay, 100k steps, MLP width 2048, seeds 0-4,
+no scratch dimensions): d = 8 with 8 scratch dimensions (so H = 16 rank-1 heads), N in {4, 8},
+1 and 5 layers only, MLP width 128, 20,000 steps with 2,000 of warm-up, lr 0.003 (deep rank-1
+models at lr 0.01 can collapse to the zero predictor), seeds 0-7, no early stop (patience above
+the curve's length), and the final held-out error rather than the minimum over training. Kept:
+AdamW without weight decay, betas (0.9, 0.95), batch 256, linear warm-up then cosine decay, fresh
+samples every step, unit normalisation. Measured (2026-11-29, 2 workers on 2 cores): 10,238 s
+of units, 87 min of wall, the largest unit (N = 8, 5 layers) 4,997 s (`UNIT_SECONDS`). It
+decides all three, and passes them: depth-approaches-full-rank-short 0.619 [0.608, 0.630] (rank
+1 0.465 -> 0.189 from 1 to 5 layers, full rank 0.018), full-rank-needed-long 0.388 [0.384,
+0.391], depth-helps-short-more 0.231 [0.219, 0.244]. Why 5 layers: at 3 layers (the preset
+before) the short-context closure sat at its margin, 0.495 [0.490, 0.501] on seeds 0-7 and
+0.501 [0.494, 0.508] on seeds 0-11, where the rule asked for 294 seeds (the other two passed:
+0.289 and 0.212 on seeds 0-11); the 1-layer units of all three runs agree to the last digit.
 Exploratory runs (one seed, torch's encoder on one idle core, not this module): without scratch
 dimensions depth gains rank-1 heads almost nothing at either N (2500 steps, 1 -> 3 layers: 0.545
 -> 0.553 at N = 4, 0.595 -> 0.568 at N = 16; full rank 0.093 and 0.119); with 16 of them, 0.446
@@ -90,6 +87,8 @@ DECISIVE_STEPS = 20_000
 """Fewest training steps at which rank-1 heads that stay short of full rank at the shortest
 context count against Thm 5: the theorem only says such a network exists, and the paper trains
 100k steps (Sec. 7); a shorter run that does not reach it is NOT TESTED (one that does, passes)."""
+PAPER_DEPTH = 5
+"""The paper's deepest encoders (Sec. 7: 1, 3 and 5 layers)."""
 
 
 class Config(EncoderConfig):
@@ -130,11 +129,11 @@ PRESETS: dict[str, dict[str, Any]] = {
         "patience": 200,
         "eval_samples": 16384,
     },
-    # decides the three findings: DECISIVE_STEPS steps and eight seeds (the units of their
-    # interval); the module docstring, "The cpu preset", lists each departure from the paper
+    # decides the three findings: DECISIVE_STEPS steps, the paper's depth and eight seeds (the
+    # units of their interval); the module docstring, "The cpu preset", lists each departure
     "cpu": {
         "contexts": [4, 8],
-        "n_layers": [1, 3],
+        "n_layers": [1, PAPER_DEPTH],
         "seeds": list(range(8)),
         "steps": DECISIVE_STEPS,
         "batch_size": 256,
@@ -147,14 +146,16 @@ PRESETS: dict[str, dict[str, Any]] = {
 
 def units(config: Config) -> list[Unit]:
     """One unit per model shape, every seed in it: its seeds train as one batched model
-    (`train.train_encoders`), each as it would alone."""
-    seeds = list(config.seeds)
+    (`train.train_encoders`), each as it would alone. Listed longest first (the longest
+    context, then the deepest model): a run that knows no unit's time starts units in this
+    order, so its longest unit does not start last."""
+    seeds, contexts = list(config.seeds), sorted(config.contexts, reverse=True)
     rank_one = [
         {"n_points": n, "n_layers": n_layers, "n_heads": width(config), "seeds": seeds}
-        for n in config.contexts
-        for n_layers in config.n_layers
+        for n in contexts
+        for n_layers in sorted(config.n_layers, reverse=True)
     ]
-    full = [{"n_points": n, "n_layers": 1, "n_heads": 1, "seeds": seeds} for n in config.contexts]
+    full = [{"n_points": n, "n_layers": 1, "n_heads": 1, "seeds": seeds} for n in contexts]
     return rank_one + full
 
 
@@ -274,65 +275,38 @@ LONG = Quote(
     "For long contexts, we conjecture that full-rank attention is necessary",
     "abstract; Sec. 6, Conjecture 6",
 )
-MEASURED_SEEDS = 12  # the seeds of the run `UNIT_SECONDS` measured
-UNIT_SECONDS = {  # (N, layers, heads) -> seconds of that unit with 12 seeds, measured
-    (4, 1, 1): 729,
-    (4, 1, 16): 916,
-    (4, 3, 16): 2_287,
-    (8, 1, 1): 1_598,
-    (8, 1, 16): 2_213,
-    (8, 3, 16): 5_066,
+MEASURED_SEEDS = 8  # the seeds of the run `UNIT_SECONDS` measured
+UNIT_SECONDS = {  # (N, layers, heads) -> seconds of that unit with 8 seeds, measured
+    (4, 1, 1): 512,
+    (4, 1, 16): 514,
+    (4, 5, 16): 1_986,
+    (8, 1, 1): 936,
+    (8, 1, 16): 1_293,
+    (8, 5, 16): 4_997,
 }
-"""The units of the cpu preset's sizes run with seeds 0-11 (2026-11-29, 2 workers on 2 cores:
-123 min of wall; 8 seeds had taken 8,695 s of units and 84 min); seeds train together, so a
-unit's time is about in proportion to them."""
+"""The cpu preset's units (2026-11-29, seeds 0-7, 2 workers on 2 cores: 87 min of wall);
+seeds train together, so a unit's time is about in proportion to them."""
 SECONDS_PER_SEED = round(sum(UNIT_SECONDS.values()) / MEASURED_SEEDS)
-WALL_PER_SEED = 613
+WALL_PER_SEED = 655
 """Seconds of wall per seed of that run, with 2 workers."""
-PAPER_DEPTH = 5
-"""The paper's deepest encoders (Sec. 7: 1, 3 and 5 layers)."""
-
-
-def _paper_depth_seconds() -> tuple[int, float]:
-    """Estimated, not run: (units' seconds per seed, hours of 8 seeds with 2 workers) of the
-    cpu preset with `n_layers=[1, PAPER_DEPTH]`, each unit's seconds linear in its layers
-    through its 1- and 3-layer times (`UNIT_SECONDS`); the wall is the longer of the units'
-    seconds at the measured run's wall per unit-second and the largest unit."""
-    units: list[float] = [s for (_, layers, _), s in UNIT_SECONDS.items() if layers == 1]
-    units += [
-        one + (PAPER_DEPTH - 1) / 2 * (UNIT_SECONDS[(n, 3, h)] - one)
-        for (n, layers, h), one in UNIT_SECONDS.items()
-        if layers == 1 and (n, 3, h) in UNIT_SECONDS
-    ]
-    per_seed = sum(units) / MEASURED_SEEDS
-    wall = 8 * per_seed * WALL_PER_SEED / SECONDS_PER_SEED
-    return round(per_seed), max(wall, 8 * max(units) / MEASURED_SEEDS) / 3600
 
 
 def decides(config: Config) -> str:
     """What decides a NOT TESTED finding of this run: the cpu preset where the run trained
-    fewer steps; else more seeds at its steps, with what each costs, and, where it stopped
-    short of the paper's depth, that depth (for a closure at its margin, which no number of
-    seeds a run can afford decides)."""
-    if config.steps < DECISIVE_STEPS:
+    fewer steps or stopped short of the paper's depth (at 3 layers the short-context closure
+    sits at its margin, which no number of seeds a run can afford decides); else more seeds,
+    with what each costs at the cpu preset's sizes."""
+    if config.steps < DECISIVE_STEPS or max(config.n_layers) < PAPER_DEPTH:
         n_seeds = len(PRESETS["cpu"]["seeds"])
         return (
-            f"the cpu preset ({DECISIVE_STEPS:,} steps, seeds 0-{n_seeds - 1}: "
-            f"{n_seeds * SECONDS_PER_SEED:,} s of units, about "
+            f"the cpu preset ({DECISIVE_STEPS:,} steps, 1 and {PAPER_DEPTH} layers, seeds "
+            f"0-{n_seeds - 1}: {n_seeds * SECONDS_PER_SEED:,} s of units, about "
             f"{n_seeds * WALL_PER_SEED / 60:.0f} min with 2 workers)"
         )
-    seeds = (
+    return (
         "that many seeds (--set seeds=[0, 1, ...]; at the cpu preset's sizes each seed costs "
         f"about {SECONDS_PER_SEED:,} s of units, {WALL_PER_SEED / 60:.0f} min of wall with 2 "
         f"workers: {int(7200 // WALL_PER_SEED)} seeds in 2 h)"
-    )
-    if max(config.n_layers) >= PAPER_DEPTH:
-        return seeds
-    per_seed, hours = _paper_depth_seconds()
-    return (
-        f"{seeds}, or, past that, the paper's depth: --set 'n_layers=[1, {PAPER_DEPTH}]' (a "
-        f"seed about {per_seed:,} s of units, 8 seeds about {hours:.1f} h with 2 workers; "
-        "estimated from the 1- and 3-layer units, not run)"
     )
 
 
@@ -404,6 +378,10 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
 
 
 def summarize(config: Config, results: pd.DataFrame) -> Summary:
+    # the figures' order (first appearance): rank 1 before full rank, short before long
+    # contexts, shallow before deep, whatever order the units ran in
+    order = ["n_heads", "n_points", "n_layers"]
+    results = results.sort_values(order, ascending=[False, True, True], kind="stable")
     rank = lambda frame: frame.n_heads.map(
         lambda h: "rank 1" if h == width(config) else "full rank"
     )
