@@ -164,9 +164,9 @@ PRESETS: dict[str, dict[str, Any]] = {
     # one batched model: 6 units. Measured in CPU seconds on one thread
     # (benchmarks/bench_stacked.py): a step of one seed alone 4.9 (san), 5.0 (skip), 7.8 (MLP)
     # ms; of 100 batched 46, 53, 58 ms (10-14 times less per seed); a run's rollouts and fit
-    # about 1 s (a unit of 40 san seeds: 350 s in all). So 11 to 14 min a unit, about 40 min
-    # wall with --jobs 2 on 2 free cores (a shared machine takes longer by its load: that unit
-    # of 40 took 38 min of wall at load 8-12).
+    # about 1 s (a unit of 40 san seeds: 350 s in all). Measured (2026-11-30, --jobs 2 on 2
+    # cores): 3,124 s of units, 28 min of wall (a shared machine takes longer by its load: a
+    # unit of 40 seeds took 38 min of wall at load 8-12).
     "cpu": {
         "seeds": list(range(200)),
         "steps": 12_000,
@@ -318,7 +318,7 @@ SAYS = {  # the paper's sentences on its circle figure, by variant
         SOURCE,
     ),
 }
-DECIDES = "--preset cpu (200 seeds, about 40 min on 2 free cores with --jobs 2)"
+DECIDES = "--preset cpu (200 seeds: 28 min of wall with --jobs 2 on 2 cores, measured)"
 SKIP_BUILDS = {
     "authors": "as the authors did: trained on X_i + X_{i-B}, rolled out as a running sum "
     "s_{t+1} = s_t + f(s_t), the tokens being f(s_t)",
