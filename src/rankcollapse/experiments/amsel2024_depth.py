@@ -298,8 +298,9 @@ def decides(config: Config) -> str:
     with what each costs at the cpu preset's sizes."""
     if config.steps < DECISIVE_STEPS or max(config.n_layers) < PAPER_DEPTH:
         n_seeds = len(PRESETS["cpu"]["seeds"])
+        layers = " and ".join(map(str, PRESETS["cpu"]["n_layers"]))
         return (
-            f"the cpu preset ({DECISIVE_STEPS:,} steps, 1 and {PAPER_DEPTH} layers, seeds "
+            f"the cpu preset ({DECISIVE_STEPS:,} steps, {layers} layers, seeds "
             f"0-{n_seeds - 1}: {n_seeds * SECONDS_PER_SEED:,} s of units, about "
             f"{n_seeds * WALL_PER_SEED / 60:.0f} min with 2 workers)"
         )
