@@ -10,6 +10,11 @@ exit anyway), and the exit freezes the rest instead of collecting it. Measured o
 probe (2 cores): importing torch and transformers 2.7 s -> 1.9 s, the exit 0.97 s -> 0.14 s.
 Reference counting frees everything as before; only cyclic garbage made before the last
 import that loaded a module stays until the process ends.
+
+Once a command has returned, `skip_teardown` ends its process as soon as every exit handler
+has run, without the interpreter's teardown of the modules it loaded (with torch,
+transformers, pandas and matplotlib loaded, 0.2-0.3 s of every command): MiniLM's probe 9.37 s
+-> 8.82 s, a fully stored run 0.47 s -> 0.39 s (medians, 2 cores).
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ _lock = threading.Lock()
 _importing = 0  # imports in progress, over all threads
 _modules_before = 0  # len(sys.modules) when the outermost import began
 _original_import = builtins.__import__
+_status: list[int] = []  # the exit status `skip_teardown` was given
 
 
 def _import(*args, **kwargs):
@@ -57,7 +63,34 @@ def fast_imports() -> None:
     """
     if builtins.__import__ is not _import:
         builtins.__import__ = _import
-        atexit.register(gc.freeze)
+        atexit.register(_at_exit)
+
+
+def skip_teardown(status: int) -> int:
+    """Have this process, after `fast_imports`, end with `status` once every exit handler has
+    run, without tearing down its modules; returns `status` (for `sys.exit`).
+
+    For a command that has returned: its files are written and closed, so the teardown only
+    frees memory the system takes back anyway. `fast_imports` registered its exit handler
+    before any library could, so it runs after theirs (last registered, first run) and ends
+    the process there (`os._exit`, the standard streams flushed first).
+    """
+    _status.append(status)
+    return status
+
+
+def _at_exit() -> None:
+    """The last exit handler: freeze what is left instead of collecting it; then, after
+    `skip_teardown`, flush the standard streams and end the process with its status."""
+    gc.freeze()
+    if not _status:
+        return
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe or stream: nothing more to say
+            pass
+    os._exit(_status[-1])
 
 
 def cpu_cores() -> int:

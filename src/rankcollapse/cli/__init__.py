@@ -25,7 +25,7 @@ os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
 from rankcollapse import __version__
 from rankcollapse.cli._common import typed_numbers
 from rankcollapse.errors import OutputError, RankCollapseError, command_line_words
-from rankcollapse.process import fast_imports
+from rankcollapse.process import fast_imports, skip_teardown
 
 # command -> (its module in this package, its help line); add yours here.
 COMMANDS = {
@@ -84,11 +84,12 @@ def build_parser(commands: Iterable[str] | None = None) -> argparse.ArgumentPars
 
 def main(argv: list[str] | None = None) -> int:
     """Run the command in `argv` (default: this process's own arguments, as the console
-    script does; then the process's imports also skip the garbage collector, see
-    `rankcollapse.process`) and return its exit status."""
-    if argv is None:
+    script does; then the process's imports also skip the garbage collector and, once the
+    command returns, its end skips the modules' teardown, see `rankcollapse.process`) and
+    return its exit status."""
+    if argv is None:  # the console script: once the command returns, the process ends
         fast_imports()
-        argv = sys.argv[1:]
+        return skip_teardown(main(sys.argv[1:]))
     # Top-level options take no value, so the first other word is the command.
     command = next((word for word in argv if not word.startswith("-")), None)
     parser = build_parser([command] if command in COMMANDS else [])

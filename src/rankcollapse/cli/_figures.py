@@ -305,7 +305,7 @@ def main() -> None:
     """The figure process: load the plotting libraries and warm them up (`_warm_up`), then
     draw the one recipe on stdin (`draw_apart`) and exit with its code. Ctrl-C, which reaches
     the whole process group, exits quietly (the parent reports it)."""
-    from rankcollapse.process import fast_imports
+    from rankcollapse.process import fast_imports, skip_teardown
 
     fast_imports()
     try:
@@ -316,6 +316,6 @@ def main() -> None:
         messages = _Messages()
         _warm_up(messages)
         recipe = messages.recipe()
-        sys.exit(draw_apart(recipe) if recipe is not None else 0)
+        sys.exit(skip_teardown(draw_apart(recipe) if recipe is not None else 0))
     except KeyboardInterrupt:
         sys.exit(130)
