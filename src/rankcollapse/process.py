@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import atexit
 import builtins
+import contextlib
 import gc
 import os
 import sys
@@ -86,10 +87,8 @@ def _at_exit() -> None:
     if not _status:
         return
     for stream in (sys.stdout, sys.stderr):
-        try:
+        with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing more to say
             stream.flush()
-        except (OSError, ValueError):  # a closed pipe or stream: nothing more to say
-            pass
     os._exit(_status[-1])
 
 
