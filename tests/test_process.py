@@ -29,7 +29,6 @@ def test_imports_run_without_the_collector_which_is_back_after_them(tmp_path):
     assert done.stdout.split() == ["(True,", "0)", "False", "True", "True"]
 
 
-
 ENDING = textwrap.dedent(
     """
     import atexit, sys
