@@ -32,7 +32,7 @@ _lock = threading.Lock()
 _importing = 0  # imports in progress, over all threads
 _modules_before = 0  # len(sys.modules) when the outermost import began
 _original_import = builtins.__import__
-_status: list[int] = []  # the exit status `skip_teardown` was given
+_end_status: int | None = None  # the exit status `skip_teardown` was given
 
 
 def _import(*args, **kwargs):
@@ -76,7 +76,8 @@ def skip_teardown(status: int) -> int:
     before any library could, so it runs after theirs (last registered, first run) and ends
     the process there (`os._exit`, the standard streams flushed first).
     """
-    _status.append(status)
+    global _end_status
+    _end_status = status
     return status
 
 
@@ -84,12 +85,12 @@ def _at_exit() -> None:
     """The last exit handler: freeze what is left instead of collecting it; then, after
     `skip_teardown`, flush the standard streams and end the process with its status."""
     gc.freeze()
-    if not _status:
+    if _end_status is None:
         return
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing more to say
             stream.flush()
-    os._exit(_status[-1])
+    os._exit(_end_status)
 
 
 def cpu_cores() -> int:
