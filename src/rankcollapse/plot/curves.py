@@ -35,6 +35,7 @@ from rankcollapse.plot.style import (
     fractions_in,
     integer_axis,
     is_integer_valued,
+    lay_out,
     log_axis,
     new_figure,
     prepare_figure,
@@ -220,7 +221,7 @@ def _spread_share_labels(fig: Figure) -> None:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     canvas = fig.canvas if hasattr(fig.canvas, "get_renderer") else FigureCanvasAgg(fig)
-    fig.draw_without_rendering()
+    lay_out(fig)  # where every axes is drawn (the labels are not part of the layout)
     renderer = canvas.get_renderer()
     placed: list[transforms.Bbox] = []
     for label in sorted(labels, key=lambda a: (a.get_window_extent(renderer).x0, a.xyann[1])):
