@@ -4,7 +4,7 @@
 are written out with the heads on the last axis (`nets.rank_encoder.head_attention`), where
 torch's fused kernel (`scaled_dot_product_attention`, the code before) handles 16 heads of
 size 1 on sets of 8 tokens slowly. This script trains the cpu preset's largest unit (N = 8
-points, 3 layers, 16 rank-1 heads at width 8 + 8, MLP width 128, 3 seeds, batches of 256:
+points, 5 layers, 16 rank-1 heads at width 8 + 8, MLP width 128, 3 seeds, batches of 256:
 `train.train_farthest_encoders`, as the experiment's unit) for `STEPS` steps both ways in one
 process, on one torch thread (as the runner's units), `REPEATS` times each, interleaved, and
 prints the median CPU seconds per step, their ratio and the largest difference of the two
