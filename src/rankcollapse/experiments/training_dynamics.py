@@ -38,7 +38,6 @@ from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
-import scipy.stats
 from pydantic import Field
 
 from rankcollapse.experiments._registry import Experiment, Summary, Unit, register, toy_sizes
@@ -244,11 +243,12 @@ def claims(config: Config, results: pd.DataFrame) -> list[Claim]:
 
 
 def _rho(table: pd.DataFrame) -> float:
-    """Spearman correlation of an arm table's initial residual and early loss; NaN when an
-    arm has no rows (fewer points than arms)."""
+    """Spearman correlation of an arm table's initial residual and early loss: the Pearson
+    correlation of their ranks (ties at their average rank); NaN when an arm has no rows
+    (fewer points than arms) or a column is constant."""
     if not table[["initial_res", "early_loss"]].notna().all().all():
         return np.nan
-    return float(scipy.stats.spearmanr(table.initial_res, table.early_loss).statistic)
+    return float(table.initial_res.rank().corr(table.early_loss.rank()))
 
 
 def summarize(config: Config, results: pd.DataFrame) -> Summary:
