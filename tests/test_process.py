@@ -3,9 +3,15 @@ loaded (`rankcollapse.process`); a library user's process is left as it is."""
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 import textwrap
+
+import pytest
+
+from rankcollapse.process import map_forked
 
 PROGRAM = textwrap.dedent(
     """
@@ -52,3 +58,59 @@ def test_skip_teardown_ends_after_every_exit_handler_with_the_status_and_flushed
         assert (done.returncode, done.stdout) == (3, "written before the end")
         assert handler.read_text() == "ran"
         assert ("# cleanup" in done.stderr) == (mode == "teardown")
+
+
+PARENT = os.getpid()  # the process that runs these tests (a pytest-xdist worker, say)
+
+
+def where(item: int) -> tuple[int, int]:
+    return item * item, os.getpid()
+
+
+def here_only(item: int) -> tuple[int, int]:
+    if os.getpid() != PARENT:
+        raise RuntimeError("a child's failure")
+    return where(item)
+
+
+def killed_in_child(item: int) -> tuple[int, int]:
+    if os.getpid() != PARENT:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return where(item)
+
+linux = pytest.mark.skipif(sys.platform != "linux", reason="map_forked forks on Linux only")
+
+
+@linux
+def test_map_forked_shares_the_items_out_in_order_and_returns_them_in_order():
+    results = map_forked(where, range(5), processes=2)
+    assert [value for value, _ in results] == [0, 1, 4, 9, 16]
+    pids = [pid for _, pid in results]
+    assert pids[0::2] == [PARENT] * 3  # this process: items 0, 2, 4
+    assert len(set(pids[1::2])) == 1 and pids[1] != PARENT  # one child: items 1, 3
+
+
+@linux
+@pytest.mark.parametrize("work", [here_only, killed_in_child])
+def test_a_failed_or_killed_child_has_its_items_computed_here(work):
+    results = map_forked(work, range(4), processes=3)
+    assert results == [(i * i, PARENT) for i in range(4)]
+
+
+def fails_here(item: int) -> int:
+    if os.getpid() == PARENT and item == 0:
+        raise ValueError("item 0")
+    return item
+
+
+@linux
+def test_an_error_here_is_raised_and_leaves_no_child_behind():
+    with pytest.raises(ValueError, match="item 0"):
+        map_forked(fails_here, range(6), processes=3)
+    with pytest.raises(ChildProcessError):  # every child was waited for
+        os.waitpid(-1, os.WNOHANG)
+
+
+def test_one_process_or_one_item_runs_here():
+    assert map_forked(where, [3], processes=4) == [(9, os.getpid())]
+    assert map_forked(where, [1, 2], processes=1) == [(1, os.getpid()), (4, os.getpid())]

@@ -168,6 +168,15 @@ def test_rebuilding_the_report_gives_identical_files_without_running_units(run):
     pd.testing.assert_frame_equal(rebuilt.results, run.results, check_exact=True)
 
 
+def test_figures_drawn_by_several_processes_are_the_bytes_drawn_by_one(run):
+    files = ["report.html", *(f"figures/{p.name}" for p in (run.out_dir / "figures").iterdir())]
+    built = {}
+    for processes in (1, 2):  # two: this process draws one figure, a forked child the other
+        build_report(run.out_dir, experiment=SYNTH, processes=processes)
+        built[processes] = {f: (run.out_dir / f).read_bytes() for f in files}
+    assert built[2] == built[1] and len(files) == 5
+
+
 def test_report_command_rebuilds_an_identical_report(run, monkeypatch, capsys):
     monkeypatch.setitem(_registry._REGISTRY, "synth", SYNTH)
     before = run.report_path.read_bytes()

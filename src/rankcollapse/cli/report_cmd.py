@@ -34,13 +34,14 @@ def run(args: argparse.Namespace) -> int:
     from rankcollapse.cli._common import print_failed_findings
     from rankcollapse.cli._console import console, notify
     from rankcollapse.experiments import tally
+    from rankcollapse.process import cpu_cores
     from rankcollapse.reading import shown
     from rankcollapse.report import build_report, write_index
 
     if args.index:
         console.print(Text(f"index: {shown(write_index(args.dir, notify))}"))
         return 0
-    report = build_report(args.dir, notify=notify)
+    report = build_report(args.dir, notify=notify, processes=cpu_cores())
     console.print(Text(tally(report.summary.claims).text() + "."))
     print_failed_findings(report.summary)
     console.print(Text(f"report: {shown(report.path)}"))

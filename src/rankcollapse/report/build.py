@@ -25,6 +25,7 @@ from rankcollapse.errors import InputError, OutputError
 from rankcollapse.experiments import Claim, Experiment, Summary, Tally, get_experiment
 from rankcollapse.files import check_replaceable, digest, json_bytes, write_atomic
 from rankcollapse.lazy import lazy_module
+from rankcollapse.process import map_forked
 from rankcollapse.reading import (
     MiB,
     open_bounded,
@@ -96,6 +97,7 @@ def build_report(
     *,
     figures: bool = True,
     notify: Callable[[str], None] | None = None,
+    processes: int = 1,
 ) -> Report:
     """Rebuild claims, figures, tables and `report.html` of the run stored in `out_dir`.
 
@@ -103,7 +105,8 @@ def build_report(
     `figures=False` no figure is drawn: the report holds the claims and tables, and
     `figures/` is left as it was. A file in the way that the last build did not write (its
     sha256 not in `RECORD`) is never replaced: it is kept beside, as NAME.mine, and `notify`
-    told (`Report.kept`).
+    told (`Report.kept`). The figures are drawn by up to `processes` processes (this one and
+    forked children, `process.map_forked`), the bytes whichever draws them.
     """
     out_dir = Path(out_dir)
     _check_run_folder(out_dir)
@@ -126,7 +129,9 @@ def build_report(
                 "remove it and run `rankcollapse report` again",
             )
     record = _read_record(out_dir)
-    summary, rendered, sizes = _summarize(out_dir, exp, config, results, figures=figures)
+    summary, rendered, sizes = _summarize(
+        out_dir, exp, config, results, figures=figures, processes=processes
+    )
     tables, written, kept = _write_files(out_dir, summary, rendered, record, figures=figures)
     for path, aside in kept.items():
         if notify:
@@ -179,10 +184,17 @@ def _experiment_of(out_dir: Path, manifest: dict[str, Any]) -> Experiment:
 
 
 def _summarize(
-    out_dir: Path, exp: Experiment, config: BaseModel, results: pd.DataFrame, *, figures: bool
+    out_dir: Path,
+    exp: Experiment,
+    config: BaseModel,
+    results: pd.DataFrame,
+    *,
+    figures: bool,
+    processes: int,
 ) -> tuple[Summary, dict[str, dict[str, bytes]], dict[str, tuple[float, float]]]:
     """The experiment's summary of the stored rows, with its figures rendered (when drawn)
-    in the project's style: (summary, name -> {format: bytes}, name -> size in inches)."""
+    in the project's style by up to `processes` processes: (summary, name -> {format:
+    bytes}, name -> size in inches)."""
     from rankcollapse.plot import style  # the one figure style (sizes, fonts, palette)
 
     with style.context():
@@ -194,7 +206,8 @@ def _summarize(
                 f"{exp.name} cannot summarize its rows: {type(err).__name__}: {err}",
             ) from None
         drawn = summary.figures if figures else {}
-        rendered = {name: style.render(fig) for name, fig in drawn.items()}
+        pages = map_forked(style.render, list(drawn.values()), processes)
+        rendered = dict(zip(drawn, pages, strict=True))
     sizes = {}
     for name, fig in drawn.items():
         width, height = fig.get_size_inches()

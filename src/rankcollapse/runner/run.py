@@ -437,6 +437,7 @@ class _Run:
     done: int = 0
     first_start: dt.datetime | None = None  # when its first computed unit started
     figures: bool = True  # draw the report's figures
+    jobs: int = 1  # the processes the user allows (`--jobs`)
     result: RunResult | None = None
     notify: Notify | None = None
 
@@ -470,7 +471,16 @@ class _Run:
         manifest.update(backend=backend, address=address, waited_for_lock_seconds=round(waited, 3))
         write_atomic(out_dir / "manifest.json", json_bytes(manifest))
         run = cls(
-            plan, paths, stored, manifest, backend, waited, progress, n_cached, figures=figures
+            plan,
+            paths,
+            stored,
+            manifest,
+            backend,
+            waited,
+            progress,
+            n_cached,
+            figures=figures,
+            jobs=jobs,
         )
         run.notify = notify
         if progress:
@@ -545,7 +555,12 @@ class _Run:
             if report is not None:
                 self.reported(report)
                 return None
-        build = partial(report_of_run, plan.out_dir, plan.experiment, figures=self.figures)
+        # its figures drawn by as many processes as units run at once, forked by the worker
+        # or this process (not by a Ray driver, whose client threads a fork would copy)
+        processes = self.jobs if self.backend == "process" else 1
+        build = partial(
+            report_of_run, plan.out_dir, plan.experiment, figures=self.figures, processes=processes
+        )
         return FollowUp(build, self.reported)
 
     def reported(self, report: Report) -> None:
@@ -571,13 +586,15 @@ class _Run:
         )
 
 
-def report_of_run(out_dir: Path, experiment: Experiment, *, figures: bool) -> Report:
-    """`build_report` of a finished run, as the run's result holds it: its figures are in
-    figures/ and left out of the summary (as a stored report's are; a figure does not pickle
-    back from a worker)."""
+def report_of_run(
+    out_dir: Path, experiment: Experiment, *, figures: bool, processes: int = 1
+) -> Report:
+    """`build_report` of a finished run (its figures drawn by up to `processes` processes),
+    as the run's result holds it: its figures are in figures/ and left out of the summary (as
+    a stored report's are; a figure does not pickle back from a worker)."""
     from rankcollapse.report import build_report
 
-    report = build_report(out_dir, experiment=experiment, figures=figures)
+    report = build_report(out_dir, experiment=experiment, figures=figures, processes=processes)
     summary = dataclasses.replace(report.summary, figures={})
     return dataclasses.replace(report, built=(report.results, summary))
 
