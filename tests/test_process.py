@@ -78,6 +78,7 @@ def killed_in_child(item: int) -> tuple[int, int]:
         os.kill(os.getpid(), signal.SIGKILL)
     return where(item)
 
+
 linux = pytest.mark.skipif(sys.platform != "linux", reason="map_forked forks on Linux only")
 
 
@@ -109,6 +110,25 @@ def test_an_error_here_is_raised_and_leaves_no_child_behind():
         map_forked(fails_here, range(6), processes=3)
     with pytest.raises(ChildProcessError):  # every child was waited for
         os.waitpid(-1, os.WNOHANG)
+
+
+def says_in_child(item: int) -> int:
+    if os.getpid() != PARENT:
+        print(f"drawn apart: {item}", file=sys.stderr)
+    return item
+
+
+def streams(item: int) -> tuple[int, int]:
+    return id(sys.stdout), id(sys.stderr)
+
+
+@linux
+def test_what_a_child_says_reaches_the_standard_error_through_streams_of_its_own(capfd):
+    assert map_forked(says_in_child, range(2), processes=2) == [0, 1]
+    assert capfd.readouterr().err == "drawn apart: 1\n"
+    # not the inherited objects, whose locks a thread here may have held at the fork
+    here, child = map_forked(streams, range(2), processes=2)
+    assert here == (id(sys.stdout), id(sys.stderr)) and set(child).isdisjoint(here)
 
 
 def test_one_process_or_one_item_runs_here():

@@ -158,12 +158,25 @@ def map_forked(work: Callable[[Item], Value], items: Sequence[Item], processes: 
 
 def _send(write_end: int, work: Callable[[Item], object], items: list[Item]) -> int:
     """A forked child's part of `map_forked`: compute, send the pickled results; its exit
-    status (1: anything failed, and the parent computes its items again)."""
+    status (1: anything failed, and the parent computes its items again).
+
+    What it says (a warning) goes to new standard streams on the same files: the inherited ones may hold
+    a lock that a thread of the parent (a progress bar's, say) held at the fork, and no
+    thread of the parent is here to release it."""
+    with contextlib.suppress(OSError):  # a closed stream: the inherited one stays
+        sys.stdout, sys.stderr = (
+            open(os.dup(fd), "w", buffering=1, errors="backslashreplace")  # noqa: SIM115 - until exit
+            for fd in (1, 2)
+        )
     try:
         with os.fdopen(write_end, "wb") as pipe:
             pipe.write(pickle.dumps([work(item) for item in items]))
     except BaseException:  # noqa: BLE001 - the parent computes these items itself
         return 1
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(OSError, ValueError):
+                stream.flush()
     return 0
 
 
