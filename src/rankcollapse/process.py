@@ -133,9 +133,13 @@ def map_forked(work: Callable[[Item], Value], items: Sequence[Item], processes: 
             read_end, write_end = os.pipe()
             pid = os.fork()
             if pid == 0:  # the child: its share, then out without the parent's exit handlers
-                for fd in [read_end, *(child[2] for child in children)]:
-                    os.close(fd)
-                os._exit(_send(write_end, work, [items[i] for i in share]))
+                status = 1
+                try:
+                    for fd in [read_end, *(child[2] for child in children)]:
+                        os.close(fd)
+                    status = _send(write_end, work, [items[i] for i in share])
+                finally:  # whatever happened: never back into the parent's code
+                    os._exit(status)
             os.close(write_end)
             children.append((share, pid, read_end))
         results |= {i: work(items[i]) for i in range(0, len(items), n)}
@@ -160,13 +164,13 @@ def _send(write_end: int, work: Callable[[Item], object], items: list[Item]) -> 
     """A forked child's part of `map_forked`: compute, send the pickled results; its exit
     status (1: anything failed, and the parent computes its items again).
 
-    What it says (a warning) goes to new standard streams on the same files: the inherited ones may hold
-    a lock that a thread of the parent (a progress bar's, say) held at the fork, and no
-    thread of the parent is here to release it."""
+    What it says (a warning) goes to new standard streams on the same files: the inherited
+    ones may hold a lock that a thread of the parent (a progress bar's, say) held at the
+    fork, and no thread of the parent is here to release it."""
     with contextlib.suppress(OSError):  # a closed stream: the inherited one stays
         sys.stdout, sys.stderr = (
-            open(os.dup(fd), "w", buffering=1, errors="backslashreplace")  # noqa: SIM115 - until exit
-            for fd in (1, 2)
+            open(os.dup(fd), "w", buffering=1, errors="backslashreplace")  # noqa: SIM115
+            for fd in (1, 2)  # open until the child exits
         )
     try:
         with os.fdopen(write_end, "wb") as pipe:
