@@ -61,30 +61,34 @@ def test_skip_teardown_ends_after_every_exit_handler_with_the_status_and_flushed
 
 
 PARENT = os.getpid()  # the process that runs these tests (a pytest-xdist worker, say)
+FORK = os.fork
+linux = pytest.mark.skipif(sys.platform != "linux", reason="map_forked forks on Linux only")
 
 
-def where(item: int) -> tuple[int, int]:
-    return item * item, os.getpid()
+def where(item: int) -> tuple[bytes, bytes]:
+    """(item squared, the process that computed it), as bytes."""
+    return str(item * item).encode(), str(os.getpid()).encode()
 
 
-def here_only(item: int) -> tuple[int, int]:
+def decoded(results: list[tuple[bytes, ...]]) -> list[tuple[int, ...]]:
+    return [tuple(int(part) for part in parts) for parts in results]
+
+
+def here_only(item: int) -> tuple[bytes, bytes]:
     if os.getpid() != PARENT:
         raise RuntimeError("a child's failure")
     return where(item)
 
 
-def killed_in_child(item: int) -> tuple[int, int]:
+def killed_in_child(item: int) -> tuple[bytes, bytes]:
     if os.getpid() != PARENT:
         os.kill(os.getpid(), signal.SIGKILL)
     return where(item)
 
 
-linux = pytest.mark.skipif(sys.platform != "linux", reason="map_forked forks on Linux only")
-
-
 @linux
-def test_map_forked_shares_the_items_out_in_order_and_returns_them_in_order():
-    results = map_forked(where, range(5), processes=2)
+def test_map_forked_shares_the_items_out_and_returns_them_in_order():
+    results = decoded(map_forked(where, range(5), processes=2))
     assert [value for value, _ in results] == [0, 1, 4, 9, 16]
     pids = [pid for _, pid in results]
     assert pids[0::2] == [PARENT] * 3  # this process: items 0, 2, 4
@@ -92,45 +96,64 @@ def test_map_forked_shares_the_items_out_in_order_and_returns_them_in_order():
 
 
 @linux
-@pytest.mark.parametrize("work", [here_only, killed_in_child])
-def test_a_failed_or_killed_child_has_its_items_computed_here(work):
-    results = map_forked(work, range(4), processes=3)
-    assert results == [(i * i, PARENT) for i in range(4)]
+def test_byte_strings_of_any_number_and_length_come_back_whole():
+    def parts(n: int) -> tuple[bytes, ...]:
+        return tuple(bytes([n]) * size for size in (0, 1, 1 << 20)[:n])
 
-
-def fails_here(item: int) -> int:
-    if os.getpid() == PARENT and item == 0:
-        raise ValueError("item 0")
-    return item
+    assert map_forked(parts, range(4), processes=3) == [parts(n) for n in range(4)]
 
 
 @linux
-def test_an_error_here_is_raised_and_leaves_no_child_behind():
+@pytest.mark.parametrize("work", [here_only, killed_in_child])
+def test_a_failed_or_killed_child_has_its_items_computed_here(work):
+    results = decoded(map_forked(work, range(4), processes=3))
+    assert results == [(i * i, PARENT) for i in range(4)]
+
+
+def fails_here(item: int) -> tuple[bytes]:
+    if os.getpid() == PARENT and item == 0:
+        raise ValueError("item 0")
+    return (b"",)
+
+
+@linux
+def test_an_error_here_is_raised_and_leaves_no_child_behind(monkeypatch):
+    forked = []
+
+    def fork() -> int:
+        pid = FORK()
+        forked.append(pid)
+        return pid
+
+    monkeypatch.setattr(os, "fork", fork)
     with pytest.raises(ValueError, match="item 0"):
         map_forked(fails_here, range(6), processes=3)
-    with pytest.raises(ChildProcessError):  # every child was waited for
-        os.waitpid(-1, os.WNOHANG)
+    assert len(forked) == 2
+    for pid in forked:  # each child was waited for
+        with pytest.raises(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)
 
 
-def says_in_child(item: int) -> int:
+def says_in_child(item: int) -> tuple[bytes]:
     if os.getpid() != PARENT:
         print(f"drawn apart: {item}", file=sys.stderr)
-    return item
+    return (b"",)
 
 
-def streams(item: int) -> tuple[int, int]:
-    return id(sys.stdout), id(sys.stderr)
+def streams(item: int) -> tuple[bytes, bytes]:
+    return str(id(sys.stdout)).encode(), str(id(sys.stderr)).encode()
 
 
 @linux
 def test_what_a_child_says_reaches_the_standard_error_through_streams_of_its_own(capfd):
-    assert map_forked(says_in_child, range(2), processes=2) == [0, 1]
+    assert map_forked(says_in_child, range(2), processes=2) == [(b"",), (b"",)]
     assert capfd.readouterr().err == "drawn apart: 1\n"
     # not the inherited objects, whose locks a thread here may have held at the fork
-    here, child = map_forked(streams, range(2), processes=2)
+    here, child = decoded(map_forked(streams, range(2), processes=2))
     assert here == (id(sys.stdout), id(sys.stderr)) and set(child).isdisjoint(here)
 
 
 def test_one_process_or_one_item_runs_here():
-    assert map_forked(where, [3], processes=4) == [(9, os.getpid())]
-    assert map_forked(where, [1, 2], processes=1) == [(1, os.getpid()), (4, os.getpid())]
+    me = os.getpid()
+    assert decoded(map_forked(where, [3], processes=4)) == [(9, me)]
+    assert decoded(map_forked(where, [1, 2], processes=1)) == [(1, me), (4, me)]

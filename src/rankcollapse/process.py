@@ -24,7 +24,6 @@ import builtins
 import contextlib
 import gc
 import os
-import pickle
 import sys
 import threading
 from collections.abc import Callable, Sequence
@@ -32,7 +31,6 @@ from pathlib import Path
 from typing import TypeVar
 
 Item = TypeVar("Item")
-Value = TypeVar("Value")
 
 _lock = threading.Lock()
 _importing = 0  # imports in progress, over all threads
@@ -106,11 +104,13 @@ def cpu_cores() -> int:
     return os.cpu_count() or 1
 
 
-def map_forked(work: Callable[[Item], Value], items: Sequence[Item], processes: int) -> list[Value]:
+def map_forked(
+    work: Callable[[Item], tuple[bytes, ...]], items: Sequence[Item], processes: int
+) -> list[tuple[bytes, ...]]:
     """`[work(item) for item in items]`, shared out over this process and up to
     `processes` - 1 forked children: with p processes, child k (1 <= k < p) computes items k,
-    k + p, k + 2 p, ... and sends their results back pickled through a pipe while this
-    process computes items 0, p, 2 p, ...
+    k + p, k + 2 p, ... and sends their byte strings back through a pipe (each a length,
+    then its bytes: nothing is unpickled) while this process computes items 0, p, 2 p, ...
 
     Only on Linux, where a forked child keeps a copy of everything (matplotlib figures
     included) and needs nothing but what `work` uses: not torch's thread pools, which a fork
@@ -119,14 +119,14 @@ def map_forked(work: Callable[[Item], Value], items: Sequence[Item], processes: 
     an error is raised here, exactly as without children; an error here ends the children.
 
     Example:
-        >>> map_forked(abs, [-3, 1, -2, 5], processes=2)
-        [3, 1, 2, 5]
+        >>> map_forked(lambda n: (b"x" * n, b"y"), [3, 1, 2], processes=2)
+        [(b'xxx', b'y'), (b'x', b'y'), (b'xx', b'y')]
     """
     n = min(processes, len(items)) if sys.platform == "linux" else 1
     if n <= 1:
         return [work(item) for item in items]
     children: list[tuple[range, int, int]] = []  # (its items, pid, read end of its pipe)
-    results: dict[int, Value] = {}
+    results: dict[int, tuple[bytes, ...]] = {}
     try:
         for k in range(1, n):
             share = range(k, len(items), n)
@@ -150,7 +150,9 @@ def map_forked(work: Callable[[Item], Value], items: Sequence[Item], processes: 
                     data = pipe.read()
             finally:  # the pipe closed: the child has sent all or ends on writing
                 failed = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) != 0
-            values = [work(items[i]) for i in share] if failed else pickle.loads(data)
+            values = None if failed else _split(data, len(share))
+            if values is None:
+                values = [work(items[i]) for i in share]
             results |= dict(zip(share, values, strict=True))
     finally:  # after an error here: a child writing to its closed pipe ends at once
         for _, _, read_end in children:
@@ -160,9 +162,10 @@ def map_forked(work: Callable[[Item], Value], items: Sequence[Item], processes: 
     return [results[i] for i in range(len(items))]
 
 
-def _send(write_end: int, work: Callable[[Item], object], items: list[Item]) -> int:
-    """A forked child's part of `map_forked`: compute, send the pickled results; its exit
-    status (1: anything failed, and the parent computes its items again).
+def _send(write_end: int, work: Callable[[Item], tuple[bytes, ...]], items: list[Item]) -> int:
+    """A forked child's part of `map_forked`: compute, send each item's byte strings (their
+    number, then each one's length and bytes); its exit status (1: anything failed, and the
+    parent computes its items again).
 
     What it says (a warning) goes to new standard streams on the same files: the inherited
     ones may hold a lock that a thread of the parent (a progress bar's, say) held at the
@@ -173,8 +176,13 @@ def _send(write_end: int, work: Callable[[Item], object], items: list[Item]) -> 
             for fd in (1, 2)  # open until the child exits
         )
     try:
+        values = [work(item) for item in items]  # all first: the parent reads when it is done
         with os.fdopen(write_end, "wb") as pipe:
-            pipe.write(pickle.dumps([work(item) for item in items]))
+            for parts in values:
+                pipe.write(len(parts).to_bytes(8, "big"))
+                for part in parts:
+                    pipe.write(len(part).to_bytes(8, "big"))
+                    pipe.write(part)
     except BaseException:  # noqa: BLE001 - the parent computes these items itself
         return 1
     finally:
@@ -182,6 +190,23 @@ def _send(write_end: int, work: Callable[[Item], object], items: list[Item]) -> 
             with contextlib.suppress(OSError, ValueError):
                 stream.flush()
     return 0
+
+
+def _split(data: bytes, n_items: int) -> list[tuple[bytes, ...]] | None:
+    """The byte strings of `n_items` items as `_send` wrote them; None unless `data` holds
+    exactly that."""
+    values, at = [], 0
+    for _ in range(n_items):
+        count, at = int.from_bytes(data[at : at + 8], "big"), at + 8
+        parts = []
+        for _ in range(count):
+            size, at = int.from_bytes(data[at : at + 8], "big"), at + 8
+            parts.append(data[at : at + size])
+            at += size
+            if at > len(data):  # cut short
+                return None
+        values.append(tuple(parts))
+    return values if at == len(data) else None
 
 
 def available_memory() -> int:

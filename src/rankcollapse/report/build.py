@@ -48,6 +48,7 @@ from rankcollapse.report.stored import (
 
 if TYPE_CHECKING:
     import pandas as pd
+    from matplotlib.figure import Figure
 else:  # a report kept by a fully stored run reads no table (`Report.built`)
     pd = lazy_module("pandas")
 
@@ -195,7 +196,7 @@ def _summarize(
     """The experiment's summary of the stored rows, with its figures rendered (when drawn)
     in the project's style by up to `processes` processes: (summary, name -> {format:
     bytes}, name -> size in inches)."""
-    from rankcollapse.plot import style  # the one figure style (sizes, fonts, palette)
+    from rankcollapse.plot import FORMATS, style  # the one figure style (sizes, fonts, palette)
 
     with style.context():
         try:
@@ -206,13 +207,23 @@ def _summarize(
                 f"{exp.name} cannot summarize its rows: {type(err).__name__}: {err}",
             ) from None
         drawn = summary.figures if figures else {}
-        pages = map_forked(style.render, list(drawn.values()), processes)
-        rendered = dict(zip(drawn, pages, strict=True))
+        pages = map_forked(_rendered, list(drawn.values()), processes)
+        rendered = {
+            name: dict(zip(FORMATS, files, strict=True))
+            for name, files in zip(drawn, pages, strict=True)
+        }
     sizes = {}
     for name, fig in drawn.items():
         width, height = fig.get_size_inches()
         sizes[name] = (float(width), float(height))
     return summary, rendered, sizes
+
+
+def _rendered(fig: Figure) -> tuple[bytes, ...]:
+    """`fig`'s files in the project's style, in the order of `plot.FORMATS`."""
+    from rankcollapse.plot import FORMATS, style
+
+    return tuple(style.render(fig, FORMATS)[fmt] for fmt in FORMATS)
 
 
 def _write_files(
