@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -54,7 +55,11 @@ def test_the_gain_arm_has_the_same_attention_and_a_larger_residual(tiny):
     # at width 16 the two seeds disagree (Cor 3.2 bounds the rate; it does not order two
     # networks): the one rule leaves it open and says how many seeds would decide it
     assert slower.verdict == "NOT TESTED" and slower.n_units == 2, slower.note
-    assert "seed 0: +3.08 at layer 3, seed 1: -3.39 at layer 4" in slower.note
+    gaps = re.search(r"seed 0: \+([\d.]+) at layer 3, seed 1: -([\d.]+) at layer 4", slower.note)
+    # about three decades each way; seed 1's gain-4 arm has samples at the float64 floor at
+    # layer 4, so its gap's last digits follow the CPU's rounding (3.39 on one machine, 3.42
+    # on another)
+    assert gaps and float(gaps[1]) > 2 and float(gaps[2]) > 2, slower.note
 
 
 def test_rows_are_tidy_with_every_layer_sample_and_metric(tiny):
