@@ -15,6 +15,7 @@ restarted from a checkpoint). On GPUs: `init_process_group("nccl")`, the model o
 from __future__ import annotations
 
 import argparse
+import gc
 from pathlib import Path
 
 import torch
@@ -33,6 +34,16 @@ def main() -> None:
     parser.add_argument("--resume", action="store_true", help="record the log's steps again")
     args = parser.parse_args()
     dist.init_process_group("gloo")
+    train(args)
+    # DDP holds the process group and sits in reference cycles: collected first, the group's
+    # threads end in destroy_process_group, not in the interpreter's teardown (where torch
+    # aborted now and then on a loaded machine: "terminate called without an active exception").
+    gc.collect()
+    dist.destroy_process_group()
+
+
+def train(args: argparse.Namespace) -> None:
+    """This rank's training, with the monitor measuring on rank 0."""
     rank, world = dist.get_rank(), dist.get_world_size()
     torch.manual_seed(0)  # the same initial weights on every rank
     config = GPT2Config(n_layer=2, n_embd=32, n_head=2, vocab_size=64, n_positions=32)
@@ -57,7 +68,6 @@ def main() -> None:
     dist.barrier()
     if rank == 0:
         print(f"wrote {args.out / 'collapse.csv'}; draw it: rankcollapse plot-training ...")
-    dist.destroy_process_group()
 
 
 if __name__ == "__main__":
