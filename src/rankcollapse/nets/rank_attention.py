@@ -307,9 +307,11 @@ class _StreamAttention(torch.autograd.Function):
     whole rows of (query, head) pairs, and every batched product has the q H axis as its long
     side (torch's batched products are several times slower when their result has only n = 8
     columns; measured on CPU). Scores run slice by slice of the batch (`_parts`), so u and
-    the scores of a slice stay in cache; only the weights are saved (z is computed again in the
-    backward, whose gradients are written where z was). Softmax backward:
-    dL/ds = a * (dL/da - sum_j a dL/da).
+    the scores of a slice stay in cache. The weights are saved, and z is kept for the first
+    backward (the maps' gradient needs it; computing it again cost 1-3 % of a grid step), which
+    then writes z's own gradient where z was, so keeping it adds nothing to the backward's
+    peak memory; a second backward of the same graph (retain_graph) computes z again.
+    Softmax backward: dL/ds = a * (dL/da - sum_j a dL/da).
     """
 
     @staticmethod
@@ -330,7 +332,7 @@ class _StreamAttention(torch.autograd.Function):
         for k, (z_c, m_c) in enumerate(zip(z.split(sizes, -1), maps.split(sizes), strict=True)):
             torch.mm(z_c, m_c, out=out[k])
         ctx.save_for_backward(queries, x, forms, maps, weights)
-        ctx.sizes, ctx.hard = sizes, hard
+        ctx.sizes, ctx.hard, ctx.z = sizes, hard, z  # z: overwritten by the first backward
         return out.view(len(sizes), b, q, d)
 
     @staticmethod
@@ -338,7 +340,9 @@ class _StreamAttention(torch.autograd.Function):
         queries, x, forms, maps, weights = ctx.saved_tensors
         (b, q, d), sizes, width = queries.shape, ctx.sizes, forms.shape[1]
         grad = grad.reshape(len(sizes), b * q, d)
-        z = (weights.transpose(-1, -2) @ x).view(b * q, -1)  # (B q, H d)
+        z, ctx.z = ctx.z, None  # (B q, H d), the forward's, or computed again
+        if z is None:
+            z = (weights.transpose(-1, -2) @ x).view(b * q, -1)
         grad_maps = torch.cat([z_c.T @ g for z_c, g in zip(z.split(sizes, -1), grad, strict=True)])
         grad_z = z  # its memory: every product below writes where z was
         for g, m_c, grad_c in zip(grad, maps.split(sizes), grad_z.split(sizes, -1), strict=True):
