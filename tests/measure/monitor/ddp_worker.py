@@ -60,7 +60,7 @@ def main() -> None:
     # DDP's reducer holds the process group, and DDP sits in reference cycles: with train's
     # locals collected first, the group's threads end in destroy_process_group. Left to the
     # interpreter's teardown, they aborted it now and then on a loaded machine ("terminate
-    # called without an active exception", SIGABRT: 4 of 52 runs beside two busy processes on
+    # called without an active exception", SIGABRT: 4 of 72 runs beside two busy processes on
     # 2 cores, with the monitor off too; 2 of 40 with the locals released but not collected).
     gc.collect()
     dist.destroy_process_group()
