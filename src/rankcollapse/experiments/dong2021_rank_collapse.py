@@ -21,10 +21,10 @@ windows on the paper's side; "about 0": res_comp_rel below 0.01; "well above 0":
 - init-san-collapses ("Pure attention (SAN) converges rapidly to a rank-1 matrix", Fig. 1
   caption): at init, `san` and `san+mlp` of every bidirectional encoder are about 0 at layer 2
   (causal decoders collapse more slowly, Wu et al. 2024: reported in the notes).
-- init-skip-stays ("Skip connections play a critical role in mitigating rank collapse", Fig. 1
-  caption): at init, `san+skip` and `transformer` decay slowly: a window's least ratio of
-  consecutive layers is above 0.5 (SAN falls by orders of magnitude per layer), a test that
-  does not depend on how many layers the model has.
+- init-skip-stays ("skip connections play a key role in mitigating rank collapse", Sec. 1):
+  at init, `san+skip` and `transformer` decay slowly: a window's least ratio of consecutive
+  layers is above 0.5 (SAN falls by orders of magnitude per layer), a test that does not
+  depend on how many layers the model has.
 - pretrained-san-collapses ("as soon as the skip connections are removed, all networks exhibit
   a rapid rank collapse", Sec. 4): in every pretrained encoder the project ships, `san` is about
   0 within a handful of layers: a window's first layer below 0.01 is at most `handful` (5) for
@@ -34,8 +34,8 @@ windows on the paper's side; "about 0": res_comp_rel below 0.01; "well above 0":
 - pretrained-decoder-san-collapses (beyond the paper): the same statement, relative to depth,
   for every pretrained causal decoder shipped (SmolLM2-135M, 30 layers: a handful is 12.5). A
   decoder is outside the paper's setting (causal masks collapse more slowly, Wu et al. 2024).
-- pretrained-transformer-keeps (the caption's sentence on skip connections): every pretrained
-  `transformer` keeps a residual well above 0 at its last layer.
+- pretrained-transformer-keeps (the same sentence of Sec. 1): every pretrained `transformer`
+  keeps a residual well above 0 at its last layer.
 """
 
 from __future__ import annotations
