@@ -11,9 +11,10 @@ this process, one setup after another, so the ratios are measured under the same
 results of every setup are checked byte for byte against `--jobs 1`.
 
 By default it times a subset: every experiment but the three longest (amsel2024-encoder,
-amsel2024-depth, dong2021-path-effectiveness), 9.4 minutes at --jobs 1 on 2 cores
-(2026-11-30; 4 minutes before issue 46 added seeds and findings), so the four setups take about
-25 minutes; `--all` times every experiment, several times longer.
+amsel2024-depth, dong2021-path-effectiveness), 4.5 to 9.4 minutes at --jobs 1 on 2 cores
+(2026-11-30: 271 s on a 2-core AMD EPYC, 9.4 minutes on an older machine; 4 minutes there before
+issue 46 added seeds and findings), so the four setups take about 12 to 25 minutes; `--all`
+times every experiment, several times longer.
 
 Run: .venv/bin/python benchmarks/bench_run.py [--all | --only NAME,NAME] [--setups jobs1,ray2]
 """
