@@ -36,8 +36,6 @@ from rankcollapse.measure.kinds import Measured
 from rankcollapse.measure.probe import CPU, ModelSource, ProbeInputs, run_probe
 from rankcollapse.measure.request import resolve_probe
 from rankcollapse.metrics import measure_layers
-from rankcollapse.nets import ToyNet, random_tokens, toy_config
-from rankcollapse.seeds import stream_seed
 from rankcollapse.variants import Variant
 
 CURVE_METRICS = ("mu", "mu_rel")
@@ -139,6 +137,9 @@ def toy_curves(
         >>> sorted(frame["layer"].unique().tolist()), sorted(frame["metric"].unique())
         ([0, 1, 2], ['mu', 'mu_rel'])
     """
+    from rankcollapse.nets import ToyNet, random_tokens, toy_config  # a probe never needs them
+    from rankcollapse.seeds import stream_seed
+
     x = random_tokens(n_samples, n_tokens, d_model, seed=stream_seed(seed, "data")).to(device)
     frames = []
     for variant in variants:
