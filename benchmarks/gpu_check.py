@@ -33,9 +33,13 @@ Rows:
   route (`SPECTRA_RTOL`).
 - amsel2024-depth: seconds per step of every unit of the paper preset (one model shape, its
   seeds trained as one batched model, `train.train_encoders`: difference of two capped runs,
-  so start-up and scoring cancel), the largest per seed against the 3 ms target, and the
-  preset's estimate on this device: sum over units of steps x that unit's step time (target
-  one hour).
+  so start-up and scoring cancel), the largest per seed against the 3 ms target with its
+  operations counted (`FlopCounterMode`: 210.5 GFLOP per seed and step, so 3.14 ms at the
+  67 TFLOP/s float32 peak of an H100 or H200, above the target) and the rate reached; on CUDA
+  the same unit again with TF32 matrix products (informational: the experiment trains in
+  float32); and the preset's estimate on this device: sum over units of steps x that unit's
+  step time (target one hour), with the preset's operations counted alike (101.3 PFLOP: 0.42 h
+  at that float32 peak).
 
 Every target row ends in "met" or "missed" (no verdict on a CPU, where no target is judged).
 """
@@ -300,6 +304,29 @@ def step_seconds(config, unit: dict, device: torch.device, few: int, many: int) 
     return max(spent[1] - spent[0], 1e-9) / (many - few)
 
 
+def seed_step_flops(config, unit: dict) -> float:
+    """Floating-point operations of one training step (forward and backward) of one seed of
+    `unit`, counted by torch's `FlopCounterMode` (matrix products and attention; elementwise
+    work is not counted) on a small batch on the host and scaled to the preset's batch (every
+    counted term is linear in it)."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    model = RankEncoder(
+        config.d_model,
+        n_heads=unit["n_heads"],
+        n_layers=unit["n_layers"],
+        d_ff=config.d_ff,
+        positions=positions(config),
+    )
+    small = 8
+    batch = NeighbourTask(config.d_model, unit["n_points"], target="farthest").sample(
+        small, torch.Generator().manual_seed(0)
+    )
+    with FlopCounterMode(display=False) as counter:
+        (model(batch.x) - batch.target).square().sum().backward()
+    return counter.get_total_flops() * config.batch_size / small
+
+
 def check_training(device: torch.device, quick: bool) -> None:
     experiment = get_experiment("amsel2024-depth")
     config = experiment.make_config("paper", {"device": str(device)})
@@ -311,24 +338,38 @@ def check_training(device: torch.device, quick: bool) -> None:
     per_step = {key: step_seconds(config, unit, device, few, many) for key, unit in shapes.items()}
     largest = max(shapes, key=lambda k: (k[0], k[1], k[2]))
     seeds = len(config.seeds)
+    flops = seed_step_flops(config, shapes[largest])
+    rate = flops * seeds / per_step[largest] / 1e12
+    name = f"amsel2024-depth paper unit N={largest[0]}, {largest[1]} layers, {largest[2]} heads"
     row(
-        f"amsel2024-depth paper unit N={largest[0]}, {largest[1]} layers, {largest[2]} heads, "
-        f"{seeds} seeds in one model",
+        f"{name}, {seeds} seeds in one model",
         f"{per_step[largest] * 1e3:.2f} ms per step of the {seeds} seeds = "
         f"{per_step[largest] / seeds * 1e3:.2f} ms per seed ({config.batch_size} sets, d_ff "
-        f"{config.d_ff})",
+        f"{config.d_ff}; {flops / 1e9:.1f} GFLOP per seed, {rate:.1f} TFLOP/s)",
         f"<= {STEP_TARGET * 1e3:g} ms per seed",
         None if device.type != "cuda" else per_step[largest] / seeds <= STEP_TARGET,
     )
+    if device.type == "cuda":  # below the float32 floor only with TF32 matrix products
+        before = torch.get_float32_matmul_precision()
+        torch.set_float32_matmul_precision("high")
+        try:
+            tf32 = step_seconds(config, shapes[largest], device, few, many) / seeds
+        finally:
+            torch.set_float32_matmul_precision(before)
+        row(
+            f"{name}, TF32 matrix products (not the experiment's default)",
+            f"{tf32 * 1e3:.2f} ms per seed ({flops / tf32 / 1e12:.1f} TFLOP/s)",
+        )
     if quick:
         return
     total = sum(
         config.steps * per_step[(u["n_points"], u["n_layers"], u["n_heads"])] for u in units
     )
+    work = sum(config.steps * len(u["seeds"]) * seed_step_flops(config, u) for u in units)
     row(
         "amsel2024-depth paper preset on one device, estimate",
         f"{total / 3600:.2f} h for {len(units)} units ({len(units) * seeds} runs) of "
-        f"{config.steps} steps (at most: plateaus stop earlier)",
+        f"{config.steps} steps (at most: plateaus stop earlier; {work / 1e15:.1f} PFLOP)",
         f"<= {PRESET_HOURS:g} h",
         None if device.type != "cuda" else total <= PRESET_HOURS * 3600,
     )
