@@ -32,14 +32,14 @@ Rows:
   <= 1) for both. The family rows check the spectra of that route against the host's float64
   route (`SPECTRA_RTOL`).
 - amsel2024-depth: seconds per step of every unit of the paper preset (one model shape, its
-  seeds trained as one batched model, `train.train_encoders`: difference of two capped runs,
-  so start-up and scoring cancel), the largest per seed against the 3 ms target with its
-  operations counted (`FlopCounterMode`: 210.5 GFLOP per seed and step, so 3.14 ms at the
-  67 TFLOP/s float32 peak of an H100 or H200, above the target) and the rate reached; on CUDA
-  the same unit again with TF32 matrix products (informational: the experiment trains in
-  float32); and the preset's estimate on this device: sum over units of steps x that unit's
-  step time (target one hour), with the preset's operations counted alike (101.3 PFLOP: 0.42 h
-  at that float32 peak).
+  seeds trained as one batched model, `train.train_encoders`: difference of two capped runs, so
+  start-up and scoring cancel), the largest per seed against the 3 ms target with its operations
+  counted (`FlopCounterMode`: 210.5 GFLOP per seed and step, so 3.14 ms at the 67 TFLOP/s
+  float32 peak of an H100 or H200 SXM, above the target) and the rate reached; on CUDA the same
+  unit again with TF32 matrix products (informational: the experiment trains in float32); and
+  the preset's estimate on this device: sum over units of steps x that unit's step time (target
+  one hour), with the preset's operations counted alike (101.3 PFLOP: 0.42 h at that float32
+  peak).
 
 Every target row ends in "met" or "missed" (no verdict on a CPU, where no target is judged).
 """
