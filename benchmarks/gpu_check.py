@@ -47,7 +47,6 @@ Every target row ends in "met" or "missed" (no verdict on a CPU, where no target
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import gc
 import os
 import statistics
@@ -70,7 +69,7 @@ from rankcollapse.measure import probe
 from rankcollapse.metrics import SPECTRA_RTOL, measure_states
 from rankcollapse.nets import RankEncoder
 from rankcollapse.tasks import NeighbourTask
-from rankcollapse.train.amsel import train_encoder, train_encoders
+from rankcollapse.train.amsel import train_farthest_encoders
 from rankcollapse.variants import AUTHORS_VARIANTS, DONG_VARIANTS, WU_VARIANTS
 
 ROWS: list[tuple[str, str, str, str]] = []
@@ -274,31 +273,15 @@ def check_shape(
 
 
 def step_seconds(config, unit: dict, device: torch.device, few: int, many: int) -> float:
-    """Seconds per training step of one unit (one model shape, all its seeds trained as one
-    batched model, as the experiment does): two capped runs, their difference."""
-    task = NeighbourTask(config.d_model, unit["n_points"], target="farthest")
+    """Seconds per training step of one unit on `config`'s device, trained as the experiment
+    trains it (`train_farthest_encoders`: its seeds as one batched model, Thm 5's scratch
+    dimensions): two capped runs, their difference, so building and scoring cancel."""
     spent = []
     for steps in (few, many):
-        encoders = [
-            RankEncoder(
-                config.d_model,
-                n_heads=unit["n_heads"],
-                n_layers=unit["n_layers"],
-                d_ff=config.d_ff,
-                positions=positions(config),  # Thm 5's scratch dimensions, as the experiment
-                seed=seed,
-            )
-            for seed in unit["seeds"]
-        ]
-        settings = dataclasses.replace(
-            config.train_settings(), steps=steps, eval_samples=256, patience=10**9
-        )
+        capped = config.model_copy(update={"steps": steps, "eval_samples": 256, "patience": 10**9})
         sync(device)
         start = time.perf_counter()
-        if len(encoders) == 1:
-            train_encoder(encoders[0], task, settings, seed=unit["seeds"][0], device=device)
-        else:
-            train_encoders(encoders, task, settings, seeds=unit["seeds"], device=device)
+        train_farthest_encoders(capped, **unit, positions=positions(config))
         sync(device)
         spent.append(time.perf_counter() - start)
     return max(spent[1] - spent[0], 1e-9) / (many - few)
