@@ -23,7 +23,7 @@ os.environ.setdefault("TQDM_DISABLE", "1")
 os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
 
 from rankcollapse import __version__
-from rankcollapse.cli._common import typed_numbers
+from rankcollapse.cli._common import reject_unknown, typed_numbers
 from rankcollapse.errors import OutputError, RankCollapseError, command_line_words
 from rankcollapse.process import fast_imports, skip_teardown
 
@@ -93,7 +93,9 @@ def main(argv: list[str] | None = None) -> int:
     # Top-level options take no value, so the first other word is the command.
     command = next((word for word in argv if not word.startswith("-")), None)
     parser = build_parser([command] if command in COMMANDS else [])
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        reject_unknown(parser, command, unknown)
     if not getattr(args, "func", None):
         parser.print_help()
         return 0

@@ -278,6 +278,30 @@ def typed_numbers(parser: argparse.ArgumentParser) -> None:
             action.type = finite
 
 
+def reject_unknown(parser: argparse.ArgumentParser, command: str | None, words: list[str]) -> None:
+    """Exit as argparse does on words no option takes ("unrecognized arguments: ..."), under the
+    usage of the command they were given to, naming for each mistyped flag the command's
+    nearest shown flag (`difflib`'s closest match, similarity >= 0.6)."""
+    import difflib
+
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction) and command in action.choices:
+            parser = action.choices[command]
+    shown = [
+        flag
+        for action in parser._actions
+        if action.help != argparse.SUPPRESS
+        for flag in action.option_strings
+    ]
+    hints = []
+    for word in words:
+        flag = word.split("=", 1)[0]
+        near = difflib.get_close_matches(flag, shown, n=1) if flag.startswith("-") else []
+        hints += [f"{near[0]} for {flag}"] if near else []
+    message = f"unrecognized arguments: {' '.join(words)}"
+    parser.error(f"{message}; did you mean {', '.join(hints)}?" if hints else message)
+
+
 def check_sizes(**values: int | None) -> None:
     """Sizes given as flags (n_samples=..., n_tokens=...), each within its one bound
     (`rankcollapse.sizes.SIZES`); None is a flag left out."""
