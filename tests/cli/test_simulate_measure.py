@@ -42,6 +42,57 @@ def test_simulate_rejects_unknown_metric_naming_it(tmp_path, capsys):
     assert not (tmp_path / "results.csv").exists()
 
 
+SIM = ["--n-layers", "4", "--n-samples", "3", "--n-tokens", "8", "--metrics", "res_comp_rel"]
+
+
+def _values(folder) -> pd.DataFrame:
+    return pd.read_csv(folder / "results.csv").drop(columns="variant", errors="ignore")
+
+
+def test_simulate_variants_runs_each_named_network_on_the_same_tokens(tmp_path, capsys):
+    """Each variant's rows equal the network its options name alone (san: the default, san+skip:
+    --skip on, transformer: --skip on --mlp --norm post), so --variants adds no setting of its
+    own; the pure SAN collapses and the skip holds the residual up, as Dong et al. say."""
+    out = tmp_path / "variants"
+    assert main(["simulate", "--variants", "san,san+skip,transformer", *SIM, "--no-figures",
+                 "--out", str(out)]) == 0  # fmt: skip
+    df = pd.read_csv(out / "results.csv")
+    assert list(dict.fromkeys(df.variant)) == ["san", "san+skip", "transformer"]
+    alone = {"san": [], "san+skip": ["--skip", "on"],
+             "transformer": ["--skip", "on", "--mlp", "--norm", "post"]}  # fmt: skip
+    for variant, options in alone.items():
+        folder = tmp_path / variant
+        assert main(["simulate", *options, *SIM, "--no-figures", "--out", str(folder)]) == 0
+        mine = df[df.variant == variant].drop(columns="variant").reset_index(drop=True)
+        pd.testing.assert_frame_equal(mine, _values(folder), check_exact=True)
+    last = df[df.layer == 4].groupby("variant").value.mean()
+    assert last["san"] < 1e-6 < 0.1 < last["san+skip"]
+    assert "variant" in capsys.readouterr().out  # the table has a row per variant and layer
+
+
+@pytest.mark.parametrize(
+    ("words", "said"),
+    [
+        (["--variants", "san", "--skip", "on"],
+         "--skip on contradicts variant san, whose skip is off"),
+        (["--variants", "transformer", "--no-mlp"],
+         "--no-mlp contradicts variant transformer, whose mlp is on"),
+        (["--variants", "san+skip", "--skip", "on"], None),  # the variant's own: allowed
+        (["--variants", "sann"], "unknown toy variant 'sann'"),
+        (["--variants", ","], "names no variant"),
+        (["--variants", "san,san"], "names ['san'] more than once"),
+    ],
+)  # fmt: skip
+def test_simulate_variants_refuses_what_it_cannot_honour(words, said, tmp_path, capsys):
+    code = main(["simulate", *words, *SIM, "--no-figures", "--out", str(tmp_path / "out")])
+    if said is None:
+        assert code == 0
+        return
+    assert code == 2
+    assert said in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()  # refused before any folder is made
+
+
 def _states(layers=3, batch=2, n=5, d=4):
     g = torch.Generator().manual_seed(0)
     return torch.randn(layers, batch, n, d, generator=g, dtype=torch.float64)

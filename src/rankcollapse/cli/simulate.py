@@ -5,6 +5,10 @@ so the command and the Python API never drift apart. One exception in name only:
 `temperature` (the d_QK of the score scale 1/sqrt(d_QK)) is `--scale-dqk`, since
 `--temperature` means logits / T in `rankcollapse probe`; `--temperature` stays a hidden alias.
 
+`--variants san,san+skip,...` runs one network per toy variant of `rankcollapse variants` on the
+same tokens, the other options on top of each (sizes, seed, mask, ...); an option that
+contradicts a variant's own skip, MLP or norm is refused.
+
 Each config writes to its own folder, results/simulate/<first 10 hex of its sha256>/, unless
 `--out` is given.
 """
@@ -100,6 +104,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help=f"sequences ({SIZES['n_samples']}; default: 16)",
     )
     parser.add_argument(
+        "--variants",
+        default=None,
+        help="comma list of toy variants (see `rankcollapse variants`), e.g. "
+        "san,san+skip,san+mlp,transformer: one network each, on the same tokens, the other "
+        "options set on top of each (default: one network from the options alone)",
+    )
+    parser.add_argument(
         "--out",
         type=Path,
         default=None,
@@ -116,6 +127,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _simulate(args: argparse.Namespace, figures: FigureProcesses) -> int:
+    import pandas as pd
     import torch
 
     from rankcollapse.cli._common import (
@@ -125,7 +137,8 @@ def _simulate(args: argparse.Namespace, figures: FigureProcesses) -> int:
     )
     from rankcollapse.cli._output import output_folder
     from rankcollapse.metrics import measure_layers
-    from rankcollapse.nets import NetConfig, ToyNet, random_tokens
+    from rankcollapse.nets import TOY_VARIANTS, ToyNet, random_tokens
+    from rankcollapse.nets.toy import DTYPES
 
     metrics = parse_metrics(args.metrics)
     overrides = {
@@ -133,31 +146,114 @@ def _simulate(args: argparse.Namespace, figures: FigureProcesses) -> int:
         for key, value in vars(args).items()
         if key.startswith("net_") and value is not None
     }
-    _check_memory(overrides, args.n_samples, args.n_tokens)
+    names = _variant_names(args.variants)
+    for name in names:  # before any network is built; a variant's MLP adds to the memory
+        parts = TOY_VARIANTS[name] if name is not None else {}
+        _check_memory({**parts, **overrides}, args.n_samples, args.n_tokens)
     check_sizes(n_tokens=args.n_tokens, n_samples=args.n_samples)
-    config = NetConfig(**overrides)
-    key = _config_hash(config, args, metrics)
-    defaults = NetConfig().model_dump(mode="json")
-    changed = [f"{k}={v}" for k, v in config.model_dump(mode="json").items() if v != defaults[k]]
-    label = ", ".join(["toy network", *changed])
+    configs = {name: _variant_config(name, overrides) for name in names}
+    config = next(iter(configs.values()))  # the options all the networks share
+    key = _config_hash(list(configs.values()), args, metrics)
     out = output_folder(
-        args.out, Path("results/simulate") / key, "simulate", config=key, label=label
+        args.out, Path("results/simulate") / key, "simulate", config=key, label=_label(configs)
     )
-    net = ToyNet(config)
-    x = random_tokens(
-        args.n_samples, args.n_tokens, config.d_model, seed=config.seed, dtype=net.dtype
-    )
-    with torch.no_grad():
-        trace = net(x)
-    df = measure_layers(trace.states, metrics=metrics, source_dtype=net.dtype)
+    dtype = DTYPES[config.dtype]
+    x = random_tokens(args.n_samples, args.n_tokens, config.d_model, seed=config.seed, dtype=dtype)
+    frames = []
+    for variant, variant_config in configs.items():
+        net = ToyNet(variant_config)
+        with torch.no_grad():
+            trace = net(x)
+        df = measure_layers(trace.states, metrics=metrics, source_dtype=net.dtype)
+        if variant is not None:
+            df.insert(0, "variant", variant)
+        frames.append(df)
+    df = pd.concat(frames, ignore_index=True)
     heads = f"{config.n_heads} head{'s' if config.n_heads > 1 else ''}"
-    skip = {"off": "no skip", "on": "skip", "scaled": "scaled skip"}[config.skip]
-    norm = "no norm" if config.norm == "none" else f"{config.norm}-norm"
-    title = f"toy network: {config.n_layers} layers, {heads}, {skip}, "
-    title += f"{'an MLP' if config.mlp else 'no MLP'}, {norm}, mask {config.mask}"
-    print_layer_means(df, title)
-    write_collapse_outputs(df, out, hue=None, title=title, floor=net.dtype, figures=figures)
+    title = f"toy network: {config.n_layers} layers, {heads}, "
+    if None in configs:
+        skip = {"off": "no skip", "on": "skip", "scaled": "scaled skip"}[config.skip]
+        norm = "no norm" if config.norm == "none" else f"{config.norm}-norm"
+        title += f"{skip}, {'an MLP' if config.mlp else 'no MLP'}, {norm}, mask {config.mask}"
+        keys: tuple[str, ...] = ("layer",)
+    else:
+        title += f"mask {config.mask}"
+        keys = ("variant", "layer")
+    print_layer_means(df, title, keys=keys)
+    hue = None if None in configs else "variant"
+    write_collapse_outputs(df, out, hue=hue, title=title, floor=dtype, figures=figures)
     return 0
+
+
+def _variant_names(value: str | None) -> list[str | None]:
+    """The toy variants named in `value` ("san,san+skip"), each known and named once; [None]
+    (one network from the options alone) without `value`."""
+    from rankcollapse.errors import ConfigError, unknown_name
+    from rankcollapse.nets import TOY_VARIANTS
+
+    if value is None:
+        return [None]
+    names = [name.strip() for name in value.split(",") if name.strip()]
+    if not names:
+        raise ConfigError(
+            f"--variants {value!r} names no variant; pass comma-separated names, e.g. "
+            "--variants san,san+skip (`rankcollapse variants` lists them)."
+        )
+    for name in names:
+        if name not in TOY_VARIANTS:
+            raise unknown_name("toy variant", name, TOY_VARIANTS)
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        raise ConfigError(f"--variants names {twice} more than once; name each once.")
+    return list(names)
+
+
+def _variant_config(name: str | None, overrides: dict) -> typing.Any:
+    """The `NetConfig` of toy variant `name` with `overrides` set on top (`nets.toy_config`),
+    or of `overrides` alone for None.
+
+    A variant is its attention skip, MLP block and norm (`nets.TOY_VARIANTS`): an override of
+    one of those that differs from the variant's own is refused, not applied.
+    """
+    from rankcollapse.errors import ConfigError
+    from rankcollapse.nets import NetConfig, toy_config
+
+    if name is None:
+        return NetConfig(**overrides)
+    own = toy_config(name).model_dump()
+    for part in sorted(_variant_parts()):
+        if part in overrides and overrides[part] != own[part]:
+            flag = f"--{OPTION_NAMES.get(part, part).replace('_', '-')}"
+            given, its = overrides[part], own[part]
+            typed = f"{flag} {given}" if not isinstance(given, bool) else flag
+            if given is False:
+                typed = f"--no-{flag[2:]}"
+            raise ConfigError(
+                f"{typed} contradicts variant {name}, whose {flag[2:]} is "
+                f"{ ({True: 'on', False: 'off'}.get(its, its)) }; drop {typed}, or name a variant "
+                "that has it (`rankcollapse variants` lists each one's skip, MLP and norm)."
+            )
+    return toy_config(name, **overrides)
+
+
+def _label(configs: dict) -> str:
+    """The folder's label: the variants, if named (one word, "variants san/san+skip"), and
+    every option off its default that the networks share."""
+    from rankcollapse.nets import NetConfig
+
+    defaults = NetConfig().model_dump(mode="json")
+    shared = next(iter(configs.values())).model_dump(mode="json")
+    named = [name for name in configs if name is not None]
+    own = _variant_parts() if named else set()  # said by the variants' names
+    changed = [f"{k}={v}" for k, v in shared.items() if v != defaults[k] and k not in own]
+    return ", ".join(["toy network", *([f"variants {'/'.join(named)}"] if named else []), *changed])
+
+
+def _variant_parts() -> set[str]:
+    """The `NetConfig` fields a toy variant sets (skip, mlp, norm, norm_kind)."""
+    from rankcollapse.nets import TOY_VARIANTS
+
+    return {part for options in TOY_VARIANTS.values() for part in options}
 
 
 def _check_memory(overrides: dict, n_samples: int, n_tokens: int) -> None:
@@ -177,10 +273,12 @@ def _check_memory(overrides: dict, n_samples: int, n_tokens: int) -> None:
     check_memory("simulate", needed, sizes, f"lower {flags}")
 
 
-def _config_hash(config: typing.Any, args: argparse.Namespace, metrics: list[str] | None) -> str:
-    """First 10 hex of the sha256 of everything that decides the numbers."""
+def _config_hash(configs: list, args: argparse.Namespace, metrics: list[str] | None) -> str:
+    """First 10 hex of the sha256 of everything that decides the numbers (one network's config
+    hashes as it always has, so a folder written before `--variants` is found again)."""
+    nets = [config.model_dump(mode="json") for config in configs]
     what = {
-        "net": config.model_dump(mode="json"),
+        "net": nets[0] if len(nets) == 1 and args.variants is None else nets,
         "n_tokens": args.n_tokens,
         "n_samples": args.n_samples,
         "metrics": metrics,
