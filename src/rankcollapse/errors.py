@@ -96,10 +96,16 @@ def option(name: str, value: object = True) -> str:
     return f"{name}=" if value is None else f"{name}={value}"
 
 
+def closest(name: str, known: Iterable[str]) -> str | None:
+    """The known name closest to `name` (difflib similarity >= 0.6), or None."""
+    close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
 def did_you_mean(name: str, known: Iterable[str]) -> str:
     """' Did you mean 'x'?' for the closest known name, or '' when nothing is close."""
-    close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
-    return f" Did you mean '{close[0]}'?" if close else ""
+    near = closest(name, known)
+    return f" Did you mean '{near}'?" if near else ""
 
 
 def unknown_name(kind: str, name: str, known: Iterable[str], extra: str = "") -> UnknownNameError:

@@ -281,8 +281,8 @@ def typed_numbers(parser: argparse.ArgumentParser) -> None:
 def reject_unknown(parser: argparse.ArgumentParser, command: str | None, words: list[str]) -> None:
     """Exit as argparse does on words no option takes ("unrecognized arguments: ..."), under the
     usage of the command they were given to, naming for each mistyped flag the command's
-    nearest shown flag (`difflib`'s closest match, similarity >= 0.6)."""
-    import difflib
+    nearest shown flag (`errors.closest`, the rule of every "did you mean")."""
+    from rankcollapse.errors import closest
 
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction) and command in action.choices:
@@ -296,8 +296,8 @@ def reject_unknown(parser: argparse.ArgumentParser, command: str | None, words: 
     hints = []
     for word in words:
         flag = word.split("=", 1)[0]
-        near = difflib.get_close_matches(flag, shown, n=1) if flag.startswith("-") else []
-        hints += [f"{near[0]} for {flag}"] if near else []
+        near = closest(flag, shown) if flag.startswith("-") else None
+        hints += [f"{near} for {flag}"] if near else []
     message = f"unrecognized arguments: {' '.join(words)}"
     parser.error(f"{message}; did you mean {', '.join(hints)}?" if hints else message)
 
