@@ -72,8 +72,9 @@ def toy_table():
     from rankcollapse.nets.variants import toy_rows
 
     table = Table(
-        title="the toy network's variants (simulate, toy experiments): skip and MLP as above; "
-        "its own norms: a toy san has no norm (Dong et al.'s theory), san+ln is toy-only"
+        title="the toy network's variants (`simulate --variants`, toy experiments): skip and "
+        "MLP as above; its own norms: a toy san has no norm (Dong et al.'s theory), san+ln is "
+        "toy-only"
     )
     rows = toy_rows()
     for column in rows[0]:
