@@ -312,20 +312,27 @@ def check_sizes(**values: int | None) -> None:
             check_size(name, value, shown=f"--{name.replace('_', '-')}")
 
 
+def comma_names(value: str, flag: str, kind: str, example: str) -> list[str]:
+    """The names of the comma list `value` typed after `flag`: at least one, else an error
+    giving `example` and the command that lists the `kind`s (`rankcollapse {kind}s`)."""
+    names = [name.strip() for name in value.split(",") if name.strip()]
+    if not names:
+        from rankcollapse.errors import ConfigError
+
+        raise ConfigError(
+            f"{flag} {value!r} names no {kind}; pass comma-separated names, e.g. "
+            f"{flag} {example} (`rankcollapse {kind}s` lists them)."
+        )
+    return names
+
+
 def parse_metrics(value: str | None) -> list[str] | None:
     """Split a comma list and check every name against the registry before any work starts."""
     if value is None:
         return None
     from rankcollapse.metrics import get_metric
 
-    names = [name.strip() for name in value.split(",") if name.strip()]
-    if not names:
-        from rankcollapse.errors import ConfigError
-
-        raise ConfigError(
-            f"--metrics {value!r} names no metric; pass comma-separated names, e.g. "
-            "--metrics res_comp_rel,mu_rel (`rankcollapse metrics` lists them)."
-        )
+    names = comma_names(value, "--metrics", "metric", "res_comp_rel,mu_rel")
     for name in names:
         get_metric(name)
     return names

@@ -26,6 +26,7 @@ from rankcollapse.cli._common import (
     add_figures_option,
     add_metrics_option,
     add_renamed_option,
+    comma_names,
     parse_metrics,
 )
 from rankcollapse.cli._figures import FigureProcesses
@@ -193,12 +194,7 @@ def _variant_names(value: str | None) -> list[str | None]:
 
     if value is None:
         return [None]
-    names = [name.strip() for name in value.split(",") if name.strip()]
-    if not names:
-        raise ConfigError(
-            f"--variants {value!r} names no variant; pass comma-separated names, e.g. "
-            "--variants san,san+skip (`rankcollapse variants` lists them)."
-        )
+    names = comma_names(value, "--variants", "variant", "san,san+skip")
     for name in names:
         if name not in TOY_VARIANTS:
             raise unknown_name("toy variant", name, TOY_VARIANTS)
