@@ -50,6 +50,31 @@ def test_compare_of_a_simulate_and_a_probe_folder_labels_curves_in_words(tmp_pat
     assert not any(re.fullmatch(r"[0-9a-f]{10}", c) for c in columns)  # never a config hash
 
 
+def test_compare_names_each_curve_of_a_simulate_variants_folder_once_by_its_variant(
+    tmp_path, capsys
+):
+    """The folder's label lists its variants for the index ("variants san/san+skip"); in a
+    comparison each curve names its own variant instead, and two such folders alike in
+    every other word are told apart by their names."""
+    for folder, variants in (("sim", "san,san+skip"), ("other", "san,transformer")):
+        assert main(["simulate", "--variants", variants, "--n-layers", "2", *SMALL, "--out",
+                     str(tmp_path / folder)]) == 0  # fmt: skip
+    marker = json.loads((tmp_path / "sim" / ".rankcollapse.json").read_text())
+    assert marker["label"] == "toy network, variants san/san+skip, n_layers=2"
+    tiny_model("gpt2").save_pretrained(tmp_path / "gpt")
+    assert main(["probe", str(tmp_path / "gpt"), "--random-tokens", "--variants", "san",
+                 *SMALL, "--out", str(tmp_path / "probe")]) == 0  # fmt: skip
+    capsys.readouterr()
+    for dirs, expected in (
+        (["sim", "probe"], ["toy network, n_layers=2 · san", "toy network, n_layers=2 · san+skip",
+                            f"{tmp_path / 'gpt'} · san"]),
+        (["sim", "other"], ["sim · san", "sim · san+skip", "other · san", "other · transformer"]),
+    ):  # fmt: skip
+        out = tmp_path / f"cmp-{dirs[1]}"
+        assert main(["compare", *(str(tmp_path / d) for d in dirs), "--out", str(out)]) == 0
+        assert list(pd.read_csv(out / "compare.csv").columns)[2:] == expected
+
+
 def test_more_than_six_curves_become_small_multiples():
     df = pd.DataFrame([{"layer": l, "metric": "mu_rel", "value": 0.5**l + k, "arm": f"arm {k}"}
                        for k in range(8) for l in range(3)])  # fmt: skip

@@ -91,7 +91,9 @@ def _folder_words(dirs: list[Path]) -> dict[str, str]:
         except DamagedFileError:
             experiment = None
         label = experiment or marker.get("label") or ""
-        described[str(folder)] = [part for part in str(label).split(", ") if part]
+        # a simulate folder's "variants san/san+skip": each of its curves names its variant
+        parts = str(label).split(", ")
+        described[str(folder)] = [p for p in parts if p and not p.startswith("variants ")]
     shared = set.intersection(*(set(parts) for parts in described.values()))
     words = {
         k: ", ".join([p for p in parts if p not in shared] or parts[:1])
