@@ -54,10 +54,12 @@ def test_simulate_variants_runs_each_named_network_on_the_same_tokens(tmp_path, 
     --skip on, transformer: --skip on --mlp --norm post), so --variants adds no setting of its
     own; the pure SAN collapses and the skip holds the residual up, as Dong et al. say."""
     out = tmp_path / "variants"
-    assert main(["simulate", "--variants", "san,san+skip,transformer", *SIM, "--no-figures",
+    assert main(["simulate", "--variants", "san,san+skip,transformer", *SIM,
                  "--out", str(out)]) == 0  # fmt: skip
     df = pd.read_csv(out / "results.csv")
     assert list(dict.fromkeys(df.variant)) == ["san", "san+skip", "transformer"]
+    legend = (out / "collapse.svg").read_text()  # a curve per variant, named in the legend
+    assert all(f"<!-- {name} -->" in legend for name in df.variant.unique())  # its text
     alone = {"san": [], "san+skip": ["--skip", "on"],
              "transformer": ["--skip", "on", "--mlp", "--norm", "post"]}  # fmt: skip
     for variant, options in alone.items():
