@@ -133,7 +133,7 @@ def check_size(
 ) -> int:
     """`value` within the bound of size `name` (`SIZES`), else a ConfigError naming it as
     `shown` (a flag such as '--n-layers'; default the size's own name), the bound and, where
-    `needs` is given, the bytes the value would take.
+    `needs` is given and the value is above the bound, the bytes it would take.
 
     Example:
         >>> check_size("n_heads", 4)
@@ -144,7 +144,9 @@ def check_size(
         raise ConfigError(f"{shown or name} is {value!r}; it must be an integer ({bound}).")
     if not bound.low <= value <= bound.high:
         what = bound.doc.split(" (")[0].rstrip(".").lower()
-        memory = "" if needs is None else f"; it would need about {gigabytes(needs)} of memory"
+        memory = ""
+        if needs is not None and value > bound.high:
+            memory = f"; it would need about {gigabytes(needs)} of memory"
         raise ConfigError(
             f"{shown or name} is {value}; it must be at least {bound.low} and at most "
             f"{bound.high} ({what}){memory}."

@@ -187,3 +187,11 @@ def test_measure_reads_one_layer_at_a_time(tmp_path, monkeypatch):
     assert main(["measure", str(tmp_path / "acts.npy"), "--no-figures", "--out",
                  str(tmp_path / "o")]) == 0  # fmt: skip
     assert read == [2 * 4 * 5] * 3  # three reads of one layer each, never the whole file
+
+
+def test_a_size_below_its_bound_is_refused_without_a_memory_estimate():
+    with pytest.raises(ConfigError) as refused:
+        probe("minilm", n_tokens=1)
+    message = str(refused.value)
+    assert message.startswith("n_tokens is 1; it must be at least 2")
+    assert "memory" not in message  # a size too small says nothing of memory
