@@ -220,16 +220,21 @@ def _variant_config(name: str | None, overrides: dict) -> typing.Any:
     for part in sorted(_variant_parts()):
         if part in overrides and overrides[part] != own[part]:
             flag = f"--{OPTION_NAMES.get(part, part).replace('_', '-')}"
-            given, its = overrides[part], own[part]
-            typed = f"{flag} {given}" if not isinstance(given, bool) else flag
-            if given is False:
-                typed = f"--no-{flag[2:]}"
+            typed = _as_typed(flag, overrides[part])
+            its = {True: "on", False: "off"}.get(own[part], own[part])
             raise ConfigError(
-                f"{typed} contradicts variant {name}, whose {flag[2:]} is "
-                f"{ ({True: 'on', False: 'off'}.get(its, its)) }; drop {typed}, or name a variant "
-                "that has it (`rankcollapse variants` lists each one's skip, MLP and norm)."
+                f"{typed} contradicts variant {name}, whose {flag[2:]} is {its}; drop {typed}, "
+                "or name a variant that has it (`rankcollapse variants` lists each one's skip, "
+                "MLP and norm)."
             )
     return toy_config(name, **overrides)
+
+
+def _as_typed(flag: str, value: object) -> str:
+    """An option as a user types it: '--skip on', '--mlp', '--no-mlp'."""
+    if isinstance(value, bool):
+        return flag if value else f"--no-{flag[2:]}"
+    return f"{flag} {value}"
 
 
 def _label(configs: dict) -> str:
