@@ -172,16 +172,16 @@ def _simulate(args: argparse.Namespace, figures: FigureProcesses) -> int:
     df = pd.concat(frames, ignore_index=True)
     heads = f"{config.n_heads} head{'s' if config.n_heads > 1 else ''}"
     title = f"toy network: {config.n_layers} layers, {heads}, "
+    keys: tuple[str, ...]
     if None in configs:
         skip = {"off": "no skip", "on": "skip", "scaled": "scaled skip"}[config.skip]
         norm = "no norm" if config.norm == "none" else f"{config.norm}-norm"
         title += f"{skip}, {'an MLP' if config.mlp else 'no MLP'}, {norm}, mask {config.mask}"
-        keys: tuple[str, ...] = ("layer",)
-    else:
+        hue, keys = None, ("layer",)
+    else:  # a series and a table row per variant
         title += f"mask {config.mask}"
-        keys = ("variant", "layer")
+        hue, keys = "variant", ("variant", "layer")
     print_layer_means(df, title, keys=keys)
-    hue = None if None in configs else "variant"
     write_collapse_outputs(df, out, hue=hue, title=title, floor=dtype, figures=figures)
     return 0
 
@@ -201,7 +201,7 @@ def _variant_names(value: str | None) -> list[str | None]:
     twice = sorted({name for name in names if names.count(name) > 1})
     if twice:
         raise ConfigError(f"--variants names {twice} more than once; name each once.")
-    return list(names)
+    return [*names]  # as list[str | None]
 
 
 def _variant_config(name: str | None, overrides: dict) -> typing.Any:
