@@ -140,8 +140,9 @@ class StackedRankAttention(nn.Module):
     """Many configurations (d_qk, n_heads, seed) of `RankAttention` as one module.
 
     Configurations with the same seed share a data stream (the seed draws the data too). Per
-    stream, every head is scored through its bilinear form A_h = W_Q,h^T W_K,h (d x d, one
-    batched product per rank builds them), and `stream_attention` computes every head at once:
+    stream, every head is scored through its bilinear form A_h = W_Q,h^T W_K,h (d x d; one
+    batched product builds every head's, its r rows of W_Q,h and W_K,h padded by zero rows to
+    d), and `stream_attention` computes every head at once:
     one product scores all heads, the softmax runs once, one batched product averages the
     points for all heads, and one product with [M_h]_h per configuration sums its heads; its
     backward is written out. So a step is a few large products, not thousands of tiny ones per
@@ -157,6 +158,7 @@ class StackedRankAttention(nn.Module):
 
     head_config: Tensor  # buffers (`register_buffer`): the configuration of each head,
     row_config: Tensor  # of each row of w_q and w_k,
+    form_rows: Tensor  # where each row of w_q and w_k goes when every head is padded to d rows,
     config_stream: Tensor  # and the data stream of each configuration
     head_order: Tensor | None  # None when the streams list the configurations in order
 
@@ -179,43 +181,30 @@ class StackedRankAttention(nn.Module):
         self.d_model, self.hard, self.n_configs = d_model, hard, len(d_qk)
         self.d_qk, self.n_heads, self.seeds = list(d_qk), list(n_heads), list(seeds)
         self.streams = sorted(set(seeds))  # data stream s belongs to seed streams[s]
-        w_q, w_k, w_o, head_config = [], [], [], []
+        w_q, w_k, w_o, head_config, row_config, form_rows = [], [], [], [], [], []
         self.config_rows: dict[int, slice] = {}
         self.config_heads: dict[int, slice] = {}
-        # (stream, rows, heads, rank) of each group of heads sharing a stream and a rank
-        self.groups: list[tuple[int, slice, slice, int]] = []
-        rows = heads = 0
-        for stream, stream_seed in enumerate(self.streams):
-            for rank in sorted({r for r, s in zip(d_qk, seeds, strict=True) if s == stream_seed}):
-                first_row, first_head = rows, heads
-                for c in (
-                    c for c in range(len(seeds)) if (seeds[c], d_qk[c]) == (stream_seed, rank)
-                ):
-                    q, k, o = init_rank_weights(
-                        d_model, rank, n_heads[c], seed=seeds[c], dtype=dtype
-                    )
-                    w_q.append(q.flatten(0, 1))
-                    w_k.append(k.flatten(0, 1))
-                    w_o.append(o)
-                    self.config_rows[c] = slice(rows, rows + n_heads[c] * rank)
-                    self.config_heads[c] = slice(heads, heads + n_heads[c])
-                    head_config += [c] * n_heads[c]
-                    rows, heads = rows + n_heads[c] * rank, heads + n_heads[c]
-                self.groups.append((stream, slice(first_row, rows), slice(first_head, heads), rank))
-        self.stream_heads = [  # the heads of each stream are contiguous
-            slice(
-                min(g[2].start for g in self.groups if g[0] == s),
-                max(g[2].stop for g in self.groups if g[0] == s),
-            )
-            for s in range(len(self.streams))
-        ]
+        self.stream_heads: list[slice] = []  # the heads of each stream are contiguous
         self.stream_configs: list[tuple[list[int], list[int]]] = []  # configs, H d each
-        for stream_seed in self.streams:  # in head order: they split the stream's heads
-            configs = [
-                c
-                for c in sorted(self.config_heads, key=lambda c: self.config_heads[c].start)
-                if seeds[c] == stream_seed
-            ]
+        rows = heads = 0
+        for stream_seed in self.streams:
+            first_head, configs = heads, [c for c in range(len(seeds)) if seeds[c] == stream_seed]
+            for c in configs:
+                q, k, o = init_rank_weights(
+                    d_model, d_qk[c], n_heads[c], seed=seeds[c], dtype=dtype
+                )
+                w_q.append(q.flatten(0, 1))
+                w_k.append(k.flatten(0, 1))
+                w_o.append(o)
+                self.config_rows[c] = slice(rows, rows + n_heads[c] * d_qk[c])
+                self.config_heads[c] = slice(heads, heads + n_heads[c])
+                head_config += [c] * n_heads[c]
+                row_config += [c] * (n_heads[c] * d_qk[c])
+                form_rows += [
+                    (heads + h) * d_model + t for h in range(n_heads[c]) for t in range(d_qk[c])
+                ]
+                rows, heads = rows + n_heads[c] * d_qk[c], heads + n_heads[c]
+            self.stream_heads.append(slice(first_head, heads))
             self.stream_configs.append((configs, [n_heads[c] * d_model for c in configs]))
         order = [c for configs, _ in self.stream_configs for c in configs]  # the streams' order
         where = [order.index(c) for c in range(len(seeds))]  # of each configuration's output
@@ -223,14 +212,9 @@ class StackedRankAttention(nn.Module):
         self.w_q = nn.Parameter(torch.cat(w_q))  # (R, d): every head's query rows, R = sum H r
         self.w_k = nn.Parameter(torch.cat(w_k))  # (R, d)
         self.w_o = nn.Parameter(torch.cat(w_o))  # (K, d, d): M_h of every head
-        row_config = torch.cat(
-            [
-                torch.full((n_heads[c] * d_qk[c],), c)
-                for c in sorted(self.config_rows, key=lambda c: self.config_rows[c].start)
-            ]
-        )
         self.register_buffer("head_config", torch.tensor(head_config))  # (K,)
-        self.register_buffer("row_config", row_config)  # (R,)
+        self.register_buffer("row_config", torch.tensor(row_config))  # (R,)
+        self.register_buffer("form_rows", torch.tensor(form_rows))  # (R,)
         stream_of = {seed: i for i, seed in enumerate(self.streams)}
         self.register_buffer("config_stream", torch.tensor([stream_of[s] for s in seeds]))
 
@@ -244,14 +228,11 @@ class StackedRankAttention(nn.Module):
     def forward(self, queries: Tensor, x: Tensor) -> Tensor:
         """queries (S, ..., q, d), x (S, ..., n, d), one slice per stream -> (C, ..., q, d)."""
         d, (n_queries, lead) = self.d_model, (queries.shape[-2], queries.shape[1:-2])
-        forms = torch.cat(  # W_Q,h^T W_K,h of every head, one batched product per rank
-            [
-                self.w_q[rows].unflatten(0, (-1, rank)).transpose(-1, -2)
-                @ self.w_k[rows].unflatten(0, (-1, rank))
-                for _, rows, _, rank in self.groups
-            ]
-        )  # (K, d, d)
-        forms = forms.transpose(0, 1).flatten(1)  # (d, K d): column (h, e)
+        padded_q, padded_k = (  # (K, d, d): head h's rows of w_q (w_k), then zero rows
+            w.new_zeros(len(self.w_o) * d, d).index_copy(0, self.form_rows, w).view(-1, d, d)
+            for w in (self.w_q, self.w_k)
+        )
+        forms = (padded_k.mT @ padded_q).flatten(0, 1).T  # (d, K d): column (h, e) of A_h
         maps = self.w_o.transpose(-1, -2).flatten(0, 1)  # (K d, d): row (h, e) is column e of M_h
         outputs = []  # (C_s, B, q, d) per stream, configurations in head order
         for s, heads in enumerate(self.stream_heads):
