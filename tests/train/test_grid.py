@@ -12,7 +12,7 @@ import torch
 from rankcollapse.errors import ConfigError
 from rankcollapse.nets import RankEncoder
 from rankcollapse.tasks import NeighbourTask
-from rankcollapse.train.grid import StackedAdamW
+from rankcollapse.train.grid import StackedAdamW, mean_squared_errors
 from rankcollapse.train import (
     GridPoint,
     TrainSettings,
@@ -89,6 +89,21 @@ def test_the_step_of_every_configuration_equals_the_masked_step_with_all_active(
             optimiser.step(0.01, None if together and k < 5 else active)
     assert torch.allclose(weights[0], weights[1], rtol=1e-6, atol=1e-7)
     assert (weights[0] != 1).all() and optimisers[0].steps.tolist() == [6.0, 5.0]
+
+
+def test_the_mean_squared_errors_and_their_gradient_equal_autograds_per_model():
+    generator = torch.Generator().manual_seed(0)
+    prediction = torch.randn(3, 5, 2, 4, generator=generator, dtype=torch.float64)
+    target = torch.randn(3, 5, 2, 4, generator=generator, dtype=torch.float64)
+    weights = torch.tensor([1.0, -2.0, 0.5], dtype=torch.float64)  # a different pull per model
+    expected = (prediction - target).square().sum(-1).flatten(1).mean(1)
+    fused = prediction.clone().requires_grad_()
+    plain = prediction.clone().requires_grad_()
+    (mean_squared_errors(fused, target) * weights).sum().backward()
+    ((plain - target).square().sum(-1).flatten(1).mean(1) * weights).sum().backward()
+    assert torch.allclose(mean_squared_errors(prediction, target), expected, rtol=1e-14)
+    assert torch.allclose(fused.grad, plain.grad, rtol=1e-14, atol=0)
+    assert torch.autograd.gradcheck(mean_squared_errors, (plain.detach().requires_grad_(), target))
 
 
 def test_learning_rate_warms_up_linearly_then_decays_to_zero():

@@ -26,7 +26,13 @@ from rankcollapse.nets.rank_encoder import RankEncoder, StackedRankEncoder
 from rankcollapse.seeds import Seed
 from rankcollapse.sizes import BatchSize, DModel
 from rankcollapse.tasks.neighbours import NeighbourTask, linear_baseline, relative_mse
-from rankcollapse.train.grid import CPU, GridResult, StackedAdamW, TrainSettings
+from rankcollapse.train.grid import (
+    CPU,
+    GridResult,
+    StackedAdamW,
+    TrainSettings,
+    mean_squared_errors,
+)
 
 
 class TrainingConfig(BaseModel):
@@ -221,7 +227,7 @@ def train_encoders(
     for step in range(settings.steps):
         batches = [next(stream) for stream in streams]
         x, target = torch.stack([b.x for b in batches]), torch.stack([b.target for b in batches])
-        loss = (stack(x) - target).square().sum(-1).flatten(1).mean(1)  # (U,)
+        loss = mean_squared_errors(stack(x), target)  # (U,)
         loss.sum().backward()  # each term reaches only its own encoder's weights
         optimiser.step(settings.lr_at(step), None if all(r.active for r in runs) else active)
         window.append(torch.stack([loss.detach(), target.square().sum(-1).flatten(1).mean(1)]))
