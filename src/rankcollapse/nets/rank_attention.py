@@ -324,16 +324,19 @@ class _StreamAttention(torch.autograd.Function):
         z, ctx.z = ctx.z, None  # (B q, H d), the forward's, or computed again
         if z is None:
             z = (weights.transpose(-1, -2) @ x).view(b * q, -1)
-        grad_maps = torch.cat([z_c.T @ g for z_c, g in zip(z.split(sizes, -1), grad, strict=True)])
-        grad_z = z  # its memory: every product below writes where z was
-        for g, m_c, grad_c in zip(grad, maps.split(sizes), grad_z.split(sizes, -1), strict=True):
-            torch.mm(g, m_c.T, out=grad_c)
-        grad_z = grad_z.view(b, -1, d)  # (B, q H, d)
+        grad_maps = torch.empty_like(maps)
+        parts = zip(
+            grad, maps.split(sizes), z.split(sizes, -1), grad_maps.split(sizes), strict=True
+        )
+        for g, m_c, z_c, grad_m in parts:  # z_c read, then overwritten by its own gradient
+            torch.mm(z_c.T, g, out=grad_m)
+            torch.mm(g, m_c.T, out=z_c)
+        grad_z = z.view(b, -1, d)  # (B, q H, d): every product below writes where z was
         need_queries, need_x, need_forms = ctx.needs_input_grad[:3]
         grad_x = weights @ grad_z if need_x else None
         if ctx.hard:  # the argmax passes no gradient to the scores
             return None, grad_x, None, grad_maps, None, None
-        grad_queries, grad_forms = torch.empty_like(queries), torch.zeros_like(forms)
+        grad_queries = torch.empty_like(queries)
         for part in _parts(b, q * width):
             grad_s = x[part] @ grad_z[part].transpose(-1, -2)  # (b, n, q H): dL/da
             grad_s.mul_(weights[part])
@@ -343,11 +346,12 @@ class _StreamAttention(torch.autograd.Function):
                 grad_queries[part] = grad_u.view(-1, q, width) @ forms.T
             if grad_x is not None:
                 grad_x[part] += grad_s @ (queries[part] @ forms).view(-1, q * width // d, d)
-            grad_forms.addmm_(queries[part].reshape(-1, d).T, grad_u.view(-1, width))
+        # dL/dA_h = sum_i y_i (dL/du_ih)^T, one product over every part's dL/du (now in grad_z)
+        grad_forms = queries.reshape(-1, d).T @ grad_z.view(-1, width) if need_forms else None
         return (
             grad_queries if need_queries else None,
             grad_x,
-            grad_forms if need_forms else None,
+            grad_forms,
             grad_maps,
             None,
             None,
