@@ -230,7 +230,9 @@ def train_encoders(
         loss = mean_squared_errors(stack(x), target)  # (U,)
         loss.sum().backward()  # each term reaches only its own encoder's weights
         optimiser.step(settings.lr_at(step), None if all(r.active for r in runs) else active)
-        window.append(torch.stack([loss.detach(), target.square().sum(-1).flatten(1).mean(1)]))
+        window.append(
+            torch.stack([loss.detach(), mean_squared_errors(target, target.new_zeros(()))])
+        )
         if (step + 1) % settings.log_every == 0:  # the host reads once per log
             losses = torch.stack(window).tolist()  # [step][loss, trivial][unit]
             window = []

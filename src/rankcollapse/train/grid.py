@@ -284,14 +284,15 @@ class _MeanSquaredErrors(torch.autograd.Function):
     @staticmethod
     def forward(ctx, prediction, target):
         difference = prediction - target
+        ctx.rows = difference[0].numel() // difference.shape[-1]  # m
         flat = difference.view(len(difference), 1, -1)  # (U, 1, m d)
         ctx.save_for_backward(difference)
-        return (flat @ flat.mT).view(-1) * (difference.shape[-1] / flat.shape[-1])
+        return (flat @ flat.mT).view(-1) / ctx.rows
 
     @staticmethod
     def backward(ctx, grad):
         (difference,) = ctx.saved_tensors
-        scale = grad * (2 * difference.shape[-1] / difference[0].numel())  # 2 / m per model
+        scale = grad * (2 / ctx.rows)  # (U,)
         return difference * scale.view(-1, *[1] * (difference.dim() - 1)), None
 
 
@@ -305,7 +306,7 @@ def _train_step(
     """One step of every active configuration (None: all) on a fresh batch; returns each one's
     relative MSE on it (C,), its squared error over the zero predictor's on the same samples."""
     queries, x, target = _batch(streams)
-    trivial = target.square().sum(-1).flatten(1).mean(1)  # (S,): the zero predictor's error
+    trivial = mean_squared_errors(target, target.new_zeros(()))  # (S,): predicting 0
     # (C,), each configuration against its stream's targets
     per_config = mean_squared_errors(model(queries, x), target[model.config_stream])
     per_config.sum().backward()  # each term reaches only its own configuration's heads
