@@ -42,6 +42,10 @@ def test_a_batched_grid_gives_each_configuration_its_own_result():
     pd.testing.assert_series_equal(
         curves.value_grid, curves.value_alone, check_names=False, rtol=1e-4
     )
+    best = grid.final[grid.final.metric == "best_train_rel_mse"]
+    for point, value in zip(points, best.value, strict=True):  # each its own curve's minimum
+        own = grid.curves[(grid.curves.d_qk == point.d_qk) & (grid.curves.seed == point.seed)]
+        assert value == own.value.min() and len(set(best.value)) == 4
 
 
 def test_a_plateaued_configuration_is_frozen_while_the_others_go_on():

@@ -367,15 +367,13 @@ def _final_scores(task, points, settings, model, curves, steps_run) -> pd.DataFr
         )
     prediction = torch.cat(predictions, dim=1).cpu()  # (C, samples, q, d)
     sign = -1.0 if task.target == "farthest" else 1.0
+    best = curves.groupby(["d_qk", "n_heads", "seed"]).value.min().to_dict()  # the curves' minima
     rows = []
     for c, p in enumerate(points):
         ids = (p.d_qk, p.n_heads, p.seed)
-        curve = curves[(curves.d_qk == p.d_qk) & (curves.n_heads == p.n_heads)]
-        curve = curve[curve.seed == p.seed]
-        best = float(curve.value.min()) if len(curve) else math.nan
         rows += [
             (*ids, "eval_rel_mse", float(relative_mse(prediction[c], held_out.target))),
-            (*ids, "best_train_rel_mse", best),
+            (*ids, "best_train_rel_mse", best.get(ids, math.nan)),
             (*ids, "steps_run", float(steps_run[c])),
             (*ids, "qk_alignment", _qk_alignment(model, c, sign)),
         ]
