@@ -58,6 +58,14 @@ def test_stacked_configurations_compute_what_their_own_layers_compute(rng):
         stream = stack.streams.index(s)
         assert torch.allclose(out[c], alone(y[stream], x[stream]), atol=1e-13)
         assert torch.equal(stack.config_weights(c)[0], alone.w_q.detach())
+        assert torch.equal(stack.per_config(y)[c], y[stream])  # its stream's data
+
+
+def test_one_streams_data_serves_every_configuration_as_a_view():
+    stack = StackedRankAttention(4, d_qk=[1, 4], n_heads=[3, 1], seeds=[2, 2])
+    target = torch.arange(6.0).view(1, 2, 3)
+    assert stack.per_config(target).shape == (2, 2, 3)
+    assert stack.per_config(target).data_ptr() == target.data_ptr()  # no copy
 
 
 @pytest.mark.parametrize("hard", [False, True])

@@ -225,6 +225,13 @@ class StackedRankAttention(nn.Module):
         w_q, w_k = self.w_q[rows].detach().reshape(shape), self.w_k[rows].detach().reshape(shape)
         return w_q, w_k, self.w_o[heads].detach()
 
+    def per_config(self, per_stream: Tensor) -> Tensor:
+        """(S, ...), one slice per data stream -> (C, ...), each configuration's stream's slice
+        (a view, no copy, when there is one stream)."""
+        if len(self.streams) == 1:
+            return per_stream.expand(self.n_configs, *per_stream.shape[1:])
+        return per_stream[self.config_stream]
+
     def forward(self, queries: Tensor, x: Tensor) -> Tensor:
         """queries (S, ..., q, d), x (S, ..., n, d), one slice per stream -> (C, ..., q, d)."""
         d, (n_queries, lead) = self.d_model, (queries.shape[-2], queries.shape[1:-2])

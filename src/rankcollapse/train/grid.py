@@ -308,10 +308,10 @@ def _train_step(
     queries, x, target = _batch(streams)
     trivial = mean_squared_errors(target, target.new_zeros(()))  # (S,): predicting 0
     # (C,), each configuration against its stream's targets
-    per_config = mean_squared_errors(model(queries, x), target[model.config_stream])
+    per_config = mean_squared_errors(model(queries, x), model.per_config(target))
     per_config.sum().backward()  # each term reaches only its own configuration's heads
     optimiser.step(lr, active)
-    return per_config.detach() / trivial[model.config_stream]
+    return per_config.detach() / model.per_config(trivial)
 
 
 @dataclass
