@@ -285,7 +285,7 @@ class _MeanSquaredErrors(torch.autograd.Function):
     def forward(ctx, prediction, target):
         difference = prediction - target
         ctx.rows = difference[0].numel() // difference.shape[-1]  # m
-        flat = difference.view(len(difference), 1, -1)  # (U, 1, m d)
+        flat = difference.reshape(len(difference), 1, -1)  # (U, 1, m d); inputs of any layout
         ctx.save_for_backward(difference)
         return (flat @ flat.mT).view(-1) / ctx.rows
 
