@@ -109,6 +109,8 @@ def test_the_mean_squared_errors_and_their_gradient_equal_autograds_per_model():
     assert torch.allclose(mean_squared_errors(prediction, target), expected, rtol=1e-14)
     assert torch.allclose(fused.grad, plain.grad, rtol=1e-14, atol=0)
     assert torch.autograd.gradcheck(mean_squared_errors, (plain.detach().requires_grad_(), target))
+    both = (plain.detach().requires_grad_(), target[:1].clone().requires_grad_())
+    assert torch.autograd.gradcheck(mean_squared_errors, both)  # a broadcast target's too
     # one stream's targets as a view for every model, a prediction in another layout: the same
     shared = target[:1].expand_as(target)
     swapped = prediction.transpose(1, 2).contiguous().transpose(1, 2)

@@ -285,6 +285,7 @@ class _MeanSquaredErrors(torch.autograd.Function):
     def forward(ctx, prediction, target):
         difference = prediction - target
         ctx.rows = difference[0].numel() // difference.shape[-1]  # m
+        ctx.target_shape = target.shape  # a broadcast target's gradient is summed back to it
         flat = difference.reshape(len(difference), 1, -1)  # (U, 1, m d); inputs of any layout
         ctx.save_for_backward(difference)
         return (flat @ flat.mT).view(-1) / ctx.rows
@@ -293,7 +294,10 @@ class _MeanSquaredErrors(torch.autograd.Function):
     def backward(ctx, grad):
         (difference,) = ctx.saved_tensors
         scale = grad * (2 / ctx.rows)  # (U,)
-        return difference * scale.view(-1, *[1] * (difference.dim() - 1)), None
+        grad_prediction = difference * scale.view(-1, *[1] * (difference.dim() - 1))
+        if not ctx.needs_input_grad[1]:
+            return grad_prediction, None
+        return grad_prediction, (-grad_prediction).sum_to_size(ctx.target_shape)
 
 
 def _train_step(
