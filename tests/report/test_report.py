@@ -191,6 +191,17 @@ def test_report_of_a_folder_without_a_run_says_what_is_missing(tmp_path):
         build_report(tmp_path)
 
 
+def test_a_folder_that_is_no_run_is_named_so_before_any_link_below_it(tmp_path):
+    """`report ~`: the missing run files are the error, not a link met deep in the tree (the
+    tree is not walked); a run's own files as links are still refused (tests/report/test_links)."""
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    (tmp_path / "a" / "b" / "venv-lib").symlink_to(tmp_path / "a")
+    (tmp_path / "results.csv").symlink_to(tmp_path / "elsewhere.csv")  # there, if dangling
+    with pytest.raises(InputError, match=r"has no config.yaml, manifest.json; pass") as caught:
+        build_report(tmp_path)
+    assert "symbolic link" not in str(caught.value)
+
+
 def test_long_tables_are_collapsed_and_leftover_index_columns_dropped():
     table = pd.DataFrame({"value": range(40)}).reset_index()  # a leftover "index" column
     pivot = pd.DataFrame({"a": [1.0]}, index=pd.Index(["san"], name="variant"))

@@ -160,20 +160,22 @@ def build_report(
 
 def _check_run_folder(out_dir: Path) -> None:
     """Refuse a path that is not a folder holding a run's three files, or one holding a
-    symbolic link (`refuse_links`: never followed, to read or to write)."""
+    symbolic link (`refuse_links`: never followed, to read or to write). The files are looked
+    for first (a link among them counts as there, then refused), so a folder that is no run
+    (`report ~`) is named as such at once, not walked for links."""
     if not out_dir.is_dir():
         raise InputError(
             f"{shown(out_dir)!r} is not a folder; pass the folder of a finished run "
             "(e.g. results/toy-collapse/<hash>/, the path `rankcollapse run` "
             "printed)."
         )
-    refuse_links(out_dir, "run folder")
-    missing = [name for name in RUN_FILES if not (out_dir / name).exists()]
+    missing = [name for name in RUN_FILES if not os.path.lexists(out_dir / name)]
     if missing:
         raise InputError(
             f"{shown(out_dir)!r} has no {', '.join(missing)}; pass the folder of a finished run "
             "(e.g. results/toy-collapse/<hash>/, the path `rankcollapse run` printed)."
         )
+    refuse_links(out_dir, "run folder")
 
 
 def _experiment_of(out_dir: Path, manifest: dict[str, Any]) -> Experiment:
