@@ -143,7 +143,10 @@ def invalid_config(what: str, err: ValidationError, keys: Iterable[str]) -> Conf
                 f"{what} has no key '{key}'.{did_you_mean(key, keys)} Keys: " + ", ".join(keys)
             )
         else:
-            message = e["msg"].removeprefix("Value error, ")
+            message = e["msg"].removeprefix("Value error, ").rstrip(".")
+            got = repr(e.get("input"))
+            if key and got not in message:  # a check quoting its input is not followed by it
+                message += f" (got {got})"
             # a model-level check names its keys itself; its input is the whole config
-            problems.append(f"{key}: {message} (got {e.get('input')!r})" if key else message)
+            problems.append(f"{key}: {message}" if key else message)
     return ConfigError(f"invalid {what}: " + "; ".join(problems) + ".")

@@ -49,6 +49,16 @@ def test_bad_values_raise_config_error_naming_the_key(values, message):
         NetConfig(**values)
 
 
+def test_the_input_is_named_once():
+    """A check that quotes the input is not followed by "(got ...)" again; one that does not
+    quote it is."""
+    with pytest.raises(ConfigError) as caught:
+        NetConfig(mask="window:x", n_layers=0)
+    message = str(caught.value)
+    assert message.count("'window:x'") == 1 and "(got 0)" in message
+    assert not message.endswith("..")
+
+
 def test_explicit_head_sizes_allow_more_heads_than_width():
     c = NetConfig(d_model=4, n_heads=8, d_qk=2, d_v=2)
     assert c.n_heads == 8
