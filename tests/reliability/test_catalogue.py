@@ -55,6 +55,14 @@ def test_the_catalogue_has_at_least_50_numbered_rows() -> None:
     assert numbers == list(range(1, len(numbers) + 1)), "rows are numbered 1, 2, 3, ..."
 
 
+def test_the_readme_counts_the_catalogues_rows() -> None:
+    """The README's "lists N bad inputs" is the number of rows here, not a number typed once."""
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    said = re.search(r"docs/reliability\.md\) lists (\d+) bad inputs", readme)
+    assert said, "the README no longer says how many rows docs/reliability.md lists"
+    assert int(said.group(1)) == len(rows())
+
+
 @pytest.fixture(scope="module")
 def files(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The bad input files the catalogue's commands name as {files}/..."""
