@@ -144,9 +144,10 @@ def invalid_config(what: str, err: ValidationError, keys: Iterable[str]) -> Conf
             )
         else:
             message = e["msg"].removeprefix("Value error, ").rstrip(".")
-            got = repr(e.get("input"))
-            if key and got not in message:  # a check quoting its input is not followed by it
-                message += f" (got {got})"
+            given = e.get("input")
+            quoted = isinstance(given, str) and repr(given) in message  # the check quoted it
+            if key and not quoted:  # a number is always named: "0" is in "... >= 10"
+                message += f" (got {given!r})"
             # a model-level check names its keys itself; its input is the whole config
             problems.append(f"{key}: {message}" if key else message)
     return ConfigError(f"invalid {what}: " + "; ".join(problems) + ".")

@@ -1,8 +1,9 @@
 """NetConfig: bad keys and values fail before any weight is drawn, naming the key."""
 
 import pytest
+from pydantic import BaseModel, Field, ValidationError
 
-from rankcollapse.errors import ConfigError
+from rankcollapse.errors import ConfigError, invalid_config
 from rankcollapse.nets import NetConfig
 
 
@@ -51,12 +52,20 @@ def test_bad_values_raise_config_error_naming_the_key(values, message):
 
 def test_the_input_is_named_once():
     """A check that quotes the input is not followed by "(got ...)" again; one that does not
-    quote it is."""
+    quote it is, and a number always is (0 appears in "10" without being quoted there)."""
     with pytest.raises(ConfigError) as caught:
         NetConfig(mask="window:x", n_layers=0)
     message = str(caught.value)
     assert message.count("'window:x'") == 1 and "(got 0)" in message
     assert not message.endswith("..")
+
+    class Sizes(BaseModel):
+        n_heads: int = Field(12, ge=10)
+
+    with pytest.raises(ValidationError) as caught_sizes:
+        Sizes(n_heads=0)
+    said = str(invalid_config("Sizes", caught_sizes.value, Sizes.model_fields))
+    assert said.endswith("greater than or equal to 10 (got 0).")
 
 
 def test_explicit_head_sizes_allow_more_heads_than_width():
