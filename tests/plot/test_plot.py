@@ -3,6 +3,7 @@ artists it draws (lines, bands, markers, ticks), not on pixels."""
 
 from __future__ import annotations
 
+import io
 import math
 
 import numpy as np
@@ -122,6 +123,24 @@ def test_render_gives_a_200_dpi_png_and_an_svg_the_same_bytes_every_time():
     png = first["png"]
     assert int.from_bytes(png[16:20], "big") == round(fig.get_size_inches()[0] * style.DPI)
     assert b"<svg" in first["svg"][:2000]
+
+
+@pytest.mark.parametrize("transparent", [False, True])
+def test_the_png_holds_the_pixels_matplotlib_draws_rgb_when_opaque(transparent):
+    from PIL import Image
+
+    fig = plot.layers(frame({"san": [1.0, 0.5, 0.2], "skip": [1.0, 0.9, 0.8]}))
+    if transparent:
+        fig.patch.set_alpha(0.0)
+    png = Image.open(io.BytesIO(plot.render(fig, ("png",))["png"]))
+    reference = io.BytesIO()
+    with style.context():
+        fig.savefig(reference, format="png", dpi=style.DPI)  # matplotlib's own writer
+    expected = np.asarray(Image.open(reference))
+    assert png.mode == ("RGBA" if transparent else "RGB")
+    assert png.info["dpi"] == pytest.approx((style.DPI, style.DPI), abs=1e-3)
+    assert np.array_equal(np.asarray(png.convert("RGBA")), expected)
+    assert (expected[..., 3] < 255).any() == transparent
 
 
 def test_an_svg_rendered_alone_has_the_bytes_of_one_rendered_after_the_png():
