@@ -376,20 +376,21 @@ def _png(fig: Figure) -> bytes:
     if not isinstance(fig.canvas, FigureCanvasAgg):
         FigureCanvasAgg(fig)
     fig.savefig(io.BytesIO(), format="rgba", dpi=DPI)  # draws; the canvas keeps the pixels
-    pixels = np.asarray(fig.canvas.buffer_rgba())
-    opaque = bool((pixels[..., 3] == 255).all())
-    rows = (pixels[..., :3] if opaque else pixels).reshape(len(pixels), -1)
-    filtered = np.empty((len(rows), rows.shape[1] + 1), np.uint8)
+    rgba = np.asarray(fig.canvas.buffer_rgba())  # (height, width, 4)
+    height, width = rgba.shape[:2]
+    opaque = bool((rgba[..., 3] == 255).all())
+    # contiguous rows first: the filter on a strided view of RGBA took 2.5 x as long
+    rows = np.ascontiguousarray(rgba[..., :3] if opaque else rgba).reshape(height, -1)
+    filtered = np.empty((height, 1 + rows.shape[1]), np.uint8)
     filtered[:, 0] = 2  # "Up"; the first row's row above counts as zeros
     filtered[0, 1:] = rows[0]
     np.subtract(rows[1:], rows[:-1], out=filtered[1:, 1:])  # modulo 256, as the spec says
-    height, width = pixels.shape[:2]
     per_metre = round(DPI / 0.0254)
     return b"".join((
         b"\x89PNG\r\n\x1a\n",
         _chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2 if opaque else 6, 0, 0, 0)),
         _chunk(b"pHYs", struct.pack(">IIB", per_metre, per_metre, 1)),
-        _chunk(b"IDAT", zlib.compress(filtered.tobytes())),
+        _chunk(b"IDAT", zlib.compress(filtered)),
         _chunk(b"IEND", b""),
     ))  # fmt: skip
 
