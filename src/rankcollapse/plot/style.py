@@ -373,10 +373,9 @@ def _png(fig: Figure) -> bytes:
     """
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-    if not isinstance(fig.canvas, FigureCanvasAgg):
-        FigureCanvasAgg(fig)
+    canvas = fig.canvas if isinstance(fig.canvas, FigureCanvasAgg) else FigureCanvasAgg(fig)
     fig.savefig(io.BytesIO(), format="rgba", dpi=DPI)  # draws; the canvas keeps the pixels
-    rgba = np.asarray(fig.canvas.buffer_rgba())  # (height, width, 4)
+    rgba = np.asarray(canvas.buffer_rgba())  # (height, width, 4)
     height, width = rgba.shape[:2]
     opaque = bool((rgba[..., 3] == 255).all())
     # contiguous rows first: the filter on a strided view of RGBA took 2.5 x as long
@@ -390,7 +389,7 @@ def _png(fig: Figure) -> bytes:
         b"\x89PNG\r\n\x1a\n",
         _chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2 if opaque else 6, 0, 0, 0)),
         _chunk(b"pHYs", struct.pack(">IIB", per_metre, per_metre, 1)),
-        _chunk(b"IDAT", zlib.compress(filtered)),
+        _chunk(b"IDAT", zlib.compress(filtered.data)),
         _chunk(b"IEND", b""),
     ))  # fmt: skip
 
