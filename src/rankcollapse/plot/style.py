@@ -368,8 +368,9 @@ def _png(fig: Figure) -> bytes:
     pixel is opaque (RGBA otherwise), each row stored as its difference from the row above
     (filter 2, "Up"), deflated at zlib's default level, the DPI in a pHYs chunk.
 
-    matplotlib's writer (Pillow) keeps RGBA and picks a filter per row, most of its time: for
-    the probe's 12-panel figure 65 against 26 ms, 228 against 208 kB (PNG spec, ISO 15948).
+    matplotlib's writer (Pillow) keeps RGBA and tries every filter on each row: for the probe's
+    12-panel figure, after the same 90 ms draw, this writes in 35 ms what it writes in 65, in
+    214 kB against 229 (the PNG specification, ISO/IEC 15948).
     """
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
