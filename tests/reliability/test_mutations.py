@@ -212,7 +212,7 @@ def test_a_damaged_results_folder_gives_one_clear_line_or_works_and_changes_noth
 ):
     monkeypatch.setitem(_registry._REGISTRY, "tiny", TINY)
     monkeypatch.chdir(tmp_path)
-    outcomes, skipped = {0: 0, 2: 0}, 0
+    outcomes, skipped, refusals = {0: 0, 2: 0}, 0, []
     relevant = [c for c in fuzz_cases if c[0].startswith(READS[command])]
     for k, (case, path_of, mutate) in enumerate(relevant):
         root = tmp_path / f"case-{k}" / "root"
@@ -231,8 +231,11 @@ def test_a_damaged_results_folder_gives_one_clear_line_or_works_and_changes_noth
         assert "Traceback" not in out + err, f"{where}: a traceback\n{err[-2000:]}"
         if code == 2:
             errors = [line for line in err.splitlines() if line.startswith("error:")]
-            assert len(errors) == 1 and err.strip() == errors[0], f"{where}: {err!r}"
+            assert len(errors) == 1 and err.strip().endswith(errors[0]), f"{where}: {err!r}"
+            notes = err.strip().removesuffix(errors[0]).strip()
+            assert not notes or notes.startswith(f"note: skipped {run}"), f"{where}: {err!r}"
             assert str(root) in err or "--out" in err, f"{where}: names no file: {err!r}"
+            refusals.append(errors[0])
         allowed = _outputs(command, str(run.relative_to(root))) if code == 0 else ()
         after = _snapshot(root)
         changed = sorted(
@@ -244,7 +247,10 @@ def test_a_damaged_results_folder_gives_one_clear_line_or_works_and_changes_noth
         skipped += f"note: skipped {run}" in " ".join(err.split())
         shutil.rmtree(root.parent)
     assert sum(outcomes.values()) == len(relevant)
-    if command in ("index", "reproduce"):  # a damaged run is skipped with a line, never fatal
+    if command == "index":  # a damaged run is skipped with a line, never fatal
         assert outcomes[2] == 0 and skipped > 0
+    elif command == "reproduce":  # skipped with a line; the only run skipped: nothing to read
+        assert skipped > 0 and outcomes[0] > 0
+        assert all("no complete run of any experiment is stored" in e for e in refusals)
     else:
         assert outcomes[2] > 0 and outcomes[0] > 0

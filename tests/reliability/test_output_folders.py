@@ -43,6 +43,10 @@ def inputs(tmp_path_factory) -> Path:
                     logs=[CsvLog(folder / "logs" / "collapse.csv")])  # fmt: skip
     for step in range(2):
         monitor.step(step)
+    with pytest.MonkeyPatch.context() as patch:  # a stored run, for reproduce to read
+        patch.setitem(_registry._REGISTRY, "tiny", TINY)
+        run = ["run", "tiny", "--set", "items=1", f"log_dir={folder}", "--no-figures"]
+        assert main([*run, "--out", str(folder / "runs" / "tiny" / "quick")]) == 0
     return folder
 
 
@@ -55,7 +59,7 @@ def commands(inputs: Path, out: str) -> dict[str, list[str]]:
         "probe": ["probe", str(inputs / "gpt"), "--random-tokens", *small, "--out", out],
         "qk-rank": ["qk-rank", str(inputs / "gpt"), "--init", "random", "--out", out],
         "run": ["run", "tiny", "--set", "items=1", f"log_dir={inputs}", "--out", out],
-        "reproduce": ["reproduce", "--results", str(inputs), "--out", out],
+        "reproduce": ["reproduce", "--results", str(inputs / "runs"), "--out", out],
         "compare": ["compare", str(inputs / "results"), "--out", out],
         "paths": ["paths", "count", "--arch", "bert-base", "--out", out],
         "paths decompose": ["paths", "decompose", "--n-layers", "2", "--d-model", "8", *small[:4],

@@ -82,6 +82,15 @@ def test_cli_writes_markdown_and_html(tmp_path: Path) -> None:
     assert "<table" in (tmp_path / "reproduction.html").read_text()
 
 
+def test_a_folder_that_holds_no_run_is_refused_and_nothing_is_written(tmp_path, capsys):
+    (tmp_path / "notes.txt").write_text("no run here")  # e.g. `reproduce --results ~`
+    assert main(["reproduce", "--results", str(tmp_path)]) == 2
+    assert f"no complete run of any experiment is stored in '{tmp_path}'/EXPERIMENT/PRESET" in (
+        capsys.readouterr().err
+    )
+    assert [p.name for p in tmp_path.iterdir()] == ["notes.txt"]
+
+
 def test_not_tested_and_beyond_are_counted_apart_and_old_claims_still_read(tmp_path: Path) -> None:
     untested = _claim("f2", "finding", False, 0.9) | {
         "verdict": "NOT TESTED",

@@ -368,18 +368,25 @@ SIGNATURES = {".md": "# Reproduction table", ".html": "<title>rankcollapse: repr
 def checked_table(
     results_root: str | Path, preset: str | None = None, notify: Notify | None = None
 ) -> pd.DataFrame:
-    """`reproduction_table`, refused (InputError) when `preset` is asked for and no complete
-    run of it is stored: a table of nothing but "not run" rows replaces nothing."""
+    """`reproduction_table`, refused (InputError) when no complete run is stored (of `preset`,
+    when one is asked for): a table of nothing but "not run" rows replaces nothing."""
     table = reproduction_table(results_root, preset, notify)
-    if preset is not None and (table["result"] == "not run").all():
-        stored = sorted({run.preset for run in stored_runs(results_root)})
+    if not (table["result"] == "not run").all():
+        return table
+    if preset is None:
         raise InputError(
-            f"no complete run of preset {preset!r} is stored under {str(results_root)!r} "
-            f"(stored presets: {', '.join(stored) or 'none'}); run them first "
-            f"(`rankcollapse run all --preset {preset}`) or pass another --preset. Nothing "
-            "was written."
+            f"no complete run of any experiment is stored in {str(results_root)!r}/EXPERIMENT/"
+            "PRESET, where `rankcollapse run` writes one; pass the results folder it wrote to "
+            "(default: results/), or run an experiment first (`rankcollapse run "
+            "toy-collapse`). Nothing was written."
         )
-    return table
+    stored = sorted({run.preset for run in stored_runs(results_root)})
+    raise InputError(
+        f"no complete run of preset {preset!r} is stored under {str(results_root)!r} "
+        f"(stored presets: {', '.join(stored) or 'none'}); run them first "
+        f"(`rankcollapse run all --preset {preset}`) or pass another --preset. Nothing "
+        "was written."
+    )
 
 
 def write_reproduction(
