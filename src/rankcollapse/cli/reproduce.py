@@ -16,7 +16,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "row per finding with the paper's statement and where it appears, our measured value, "
         "the preset and PASS / FAIL / NOT TESTED (with its reason) / not run; the project's own "
         "conjectures are listed apart. A file of that name that reproduce did not write is "
-        "never replaced; a --preset with no stored run is refused.",
+        "never replaced; a folder with no stored run (of --preset, when given) is refused.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     parser.add_argument(
