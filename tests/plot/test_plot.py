@@ -116,6 +116,25 @@ def test_layers_names_a_metric_the_frame_lacks_and_the_ones_it_has():
         plot.layers(frame({"san": [1.0, 0.5]}), metric="mu")
 
 
+@pytest.mark.parametrize(
+    ("draw", "rows", "message"),
+    [
+        (plot.layers, {"layer": [], "metric": [], "value": []}, "has no rows: nothing to draw"),
+        (plot.layers, {"layer": [0], "metric": ["mu_rel"], "value": ["a"]},
+         "column 'value' holds .* values, not numbers; convert it"),
+        (plot.band_plot, {"layer": [0], "value": [1.0]}, r"no column\(s\) \['variant'\]"),
+        (plot.band_plot, {"layer": [0], "value": [True], "variant": ["san"]},
+         "column 'value' holds bool values"),
+    ],
+)  # fmt: skip
+def test_a_frame_that_cannot_be_drawn_is_refused_in_a_sentence(draw, rows, message):
+    with pytest.raises(InputError, match=message):
+        draw(pd.DataFrame(rows))
+    # the same frame with numbers in each row draws
+    good = {"layer": [0, 1], "metric": ["mu_rel"] * 2, "value": [1.0, 0.5], "variant": ["san"] * 2}
+    assert draw(pd.DataFrame(good)).axes
+
+
 def test_render_gives_a_200_dpi_png_and_an_svg_the_same_bytes_every_time():
     fig = plot.layers(frame({"san": [1.0, 0.5]}))
     first, second = plot.render(fig), plot.render(fig)

@@ -71,6 +71,33 @@ BOUNDED = {
 }
 
 
+TIDY = "pass the tidy frame of probe, measure, simulate or a run's results.csv"
+
+
+def check_frame(
+    frame: pd.DataFrame, columns: Sequence[str], numbers: Sequence[str], how: str
+) -> None:
+    """Refuse (InputError) a frame that lacks one of `columns`, has no rows, or holds anything
+    but numbers (NaN and Inf count as numbers) in one of `numbers`; each message ends with
+    `how` to get a frame that fits."""
+    from rankcollapse.errors import InputError
+
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise InputError(
+            f"the frame has no column(s) {missing} (columns: {list(frame.columns)}); {how}."
+        )
+    if frame.empty:
+        raise InputError(f"the frame has no rows: nothing to draw; {how}.")
+    for column in numbers:
+        kind = frame[column].dtype
+        if not pd.api.types.is_numeric_dtype(kind) or pd.api.types.is_bool_dtype(kind):
+            raise InputError(
+                f"column {column!r} holds {kind} values, not numbers; convert it "
+                f"(pandas.to_numeric) or {how}."
+            )
+
+
 def ordered_values(column: pd.Series) -> list:
     """Distinct values in their categorical order, else in order of first appearance.
 
@@ -397,6 +424,10 @@ def band_plot(
         >>> len(band_plot(df).axes)
         1
     """
+    named = [c for c in (hue, panel) if c]
+    needed = [x, y, *named]
+    how = f"pass a frame with a row per point and the columns x, y, hue and panel name: {needed}"
+    check_frame(df, needed, [y], how)
     hues = ordered_values(df[hue]) if hue else [None]
     if panel is None and len(hues) > MAX_SERIES:
         panel, hue, hues = hue, None, [None]
@@ -611,12 +642,7 @@ def _layer_metrics(frame: pd.DataFrame, metric: str | Sequence[str] | None) -> l
     layer, metric and value columns, and a metric it does not hold."""
     from rankcollapse.errors import InputError
 
-    missing = [c for c in ("layer", "metric", "value") if c not in frame.columns]
-    if missing:
-        raise InputError(
-            f"the frame has no column(s) {missing} (columns: {list(frame.columns)}); pass the "
-            "tidy frame of probe, measure, simulate or a run's results.csv."
-        )
+    check_frame(frame, ("layer", "metric", "value"), ("layer", "value"), TIDY)
     names = (
         ordered_values(frame["metric"])
         if metric is None

@@ -11,7 +11,7 @@ from matplotlib.colors import LogNorm, Normalize
 from matplotlib.figure import Figure
 
 from rankcollapse.errors import InputError
-from rankcollapse.plot.curves import SHRINKING, band_plot, ordered_values
+from rankcollapse.plot.curves import SHRINKING, band_plot, check_frame, ordered_values
 from rankcollapse.plot.style import FLOOR_COLOR, MAX_SERIES, context, new_figure, words
 
 NEEDED = ("step", "layer", "metric", "value")
@@ -19,12 +19,8 @@ NEEDED = ("step", "layer", "metric", "value")
 
 def _rows(frame: pd.DataFrame, metric: str, panel: str | None) -> pd.DataFrame:
     """The rows of one metric, checked: a clear error names what is missing."""
-    missing = [c for c in (*NEEDED, *([panel] if panel else [])) if c not in frame.columns]
-    if missing:
-        raise InputError(
-            f"the frame has no column(s) {missing} (columns: {list(frame.columns)}); pass the "
-            "rows a monitor wrote (rankcollapse.measure.monitor.read_log)."
-        )
+    columns = (*NEEDED, *([panel] if panel else []))
+    check_frame(frame, columns, (), "pass the rows a monitor wrote (measure.monitor.read_log)")
     rows = frame[frame["metric"] == metric]
     if rows.empty:
         raise InputError(
