@@ -135,6 +135,16 @@ def test_a_frame_that_cannot_be_drawn_is_refused_in_a_sentence(draw, rows, messa
     assert draw(pd.DataFrame(good)).axes
 
 
+def test_layers_refuses_a_series_column_the_frame_lacks_and_a_width_that_is_no_size():
+    good = frame({"san": [1.0, 0.5]})
+    with pytest.raises(InputError, match=r"no column\(s\) \['nope'\] .*pass by= columns it has"):
+        plot.layers(good, by="nope")
+    for width in (-1, float("nan"), "7"):
+        with pytest.raises(InputError, match="pass a width in inches"):
+            plot.layers(good, width=width)
+    assert plot.layers(good, by="variant", width=5).get_size_inches()[0] == 5
+
+
 def test_render_gives_a_200_dpi_png_and_an_svg_the_same_bytes_every_time():
     fig = plot.layers(frame({"san": [1.0, 0.5]}))
     first, second = plot.render(fig), plot.render(fig)

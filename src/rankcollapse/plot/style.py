@@ -111,6 +111,10 @@ def new_figure(
     One panel is a column wide; more panels share the full width. Unused cells are hidden.
     The figure `prepare_figure` built for these arguments, if there is one.
     """
+    if width is not None and not (isinstance(width, int | float) and 0 < width < math.inf):
+        from rankcollapse.errors import InputError
+
+        raise InputError(f"width is {width!r}; pass a width in inches (> 0), or None.")
     key = (n_panels, width, max_cols, sharex, sharey)
     if key in _prepared:
         return _prepared.pop(key)
