@@ -27,6 +27,13 @@ def test_save_activations_round_trips_states_and_mask_through_measure_file(tmp_p
     frame = measure_file(path, metrics=["mu_rel", "res_comp_rel"])
     expected = measure_layers(layers, mask, metrics=["mu_rel", "res_comp_rel"])
     assert frame["value"].tolist() == expected["value"].tolist()
+    # one metric by its name alone, as probe and plot.layers take it (it was read letter by
+    # letter: "unknown metric 'm'")
+    alone = measure_file(path, metrics="mu_rel")
+    assert (
+        alone["value"].tolist() == measure_layers(layers, mask, metrics="mu_rel")["value"].tolist()
+    )
+    assert alone["value"].tolist() == expected[expected["metric"] == "mu_rel"]["value"].tolist()
 
 
 @pytest.mark.parametrize(

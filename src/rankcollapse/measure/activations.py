@@ -99,7 +99,7 @@ def measure_file(
     path: str | os.PathLike,
     mask: str | os.PathLike | Tensor | None = None,
     *,
-    metrics: Sequence[str] | None = None,
+    metrics: str | Sequence[str] | None = None,
     device: str | torch.device = "cpu",
 ) -> pd.DataFrame:
     """`rankcollapse measure FILE` from Python: the per-layer metrics of saved activations
@@ -107,13 +107,12 @@ def measure_file(
     every size checked before a layer is read. `mask`: a (batch, n) tensor, a file holding
     one, or None for the file's own."""
     from rankcollapse.devices import metrics_device, resolve_device
-    from rankcollapse.metrics import get_metric
+    from rankcollapse.metrics.registry import names_of_kind
 
     where = metrics_device(resolve_device(device))
-    for name in metrics or ():
-        get_metric(name)
+    names = names_of_kind(metrics, "states")
     activations = read_activations(path, mask)
-    return measure_activations(activations, metrics=metrics, device=where)
+    return measure_activations(activations, metrics=names, device=where)
 
 
 __all__ = ["measure_activations", "measure_file", "save_activations"]

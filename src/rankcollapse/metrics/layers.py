@@ -8,6 +8,7 @@ import pandas as pd
 import torch
 from torch import Tensor
 
+from rankcollapse.metrics.registry import names_of_kind
 from rankcollapse.metrics.suite import measure_states, metrics_frame
 
 
@@ -15,7 +16,7 @@ def measure_layers(
     states: Sequence[Tensor] | Tensor,
     mask: Tensor | None = None,
     *,
-    metrics: Sequence[str] | None = None,
+    metrics: str | Sequence[str] | None = None,
     source_dtype: torch.dtype | None = None,
     device: torch.device | None = None,
     **ids: object,
@@ -32,7 +33,7 @@ def measure_layers(
         >>> frame[["seed", "layer", "at_floor"]].values.tolist()
         [[0, 0, False], [0, 1, True]]
     """
-    names = list(metrics) if metrics is not None else None
+    names = names_of_kind(metrics, "states")  # checked before any layer is measured
     if device is not None and mask is not None:
         mask = mask.to(device)
     frames = [

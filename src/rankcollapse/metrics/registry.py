@@ -8,7 +8,7 @@ read them from there.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -138,12 +138,10 @@ def get_metric(name: str) -> MetricInfo:
     return METRICS[name]
 
 
-def names_of_kind(
-    names: list[str] | tuple[str, ...] | tuple[MetricInfo, ...] | None, kind: Kind
-) -> list[str]:
-    """Check metric names for one suite (None = that kind's defaults) before any work starts;
-    metrics already resolved (`MetricInfo`s of this kind, as a probe's request holds them)
-    are not looked up again."""
+def names_of_kind(names: str | Sequence[str | MetricInfo] | None, kind: Kind) -> list[str]:
+    """Check metric names for one suite (one name, several, or None = that kind's defaults)
+    before any work starts; metrics already resolved (`MetricInfo`s of this kind, as a
+    probe's request holds them) are not looked up again."""
     if names is not None and not isinstance(names, str):
         resolved = [m.name for m in names if isinstance(m, MetricInfo) and m.kind == kind]
         if resolved and len(resolved) == len(names):
@@ -153,8 +151,8 @@ def names_of_kind(
     if isinstance(names, str):
         names = [names]
     known = [name for name, info in METRICS.items() if info.kind == kind]
-    names = [m.name if isinstance(m, MetricInfo) else m for m in names]
-    for name in names:
+    plain = [m.name if isinstance(m, MetricInfo) else m for m in names]
+    for name in plain:
         if name in METRICS and name not in known:
             suite = "measure_attention" if METRICS[name].kind == "attention" else "measure_states"
             raise UnknownNameError(
@@ -163,4 +161,4 @@ def names_of_kind(
             )
         if name not in known:
             raise unknown_name("metric", name, known)
-    return list(names)
+    return plain
