@@ -7,7 +7,7 @@ import pytest
 import torch
 from torch.nn import functional as F
 
-from rankcollapse.errors import InputError
+from rankcollapse.errors import ConfigError, InputError
 from rankcollapse.masks import causal, mask_from_spec
 from rankcollapse.nets import NetConfig, ToyNet, Trace, random_tokens
 
@@ -200,3 +200,18 @@ def test_input_of_wrong_shape_is_rejected_with_the_expected_shape():
         _net()(_x()[0])
     with pytest.raises(InputError, match=r"float tokens.*int64"):
         _net()(torch.zeros(1, 2, D, dtype=torch.long))
+
+
+@pytest.mark.parametrize(
+    ("sizes", "message"),
+    [
+        ((0, 5, 8), "batch is 0; it must be at least 1"),
+        ((2, 1, 8), "n_tokens is 1; it must be at least 2"),
+        ((2, 5, -8), "d_model is -8; it must be at least 1"),
+        ((2, 5, 8.0), r"d_model is 8.0; it must be an integer"),
+    ],
+)
+def test_random_tokens_takes_sizes_within_their_bounds(sizes, message):
+    with pytest.raises(ConfigError, match=message):  # it gave an empty tensor, or torch's error
+        random_tokens(*sizes, seed=0)
+    assert random_tokens(2, 5, 8, seed=0).shape == (2, 5, 8)

@@ -21,6 +21,7 @@ from rankcollapse.errors import InputError
 from rankcollapse.masks import bias_of
 from rankcollapse.nets.config import NetConfig
 from rankcollapse.nets.layers import MLP, Block, MLPBlock, SelfAttention, Skip, make_norm
+from rankcollapse.sizes import check_size
 
 DTYPES = {"float64": torch.float64, "float32": torch.float32}
 
@@ -149,11 +150,15 @@ class ToyNet(nn.Module):
 def random_tokens(
     batch: int, n_tokens: int, d_model: int, *, seed: int, dtype: torch.dtype = torch.float64
 ) -> Tensor:
-    """Standard Gaussian tokens of shape (batch, n_tokens, d_model), deterministic by `seed`.
+    """Standard Gaussian tokens of shape (batch, n_tokens, d_model), deterministic by `seed`;
+    each size within its bound (`rankcollapse.sizes`: batch as n_samples).
 
     Example:
         >>> random_tokens(2, 3, 4, seed=0).equal(random_tokens(2, 3, 4, seed=0))
         True
     """
+    check_size("n_samples", batch, shown="batch")
+    check_size("n_tokens", n_tokens)
+    check_size("d_model", d_model)
     generator = torch.Generator().manual_seed(seed)
     return torch.randn(batch, n_tokens, d_model, generator=generator, dtype=dtype)
