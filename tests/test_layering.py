@@ -9,7 +9,7 @@ import pytest
 SRC = Path(__file__).resolve().parents[1] / "src" / "rankcollapse"
 LAYER = {
     "errors": 0, "files": 0, "seeds": 0, "devices": 0, "presets": 0, "_validation": 0, "data": 0,
-    "lazy": 0, "variants": 0, "process": 0, "reading": 0, "sizes": 0,
+    "lazy": 0, "variants": 0, "process": 0, "reading": 0, "sizes": 0, "frames": 0,
     "metrics": 1, "masks": 1,
     "nets": 2, "hf": 2, "lens": 2,
     "paths": 3, "theory": 3, "measure": 3,

@@ -119,7 +119,7 @@ def test_layers_names_a_metric_the_frame_lacks_and_the_ones_it_has():
 @pytest.mark.parametrize(
     ("draw", "rows", "message"),
     [
-        (plot.layers, {"layer": [], "metric": [], "value": []}, "has no rows: nothing to draw"),
+        (plot.layers, {"layer": [], "metric": [], "value": []}, "the frame has no rows; pass the tidy frame"),
         (plot.layers, {"layer": [0], "metric": ["mu_rel"], "value": ["a"]},
          "column 'value' holds .* values, not numbers; convert it"),
         (plot.band_plot, {"layer": [0], "value": [1.0]}, r"no column\(s\) \['variant'\]"),

@@ -99,3 +99,16 @@ def test_curve_slopes_fit_each_curve_and_flag_a_diverged_one():
     table = curve_slopes(pd.concat([rows, lost]), ["v"]).set_index("v")
     assert table.loc["a", "slope_mu"] == pytest.approx(-1.0) and not table.loc["a", "diverged"]
     assert table.loc["b", "diverged"] and math.isnan(table.loc["b", "slope_mu"])
+
+
+def test_a_curve_without_a_column_a_rate_reads_is_named_and_no_curve_gives_no_rate():
+    from rankcollapse.errors import InputError
+
+    curve = pd.DataFrame({"layer": [0, 1], "sample": 0, "value": [1.0, 0.5]})
+    with pytest.raises(InputError, match=r"no column\(s\) \['at_floor'\].*pass rows \(layer"):
+        collapse_rate(curve)  # a KeyError from inside, before
+    with pytest.raises(InputError, match="column 'value' holds .* values, not numbers"):
+        collapse_rate(curve.assign(value=["1.0", "0.5"], at_floor=False))
+    assert collapse_rate(curve.assign(at_floor=False)).slope == pytest.approx(math.log(0.5))
+    none = collapse_rates(curve.assign(at_floor=False, v="a").iloc[:0], ["v"])
+    assert none.empty and list(none.columns) == ["v", "slope", "n_fit"]

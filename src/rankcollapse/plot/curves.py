@@ -24,6 +24,7 @@ from matplotlib import ticker, transforms
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
+from rankcollapse.frames import check_frame
 from rankcollapse.plot.floor import Floor, floor_of
 from rankcollapse.plot.style import (
     FLOOR_COLOR,
@@ -72,30 +73,6 @@ BOUNDED = {
 
 
 TIDY = "pass the tidy frame of probe, measure, simulate or a run's results.csv"
-
-
-def check_frame(
-    frame: pd.DataFrame, columns: Sequence[str], numbers: Sequence[str], how: str
-) -> None:
-    """Refuse (InputError) a frame that lacks one of `columns`, has no rows, or holds anything
-    but numbers (NaN and Inf count as numbers) in one of `numbers`; each message ends with
-    `how` to get a frame that fits."""
-    from rankcollapse.errors import InputError
-
-    missing = [c for c in columns if c not in frame.columns]
-    if missing:
-        raise InputError(
-            f"the frame has no column(s) {missing} (columns: {list(frame.columns)}); {how}."
-        )
-    if frame.empty:
-        raise InputError(f"the frame has no rows: nothing to draw; {how}.")
-    for column in numbers:
-        kind = frame[column].dtype
-        if not pd.api.types.is_numeric_dtype(kind) or pd.api.types.is_bool_dtype(kind):
-            raise InputError(
-                f"column {column!r} holds {kind} values, not numbers; convert it "
-                f"(pandas.to_numeric) or {how}."
-            )
 
 
 def ordered_values(column: pd.Series) -> list:

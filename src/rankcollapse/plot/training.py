@@ -11,7 +11,8 @@ from matplotlib.colors import LogNorm, Normalize
 from matplotlib.figure import Figure
 
 from rankcollapse.errors import InputError
-from rankcollapse.plot.curves import SHRINKING, band_plot, check_frame, ordered_values
+from rankcollapse.frames import check_frame
+from rankcollapse.plot.curves import SHRINKING, band_plot, ordered_values
 from rankcollapse.plot.style import FLOOR_COLOR, MAX_SERIES, context, new_figure, words
 
 NEEDED = ("step", "layer", "metric", "value")

@@ -12,6 +12,8 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
+from rankcollapse.frames import check_frame
+
 
 class CollapseRate(NamedTuple):
     slope: float
@@ -74,6 +76,7 @@ def sample_rates(curves: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
         [{'sample': 0, 'slope': -36.841, 'n_fit': 2}, {'sample': 1, 'slope': -0.693, 'n_fit': 3}]
     """
     keys = [*by, "sample"]
+    _check_curves(curves, keys)
     rows = curves.sort_values("layer", kind="stable")
     floor = rows["at_floor"].astype(bool)
     before = floor.groupby([rows[k] for k in keys], sort=False).cumsum() - floor
@@ -122,9 +125,21 @@ def rate_persistence(curve: pd.DataFrame) -> Persistence:
     return Persistence(float(last / before), None, decades)
 
 
+CURVE = (
+    "pass rows (layer, sample, value, at_floor) of one metric, as probe, measure or simulate "
+    "write them"
+)
+
+
+def _check_curves(curves: pd.DataFrame, by: Sequence[str]) -> None:
+    columns = ["layer", "value", "at_floor", *by]
+    check_frame(curves, columns, ["layer", "value"], CURVE, empty=True)  # no curve: no rate
+
+
 def _log_means(curves: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     """Per (by..., layer): the mean over samples of log value and whether any value sits at the
     dtype floor; groups in the order they first appear, layers ascending within each."""
+    _check_curves(curves, by)
     logs = np.log(curves["value"].astype(float).clip(lower=1e-300))
     frame = curves.assign(log=logs, floor=curves["at_floor"].astype(bool))
     stats = (
