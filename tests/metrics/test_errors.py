@@ -98,11 +98,12 @@ def test_unknown_metric_name_lists_known_names_and_suggests_the_closest(rng):
 def test_a_metric_of_the_other_kind_points_to_the_right_suite(rng):
     with pytest.raises(
         UnknownNameError,
-        match="'attn_entropy' is an attention metric; measure it with measure_attention",
+        match="'attn_entropy' is an attention metric; it reads attention weights, which",
     ):
         measure_states(torch.randn(2, 3, 4, generator=rng), metrics=["attn_entropy"])
     with pytest.raises(
-        UnknownNameError, match="'mu' is a state metric; measure it with measure_states"
+        UnknownNameError,
+        match=r"'mu' is a state metric; it reads hidden states \(Python: metrics.measure_states\)",
     ):
         measure_attention(torch.full((3, 3), 1 / 3), metrics=["mu"])
 

@@ -154,10 +154,16 @@ def names_of_kind(names: str | Sequence[str | MetricInfo] | None, kind: Kind) ->
     plain = [m.name if isinstance(m, MetricInfo) else m for m in names]
     for name in plain:
         if name in METRICS and name not in known:
-            suite = "measure_attention" if METRICS[name].kind == "attention" else "measure_states"
+            where = (  # what it reads, and where that is measured
+                "it reads attention weights, which `rankcollapse probe` captures (Python: "
+                "metrics.measure_attention)"
+                if METRICS[name].kind == "attention"
+                else "it reads hidden states (Python: metrics.measure_states)"
+            )
             raise UnknownNameError(
                 f"'{name}' is {'an attention' if kind == 'states' else 'a state'} metric; "
-                f"measure it with {suite}. {kind.capitalize()} metrics: {', '.join(known)}."
+                f"{where}. This takes {'state' if kind == 'states' else 'attention'} metrics: "
+                f"{', '.join(known)}."
             )
         if name not in known:
             raise unknown_name("metric", name, known)
