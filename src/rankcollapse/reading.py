@@ -447,7 +447,10 @@ def read_activations(path: str | os.PathLike, mask: str | os.PathLike | Any = No
 
     content = load_activations(path)
     if isinstance(mask, str | os.PathLike):
-        mask = load_activations(mask)["states"].read(0)  # one small tensor, read whole
+        try:
+            mask = load_activations(mask)["states"].read(0)  # one small tensor, read whole
+        except InputError as err:  # said of the mask, not of the states
+            raise InputError(f"the mask file: {err}") from None
     states = content["states"]
     shape, mask = check_activations(states, content["mask"] if mask is None else mask)
     n_layers, n_samples, n_tokens, d_model = shape

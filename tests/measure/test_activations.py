@@ -56,7 +56,7 @@ def test_save_activations_refuses_what_measure_could_not_read(tmp_path, states, 
 
 
 def test_measure_file_checks_metrics_device_and_header_before_reading(tmp_path):
-    from rankcollapse.measure import measure_file
+    from rankcollapse.measure import measure_file, save_activations
 
     (tmp_path / "bad.safetensors").write_bytes(struct.pack("<Q", 10**12) + b"{}")
     with pytest.raises(RankCollapseError, match="bad.safetensors' is not a readable safetensors"):
@@ -65,6 +65,9 @@ def test_measure_file_checks_metrics_device_and_header_before_reading(tmp_path):
         measure_file(tmp_path / "bad.safetensors", metrics=["mu_rell"])
     with pytest.raises(RankCollapseError, match="no file at"):
         measure_file(tmp_path / "missing.npy")
+    states = save_activations(tmp_path / "acts.safetensors", [torch.zeros(2, 3, 4)])
+    with pytest.raises(RankCollapseError, match="^the mask file: no file at '.*missing.npy'"):
+        measure_file(states, mask=tmp_path / "missing.npy")  # said as if of the states, before
 
 
 @pytest.mark.filterwarnings("ignore:HookedTransformer is deprecated")
