@@ -137,7 +137,10 @@ def test_a_frame_that_cannot_be_drawn_is_refused_in_a_sentence(draw, rows, messa
 
 def test_layers_refuses_a_series_column_the_frame_lacks_and_a_width_that_is_no_size():
     good = frame({"san": [1.0, 0.5]})
-    with pytest.raises(InputError, match=r"no column\(s\) \['nope'\] .*pass by= columns it has"):
+    with pytest.raises(
+        InputError,
+        match=r"no column\(s\) \['nope'\] .*pass by= columns it has, or None for the ones that vary of run, model",
+    ):
         plot.layers(good, by="nope")
     for width in (-1, float("nan"), "7"):
         with pytest.raises(InputError, match="pass a width in inches"):

@@ -509,6 +509,7 @@ def line_plot(
 
 
 ID_COLUMNS = ("run", "model", "init", "variant", "mask", "temperature", "mode", "arm")
+ID = ", ".join(ID_COLUMNS)
 
 
 def layers(
@@ -644,7 +645,7 @@ def _series_column(
     by = [by] if isinstance(by, str) else list(by)
     if not by:
         return data, None
-    check_frame(data, by, (), "pass by= columns it has, or None for those of ID_COLUMNS that vary")
+    check_frame(data, by, (), "pass by= columns it has, or None for the ones that vary of " + ID)
     hue = by[0] if len(by) == 1 else " / ".join(by)
     if len(by) > 1:  # a missing value (a folder without that column) reads as "-"
         labels = data[by].astype(object).fillna("-").astype(str)
