@@ -175,6 +175,18 @@ def test_the_png_holds_the_pixels_matplotlib_draws_rgb_when_opaque(transparent):
     assert (expected[..., 3] < 255).any() == transparent
 
 
+def test_the_png_has_the_rows_agg_draws_where_inches_times_dpi_falls_just_short():
+    from matplotlib.figure import Figure
+    from PIL import Image
+
+    fig = Figure(figsize=(7.0, 9.7))  # 9.7 * 200 = 1939.9999...: Agg draws 1940 rows
+    fig.add_subplot().plot([0, 1])
+    own = fig.canvas
+    png = Image.open(io.BytesIO(plot.render(fig, ("png",))["png"]))
+    assert png.size == (1400, 1940)
+    assert fig.canvas is own  # a figure's own canvas (a window's, say) stays its own
+
+
 def test_an_svg_rendered_alone_has_the_bytes_of_one_rendered_after_the_png():
     # the layout comes from the same Agg pass, so a process drawing only the SVG agrees
     both = plot.render(plot.layers(frame({"san": [1.0, 0.5, 0.2]})))

@@ -376,10 +376,16 @@ def _png(fig: Figure) -> bytes:
     12-panel figure, after the same 90 ms draw, this writes in 35 ms what it writes in 65, in
     214 kB against 229 (the PNG specification, ISO/IEC 15948).
     """
-    raw = io.BytesIO()
-    fig.savefig(raw, format="rgba", dpi=DPI)  # Agg's pixels, whatever canvas the figure has
-    width, height = (int(inches * DPI) for inches in fig.get_size_inches())  # as Agg sizes it
-    rgba = np.frombuffer(raw.getbuffer(), np.uint8).reshape(height, width, 4)
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    own = fig.canvas
+    canvas = own if isinstance(own, FigureCanvasAgg) else FigureCanvasAgg(fig)
+    try:
+        fig.savefig(io.BytesIO(), format="rgba", dpi=DPI)  # draws; the canvas keeps the pixels
+        rgba = np.asarray(canvas.buffer_rgba())  # (height, width, 4), as Agg sized them
+    finally:
+        fig.set_canvas(own)  # a figure's own canvas (a window's, say) stays its own
+    height, width = rgba.shape[:2]
     opaque = bool((rgba[..., 3] == 255).all())
     # contiguous rows first: the filter on a strided view of RGBA took 2.5 x as long
     rows = np.ascontiguousarray(rgba[..., :3] if opaque else rgba).reshape(height, -1)
