@@ -70,3 +70,22 @@ def test_a_file_of_only_whitespace_is_empty(tmp_path):
     (tmp_path / "blank.txt").write_text(" \n\n \t\n" * 1000)
     with pytest.raises(InputError, match="is empty; pass a file with text in it"):
         text.load_windows(_minilm_tokenizer(), text=tmp_path / "blank.txt", n_samples=1)
+
+
+def test_a_file_in_another_encoding_is_refused_at_its_first_bad_byte_and_crlf_reads_as_lf(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setattr(text, "CHUNK_CHARS", 5)  # the bad byte in the second block
+    words = "the café is open today\n\nand the second paragraph follows it\n"
+    (tmp_path / "latin1.txt").write_bytes(words.encode("latin-1"))
+    with pytest.raises(  # it was read as U+FFFD and measured
+        InputError, match=r"latin1.txt' cannot be read \(not UTF-8 at byte 7: invalid continuation"
+    ):
+        text.load_windows(
+            _minilm_tokenizer(), text=tmp_path / "latin1.txt", n_samples=1, n_tokens=2
+        )
+    (tmp_path / "crlf.txt").write_bytes(words.replace("\n", "\r\n").encode())
+    crlf = text.load_paragraphs(_minilm_tokenizer(), text=tmp_path / "crlf.txt", n_samples=2)
+    lf = text.load_paragraphs(_minilm_tokenizer(), text=words, n_samples=2)
+    assert all(torch.equal(a, b) for a, b in zip(crlf, lf, strict=True))
+    assert len(crlf[0]) == 2  # two paragraphs: the blank line between them is found in CRLF too

@@ -8,6 +8,7 @@ the text tokenized without special tokens, so every window holds exactly `n_toke
 
 from __future__ import annotations
 
+import codecs
 import io
 import weakref
 from collections.abc import Callable, Iterator
@@ -59,20 +60,33 @@ def _unreadable_text(path: Path) -> Callable[[str], InputError]:
 
 def _file_pieces(path: Path) -> Iterator[str]:
     """A regular file of at most MAX_TEXT_BYTES (a FIFO or device is refused, never opened),
-    read in pieces: memory does not grow with the file."""
-    with (
-        open_bounded(path, MAX_TEXT_BYTES, error=_unreadable_text(path)) as raw,
-        io.TextIOWrapper(raw, encoding="utf-8", errors="replace") as f,
-    ):
-        rest = ""
-        while block := f.read(CHUNK_CHARS):
-            rest += block
+    read in pieces: memory does not grow with the file. A byte that is not UTF-8 is refused
+    with its offset: a file in another encoding is converted first, never measured as
+    replacement characters."""
+    unreadable = _unreadable_text(path)
+    utf8 = codecs.getincrementaldecoder("utf-8")()
+    decoder = io.IncrementalNewlineDecoder(utf8, translate=True)  # \r\n and \r read as \n
+
+    def decoded(data: bytes, offset: int, *, final: bool = False) -> str:
+        held = len(utf8.getstate()[0])  # bytes of a character the last block cut
+        try:
+            return decoder.decode(data, final)
+        except UnicodeDecodeError as err:
+            at = offset - held + err.start
+            raise unreadable(f"not UTF-8 at byte {at:,}: {err.reason}") from None
+
+    with open_bounded(path, MAX_TEXT_BYTES, error=unreadable) as raw:
+        rest, offset = "", 0
+        while data := raw.read(CHUNK_CHARS):
+            rest += decoded(data, offset)
+            offset += len(data)
             cut = max(rest.rfind(" "), rest.rfind("\n"))
             if cut <= 0 and len(rest) < 4 * CHUNK_CHARS:
                 continue  # no whitespace yet: a longer piece
             cut = cut if cut > 0 else CHUNK_CHARS
             yield rest[:cut]
             rest = rest[cut:]
+        rest += decoded(b"", offset, final=True)  # a character the file's end cuts short
         if rest:
             yield rest
 
