@@ -75,7 +75,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--train-mode", action="store_true", help="run with dropout on")
     source = parser.add_mutually_exclusive_group()
     source.add_argument(
-        "--text", type=Path, default=None, help="text file (default: the built-in sample corpus)"
+        "--text",
+        type=Path,
+        default=None,
+        help="a UTF-8 text file (default: the built-in sample corpus)",
     )
     source.add_argument(
         "--random-tokens",
