@@ -86,7 +86,9 @@ def test_a_changed_config_never_reuses_stale_units_even_in_the_same_folder(tmp_p
 
 def test_resume_after_a_unit_dies_midway_recomputes_only_unfinished_units(tmp_path):
     (tmp_path / "fail-1").touch()
-    with pytest.raises(UnitError, match=r'tiny unit \{"item":1,"seed":0\} failed.*crash in item 1'):
+    with pytest.raises(  # one full stop after the unit's message, which has its own
+        UnitError, match=r'tiny unit \{"item":1,"seed":0\} failed.*crash in item 1\. 2 of 6 units'
+    ):
         run_tiny(tmp_path)
     assert calls(tmp_path) == ["0-0", "0-1", "1-0"]  # units run in order; 1-0 died
     (tmp_path / "fail-1").unlink()

@@ -51,7 +51,7 @@ def run_unit(config: Config, unit: dict) -> pd.DataFrame:
     with open(log / "calls.log", "a") as f:
         f.write(f"{unit['item']}-{unit['seed']}\n")
     if (log / f"fail-{unit['item']}").exists():
-        raise RuntimeError(f"simulated crash in item {unit['item']}")
+        raise RuntimeError(f"simulated crash in item {unit['item']}.")  # a full stop of its own
     if (log / f"die-{unit['item']}").exists():  # the worker process itself dies (as on OOM)
         os.kill(os.getpid(), signal.SIGKILL)
     wait = log / f"wait-{unit['item']}-{unit['seed']}"

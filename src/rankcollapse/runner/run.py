@@ -516,7 +516,8 @@ class _Run:
             traceback=failed.traceback,
         )
         write_atomic(manifest_path, json_bytes(self.manifest))
-        said = f"{plan.experiment.name} unit {unit} failed: {failed.kind}: {failed.message}"
+        message = failed.message.rstrip(".")  # one full stop follows, never two
+        said = f"{plan.experiment.name} unit {unit} failed: {failed.kind}: {message}"
         kept = f"{self.done} of {len(plan.units)} units are stored and kept"
         if failed.died:  # its message says to rerun
             return UnitError(f"{said}. {kept}.")
