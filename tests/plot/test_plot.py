@@ -187,6 +187,13 @@ def test_the_png_has_the_rows_agg_draws_where_inches_times_dpi_falls_just_short(
     assert fig.canvas is own  # a figure's own canvas (a window's, say) stays its own
 
 
+def test_render_takes_one_format_by_name_and_names_one_it_does_not_draw():
+    fig = plot.layers(frame({"san": [1.0, 0.5]}))
+    assert plot.render(fig, "png") == plot.render(fig, ("png",))  # it read 'p', 'n', 'g'
+    with pytest.raises(InputError, match=r"format\(s\) \['jpg'\] are not drawn here; pass some of"):
+        plot.render(fig, ("png", "jpg"))  # a KeyError, before
+
+
 def test_an_svg_rendered_alone_has_the_bytes_of_one_rendered_after_the_png():
     # the layout comes from the same Agg pass, so a process drawing only the SVG agrees
     both = plot.render(plot.layers(frame({"san": [1.0, 0.5, 0.2]})))

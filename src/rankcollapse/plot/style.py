@@ -347,13 +347,19 @@ def lay_out(fig: Figure) -> None:
         fig.set_layout_engine(None)
 
 
-def render(fig: Figure, formats: tuple[str, ...] = FORMATS) -> dict[str, bytes]:
+def render(fig: Figure, formats: str | tuple[str, ...] = FORMATS) -> dict[str, bytes]:
     """The figure as {"png": 200-dpi PNG bytes, "svg": SVG bytes} (or the `formats` asked
-    for); same figure, same bytes, whichever formats are rendered together, in whatever
-    order, by one process or several (`lay_out` first, then one draw per format).
+    for, one or several); same figure, same bytes, whichever formats are rendered together,
+    in whatever order, by one process or several (`lay_out` first, then one draw per format).
 
     No metadata that changes between runs (software version, date) enters a file.
     """
+    formats = (formats,) if isinstance(formats, str) else tuple(formats)
+    unknown = [fmt for fmt in formats if fmt not in FORMATS]
+    if unknown:
+        from rankcollapse.errors import InputError
+
+        raise InputError(f"format(s) {unknown} are not drawn here; pass some of {list(FORMATS)}.")
     lay_out(fig)
     out = {}
     with context():
