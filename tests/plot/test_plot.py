@@ -148,6 +148,25 @@ def test_layers_refuses_a_series_column_the_frame_lacks_and_a_width_that_is_no_s
     assert plot.layers(good, by="variant", width=5).get_size_inches()[0] == 5
 
 
+@pytest.mark.parametrize(
+    ("matrix", "message"),
+    [
+        (np.zeros(3), r"non-empty 2-D matrix \(rows x columns\); got shape \(3,\)"),
+        (np.zeros((0, 3)), r"got shape \(0, 3\)"),
+        (np.array([["a", "b"]]), "takes a matrix of numbers; this one holds others"),
+    ],
+)
+def test_heatmap_refuses_what_is_no_matrix_of_numbers_and_draws_one(matrix, message):
+    with pytest.raises(InputError, match=message):  # unpacking errors from inside, before
+        plot.heatmap(matrix)
+    assert len(plot.heatmap(np.eye(2)).axes) == 2
+
+
+def test_singular_spectra_names_the_columns_it_reads():
+    with pytest.raises(InputError, match=r"no column\(s\) \['index'\].*as wu2024-geometry writes"):
+        plot.singular_spectra(frame({"san": [1.0, 0.5]}).assign(model="m", init="random"))
+
+
 def test_render_gives_a_200_dpi_png_and_an_svg_the_same_bytes_every_time():
     fig = plot.layers(frame({"san": [1.0, 0.5]}))
     first, second = plot.render(fig), plot.render(fig)

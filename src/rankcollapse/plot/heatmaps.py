@@ -33,7 +33,7 @@ def heatmap(
         >>> len(heatmap(np.eye(3), title="identity").axes)  # the image and its colour bar
         2
     """
-    matrix = np.asarray(matrix, dtype=float)
+    matrix = _checked(matrix)
     n_rows, n_cols = matrix.shape
     width = COLUMN_WIDTH if n_cols <= 16 else 2 * COLUMN_WIDTH
     height = min(max(2.2, 0.22 * n_rows + 1.0), 7.0)
@@ -54,3 +54,20 @@ def heatmap(
         if title:
             fig.suptitle(fractions_in(title))
     return fig
+
+
+def _checked(matrix: np.ndarray) -> np.ndarray:
+    """`matrix` as a float array, refused (InputError) unless it is 2-D, non-empty and numeric."""
+    from rankcollapse.errors import InputError
+
+    try:
+        values = np.asarray(matrix, dtype=float)
+    except (TypeError, ValueError) as err:
+        raise InputError(
+            f"heatmap takes a matrix of numbers; this one holds others ({err})."
+        ) from None
+    if values.ndim != 2 or values.size == 0:
+        raise InputError(
+            f"heatmap takes a non-empty 2-D matrix (rows x columns); got shape {values.shape}."
+        )
+    return values

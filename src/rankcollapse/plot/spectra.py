@@ -5,12 +5,18 @@ from __future__ import annotations
 import pandas as pd
 from matplotlib.figure import Figure
 
+from rankcollapse.frames import check_frame
+
 
 def singular_spectra(spectra: pd.DataFrame) -> Figure:
     """sigma_i / sigma_1 of sample 0 at the first, middle and last layer, a panel per model.
 
     Rows (model, init, layer, sample, index i, value = sigma_i / sigma_1).
     """
+    columns = ["model", "init", "layer", "sample", "index", "value"]
+    check_frame(
+        spectra, columns, ["value"], f"pass rows {tuple(columns)}, as wu2024-geometry writes"
+    )
     keys = list(spectra.groupby(["model", "init"], sort=False).groups)
     fig = Figure(figsize=(4.0 * len(keys), 3.4), layout="constrained")
     axes = fig.subplots(1, len(keys), squeeze=False, sharey=True)[0]
