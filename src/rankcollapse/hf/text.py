@@ -61,8 +61,8 @@ def _unreadable_text(path: Path) -> Callable[[str], InputError]:
 def _file_pieces(path: Path) -> Iterator[str]:
     """A regular file of at most MAX_TEXT_BYTES (a FIFO or device is refused, never opened),
     read in pieces: memory does not grow with the file. A byte that is not UTF-8 is refused
-    with its offset: a file in another encoding is converted first, never measured as
-    replacement characters."""
+    with its offset, so a file in another encoding is never measured as replacement
+    characters (the user converts it first)."""
     unreadable = _unreadable_text(path)
     utf8 = codecs.getincrementaldecoder("utf-8")()
     decoder = io.IncrementalNewlineDecoder(utf8, translate=True)  # \r\n and \r read as \n
