@@ -53,6 +53,15 @@ def test_a_size_too_big_for_memory_is_refused_naming_it_and_the_memory(argv, tmp
     assert not (tmp_path / "out").exists()
 
 
+def test_the_memory_refusal_of_paths_names_every_flag_that_sets_its_size(tmp_path, capsys):
+    argv = ["paths", "products", "--n-tokens", "16384", "--n-samples", "65536"]
+    assert main([*argv, "--out", str(tmp_path / "out")]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    fix = err[err.index("; lower ") :]  # it named --n-layers, --n-samples and --d-model only
+    flags = ("--n-tokens", "--n-samples", "--n-layers", "--n-heads", "--d-model")
+    assert "needs about" in err and all(flag in fix for flag in flags), err
+
+
 @pytest.mark.parametrize(
     "argv",
     [

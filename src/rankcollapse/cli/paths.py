@@ -264,7 +264,10 @@ def _check_memory(args: argparse.Namespace) -> None:
     needed += 3 * 8 * (args.layers + 1) * args.samples * args.tokens * args.width
     needed += measure_bytes(args.samples, args.tokens, args.width)
     check_memory(
-        f"paths {args.paths_command}", needed, sizes, "lower --n-layers, --n-samples or --d-model"
+        f"paths {args.paths_command}",
+        needed,
+        sizes,
+        "lower --n-layers, --n-heads, --n-samples, --n-tokens or --d-model",
     )
 
 
