@@ -72,9 +72,6 @@ BOUNDED = {
 }
 
 
-TIDY = "pass the tidy frame of probe, measure, simulate or a run's results.csv"
-
-
 def ordered_values(column: pd.Series) -> list:
     """Distinct values in their categorical order, else in order of first appearance.
 
@@ -509,7 +506,6 @@ def line_plot(
 
 
 ID_COLUMNS = ("run", "model", "init", "variant", "mask", "temperature", "mode", "arm")
-ID = ", ".join(ID_COLUMNS)
 
 
 def layers(
@@ -620,7 +616,8 @@ def _layer_metrics(frame: pd.DataFrame, metric: str | Sequence[str] | None) -> l
     layer, metric and value columns, and a metric it does not hold."""
     from rankcollapse.errors import InputError
 
-    check_frame(frame, ("layer", "metric", "value"), ("layer", "value"), TIDY)
+    tidy = "pass the tidy frame of probe, measure, simulate or a run's results.csv"
+    check_frame(frame, ("layer", "metric", "value"), ("layer", "value"), tidy)
     names = (
         ordered_values(frame["metric"])
         if metric is None
@@ -645,7 +642,8 @@ def _series_column(
     by = [by] if isinstance(by, str) else list(by)
     if not by:
         return data, None
-    check_frame(data, by, (), "pass by= columns it has, or None for the ones that vary of " + ID)
+    vary = "pass by= columns it has, or None for the ones that vary of " + ", ".join(ID_COLUMNS)
+    check_frame(data, by, (), vary)
     hue = by[0] if len(by) == 1 else " / ".join(by)
     if len(by) > 1:  # a missing value (a folder without that column) reads as "-"
         labels = data[by].astype(object).fillna("-").astype(str)
