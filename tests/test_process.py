@@ -11,6 +11,7 @@ import textwrap
 
 import pytest
 
+from rankcollapse import process
 from rankcollapse.process import map_forked
 
 PROGRAM = textwrap.dedent(
@@ -157,3 +158,8 @@ def test_one_process_or_one_item_runs_here():
     me = os.getpid()
     assert decoded(map_forked(where, [3], processes=4)) == [(9, me)]
     assert decoded(map_forked(where, [1, 2], processes=1)) == [(1, me), (4, me)]
+
+
+def test_a_process_that_goes_on_after_its_command_ends_as_it_would_without_a_successor():
+    # only the console script says that its process ends with the command
+    assert process.hand_over_end("rankcollapse.cli._figures:finish", "1", fds=[]) is False

@@ -4,6 +4,10 @@ block; a failure named with its file and cause; and nothing left running."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pandas as pd
 import pytest
 
@@ -104,3 +108,68 @@ def test_one_core_or_figures_off_start_no_process(tmp_path, monkeypatch):
             tmp_path / "results.csv", tmp_path / "collapse", by=None, floor=FLOOR, title="t"
         )
     assert {p.name for p in tmp_path.iterdir()} == {"results.csv", "collapse.png", "collapse.svg"}
+
+
+COMMAND = """
+import sys
+from pathlib import Path
+
+from rankcollapse import process
+from rankcollapse.cli import _figures
+from rankcollapse.plot.floor import floor_of
+
+process.fast_imports()
+process.ends_after_command()  # as the console script: the process ends with the command
+_figures.cpu_cores = lambda: 2  # the figure process starts even on one core
+folder, title, interpreter = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
+with _figures.FigureProcesses(True) as figures:
+    figures.draw_layers(
+        folder / "results.csv", folder / "collapse", by=None, floor=floor_of(1e-6), title=title
+    )
+print("block left", flush=True)
+sys.executable = interpreter or sys.executable
+sys.exit(process.skip_teardown(0))
+"""
+
+
+def command(folder, title: str, interpreter: str = "") -> subprocess.CompletedProcess:
+    """A command-line process that hands its figure to a figure process (COMMAND)."""
+    return subprocess.run(
+        [sys.executable, "-c", COMMAND, str(folder), title, interpreter],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+@pytest.mark.skipif(os.name != "posix", reason="a process is replaced in place only on POSIX")
+@pytest.mark.parametrize("interpreter", ["", "/no/such/python"], ids=["exec", "no-interpreter"])
+def test_a_command_process_leaves_the_wait_for_its_figure_to_its_successor(tmp_path, interpreter):
+    frame = results_csv(tmp_path)
+    ended = command(tmp_path, "t", interpreter)
+    assert ended.returncode == 0, ended.stderr
+    # said after the block was left: by the successor (or, with no interpreter to start, by
+    # the same work done in this process), which waited for the files
+    assert ended.stdout.split("\n")[:2] == [
+        "block left",
+        f"wrote {tmp_path / 'collapse.png'} (+ .svg)",
+    ]
+    save_figure(plot.layers(frame, floor=floor_of(1e-6), title="t"), tmp_path / "here")
+    for fmt in ("png", "svg"):
+        assert (tmp_path / f"collapse.{fmt}").read_bytes() == (
+            tmp_path / f"here.{fmt}"
+        ).read_bytes()
+
+
+@pytest.mark.skipif(os.name != "posix", reason="a process is replaced in place only on POSIX")
+def test_the_successor_says_a_failed_figure_as_the_command_would(tmp_path):
+    (tmp_path / "results.csv").write_text("layer,metric,value\n")  # a header and no rows
+    ended = command(tmp_path, "t")
+    assert ended.returncode == 2 and ended.stdout == "block left\n"
+    assert ended.stderr.startswith("error: the figure was not drawn: ")
+    assert "a header and no rows" in ended.stderr and "Traceback" not in ended.stderr
+    results_csv(tmp_path)
+    ended = command(tmp_path, r"$\no_such_command$")  # a defect: its traceback
+    assert ended.returncode == 1
+    assert "drawing the figure failed" in ended.stderr and "no_such_command" in ended.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["results.csv"]

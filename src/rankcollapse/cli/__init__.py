@@ -25,7 +25,7 @@ os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
 from rankcollapse import __version__
 from rankcollapse.cli._common import reject_unknown, typed_numbers
 from rankcollapse.errors import OutputError, RankCollapseError, command_line_words
-from rankcollapse.process import fast_imports, skip_teardown
+from rankcollapse.process import ends_after_command, fast_imports, skip_teardown
 
 # command -> (its module in this package, its help line); add yours here.
 COMMANDS = {
@@ -89,6 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     return its exit status."""
     if argv is None:  # the console script: once the command returns, the process ends
         fast_imports()
+        ends_after_command()
         return skip_teardown(main(sys.argv[1:]))
     # Top-level options take no value, so the first other word is the command.
     command = next((word for word in argv if not word.startswith("-")), None)
@@ -103,18 +104,17 @@ def main(argv: list[str] | None = None) -> int:
         with command_line_words():  # errors name flags, not keyword arguments
             return int(args.func(args) or 0)
     except RankCollapseError as err:
-        from rich.text import Text
-
-        from rankcollapse.cli._console import err_console
+        from rankcollapse.cli._console import print_error
 
         message = str(err)
         if isinstance(err, OutputError) and hasattr(args, "out") and "--out" not in message:
             message += " (--out chooses where this command writes.)"
-        # the message quotes user text (paths, names): printed as text, never as markup
-        err_console.print(Text("error: ", style="bold red") + Text(message))
+        print_error(message)
         return 2
     except KeyboardInterrupt:
-        print("interrupted; finished work is kept.", file=sys.stderr)
+        from rankcollapse.cli._console import INTERRUPTED
+
+        print(INTERRUPTED, file=sys.stderr)
         return 130
 
 

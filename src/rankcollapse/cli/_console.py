@@ -22,6 +22,17 @@ console = Console(soft_wrap=True, width=_WIDTH)
 err_console = Console(stderr=True, soft_wrap=True, width=_WIDTH)
 
 
+INTERRUPTED = "interrupted; finished work is kept."  # said on Ctrl-C
+
+
+def print_error(message: str) -> None:
+    """The user's error on stderr, "error: MESSAGE", the message printed as text, never as
+    markup (it quotes the user's paths and names)."""
+    from rich.text import Text
+
+    err_console.print(Text("error: ", style="bold red") + Text(message))
+
+
 def notify(message: str) -> None:
     """A note for the user on stderr (a folder skipped, a lock waited for), printed as text."""
     from rich.text import Text
