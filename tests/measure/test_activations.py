@@ -94,3 +94,23 @@ def test_a_file_of_a_transformerlens_cache_gives_the_probe_s_numbers(kind, tmp_p
     b = measured.sort_values(key)[[*key, "value"]].reset_index(drop=True)
     assert a[key].equals(b[key])
     assert (a["value"] - b["value"]).abs().max() <= 1e-12
+
+
+def test_measure_layers_refuses_no_layer_and_names_the_layer_a_bad_state_is_in(tmp_path):
+    from rankcollapse.errors import InputError, NonFiniteError
+    from rankcollapse.measure import measure_file, save_activations
+    from rankcollapse.metrics import measure_layers
+
+    for empty in ([], torch.empty(0, 2, 4, 8)):  # a list or a stack of no layer
+        with pytest.raises(InputError, match="states holds no layer; pass the state after"):
+            measure_layers(empty)
+    layers = [torch.randn(2, 4, 8, generator=torch.Generator().manual_seed(k)) for k in range(4)]
+    layers[2][0, 1, 3] = float("nan")
+    save_activations(tmp_path / "acts.safetensors", layers)
+    with pytest.raises(NonFiniteError, match=r"^layer 2 of the states: x has 1 NaN value\(s\)"):
+        measure_file(tmp_path / "acts.safetensors")  # the class kept: callers tell NaN apart
+    # a state of the wrong kind is said as measure_states says it, not through the floor's dtype
+    with pytest.raises(InputError, match=r"^layer 1 of the states: x has dtype torch.int64; "):
+        measure_layers([torch.randn(2, 4, 8), torch.ones(2, 4, 8, dtype=torch.long)])
+    with pytest.raises(InputError, match=r"^layer 0 of the states: x must be a torch.Tensor"):
+        measure_layers([[[1.0, 2.0], [3.0, 4.0]]])

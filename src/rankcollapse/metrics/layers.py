@@ -8,6 +8,7 @@ import pandas as pd
 import torch
 from torch import Tensor
 
+from rankcollapse.errors import InputError
 from rankcollapse.metrics.registry import names_of_kind
 from rankcollapse.metrics.suite import measure_states, metrics_frame
 
@@ -34,19 +35,23 @@ def measure_layers(
         [[0, 0, False], [0, 1, True]]
     """
     names = names_of_kind(metrics, "states")  # checked before any layer is measured
+    if len(states) == 0:
+        raise InputError(
+            "states holds no layer; pass the state after every layer, the input first (at "
+            "least one tensor of shape (..., n, d))."
+        )
     if device is not None and mask is not None:
         mask = mask.to(device)
-    frames = [
-        metrics_frame(
-            measure_states(
+    frames = []
+    for layer, x in enumerate(states):
+        try:
+            values = measure_states(
                 x if device is None else x.to(device),
                 mask,
                 metrics=names,
-                source_dtype=source_dtype or x.dtype,
-            ),
-            **ids,
-            layer=layer,
-        )
-        for layer, x in enumerate(states)
-    ]
+                source_dtype=source_dtype,  # None: the state's own, once it is checked
+            )
+        except InputError as err:  # which layer: a file's NaN may be 40 layers deep
+            raise type(err)(f"layer {layer} of the states: {err}") from None
+        frames.append(metrics_frame(values, **ids, layer=layer))
     return pd.concat(frames, ignore_index=True)
