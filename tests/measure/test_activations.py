@@ -111,6 +111,6 @@ def test_measure_layers_refuses_no_layer_and_names_the_layer_a_bad_state_is_in(t
         measure_file(tmp_path / "acts.safetensors")  # the class kept: callers tell NaN apart
     # a state of the wrong kind is said as measure_states says it, not through the floor's dtype
     with pytest.raises(InputError, match=r"^layer 1 of the states: x has dtype torch.int64; "):
-        measure_layers([torch.randn(2, 4, 8), torch.ones(2, 4, 8, dtype=torch.long)])
+        measure_layers([layers[0], torch.ones(2, 4, 8, dtype=torch.long)])
     with pytest.raises(InputError, match=r"^layer 0 of the states: x must be a torch.Tensor"):
         measure_layers([[[1.0, 2.0], [3.0, 4.0]]])
