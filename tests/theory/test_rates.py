@@ -18,6 +18,7 @@ from rankcollapse.theory import (
     layer_stats,
     shown_layer_stats,
 )
+from rankcollapse.theory.rates import sample_rates
 
 
 def test_layer_stats_geometric_mean_matches_hand_value():
@@ -112,3 +113,49 @@ def test_a_curve_without_a_column_a_rate_reads_is_named_and_no_curve_gives_no_ra
     assert collapse_rate(curve.assign(at_floor=False)).slope == pytest.approx(math.log(0.5))
     none = collapse_rates(curve.assign(at_floor=False, v="a").iloc[:0], ["v"])
     assert none.empty and list(none.columns) == ["v", "slope", "n_fit"]
+
+
+def _frame_functions():
+    """Every public function of `rankcollapse.theory` whose first argument is a frame."""
+    import inspect
+
+    from rankcollapse import theory
+
+    for name in theory.__all__ if hasattr(theory, "__all__") else dir(theory):
+        function = getattr(theory, name)
+        if name.startswith("_") or not inspect.isfunction(function):
+            continue
+        first = next(iter(inspect.signature(function).parameters.values()), None)
+        if first is not None and "DataFrame" in str(first.annotation):
+            yield name, function
+
+
+# the arguments besides the frame each needs; a function missing here fails the test below
+OTHER_ARGUMENTS = {
+    "at_layer": ("last",),
+    "collapse_rates": (["model"],),
+    "curve_slopes": (["model"],),
+    "early_drop": (2, 1e-15),
+    "first_layer_below": (0.1,),
+    "layers_above": ("mu_rel", 1.0),
+}
+KEYWORDS = {"layers_above": {"by": ["model"]}}
+
+
+@pytest.mark.parametrize("name", [name for name, _ in _frame_functions()])
+def test_every_theory_function_of_a_frame_names_the_columns_it_lacks(name):
+    from rankcollapse import theory
+    from rankcollapse.errors import InputError
+
+    function = getattr(theory, name)
+    given = pd.DataFrame({"step": [0, 1], "loss": [1.0, 0.5]})  # a frame of something else
+    with pytest.raises(InputError, match=r"^the frame has no column\(s\) \[.*; pass "):
+        function(given, *OTHER_ARGUMENTS.get(name, ()), **KEYWORDS.get(name, {}))
+
+
+def test_the_groups_of_a_rate_may_be_named_by_one_column():
+    curves = pd.DataFrame({"model": ["a", "a", "b", "b"], "layer": [0, 1] * 2, "sample": 0,
+                           "at_floor": False, "value": [1.0, 0.5, 1.0, 0.25]})  # fmt: skip
+    for function in (collapse_rates, sample_rates):  # "model" was read letter by letter
+        assert function(curves, "model").equals(function(curves, ["model"]))
+    assert layer_stats(curves, "model").equals(layer_stats(curves, ["model"]))

@@ -33,6 +33,7 @@ import torch
 from torch import Tensor
 
 from rankcollapse.errors import ConfigError
+from rankcollapse.frames import check_frame
 from rankcollapse.metrics import composite_norm, dtype_floor, res_comp, res_comp_rel
 from rankcollapse.nets import NetConfig, ToyNet
 from rankcollapse.nets.layers import MLPBlock
@@ -243,6 +244,10 @@ def bound_frame(
     return pd.DataFrame(rows, columns=["layer", "sample", "metric", "value", "at_floor"])
 
 
+BOUND_ROWS = ["variant", "seed", "sample", "layer", "metric", "value", "at_floor"]
+BOUND = "pass bound_frame's rows with variant and seed columns, as dong2021-bounds stores them"
+
+
 def log_ratios(frame: pd.DataFrame, *, window: float = 0.1) -> pd.DataFrame:
     """Per-layer log ratios log rho_l / log rho_{l-1} of `bound_frame` rows (3 for a cubic step).
 
@@ -251,6 +256,7 @@ def log_ratios(frame: pd.DataFrame, *, window: float = 0.1) -> pd.DataFrame:
     `seed` columns besides `bound_frame`'s; returns rows (variant, seed, ratio).
     Reference: Dong et al. 2021, Thm 2.2 (r_l <= c r_{l-1}^3).
     """
+    check_frame(frame, BOUND_ROWS, ["layer", "value"], BOUND, empty=True)
     rel = frame[frame["metric"] == "res_comp_rel"].sort_values("layer")
     rows = []
     for (variant, seed, _), seq in rel.groupby(["variant", "seed", "sample"]):
@@ -267,6 +273,7 @@ def bound_margins(frame: pd.DataFrame) -> pd.DataFrame:
     `frame`: `bound_frame` rows with `variant` and `seed` columns; returns rows (variant, seed,
     sample, layer, one_step, unrolled), in decades (>= 0 where the bound holds).
     """
+    check_frame(frame, BOUND_ROWS, ["layer", "value"], BOUND, empty=True)
     keys = ["variant", "seed", "sample"]
     informative = frame[frame["metric"] == "informative"].set_index(keys)["value"]
     rows = frame[frame["metric"].isin(["log10_r", "log10_one_step", "log10_unrolled"])]

@@ -12,6 +12,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
+from rankcollapse.errors import InputError
 from rankcollapse.frames import check_frame
 
 
@@ -42,7 +43,7 @@ def collapse_rate(curve: pd.DataFrame) -> CollapseRate:
     return _fit(stats["log"].to_numpy(), stats["floor"].to_numpy(dtype=bool))
 
 
-def collapse_rates(curves: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
+def collapse_rates(curves: pd.DataFrame, by: str | Sequence[str]) -> pd.DataFrame:
     """`collapse_rate` of every curve in `curves`, one row per group of `by` (in the order the
     groups first appear): by..., slope, n_fit. One pass over the rows, for many curves.
 
@@ -52,7 +53,7 @@ def collapse_rates(curves: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
         >>> collapse_rates(curves, ["v"]).round(4).to_dict("records")
         [{'v': 'a', 'slope': -0.6931, 'n_fit': 2}, {'v': 'b', 'slope': -1.3863, 'n_fit': 2}]
     """
-    by = list(by)
+    by = _names(by)
     stats = _log_means(curves, by)
     rows = []
     for key, curve in stats.groupby(by, sort=False):
@@ -61,7 +62,7 @@ def collapse_rates(curves: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=[*by, "slope", "n_fit"])
 
 
-def sample_rates(curves: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
+def sample_rates(curves: pd.DataFrame, by: str | Sequence[str]) -> pd.DataFrame:
     """One collapse slope per sample: `collapse_rates` by (by..., sample), each sample's fit
     running up to *and including* its first layer at the dtype floor (the value there is at
     most the floor, so the slope is at most as steep as the true fall: a curve at the floor
@@ -75,7 +76,7 @@ def sample_rates(curves: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
         >>> sample_rates(curves, []).round(3).to_dict("records")
         [{'sample': 0, 'slope': -36.841, 'n_fit': 2}, {'sample': 1, 'slope': -0.693, 'n_fit': 3}]
     """
-    keys = [*by, "sample"]
+    keys = [*_names(by), "sample"]
     _check_curves(curves, keys)
     rows = curves.sort_values("layer", kind="stable")
     floor = rows["at_floor"].astype(bool)
@@ -131,9 +132,20 @@ CURVE = (
 )
 
 
+STATS = "pass the table layer_stats gives"
+TIDY = (
+    "pass the tidy rows (layer, sample, metric, value, at_floor) probe, measure or simulate write"
+)
+
+
 def _check_curves(curves: pd.DataFrame, by: Sequence[str]) -> None:
     columns = ["layer", "value", "at_floor", *by]
     check_frame(curves, columns, ["layer", "value"], CURVE, empty=True)  # no curve: no rate
+
+
+def _names(by: str | Sequence[str]) -> list[str]:
+    """Column names given as one name or several."""
+    return [by] if isinstance(by, str) else list(by)
 
 
 def _log_means(curves: pd.DataFrame, by: list[str]) -> pd.DataFrame:
@@ -158,7 +170,7 @@ def _fit(log_means: np.ndarray, floor: np.ndarray) -> CollapseRate:
     return CollapseRate(fitted_rate(np.exp(log_means[:n_fit])), n_fit)
 
 
-def layer_stats(frame: pd.DataFrame, by: Sequence[str] = ()) -> pd.DataFrame:
+def layer_stats(frame: pd.DataFrame, by: str | Sequence[str] = ()) -> pd.DataFrame:
     """Per `by` and layer: mean, std, floor flag and geometric mean of `value` over the rest,
     and the same apart from the floor: n_samples, n_at_floor and mean_above_floor,
     std_above_floor, geo_mean_above_floor over the samples not at the floor (NaN if none).
@@ -177,6 +189,8 @@ def layer_stats(frame: pd.DataFrame, by: Sequence[str] = ()) -> pd.DataFrame:
         >>> table[["n_at_floor", "mean_above_floor", "geo_mean_above_floor"]].to_numpy().tolist()
         [[0.0, 2.5, 2.0], [1.0, 0.5, 0.5]]
     """
+    by = _names(by)
+    _check_curves(frame, by)
     tiny = np.finfo(float).tiny
     floored = frame["at_floor"].astype(bool)
     above = frame["value"].where(~floored)
@@ -220,6 +234,7 @@ def layer_cells(table: pd.DataFrame, of: str = "mean") -> pd.Series:
     """
     from rankcollapse.metrics import floor_cell
 
+    check_frame(table, [f"{of}_above_floor", "n_at_floor", "n_samples"], [], STATS, empty=True)
     values = table[f"{of}_above_floor"]
     cells = map(floor_cell, values, table["n_at_floor"], table["n_samples"])
     return pd.Series(list(cells), index=table.index, dtype=object)
@@ -235,6 +250,8 @@ def shown_layer_stats(table: pd.DataFrame) -> pd.DataFrame:
         >>> shown_layer_stats(table).to_dict("records")
         [{'layer': 0, 'mean': '1 (1/2 <floor)', 'std': nan, 'geo_mean': '1 (1/2 <floor)'}]
     """
+    columns = ["layer", "std_above_floor", "mean_above_floor", "geo_mean_above_floor"]
+    check_frame(table, columns, [], STATS, empty=True)
     keys = list(table.columns[: table.columns.get_loc("layer") + 1])
     return table[keys].assign(
         mean=layer_cells(table),
@@ -254,6 +271,7 @@ def first_layer_below(
         >>> first_layer_below(table, 0.01)
         {'m': (2.0, 2)}
     """
+    check_frame(table, [by, "layer", "mean"], ["layer", "mean"], STATS, empty=True)
     found = {}
     for key, part in table.groupby(by, sort=False):
         below = part.loc[part["mean"] < level, "layer"]
@@ -269,13 +287,15 @@ def at_layer(table: pd.DataFrame, layer: int | str, *, by: str = "model") -> pd.
         >>> at_layer(table, "last")["mean"].tolist(), at_layer(table, 1)["mean"].tolist()
         ([4, 5], [3, 5])
     """
+    columns = ["layer", by] if layer == "last" else ["layer"]
+    check_frame(table, columns, ["layer"], "pass a table with a row per layer", empty=True)
     if layer == "last":
         return table[table["layer"] == table.groupby(by)["layer"].transform("max")]
     return table[table["layer"] == layer]
 
 
 def layers_above(
-    frame: pd.DataFrame, metric: str, level: float, *, by: Sequence[str]
+    frame: pd.DataFrame, metric: str, level: float, *, by: str | Sequence[str]
 ) -> pd.DataFrame:
     """Mean of every metric per (by..., layer) where the mean of `metric` exceeds `level`.
 
@@ -288,6 +308,12 @@ def layers_above(
         >>> layers_above(frame, "a", 1.0, by=["model"]).to_dict("records")
         [{'model': 'm', 'layer': 0, 'a': 2.0, 'b': 0.5}]
     """
+    by = _names(by)
+    check_frame(frame, [*by, "layer", "metric", "value", "at_floor"], ["layer", "value"], TIDY)
+    if metric not in set(frame["metric"]):
+        raise InputError(
+            f"metric {metric!r} is not in the frame; it has {list(dict.fromkeys(frame['metric']))}."
+        )
     keys = [*by, "layer"]
     means = layer_stats(frame, (*by, "metric")).pivot_table(
         index=keys, columns="metric", values="mean"
@@ -309,6 +335,8 @@ def contraction_factors(curve: pd.DataFrame) -> tuple[float, np.ndarray, pd.Data
         >>> round(contraction_factors(curve)[0], 6)
         0.0625
     """
+    columns = ["layer", "any_at_floor", "geo_mean"]
+    check_frame(curve, columns, ["layer", "geo_mean"], STATS, empty=True)  # no layer: NaN
     above = curve[~curve["any_at_floor"].astype(bool)].sort_values("layer")
     layers = above["layer"].to_numpy()
     run = above[layers == np.arange(len(layers)) + layers[0]] if len(layers) else above
@@ -317,7 +345,7 @@ def contraction_factors(curve: pd.DataFrame) -> tuple[float, np.ndarray, pd.Data
     return (float(ratios.max()) if len(ratios) else float("nan")), q, run
 
 
-def curve_slopes(results: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+def curve_slopes(results: pd.DataFrame, by: str | Sequence[str]) -> pd.DataFrame:
     """The collapse slope (`collapse_rate`) of every curve of mu and mu_rel, one row per group
     of `by`: slope_mu, slope_mu_rel, fit_layers_mu, fit_layers_mu_rel and `diverged` (a
     `diverged` row in the group: its slopes are NaN).
@@ -328,6 +356,9 @@ def curve_slopes(results: pd.DataFrame, by: list[str]) -> pd.DataFrame:
         >>> curve_slopes(rows, ["v"])[["v", "slope_mu", "diverged"]].round(4).values.tolist()
         [['a', -1.3863, False]]
     """
+    by = _names(by)
+    columns = [*by, "layer", "metric", "value", "at_floor"]
+    check_frame(results, columns, ["layer", "value"], TIDY, empty=True)
     table = results[by].drop_duplicates().reset_index(drop=True)
     for metric in ("mu", "mu_rel"):
         rates = collapse_rates(results[results["metric"] == metric], by)
@@ -349,6 +380,7 @@ def early_drop(curve: pd.DataFrame, early_layers: int, floor: float) -> float:
         >>> round(early_drop(curve, 2, 1e-15), 4)  # 15 ln 10: the floor caps the drop
         34.5388
     """
+    check_frame(curve, ["layer", "value"], ["layer", "value"], CURVE)
     logs = np.log(curve["value"].clip(lower=floor)).groupby(curve["layer"]).mean()
     last = min(early_layers, int(logs.index.max()))
     return float(logs.loc[0] - logs.loc[last])
