@@ -19,7 +19,7 @@ transformers, pandas and matplotlib loaded, 0.2-0.3 s of every command): MiniLM'
 A command that ends by waiting for another process (its figure being drawn) can leave that
 wait to a successor (`hand_over_end`): a fresh interpreter that takes its place by `exec`, with
 the same process id and streams, so the system frees the command's memory (torch, the model)
-while the other process works rather than after it: MiniLM's probe has 25-32 ms from its figure
+while the other process works rather than after it: MiniLM's probe has 16-20 ms from its figure
 written to its exit instead of 67-75.
 """
 
