@@ -228,3 +228,21 @@ def test_no_figures_writes_the_same_results_and_no_figure(tmp_path):
     assert (tmp_path / "a" / "results.csv").read_bytes() == (
         tmp_path / "b" / "results.csv"
     ).read_bytes()
+
+
+def test_a_reader_that_goes_away_early_costs_the_output_not_the_files(tmp_path):
+    import subprocess
+    import sys
+
+    # `rankcollapse simulate | head -1`, or a pager quit at once: the reading end is closed
+    # before the table is written, so every write to stdout fails with a broken pipe
+    argv = [sys.executable, "-m", "rankcollapse.cli", "simulate", "--n-layers", "4"]
+    process = subprocess.Popen(
+        [*argv, "--out", str(tmp_path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    process.stdout.close()
+    stderr = process.stderr.read().decode()
+    assert process.wait(timeout=120) == 0, stderr  # rich's own ended it with 1, before
+    assert "Traceback" not in stderr and "Broken pipe" not in stderr
+    written = {p.name for p in tmp_path.iterdir()}
+    assert {"results.csv", "collapse.png", "collapse.svg"} <= written  # the figure too

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 import sys
 import time
 from typing import Self
@@ -18,8 +19,22 @@ for _stream in (sys.stdout, sys.stderr):
 # Piped or captured output gets a wide page, so tables of many metrics are never squeezed.
 _WIDTH = None if sys.stdout.isatty() else 200
 
-console = Console(soft_wrap=True, width=_WIDTH)
-err_console = Console(stderr=True, soft_wrap=True, width=_WIDTH)
+
+class _Console(Console):
+    """rich's console, but a reader that goes away early (`| head`, a pager quit with q) only
+    ends what this stream shows: the rest of its output is dropped and the command finishes
+    its files. (rich's own ends the process with status 1, so a probe piped into a pager
+    that was quit lost its figure.)"""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True  # nothing more to show on this stream
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, self.file.fileno())  # what is still buffered goes nowhere, quietly
+        os.close(devnull)
+
+
+console = _Console(soft_wrap=True, width=_WIDTH)
+err_console = _Console(stderr=True, soft_wrap=True, width=_WIDTH)
 
 
 INTERRUPTED = "interrupted; finished work is kept."  # said on Ctrl-C
