@@ -246,3 +246,11 @@ def test_a_reader_that_goes_away_early_costs_the_output_not_the_files(tmp_path):
     assert "Traceback" not in stderr and "Broken pipe" not in stderr
     written = {p.name for p in tmp_path.iterdir()}
     assert {"results.csv", "collapse.png", "collapse.svg"} <= written  # the figure too
+    # `list` prints without rich (start-up): a BrokenPipeError's traceback and status 1, before
+    listing = subprocess.Popen(
+        [sys.executable, "-m", "rankcollapse.cli", "list"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    listing.stdout.close()
+    assert listing.stderr.read() == b"" and listing.wait(timeout=60) == 0

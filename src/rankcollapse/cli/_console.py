@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import os
 import sys
 import time
 from typing import Self
@@ -27,10 +26,10 @@ class _Console(Console):
     that was quit lost its figure.)"""
 
     def on_broken_pipe(self) -> None:
+        from rankcollapse.cli._common import drop_output
+
         self.quiet = True  # nothing more to show on this stream
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, self.file.fileno())  # what is still buffered goes nowhere, quietly
-        os.close(devnull)
+        drop_output(self.file)
 
 
 console = _Console(soft_wrap=True, width=_WIDTH)

@@ -24,7 +24,12 @@ def run(args: argparse.Namespace) -> int:
 
     experiments = read_catalog()["experiments"]
     rows = [(name, ", ".join(e["presets"]), e["description"]) for name, e in experiments.items()]
-    print(columns(("name", "presets", "description"), rows, _width()))
+    try:
+        print(columns(("name", "presets", "description"), rows, _width()), flush=True)
+    except BrokenPipeError:  # a reader that went away early (`| head`), as the consoles do
+        from rankcollapse.cli._common import drop_output
+
+        drop_output(sys.stdout)
     return 0
 
 
