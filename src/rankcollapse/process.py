@@ -35,7 +35,7 @@ import sys
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import NoReturn, TypeVar
+from typing import IO, NoReturn, TypeVar
 
 Item = TypeVar("Item")
 
@@ -152,6 +152,15 @@ def exit_now(status: int) -> NoReturn:
     handler or teardown after (a successor's own teardown took 15 ms of a probe's end)."""
     _flush_streams()
     os._exit(status)
+
+
+def drop_output(stream: IO[str]) -> None:
+    """Point `stream`'s descriptor at the null device: its reader went away early (`| head`,
+    a pager quit), so the rest of its output, what is buffered included, is dropped quietly
+    while the command finishes its files (Python's advice on a broken pipe, without exiting)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, stream.fileno())
+    os.close(devnull)
 
 
 def _flush_streams() -> None:

@@ -5,24 +5,14 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from rankcollapse.cli._figures import FigureProcesses
     from rankcollapse.cli._output import Output
-
-
-def drop_output(stream: IO[str]) -> None:
-    """Point `stream`'s descriptor at the null device: its reader went away early (`| head`,
-    a pager quit), so the rest of its output, what is buffered included, is dropped quietly
-    while the command finishes its files (Python's advice on a broken pipe, without exiting)."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, stream.fileno())
-    os.close(devnull)
 
 
 def print_layer_means(df: pd.DataFrame, title: str, keys: tuple[str, ...] = ("layer",)) -> None:

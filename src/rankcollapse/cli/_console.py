@@ -26,7 +26,7 @@ class _Console(Console):
     that was quit lost its figure.)"""
 
     def on_broken_pipe(self) -> None:
-        from rankcollapse.cli._common import drop_output
+        from rankcollapse.process import drop_output
 
         self.quiet = True  # nothing more to show on this stream
         drop_output(self.file)

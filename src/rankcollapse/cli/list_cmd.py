@@ -27,7 +27,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         print(columns(("name", "presets", "description"), rows, _width()), flush=True)
     except BrokenPipeError:  # a reader that went away early (`| head`), as the consoles do
-        from rankcollapse.cli._common import drop_output
+        from rankcollapse.process import drop_output
 
         drop_output(sys.stdout)
     return 0
