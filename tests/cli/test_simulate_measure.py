@@ -254,3 +254,21 @@ def test_a_reader_that_goes_away_early_costs_the_output_not_the_files(tmp_path):
     )
     listing.stdout.close()
     assert listing.stderr.read() == b"" and listing.wait(timeout=60) == 0
+
+
+@pytest.mark.parametrize("command", ["simulate", "measure"])
+def test_the_numbers_are_on_disk_before_the_table_is_printed(command, tmp_path, monkeypatch):
+    from rankcollapse.cli import _common
+    from rankcollapse.measure import save_activations
+
+    def full(*args, **kwargs):  # stdout on a full disk: the table cannot be printed
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(_common, "print_layer_means", full)
+    states = tmp_path / "acts.safetensors"
+    generator = torch.Generator().manual_seed(0)
+    save_activations(states, [torch.randn(2, 4, 8, generator=generator) for _ in range(3)])
+    given = {"simulate": ["--n-layers", "3"], "measure": [str(states)]}[command]
+    with pytest.raises(OSError, match="No space left"):
+        main([command, *given, "--no-figures", "--out", str(tmp_path / "out")])
+    assert pd.read_csv(tmp_path / "out" / "results.csv").shape[0] > 0  # lost, before

@@ -84,6 +84,7 @@ def _measure(args: argparse.Namespace, figures: FigureProcesses) -> int:
     title = (
         f"{shown(args.file.name)}: {n_layers} layers, {n_samples} sequences ({acts.states.dtype})"
     )
-    print_layer_means(df, title)
+    # the numbers on disk first, then the table, printed while the figure is drawn
     write_collapse_outputs(df, out, hue=None, title=title, figures=figures)
+    print_layer_means(df, title)
     return 0

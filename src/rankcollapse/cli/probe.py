@@ -203,7 +203,7 @@ def _probe(args: argparse.Namespace, figures: FigureProcesses) -> int:
         f"mode, {args.dtype}"
     )
     hue = "arm" if several else "variant"
-    # the figure is drawn beside the table's printing
+    # the numbers on disk first, then the table, printed while the figure is drawn
     write_collapse_outputs(df, out, hue=hue, title=title, floor=dtype, figures=figures)
     print_layer_means(df, title, keys=("model", "variant", "layer"))
     return 0

@@ -181,8 +181,9 @@ def _simulate(args: argparse.Namespace, figures: FigureProcesses) -> int:
     else:  # a series and a table row per variant
         title += f"mask {config.mask}"
         hue, keys = "variant", ("variant", "layer")
-    print_layer_means(df, title, keys=keys)
+    # the numbers on disk first, then the table, printed while the figure is drawn
     write_collapse_outputs(df, out, hue=hue, title=title, floor=dtype, figures=figures)
+    print_layer_means(df, title, keys=keys)
     return 0
 
 
