@@ -1,5 +1,6 @@
-"""The one check of the tidy frames that figures and rates read (layer, metric, value, ...):
-pandas only, so that a drawing process or a report never loads torch for it."""
+"""The one check of the tidy frames that figures and rates read (layer, metric, value, ...),
+and of the column names they take: pandas only, so that a drawing process or a report never
+loads torch for it."""
 
 from __future__ import annotations
 
@@ -48,3 +49,14 @@ def check_frame(
                 f"column {column!r} holds {kind} values, not numbers; convert it "
                 f"(pandas.to_numeric) or {how}."
             )
+
+
+def as_names(names: str | Sequence[str]) -> list[str]:
+    """Names given as one string or several, as a list (a string is one name, never read
+    letter by letter).
+
+    Example:
+        >>> as_names("model"), as_names(("model", "variant"))
+        (['model'], ['model', 'variant'])
+    """
+    return [names] if isinstance(names, str) else list(names)

@@ -24,7 +24,7 @@ from matplotlib import ticker, transforms
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from rankcollapse.frames import check_frame
+from rankcollapse.frames import as_names, check_frame
 from rankcollapse.plot.floor import Floor, floor_of
 from rankcollapse.plot.style import (
     FLOOR_COLOR,
@@ -618,11 +618,7 @@ def _layer_metrics(frame: pd.DataFrame, metric: str | Sequence[str] | None) -> l
 
     tidy = "pass the tidy frame of probe, measure, simulate or a run's results.csv"
     check_frame(frame, ("layer", "metric", "value"), ("layer", "value"), tidy)
-    names = (
-        ordered_values(frame["metric"])
-        if metric is None
-        else ([metric] if isinstance(metric, str) else list(metric))
-    )
+    names = ordered_values(frame["metric"]) if metric is None else as_names(metric)
     held = set(frame["metric"])
     unknown = [m for m in names if m not in held]
     if unknown:
@@ -639,7 +635,7 @@ def _series_column(
     ID_COLUMNS that vary; several columns are joined into one ("model / variant")."""
     if by is None:
         by = [c for c in ID_COLUMNS if c in data and data[c].nunique(dropna=False) > 1]
-    by = [by] if isinstance(by, str) else list(by)
+    by = as_names(by)
     if not by:
         return data, None
     vary = "pass by= columns it has, or None for the ones that vary of " + ", ".join(ID_COLUMNS)

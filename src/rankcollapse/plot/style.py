@@ -24,6 +24,7 @@ import numpy as np
 from matplotlib import rcsetup, ticker
 from matplotlib.figure import Figure
 
+from rankcollapse.frames import as_names
 from rankcollapse.plot import FORMATS
 
 if TYPE_CHECKING:
@@ -354,8 +355,8 @@ def render(fig: Figure, formats: str | tuple[str, ...] = FORMATS) -> dict[str, b
 
     No metadata that changes between runs (software version, date) enters a file.
     """
-    formats = (formats,) if isinstance(formats, str) else tuple(formats)
-    unknown = [fmt for fmt in formats if fmt not in FORMATS]
+    asked = as_names(formats)
+    unknown = [fmt for fmt in asked if fmt not in FORMATS]
     if unknown:
         from rankcollapse.errors import InputError
 
@@ -363,7 +364,7 @@ def render(fig: Figure, formats: str | tuple[str, ...] = FORMATS) -> dict[str, b
     lay_out(fig)
     out = {}
     with context():
-        for fmt in formats:
+        for fmt in asked:
             if fmt == "png":
                 out[fmt] = _png(fig)
                 continue

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from rankcollapse.errors import InputError
-from rankcollapse.frames import check_frame
+from rankcollapse.frames import as_names, check_frame
 
 
 class CollapseRate(NamedTuple):
@@ -53,7 +53,7 @@ def collapse_rates(curves: pd.DataFrame, by: str | Sequence[str]) -> pd.DataFram
         >>> collapse_rates(curves, ["v"]).round(4).to_dict("records")
         [{'v': 'a', 'slope': -0.6931, 'n_fit': 2}, {'v': 'b', 'slope': -1.3863, 'n_fit': 2}]
     """
-    by = _names(by)
+    by = as_names(by)
     stats = _log_means(curves, by)
     rows = []
     for key, curve in stats.groupby(by, sort=False):
@@ -76,7 +76,7 @@ def sample_rates(curves: pd.DataFrame, by: str | Sequence[str]) -> pd.DataFrame:
         >>> sample_rates(curves, []).round(3).to_dict("records")
         [{'sample': 0, 'slope': -36.841, 'n_fit': 2}, {'sample': 1, 'slope': -0.693, 'n_fit': 3}]
     """
-    keys = [*_names(by), "sample"]
+    keys = [*as_names(by), "sample"]
     _check_curves(curves, keys)
     rows = curves.sort_values("layer", kind="stable")
     floor = rows["at_floor"].astype(bool)
@@ -143,11 +143,6 @@ def _check_curves(curves: pd.DataFrame, by: Sequence[str]) -> None:
     check_frame(curves, columns, ["layer", "value"], CURVE, empty=True)  # no curve: no rate
 
 
-def _names(by: str | Sequence[str]) -> list[str]:
-    """Column names given as one name or several."""
-    return [by] if isinstance(by, str) else list(by)
-
-
 def _log_means(curves: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     """Per (by..., layer): the mean over samples of log value and whether any value sits at the
     dtype floor; groups in the order they first appear, layers ascending within each."""
@@ -189,7 +184,7 @@ def layer_stats(frame: pd.DataFrame, by: str | Sequence[str] = ()) -> pd.DataFra
         >>> table[["n_at_floor", "mean_above_floor", "geo_mean_above_floor"]].to_numpy().tolist()
         [[0.0, 2.5, 2.0], [1.0, 0.5, 0.5]]
     """
-    by = _names(by)
+    by = as_names(by)
     _check_curves(frame, by)
     tiny = np.finfo(float).tiny
     floored = frame["at_floor"].astype(bool)
@@ -308,7 +303,7 @@ def layers_above(
         >>> layers_above(frame, "a", 1.0, by=["model"]).to_dict("records")
         [{'model': 'm', 'layer': 0, 'a': 2.0, 'b': 0.5}]
     """
-    by = _names(by)
+    by = as_names(by)
     check_frame(frame, [*by, "layer", "metric", "value", "at_floor"], ["layer", "value"], TIDY)
     if metric not in set(frame["metric"]):
         raise InputError(
@@ -356,7 +351,7 @@ def curve_slopes(results: pd.DataFrame, by: str | Sequence[str]) -> pd.DataFrame
         >>> curve_slopes(rows, ["v"])[["v", "slope_mu", "diverged"]].round(4).values.tolist()
         [['a', -1.3863, False]]
     """
-    by = _names(by)
+    by = as_names(by)
     columns = [*by, "layer", "metric", "value", "at_floor"]
     check_frame(results, columns, ["layer", "value"], TIDY, empty=True)
     table = results[by].drop_duplicates().reset_index(drop=True)
