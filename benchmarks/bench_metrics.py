@@ -6,7 +6,7 @@ process, interleaved, `--repeats` times; the median ratio is the result, so it h
 machine even when the seconds do not.
 
 Beside them, the accelerator's route forced on the CPU (`measure_states(..., batched=True)`:
-float32 spectra in one batched eigvalsh per layer, one host copy), timed in the same rounds,
+one batched float64 eigvalsh per layer and no SVD, one host copy), timed in the same rounds,
 and its largest relative difference from the float64 route (stated tolerance `SPECTRA_RTOL`).
 On a CPU it is no faster by design (its gain is on a GPU); this shows its cost and agreement.
 

@@ -1,8 +1,9 @@
 """The accelerator's route of the metric suite (`metrics._batched`), forced on the CPU.
 
 Its values equal the float64 route's within `SPECTRA_RTOL` (relative; the O(n d) metrics and
-the floor flags exactly), it reads the device once per call, and it makes one batched
-eigenproblem per call on states float32 can resolve.
+the floor flags exactly; values at the floor are rounding noise on either route), it reads the
+device once per call, and it makes one batched eigenproblem per call on states whose Gram
+spectrum it resolves.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import torch
 
 from rankcollapse.errors import InputError
 from rankcollapse.metrics import DEFAULT_METRICS, measure_states
-from rankcollapse.metrics._batched import FLOAT32_RCOND, SPECTRA_RTOL
+from rankcollapse.metrics._batched import SPECTRA_RTOL, DeviceTokens
 
 SPECTRAL = ("stable_rank", "effective_rank", "numerical_rank", "min_sv", "min_sv_rel", "rank1_rel")
 
@@ -30,17 +31,21 @@ def _cases() -> dict[str, tuple[torch.Tensor, torch.Tensor | None, torch.dtype |
     g = torch.Generator().manual_seed(0)
     pads = torch.ones(5, 24, dtype=torch.bool)
     pads[1, 20:], pads[3, 5:] = False, False
-    spread = torch.logspace(0, -1.1, 32, dtype=torch.float64)  # just above FLOAT32_RCOND
+    bulk = torch.cat([torch.ones(2, dtype=torch.float64), torch.logspace(-3, -4, 30)])
     collapsed = torch.randn(3, 1, 40, generator=g) + 1e-6 * torch.randn(3, 16, 40, generator=g)
+    identical = torch.randn(3, 1, 40, generator=g).expand(3, 16, 40)
     mixed = torch.cat([torch.randn(2, 16, 40, generator=g), collapsed[:2]])
     return {
         "random tokens": (torch.randn(6, 32, 48, generator=g), None, None),
         "more tokens than features": (torch.randn(4, 64, 16, generator=g), None, None),
         "pads": (torch.randn(5, 24, 32, generator=g), pads, None),
-        "near the float32 resolution": (_spectrum_states(spread, 4, 48, 1), None, None),
+        "a bulk 1e3 to 1e4 below sigma_max": (_spectrum_states(bulk, 4, 48, 1), None, None),
         "bfloat16 source": (torch.randn(4, 16, 24, generator=g), None, torch.bfloat16),
         "collapsed": (collapsed, None, None),
         "collapsed beside random": (mixed, None, None),
+        "identical tokens": (identical, None, None),
+        "identical bfloat16 tokens": (identical.bfloat16(), None, None),
+        "collapsed, float64 source": (collapsed.double(), None, None),
         "layers of a group": (torch.randn(3, 2, 12, 20, generator=g), None, None),
     }
 
@@ -57,24 +62,49 @@ def test_batched_route_equals_float64_route_within_stated_tolerance(case: str) -
         assert torch.equal(got.at_floor, at_floor), name
         tolerance = SPECTRA_RTOL if name in SPECTRAL else 0.0
         gap = (got.value - value).abs() / value.abs().clamp_min(1e-300)
+        gap = gap.where(~at_floor, 0.0)  # values at the floor are noise on either route
         assert float(gap.max()) <= tolerance, (name, float(gap.max()))
 
 
-def test_sequences_float32_cannot_resolve_take_the_float64_route_exactly() -> None:
-    g = torch.Generator().manual_seed(2)
-    resolved = _spectrum_states(torch.logspace(0, -0.5, 12, dtype=torch.float64), 2, 20, 3)
-    below = _spectrum_states(torch.logspace(0, -4, 12, dtype=torch.float64), 2, 20, 4)
-    x = torch.cat([resolved, below, torch.randn(1, 1, 20, generator=g).expand(1, 12, 20)])
-    exact = measure_states(x)
-    batched = measure_states(x, batched=True)
-    ratio = exact["min_sv_rel"].value ** 2
-    assert (ratio[:2] > FLOAT32_RCOND).all() and (ratio[2:] < FLOAT32_RCOND).all()
+def _routes(x: torch.Tensor) -> tuple[dict, dict, list[int]]:
+    """Both routes' values of x, and how many sequences the batched route measured again."""
+    redone: list[int] = []
+    real = DeviceTokens.to_redo
+
+    def counted(self, source):
+        redo = real(self, source)
+        redone.append(int(redo.sum()))
+        return redo
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(DeviceTokens, "to_redo", counted)
+        batched = measure_states(x, batched=True)
+    return measure_states(x), batched, redone
+
+
+def test_sequences_the_gram_cannot_resolve_take_the_float64_route_exactly() -> None:
+    resolved = _spectrum_states(torch.logspace(0, -4, 12, dtype=torch.float64), 2, 20, 3)
+    unresolved = _spectrum_states(torch.logspace(0, -6, 12, dtype=torch.float64), 2, 20, 4)
+    exact, batched, redone = _routes(torch.cat([resolved, unresolved]))
+    assert redone == [2]
     for name in SPECTRAL:
-        assert torch.equal(batched[name].value[2:], exact[name].value[2:]), name  # float64
-        assert not torch.equal(batched[name].value[:2], exact[name].value[:2]) or name in (
-            "numerical_rank",
-            "rank1_rel",
-        )
+        assert torch.equal(batched[name].value[2:], exact[name].value[2:]), name  # redone
+        close = (batched[name].value[:2] - exact[name].value[:2]).abs() / exact[name].value[:2]
+        assert float(close.max()) <= SPECTRA_RTOL, name
+
+
+def test_a_state_surely_at_the_floor_takes_no_svd_and_says_so() -> None:
+    g = torch.Generator().manual_seed(2)
+    identical = torch.randn(2, 1, 20, generator=g).expand(2, 12, 20)
+    exact, batched, redone = _routes(identical)
+    assert redone == [0]  # float32 states: sigma_min / sigma_max below 1.2e-6 on either route
+    for name in ("min_sv", "min_sv_rel", "rank1_rel"):
+        assert batched[name].at_floor.all() and exact[name].at_floor.all(), name
+    for name in ("stable_rank", "effective_rank", "numerical_rank"):
+        assert torch.allclose(batched[name].value, exact[name].value, rtol=SPECTRA_RTOL), name
+    # the same states made in float64: their floor (2.2e-15) is below what the Gram resolves
+    _, _, redone = _routes(identical.double())
+    assert redone == [2]
 
 
 class _Reads:
@@ -127,7 +157,7 @@ def test_batched_route_adds_one_copy_for_sequences_it_redoes(
 ) -> None:
     g = torch.Generator().manual_seed(6)
     x = torch.randn(4, 16, 24, generator=g)
-    x[1] = x[1, :1]  # one collapsed sequence: the float64 route measures it again
+    x[1] = x[1, :1] + 1e-5 * x[1]  # nearly collapsed, above the floor: measured again
     counter = _Reads(monkeypatch)
     measure_states(x, batched=True)
     assert counter.reads.count("cpu") == 2

@@ -3,8 +3,8 @@
 State metrics `fn(x, mask=None)`, attention metrics `fn(a, mask=None, *, edges=None)`, each
 returning a float64 tensor of shape (...); the registry `METRICS` (formula and reference read
 from the docstrings); the suites `measure_states` / `measure_attention`, which share one Gram
-matrix per sequence and flag values at the floor of the source dtype (on an accelerator with
-float32 spectra, within `SPECTRA_RTOL` of the float64 route); `metrics_frame` for
+matrix per sequence and flag values at the floor of the source dtype (on an accelerator without
+per-sequence SVDs, within `SPECTRA_RTOL` of the float64 route); `metrics_frame` for
 tidy results; `summarize_samples` for per-layer means, quantiles and the share of sequences
 at the dtype floor. Values carry no gradient: inputs are detached.
 """

@@ -1,20 +1,27 @@
-"""The accelerator's route to the shared quantities: no host reads while it works, float32 spectra.
+"""The accelerator's route to the shared quantities: no host reads while it works, no SVD.
 
-`DeviceTokens` is `Tokens` (same single pass, same float64 norms and Gram matrix) with the
-parts that read values on the host or solve a float64 eigenproblem per sequence replaced:
+`DeviceTokens` is `Tokens` (same single pass, same float64 norms, Gram matrix and batched
+float64 `eigvalsh`) with the parts that read values on the host or take an SVD per sequence
+replaced. Measured on an H200 (docs/gpu.md): a batched float64 `eigvalsh` of 32 Gram matrices
+of 512 took 136 ms and a float32 one 414 ms (cuSOLVER solves batched float32 problems by
+Jacobi sweeps); a float64 SVD of one 2048 x 4096 sequence took 334 ms, the eigvalsh of eight
+2048 x 2048 Grams 196 ms.
 
-- Spectra: one batched float32 `eigvalsh` of every sequence's Gram matrix, scaled by its trace
-  (||X||_F^2) so float32 holds it, in place of the float64 one. Its eigenvalues carry an
-  absolute error of about eps32 lambda_max (eps32 = 1.2e-7), so on a sequence whose spectrum
-  stays above FLOAT32_RCOND x lambda_max every sigma_i is within about 1e-5 (relative) of the
-  float64 value, and so are the metrics made of them (the tolerance `SPECTRA_RTOL`, checked
-  against the float64 route in tests/metrics/test_batched.py).
-- The rest, where float32 cannot resolve a value: a sequence whose smallest eigenvalue lies
-  below FLOAT32_RCOND x lambda_max (nearly rank-deficient or collapsed: min_sv, numerical_rank
-  and the small terms of effective_rank sit near the floor there; rank1_rel below about 0.06),
-  or whose ||X||_F^2 is outside the safe range of `Tokens` (all zero, huge, tiny, NaN), or
-  which has fewer than 2 real tokens, is `to_redo`: the suite measures those sequences again on
-  the float64 route (`Tokens`), after its one host copy, and takes those values.
+The Gram eigenvalues carry an absolute error of at most about E = k eps64 lambda_max (k the
+Gram's size; `resolution`), so an eigenvalue of at least E / SPECTRA_RTOL gives its sigma_i
+within SPECTRA_RTOL / 2 (relative), and the metrics made of those sigma_i within SPECTRA_RTOL
+of the float64 route (which takes an SVD below lambda_min / lambda_max = 1e-7, for 1e-8).
+Eigenvalues below E read as 0. A sequence is `to_redo`, measured again on the float64 route
+after the suite's one host copy, when
+
+- its spectrum has an eigenvalue between E and E / SPECTRA_RTOL (not resolved, not 0), or
+  an eigenvalue below E while sigma_min / sigma_max is not surely at the floor of the dtype
+  that made the states (a collapsed state whose min_sv is flagged needs no SVD: its value is
+  rounding noise on either route);
+- ||X||_F^2 - sigma_1^2 (the rank-1 residual) is below E / SPECTRA_RTOL and not surely at
+  that floor;
+- ||X||_F^2 is outside the safe range of `Tokens` (all zero, huge, tiny, NaN), or it has fewer
+  than 2 real tokens.
 
 Nothing here calls `bool`, `.item()` or `.cpu()` on a tensor: the suite reads everything on the
 host in one copy per call (`suite.measure_states`).
@@ -25,18 +32,17 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from rankcollapse.metrics._norms import safe_div
+from rankcollapse.metrics._floor import dtype_floor
 from rankcollapse.metrics._tokens import SAFE_EXPONENT, Tokens, computed_once
 
-FLOAT32_RCOND = 4e-3
-"""lambda_min / lambda_max below this (sigma_min / sigma_max below 0.063): the float64 route."""
 SPECTRA_RTOL = 1e-4
-"""Largest relative difference of a spectral metric on this route from the float64 route."""
+"""Largest relative difference of a spectral metric on this route from the float64 route,
+for values not at the floor."""
 
 
 class DeviceTokens(Tokens):
-    """`Tokens` for an accelerator: float32 spectra, no host reads; `to_redo` marks the
-    sequences whose values must come from the float64 route (module doc)."""
+    """`Tokens` for an accelerator: float64 Gram spectra without SVDs, no host reads;
+    `to_redo` marks the sequences whose values must come from the float64 route (module doc)."""
 
     deferred = True
 
@@ -50,33 +56,44 @@ class DeviceTokens(Tokens):
 
     @computed_once
     def gram_eigenvalues(self) -> Tensor:
-        """sigma_i^2 from one batched float32 eigvalsh of G / tr G, descending, 0 past n_sv."""
-        trace = self.norm_sq[..., None, None]  # tr X X^T = tr X^T X = ||X||_F^2
-        scaled = safe_div(self.gram, trace).to(torch.float32)
-        scaled = scaled.nan_to_num(0.0, 0.0, 0.0)  # NaN input is `invalid`: no solver error
-        lam = torch.linalg.eigvalsh(scaled).flip(-1).to(torch.float64).clamp(min=0) * trace[..., 0]
+        """`Tokens.gram_eigenvalues` of the Gram with NaN and Inf read as 0: such a sequence is
+        `invalid` (or out of range) and redone, and the solver must not fail on it first."""
+        lam = torch.linalg.eigvalsh(self.gram.nan_to_num(0.0, 0.0, 0.0)).flip(-1).clamp(min=0)
         return lam * self._in_spectrum(lam)
 
     @computed_once
+    def resolution(self) -> Tensor:
+        """E = k eps64 lambda_max, shape (..., 1): the Gram eigenvalues' absolute error bound."""
+        k = self.gram.shape[-1]
+        return k * torch.finfo(torch.float64).eps * self.gram_eigenvalues[..., :1]
+
+    @computed_once
     def singular_values(self) -> Tensor:
-        """sqrt of the float32 spectrum; sequences it cannot resolve are `to_redo`."""
-        return self.gram_eigenvalues.sqrt()
+        """sqrt of the Gram eigenvalues, those below `resolution` read as 0 (no SVD)."""
+        lam = self.gram_eigenvalues
+        return torch.where(lam < self.resolution, 0.0, lam).sqrt()
 
     @computed_once
     def rank1_residual(self) -> Tensor:
-        """sqrt(||X||_F^2 - sigma_1^2): near rank 1 the sequence is `to_redo` (no cancellation)."""
+        """sqrt(||X||_F^2 - sigma_1^2): near rank 1, `to_redo` unless surely at the floor."""
         return (self.norm_sq - self.gram_eigenvalues[..., 0]).clamp(min=0).sqrt()
 
-    def to_redo(self) -> Tensor:
-        """True (shape (...)) for the sequences the float64 route must measure again: out of the
-        safe range, fewer than 2 real tokens, or (when a spectrum was taken) a spectrum
-        reaching below FLOAT32_RCOND x lambda_max."""
+    def to_redo(self, source: torch.dtype) -> Tensor:
+        """True (shape (...)) for the sequences the float64 route must measure again (module
+        doc); `source` is the dtype that made the states, whose floor decides what is noise."""
         bound = 2.0 ** (2 * SAFE_EXPONENT)
         redo = ~((self.norm_sq < bound) & (self.norm_sq > 1 / bound)) | self.invalid()
+        floor_sq = dtype_floor(source) ** 2
         if "gram_eigenvalues" in self.__dict__:  # only metrics that took a spectrum need it
-            lam = self.gram_eigenvalues
-            smallest = lam.gather(-1, (self.n_sv - 1).clamp(min=0).unsqueeze(-1)).squeeze(-1)
-            redo |= smallest < FLOAT32_RCOND * lam[..., 0]
+            lam, e = self.gram_eigenvalues, self.resolution
+            real = self._in_spectrum(lam)
+            unresolved = (real & (lam >= e) & (lam < e / SPECTRA_RTOL)).any(-1)
+            smallest = lam.gather(-1, (self.n_sv - 1).unsqueeze(-1))  # (..., 1)
+            noise = (smallest < e) & (smallest + e > floor_sq * lam[..., :1])
+            redo |= unresolved | noise.squeeze(-1)
+        if "rank1_residual" in self.__dict__:
+            tail, e = self.rank1_residual.square(), self.resolution.squeeze(-1)
+            redo |= (tail < e / SPECTRA_RTOL) & (tail + e > floor_sq * self.norm_sq)
         return redo
 
     def invalid(self) -> Tensor:

@@ -122,8 +122,12 @@ def check_batch(shape: tuple[int, ...], name: str) -> None:
 
 
 def squared_norms(x: Tensor) -> Tensor:
-    """||X||_F^2 of (..., n, d) states, shape (...): one batched BLAS dot product per sequence
-    (measured 5 x faster than a fused reduction over the last two dims)."""
+    """||X||_F^2 of (..., n, d) states, shape (...): on the CPU one batched BLAS dot product per
+    sequence (measured 5 x faster than a fused reduction over the last two dims); elsewhere the
+    fused reduction (on an H200, 0.14 ms for 8 x 2048 x 4096 float64 where the product took 7 ms:
+    cuBLAS runs a dot product of 8M terms as a matrix-vector product)."""
+    if x.device.type != "cpu":
+        return torch.linalg.vector_norm(x, dim=(-2, -1)).square()
     n, d = x.shape[-2:]
     flat = x.reshape(-1, 1, n * d)
     return (flat @ flat.mT).reshape(x.shape[:-2])

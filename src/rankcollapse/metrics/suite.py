@@ -78,10 +78,11 @@ def measure_states(
     exactly as alone, whatever the split; an error is reported for the whole batch.
 
     On an accelerator (or with `batched`) the whole batch is one batched pass on the device
-    with float32 spectra and no host read until its end (`metrics._batched`): one batched
-    eigvalsh for every sequence, one host copy of every value, and the float64 route only for
-    the sequences float32 cannot resolve (nearly rank-deficient ones); values within
-    `SPECTRA_RTOL` (relative) of the float64 route, which the CPU keeps by default.
+    with no host read until its end (`metrics._batched`): one batched float64 eigvalsh for
+    every sequence, no SVD, one host copy of every value, and the float64 route only for the
+    sequences whose Gram spectrum it cannot resolve (nearly rank-deficient ones not surely at
+    their dtype's floor); values within `SPECTRA_RTOL` (relative) of the float64 route, which
+    the CPU keeps by default.
 
     Args:
         x: hidden states, shape (..., n, d), any float dtype.
@@ -157,7 +158,7 @@ def _measure_batched(
         t = DeviceTokens(x, mask, reads=reads)
         results = [_measure(METRICS[name], t, source or t.dtype) for name in names]
         columns = [r.value for r in results] + [r.at_floor for r in results]
-        columns += [t.to_redo(), t.invalid()]
+        columns += [t.to_redo(source or t.dtype), t.invalid()]
         host = torch.stack([c.reshape(-1).to(torch.float64) for c in columns]).cpu().numpy()
         values, flags = host[: len(names)], host[len(names) : 2 * len(names)] != 0
         redo, invalid = host[-2] != 0, host[-1] != 0  # numpy from here: no device read
