@@ -11,6 +11,9 @@ Needs no weights package and no network: random-init models, random tokens. Prin
 markdown table (what, result, target, verdict); docs/gpu.md keeps the last one measured.
 
 Rows:
+- resolution: the largest error of float64 Gram eigenvalues on the device against an SVD's
+  squares, in units of sqrt(k) eps64 lambda_max; the device's metric route assumes at most 4
+  (`metrics._batched`: what it takes from the Gram and what it measures again).
 - family/<name>: the tiny random-init model of every family probed on the device with every
   variant it supports (Dong's, Wu's, the authors'), a mask and a temperature where the family
   takes them, in float32; `agree` is the largest relative difference of a per-layer mean from
@@ -75,7 +78,7 @@ from rankcollapse.variants import AUTHORS_VARIANTS, DONG_VARIANTS, WU_VARIANTS
 
 ROWS: list[tuple[str, str, str, str]] = []
 SPECTRAL = {"stable_rank", "effective_rank", "numerical_rank", "min_sv", "min_sv_rel", "rank1_rel"}
-SECTIONS = ("families", "qwen2-0.5b", "llama3-8b", "training")
+SECTIONS = ("resolution", "families", "qwen2-0.5b", "llama3-8b", "training")
 SUITE_TARGET, O_ND_TARGET, STEP_TARGET, PRESET_HOURS = 3.0, 1.15, 3e-3, 1.0
 
 
@@ -275,6 +278,32 @@ def check_shape(
     row(f"{label} floor of a full spectrum per sequence", spectrum_floor(loaded, ids, base_time))
 
 
+def gram_resolution(device: torch.device) -> None:
+    """The largest error of float64 Gram eigenvalues on `device` against an SVD's squares, in
+    units of sqrt(k) eps64 lambda_max (the device route assumes at most 4: `metrics._batched`),
+    over random, collapsed (bfloat16) and massive-activation states of k = 512 and 2048."""
+    generator = torch.Generator().manual_seed(0)
+    worst = 0.0
+    for n, d in ((512, 1024), (2048, 4096)):
+        base = torch.randn(1, d, generator=generator)
+        for x in (
+            torch.randn(n, d, generator=generator),
+            (base + 1e-3 * torch.randn(n, d, generator=generator)).bfloat16(),
+            torch.randn(n, d, generator=generator) * torch.where(torch.arange(d) < 2, 1e3, 1.0),
+        ):
+            x = x.double().to(device)
+            lam = torch.linalg.eigvalsh(x @ x.mT).flip(0)
+            sv = torch.linalg.svdvals(x)
+            error = float((lam - sv.square()).abs().max() / sv[0].square())
+            worst = max(worst, error / (n**0.5 * torch.finfo(torch.float64).eps))
+    row(
+        "float64 Gram eigenvalues against an SVD",
+        f"error at most {worst:.2f} sqrt(k) eps64 lambda_max",
+        "<= 4",
+        None if device.type == "cpu" else worst <= 4,
+    )
+
+
 def spectrum_floor(loaded, ids: torch.Tensor, base_time: float) -> str:
     """What the spectra cost at least on the device's solver: a batched float64 eigvalsh of one
     layer's Gram matrices, timed alone, times the number of layers, against the forward (the
@@ -406,6 +435,7 @@ def main() -> int:
     print(f"device check on {name}, torch {torch.__version__}", flush=True)
     start = time.perf_counter()
     sections = [
+        ("resolution", lambda: gram_resolution(device)),
         ("families", lambda: check_families(device, args.families.split(","), 4, 16)),
         (
             "qwen2-0.5b",

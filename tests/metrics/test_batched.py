@@ -66,7 +66,7 @@ def test_batched_route_equals_float64_route_within_stated_tolerance(case: str) -
         assert float(gap.max()) <= tolerance, (name, float(gap.max()))
 
 
-def _routes(x: torch.Tensor) -> tuple[dict, dict, list[int]]:
+def _routes(x: torch.Tensor, source: torch.dtype | None = None) -> tuple[dict, dict, list[int]]:
     """Both routes' values of x, and how many sequences the batched route measured again."""
     redone: list[int] = []
     real = DeviceTokens.to_redo
@@ -78,13 +78,14 @@ def _routes(x: torch.Tensor) -> tuple[dict, dict, list[int]]:
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(DeviceTokens, "to_redo", counted)
-        batched = measure_states(x, batched=True)
-    return measure_states(x), batched, redone
+        batched = measure_states(x, source_dtype=source, batched=True)
+    return measure_states(x, source_dtype=source), batched, redone
 
 
 def test_sequences_the_gram_cannot_resolve_take_the_float64_route_exactly() -> None:
     resolved = _spectrum_states(torch.logspace(0, -4, 12, dtype=torch.float64), 2, 20, 3)
-    unresolved = _spectrum_states(torch.logspace(0, -6, 12, dtype=torch.float64), 2, 20, 4)
+    # sigma_min / sigma_max 3e-6: above float32's floor (1.2e-6), below what the Gram resolves
+    unresolved = _spectrum_states(torch.logspace(0, -5.5, 12, dtype=torch.float64), 2, 20, 4)
     exact, batched, redone = _routes(torch.cat([resolved, unresolved]))
     assert redone == [2]
     for name in SPECTRAL:
@@ -105,6 +106,40 @@ def test_a_state_surely_at_the_floor_takes_no_svd_and_says_so() -> None:
     # the same states made in float64: their floor (2.2e-15) is below what the Gram resolves
     _, _, redone = _routes(identical.double())
     assert redone == [2]
+
+
+def test_a_spectrum_whose_effective_rank_the_gram_cannot_bound_is_measured_again() -> None:
+    # 63 singular values at 1e-7 sigma_max: eigenvalues just above the Gram's resolution, each
+    # read to about 70 %, together enough to move effective_rank by more than SPECTRA_RTOL / 2
+    spectrum = torch.cat([torch.ones(1, dtype=torch.float64), torch.full((63,), 1e-7)])
+    noisy = _spectrum_states(spectrum, 1, 80, 5).double()
+    clean = _spectrum_states(torch.logspace(0, -3, 64, dtype=torch.float64), 1, 80, 6).double()
+    exact, batched, redone = _routes(torch.cat([noisy, clean]), torch.float32)
+    assert redone == [1]
+    assert torch.equal(batched["effective_rank"].value[:1], exact["effective_rank"].value[:1])
+
+
+def _only_rank1_rel() -> tuple[torch.Tensor, torch.dtype]:
+    # ||X||_F^2 - sigma_1^2 about 1e-11 sigma_1^2: above float32's floor, below the resolution
+    spectrum = torch.cat([torch.tensor([1.0, 3e-6], dtype=torch.float64), torch.full((10,), 1e-7)])
+    return _spectrum_states(spectrum, 1, 20, 7).double(), torch.float32
+
+
+def _only_numerical_rank() -> tuple[torch.Tensor, torch.dtype]:
+    # float64 states of identical tokens: numerical_rank's threshold (2.2e-15 sigma_max) lies
+    # below what the Gram resolves; for bfloat16 the rest is surely at the floor
+    identical = torch.randn(
+        1, 1, 20, generator=torch.Generator().manual_seed(8), dtype=torch.float64
+    )
+    return identical.expand(1, 12, 20), torch.bfloat16
+
+
+@pytest.mark.parametrize("case", [_only_rank1_rel, _only_numerical_rank])
+def test_a_value_only_one_rule_cannot_vouch_for_is_measured_again(case) -> None:
+    x, source = case()
+    exact, batched, redone = _routes(x, source)
+    assert redone == [1]
+    assert all(torch.equal(batched[name].value, exact[name].value) for name in SPECTRAL)
 
 
 class _Reads:
@@ -156,8 +191,8 @@ def test_batched_route_adds_one_copy_for_sequences_it_redoes(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     g = torch.Generator().manual_seed(6)
-    x = torch.randn(4, 16, 24, generator=g)
-    x[1] = x[1, :1] + 1e-5 * x[1]  # nearly collapsed, above the floor: measured again
+    x = torch.randn(4, 16, 24, generator=g, dtype=torch.float64)
+    x[1] = x[1, :1]  # collapsed float64 states: above their floor (2.2e-15), so measured again
     counter = _Reads(monkeypatch)
     measure_states(x, batched=True)
     assert counter.reads.count("cpu") == 2

@@ -7,20 +7,22 @@ of 512 took 136 ms and a float32 one 414 ms (cuSOLVER solves batched float32 pro
 Jacobi sweeps); a float64 SVD of one 2048 x 4096 sequence took 334 ms, the eigvalsh of eight
 2048 x 2048 Grams 196 ms.
 
-The Gram eigenvalues carry an absolute error of at most about E = k eps64 lambda_max (k the
-Gram's size; `resolution`), so an eigenvalue of at least E / SPECTRA_RTOL gives its sigma_i
-within SPECTRA_RTOL / 2 (relative), and the metrics made of those sigma_i within SPECTRA_RTOL
-of the float64 route (which takes an SVD below lambda_min / lambda_max = 1e-7, for 1e-8).
-Eigenvalues below E read as 0. A sequence is `to_redo`, measured again on the float64 route
-after the suite's one host copy, when
+The Gram eigenvalues carry an absolute error of at most E = 4 sqrt(k) eps64 lambda_max
+(`resolution`; k the Gram's size; measured at most 1.4 sqrt(k) eps64 lambda_max against an
+SVD, on random, collapsed, low-rank and massive-activation states of k = 128 to 2048).
+Eigenvalues below E read as 0, and every value is taken from them, except for a sequence that
+is `to_redo`, measured again on the float64 route (with its SVD) after the suite's one host
+copy, when one of its values could be off by more than SPECTRA_RTOL:
 
-- its spectrum has an eigenvalue between E and E / SPECTRA_RTOL (not resolved, not 0), or
-  an eigenvalue below E while sigma_min / sigma_max is not surely at the floor of the dtype
-  that made the states (a collapsed state whose min_sv is flagged needs no SVD: its value is
-  rounding noise on either route);
-- ||X||_F^2 - sigma_1^2 (the rank-1 residual) is below E / SPECTRA_RTOL and not surely at
-  that floor;
-- ||X||_F^2 is outside the safe range of `Tokens` (all zero, huge, tiny, NaN), or it has fewer
+- min_sv: lambda_min below E / SPECTRA_RTOL, unless sigma_min / sigma_max is surely at the
+  floor of the dtype that made the states (then it is rounding noise on either route, and
+  flagged);
+- effective_rank: the first-order bound on its relative error, sum_i |log p_i + H| dsigma_i /
+  sum_j sigma_j with dsigma_i = E / sigma_i (sqrt(2 E) for a sigma_i read as 0), above
+  SPECTRA_RTOL / 2;
+- numerical_rank: an eigenvalue within E of its threshold;
+- rank1_rel: ||X||_F^2 - sigma_1^2 below E / SPECTRA_RTOL, unless surely at the floor;
+- any: ||X||_F^2 outside the safe range of `Tokens` (all zero, huge, tiny, NaN), or fewer
   than 2 real tokens.
 
 Nothing here calls `bool`, `.item()` or `.cpu()` on a tensor: the suite reads everything on the
@@ -63,9 +65,9 @@ class DeviceTokens(Tokens):
 
     @computed_once
     def resolution(self) -> Tensor:
-        """E = k eps64 lambda_max, shape (..., 1): the Gram eigenvalues' absolute error bound."""
+        """E = 4 sqrt(k) eps64 lambda_max, shape (..., 1): the Gram eigenvalues' error bound."""
         k = self.gram.shape[-1]
-        return k * torch.finfo(torch.float64).eps * self.gram_eigenvalues[..., :1]
+        return 4 * k**0.5 * torch.finfo(torch.float64).eps * self.gram_eigenvalues[..., :1]
 
     @computed_once
     def singular_values(self) -> Tensor:
@@ -84,17 +86,29 @@ class DeviceTokens(Tokens):
         bound = 2.0 ** (2 * SAFE_EXPONENT)
         redo = ~((self.norm_sq < bound) & (self.norm_sq > 1 / bound)) | self.invalid()
         floor_sq = dtype_floor(source) ** 2
-        if "gram_eigenvalues" in self.__dict__:  # only metrics that took a spectrum need it
-            lam, e = self.gram_eigenvalues, self.resolution
-            real = self._in_spectrum(lam)
-            unresolved = (real & (lam >= e) & (lam < e / SPECTRA_RTOL)).any(-1)
-            smallest = lam.gather(-1, (self.n_sv - 1).unsqueeze(-1))  # (..., 1)
-            noise = (smallest < e) & (smallest + e > floor_sq * lam[..., :1])
-            redo |= unresolved | noise.squeeze(-1)
+        if "singular_values" in self.__dict__:  # only metrics that took a spectrum need it
+            redo |= self._spectrum_unresolved(floor_sq)
         if "rank1_residual" in self.__dict__:
             tail, e = self.rank1_residual.square(), self.resolution.squeeze(-1)
             redo |= (tail < e / SPECTRA_RTOL) & (tail + e > floor_sq * self.norm_sq)
         return redo
+
+    def _spectrum_unresolved(self, floor_sq: float) -> Tensor:
+        """True (shape (...)) where min_sv, effective_rank or numerical_rank from the Gram
+        eigenvalues could be off by more than SPECTRA_RTOL (module doc)."""
+        lam, sv, e = self.gram_eigenvalues, self.singular_values, self.resolution
+        top = lam[..., :1]
+        smallest = lam.gather(-1, (self.n_sv - 1).unsqueeze(-1))
+        min_sv = (smallest < e / SPECTRA_RTOL) & (smallest + e > floor_sq * top)
+        real = self._in_spectrum(lam)
+        error = torch.where(sv > 0, e / sv.clamp(min=1e-300), (2 * e).sqrt()) * real
+        total = sv.sum(-1, keepdim=True).clamp(min=1e-300)
+        p = (sv / total).clamp(min=error / total)
+        entropy = -torch.special.xlogy(sv / total, sv / total).sum(-1, keepdim=True)
+        effective_rank = ((p.log().abs() + entropy) * error).sum(-1, keepdim=True) / total
+        threshold = dtype_floor(self.dtype) ** 2 * top  # numerical_rank's, in eigenvalues
+        numerical_rank = (real & ((lam - threshold).abs() <= e)).any(-1, keepdim=True)
+        return (min_sv | (effective_rank > SPECTRA_RTOL / 2) | numerical_rank).squeeze(-1)
 
     def invalid(self) -> Tensor:
         """True (shape (...)) for a sequence that is bad input: NaN or Inf in a real token
