@@ -108,6 +108,17 @@ def test_a_state_surely_at_the_floor_takes_no_svd_and_says_so() -> None:
     assert redone == [2]
 
 
+def test_identical_tokens_need_no_svd_however_many() -> None:
+    # 600 tokens: 599 eigenvalues read as 0, each possibly up to sqrt(2 E) = 2e-7 sigma_max by
+    # the Gram alone (effective_rank's bound 2e-3), but together no more than the distance of
+    # the tokens from their mean, 0 here
+    token = torch.randn(1, 1, 700, generator=torch.Generator().manual_seed(9))
+    exact, batched, redone = _routes(token.expand(1, 600, 700))
+    assert redone == [0]
+    assert torch.allclose(batched["effective_rank"].value, exact["effective_rank"].value)
+    assert torch.equal(batched["numerical_rank"].value, exact["numerical_rank"].value)
+
+
 def test_a_spectrum_whose_effective_rank_the_gram_cannot_bound_is_measured_again() -> None:
     # 63 singular values at 1e-7 sigma_max: eigenvalues just above the Gram's resolution, each
     # read to about 70 %, together enough to move effective_rank by more than SPECTRA_RTOL / 2

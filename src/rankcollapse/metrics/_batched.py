@@ -18,8 +18,9 @@ copy, when one of its values could be off by more than SPECTRA_RTOL:
   floor of the dtype that made the states (then it is rounding noise on either route, and
   flagged);
 - effective_rank: the first-order bound on its relative error, sum_i |log p_i + H| dsigma_i /
-  sum_j sigma_j with dsigma_i = E / sigma_i (sqrt(2 E) for a sigma_i read as 0), above
-  SPECTRA_RTOL / 2;
+  sum_j sigma_j, above SPECTRA_RTOL / 2; dsigma_i = E / sigma_i, and for the m sigma_i read
+  as 0 the smaller of sqrt(2 E) and ||X - 1 mu^T||_F / sqrt(m) (mu the mean token: the best
+  rank-1 approximation of X is no further from X, so those m hold at most that much);
 - numerical_rank: an eigenvalue within E of its threshold;
 - rank1_rel: ||X||_F^2 - sigma_1^2 below E / SPECTRA_RTOL, unless surely at the floor;
 - any: ||X||_F^2 outside the safe range of `Tokens` (all zero, huge, tiny, NaN), or fewer
@@ -99,7 +100,12 @@ class DeviceTokens(Tokens):
         smallest = lam.gather(-1, (self.n_sv - 1).unsqueeze(-1))
         min_sv = (smallest < e / SPECTRA_RTOL) & (smallest + e > floor_sq * top)
         real = self._in_spectrum(lam)
-        error = torch.where(sv > 0, e / sv.clamp(min=1e-300), (2 * e).sqrt()) * real
+        # the m sigma_i read as 0 are each below sqrt(2 E) and hold together at most
+        # ||X - 1 m^T||_F^2 (X's best rank-1 approximation is no further from X): c / sqrt(m)
+        # each where they weigh most in the entropy
+        count = (real & (sv == 0)).sum(-1, keepdim=True).clamp(min=1).to(e.dtype)
+        hidden = torch.minimum((2 * e).sqrt(), self.centred_frobenius.unsqueeze(-1) / count.sqrt())
+        error = torch.where(sv > 0, e / sv.clamp(min=1e-300), hidden) * real
         total = sv.sum(-1, keepdim=True).clamp(min=1e-300)
         p = (sv / total).clamp(min=error / total)
         entropy = -torch.special.xlogy(sv / total, sv / total).sum(-1, keepdim=True)
