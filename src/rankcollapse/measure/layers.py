@@ -7,7 +7,7 @@ model; a text model's context long enough) and `prepare_batch` (the attention ma
 and injected, the pattern attended with, mask and temperature checked once against the model)
 before the first forward; `measure_batch` then runs each variant over the batch (in chunks of `batch_size`),
 streaming every layer to a `LayerMeasure`, which copies its states into a group of a few
-layers, measures the group in one call once it holds `GROUP_SEQUENCES` sequences or the pass
+layers, measures the group in one call once it holds `layers_per_call` layers or the pass
 ends (metrics float64 on the states' device, MPS: the CPU; floor flags of the states' dtype),
 and drops the states.
 """
@@ -167,6 +167,27 @@ GROUP_VALUES = 2**21
 """At most this many state values (8 MB of float32) wait in a group, whatever
 `GROUP_SEQUENCES` asks: long sequences of a wide model are measured a layer at a time."""
 
+DEVICE_GROUP_VALUES = 2**26
+"""On an accelerator a group holds up to this many values (256 MB of float32), whatever its
+sequences: there a call's fixed cost is its kernel launches and one host copy, during which
+the device waits (about 2 ms for the O(n d) metrics of one 32 x 512 x 896 layer on an H200,
+where their kernels take 0.7 ms), and the metrics' float64 buffers are bounded apart
+(`metrics._tokens.DEVICE_CHUNK_BYTES`)."""
+
+
+def layers_per_call(states: Tensor, where: torch.device) -> int:
+    """How many layers of `states`' shape a group holds when measured on `where`.
+
+    Example:
+        >>> states = torch.empty(32, 512, 896, device="meta")
+        >>> layers_per_call(states, torch.device("cpu")), layers_per_call(states, torch.device("cuda"))
+        (1, 4)
+    """
+    if where.type == "cpu":
+        sequences = states.shape[:-2].numel()
+        return max(1, min(GROUP_SEQUENCES // sequences, GROUP_VALUES // states.numel()))
+    return max(1, DEVICE_GROUP_VALUES // states.numel())
+
 
 @dataclass
 class LayerMeasure:
@@ -175,7 +196,8 @@ class LayerMeasure:
     and, when `kept` is a list, its states (a host copy) in `kept[layer]`.
 
     States are copied into a group of consecutive layers of one shape and measured in one
-    call when the group holds `GROUP_SEQUENCES` sequences (at most `GROUP_VALUES` values);
+    call when the group holds `layers_per_call` layers (on the CPU `GROUP_SEQUENCES`
+    sequences, at most `GROUP_VALUES` values; on an accelerator `DEVICE_GROUP_VALUES` values);
     `finish()` measures the rest, after the pass. Attention metrics are measured as each
     layer arrives. Frames are built once, after the passes (`frames_of`): a frame per layer
     and pass cost more than the metrics of a small model."""
@@ -227,8 +249,7 @@ class LayerMeasure:
             or (group.dtype, group.device) != (states.dtype, where)
         ):
             self.finish()
-            sequences = states.shape[:-2].numel()
-            rows = max(1, min(GROUP_SEQUENCES // sequences, GROUP_VALUES // states.numel()))
+            rows = layers_per_call(states, where)
             group = self.group = torch.empty(rows, *states.shape, dtype=states.dtype, device=where)
         group[len(self.waiting)].copy_(states)
         self.waiting.append(len(self.measured) - 1)
