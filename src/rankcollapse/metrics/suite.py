@@ -77,12 +77,10 @@ def measure_states(
     threads the others (torch releases the GIL in its kernels). Every sequence is computed
     exactly as alone, whatever the split; an error is reported for the whole batch.
 
-    On an accelerator (or with `batched`) the whole batch is one batched pass on the device
-    with no host read until its end (`metrics._batched`): one batched float64 eigvalsh for
-    every sequence, no SVD, one host copy of every value, and the float64 route only for the
-    sequences whose Gram spectrum it cannot resolve (nearly rank-deficient ones not surely at
-    their dtype's floor); values within `SPECTRA_RTOL` (relative) of the float64 route, which
-    the CPU keeps by default.
+    On an accelerator (or with `batched`) the whole batch is one pass on the device with no host
+    read until its end (`metrics._batched`): one batched float64 eigvalsh, no SVD, one host
+    copy of every value, the float64 route only for sequences with a value the Gram cannot
+    vouch for; values within `SPECTRA_RTOL` (relative) of the float64 route (the CPU's).
 
     Args:
         x: hidden states, shape (..., n, d), any float dtype.
