@@ -66,7 +66,9 @@ def test_batched_route_equals_float64_route_within_stated_tolerance(case: str) -
         assert float(gap.max()) <= tolerance, (name, float(gap.max()))
 
 
-def _routes(x: torch.Tensor, source: torch.dtype | None = None) -> tuple[dict, dict, list[int]]:
+def _routes(
+    x: torch.Tensor, source: torch.dtype | None = None, mask: torch.Tensor | None = None
+) -> tuple[dict, dict, list[int]]:
     """Both routes' values of x, and how many sequences the batched route measured again."""
     redone: list[int] = []
     real = DeviceTokens.to_redo
@@ -78,8 +80,8 @@ def _routes(x: torch.Tensor, source: torch.dtype | None = None) -> tuple[dict, d
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(DeviceTokens, "to_redo", counted)
-        batched = measure_states(x, source_dtype=source, batched=True)
-    return measure_states(x, source_dtype=source), batched, redone
+        batched = measure_states(x, mask, source_dtype=source, batched=True)
+    return measure_states(x, mask, source_dtype=source), batched, redone
 
 
 def test_sequences_the_gram_cannot_resolve_take_the_float64_route_exactly() -> None:
@@ -119,13 +121,16 @@ def test_identical_tokens_need_no_svd_however_many() -> None:
     assert torch.equal(batched["numerical_rank"].value, exact["numerical_rank"].value)
 
 
-def test_a_spectrum_whose_effective_rank_the_gram_cannot_bound_is_measured_again() -> None:
+@pytest.mark.parametrize("pads", [0, 8])
+def test_a_spectrum_whose_effective_rank_the_gram_cannot_bound_is_measured_again(pads) -> None:
     # 63 singular values at 1e-7 sigma_max: eigenvalues just above the Gram's resolution, each
     # read to about 70 %, together enough to move effective_rank by more than SPECTRA_RTOL / 2
     spectrum = torch.cat([torch.ones(1, dtype=torch.float64), torch.full((63,), 1e-7)])
     noisy = _spectrum_states(spectrum, 1, 80, 5).double()
     clean = _spectrum_states(torch.logspace(0, -3, 64, dtype=torch.float64), 1, 80, 6).double()
-    exact, batched, redone = _routes(torch.cat([noisy, clean]), torch.float32)
+    x = torch.cat([torch.cat([noisy, clean]), torch.zeros(2, pads, 80, dtype=torch.float64)], 1)
+    mask = torch.arange(64 + pads) < 64
+    exact, batched, redone = _routes(x, torch.float32, mask.expand(2, -1))
     assert redone == [1]
     assert torch.equal(batched["effective_rank"].value[:1], exact["effective_rank"].value[:1])
 

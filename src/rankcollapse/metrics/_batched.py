@@ -109,10 +109,11 @@ class DeviceTokens(Tokens):
         total = sv.sum(-1, keepdim=True).clamp(min=1e-300)
         p = (sv / total).clamp(min=error / total)
         entropy = -torch.special.xlogy(sv / total, sv / total).sum(-1, keepdim=True)
-        effective_rank = ((p.log().abs() + entropy) * error).sum(-1, keepdim=True) / total
+        terms = torch.where(error > 0, (p.log().abs() + entropy) * error, 0.0)  # no 0 x inf
+        effective_rank = terms.sum(-1, keepdim=True) / total
         threshold = dtype_floor(self.dtype) ** 2 * top  # numerical_rank's, in eigenvalues
         numerical_rank = (real & ((lam - threshold).abs() <= e)).any(-1, keepdim=True)
-        return (min_sv | (effective_rank > SPECTRA_RTOL / 2) | numerical_rank).squeeze(-1)
+        return (min_sv | ~(effective_rank <= SPECTRA_RTOL / 2) | numerical_rank).squeeze(-1)
 
     def invalid(self) -> Tensor:
         """True (shape (...)) for a sequence that is bad input: NaN or Inf in a real token
