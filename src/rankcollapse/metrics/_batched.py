@@ -101,8 +101,8 @@ class DeviceTokens(Tokens):
         min_sv = (smallest < e / SPECTRA_RTOL) & (smallest + e > floor_sq * top)
         real = self._in_spectrum(lam)
         # the m sigma_i read as 0 are each below sqrt(2 E) and hold together at most
-        # ||X - 1 m^T||_F^2 (X's best rank-1 approximation is no further from X): c / sqrt(m)
-        # each where they weigh most in the entropy
+        # c^2 = ||X - 1 mu^T||_F^2, mu the mean token (X's best rank-1 approximation is no
+        # further from X): c / sqrt(m) each where they weigh most in the entropy
         count = (real & (sv == 0)).sum(-1, keepdim=True).clamp(min=1).to(e.dtype)
         hidden = torch.minimum((2 * e).sqrt(), self.centred_frobenius.unsqueeze(-1) / count.sqrt())
         error = torch.where(sv > 0, e / sv.clamp(min=1e-300), hidden) * real
