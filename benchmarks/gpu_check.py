@@ -31,9 +31,11 @@ Rows:
   forward with output_hidden_states against the probe with the O(n d) metrics (res_comp_rel,
   mu_rel; target <= 1.15 x the forward) and against the full default suite (the accelerator's
   route: one batched float64 eigvalsh per layer group and no SVD, one host copy, the host's
-  route only for the sequences whose Gram spectrum it cannot resolve; target <= 3 x the
-  forward); peak memory ratio (target
-  <= 1) for both. The family rows check the spectra of that route against the host's float64
+  route only for the sequences with a value the Gram cannot vouch for; target <= 3 x the
+  forward); peak memory ratio (target <= 1) for both; for the Qwen2 shape also its `san`
+  variant with the full suite (no target: its pure-attention layers collapse to float32
+  rounding noise, which the device route sends to the float64 route); and the floor of the
+  full suite: the float64 eigvalsh of every layer alone. The family rows check the spectra of that route against the host's float64
   route (`SPECTRA_RTOL`).
 - amsel2024-depth: seconds per step of every unit of the paper preset (one model shape, its
   seeds trained as one batched model, `train.train_encoders`: difference of two capped runs, so
@@ -275,6 +277,12 @@ def check_shape(
         )
         ok = None if device.type != "cuda" else (ratio <= target and memory <= 1.0001)
         row(f"{label} probe, {kind}", result, f"<= {target} x, memory <= 1 x", ok)
+    if "san" not in variants:  # collapsed states of this dtype: the float64 route's share
+        seconds, _ = timed(device, lambda: probe(loaded, variants=["san"], **probe_args), 1)
+        row(
+            f"{label} probe of the san variant (collapsing layers), full default suite",
+            f"{seconds:.3f} s = {seconds / base_time:.2f} x forward",
+        )
     row(f"{label} floor of a full spectrum per sequence", spectrum_floor(loaded, ids, base_time))
 
 
