@@ -35,8 +35,8 @@ Rows:
   forward); peak memory ratio (target <= 1) for both; for the Qwen2 shape also its `san`
   variant with the full suite (no target: its pure-attention layers collapse to float32
   rounding noise, which the device route sends to the float64 route); and the floor of the
-  full suite: the float64 eigvalsh of every layer alone. The family rows check the spectra of that route against the host's float64
-  route (`SPECTRA_RTOL`).
+  full suite: the float64 eigvalsh of every layer alone. The family rows check the spectra of
+  that route against the host's float64 route (`SPECTRA_RTOL`).
 - amsel2024-depth: seconds per step of every unit of the paper preset (one model shape, its
   seeds trained as one batched model, `train.train_encoders`: difference of two capped runs, so
   start-up and scoring cancel), the largest per seed against the 3 ms target with its operations
