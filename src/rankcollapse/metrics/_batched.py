@@ -107,8 +107,9 @@ class DeviceTokens(Tokens):
         hidden = torch.minimum((2 * e).sqrt(), self.centred_frobenius.unsqueeze(-1) / count.sqrt())
         error = torch.where(sv > 0, e / sv.clamp(min=1e-300), hidden) * real
         total = sv.sum(-1, keepdim=True).clamp(min=1e-300)
-        p = (sv / total).clamp(min=error / total)
-        entropy = -torch.special.xlogy(sv / total, sv / total).sum(-1, keepdim=True)
+        share = sv / total
+        entropy = -torch.special.xlogy(share, share).sum(-1, keepdim=True)
+        p = share.clamp(min=error / total)
         terms = torch.where(error > 0, (p.log().abs() + entropy) * error, 0.0)  # no 0 x inf
         effective_rank = terms.sum(-1, keepdim=True) / total
         threshold = dtype_floor(self.dtype) ** 2 * top  # numerical_rank's, in eigenvalues
