@@ -97,7 +97,7 @@ class DeviceTokens(Tokens):
         eigenvalues could be off by more than SPECTRA_RTOL (module doc)."""
         lam, sv, e = self.gram_eigenvalues, self.singular_values, self.resolution
         top = lam[..., :1]
-        smallest = lam.gather(-1, (self.n_sv - 1).unsqueeze(-1))
+        smallest = self.smallest(lam).unsqueeze(-1)
         min_sv = (smallest < e / SPECTRA_RTOL) & (smallest + e > floor_sq * top)
         real = self._in_spectrum(lam)
         # the m sigma_i read as 0 are each below sqrt(2 E) and hold together at most

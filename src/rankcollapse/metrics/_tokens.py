@@ -363,6 +363,10 @@ class Tokens:
         """The Gram matrices given to the solver: this route has checked them finite."""
         return gram
 
+    def smallest(self, values: Tensor) -> Tensor:
+        """The last of each sequence's n_sv spectral values (..., k) -> (...): its smallest."""
+        return values.gather(-1, (self.n_sv - 1).unsqueeze(-1)).squeeze(-1)
+
     def _in_spectrum(self, values: Tensor) -> Tensor:
         """True for the first n_sv entries of each sequence's spectrum, (..., k)."""
         index = torch.arange(values.shape[-1], device=values.device)
@@ -377,7 +381,7 @@ class Tokens:
         """
         lam = self.gram_eigenvalues
         sv = lam.sqrt()
-        smallest = lam.gather(-1, (self.n_sv - 1).unsqueeze(-1)).squeeze(-1)  # (...)
+        smallest = self.smallest(lam)
         ill = smallest < GRAM_EIG_RCOND * lam[..., 0]
         if bool(ill.any()):
             k = sv.shape[-1]

@@ -154,7 +154,7 @@ def _min_sv_rel(t: Tokens) -> Tensor:
 
 
 def _smallest(t: Tokens) -> Tensor:
-    return t.singular_values.gather(-1, (t.n_sv - 1).unsqueeze(-1)).squeeze(-1)
+    return t.smallest(t.singular_values)
 
 
 __all__ = ["effective_rank", "min_sv", "min_sv_rel", "numerical_rank", "stable_rank"]
