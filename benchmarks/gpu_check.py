@@ -46,6 +46,10 @@ Rows:
   the preset's estimate on this device: sum over units of steps x that unit's step time (target
   one hour), with the preset's operations counted alike (101.3 PFLOP: 0.42 h at that float32
   peak).
+  Where the largest unit's step goes: one layer's attention, forward and backward, by each
+  route of `nets.rank_encoder.head_attention` (torch's fused kernel on rank-1 heads padded to
+  8, and the broadcast product written out, which the CPU takes), and the five kernels that
+  take most of ten whole steps under `torch.profiler` (the full table is printed above).
 
 Every target row ends in "met" or "missed" (no verdict on a CPU, where no target is judged).
 """
@@ -74,6 +78,7 @@ from rankcollapse.hf.models import tiny_model
 from rankcollapse.measure import probe
 from rankcollapse.metrics import SPECTRA_RTOL, measure_states
 from rankcollapse.nets import RankEncoder
+from rankcollapse.nets.rank_encoder import head_attention
 from rankcollapse.tasks import NeighbourTask
 from rankcollapse.train.amsel import train_farthest_encoders
 from rankcollapse.variants import AUTHORS_VARIANTS, DONG_VARIANTS, WU_VARIANTS
@@ -377,6 +382,54 @@ def seed_step_flops(config, unit: dict) -> float:
     return counter.get_total_flops() * config.batch_size / small
 
 
+def attention_routes(shape: tuple[int, ...], device: torch.device) -> None:
+    """One layer's attention on qkv of `shape` (sets, n, 3, H, r), forward and backward, by
+    each route of `head_attention`: a row each."""
+    draw = torch.Generator(device).manual_seed(0)
+    qkv = torch.randn(shape, device=device, generator=draw, requires_grad=True)
+    routes = [(True, "fused kernel, heads padded to 8"), (False, "written out")]
+    for accelerator, route in routes[: 2 if shape[-1] == 1 else 1]:  # written out: rank 1 only
+
+        def work(accelerator=accelerator) -> None:
+            head_attention(qkv, accelerator=accelerator).sum().backward()
+            qkv.grad = None
+
+        work()  # warm-up
+        seconds, peak = timed(device, work, repeats=5)
+        row(
+            f"amsel2024-depth unit's attention, one layer of {shape[0]} sets, {route}",
+            f"{seconds * 1e3:.2f} ms forward and backward, peak {peak:.1f} GiB",
+        )
+
+
+def step_parts(config, unit: dict, device: torch.device, quick: bool) -> None:
+    """Where a step of `unit` goes: `attention_routes` on its shape, then the kernels of ten
+    whole steps as `torch.profiler` times them (printed; the five that take most are rows)."""
+    seeds, batch = len(config.seeds), 8 if quick else config.batch_size
+    size = (config.d_model + positions(config)) // unit["n_heads"]
+    shape = (seeds * batch, unit["n_points"], 3, unit["n_heads"], size)
+    attention_routes(shape, device)
+    from torch.profiler import ProfilerActivity, profile
+
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
+    capped = config.model_copy(update={"steps": 3 if quick else 10, "eval_samples": 256})
+    with profile(activities=activities) as profiler:
+        train_farthest_encoders(capped, **unit, positions=positions(config))
+    on_device = device.type == "cuda"  # the kernels; on the host, the operators' own time
+    key = "self_device_time_total" if on_device else "self_cpu_time_total"
+    kind = torch.autograd.DeviceType.CUDA if on_device else torch.autograd.DeviceType.CPU
+    events = [e for e in profiler.key_averages() if e.device_type == kind]
+    events.sort(key=lambda e: getattr(e, key), reverse=True)
+    total = sum(getattr(e, key) for e in events) or 1.0
+    print(profiler.key_averages().table(sort_by=key, row_limit=20), flush=True)
+    for event in events[:5]:
+        row(
+            f"amsel2024-depth unit's {capped.steps} steps, {event.key[:60]}",
+            f"{getattr(event, key) / 1e3:.1f} ms ({getattr(event, key) / total:.0%} of the "
+            f"profiled time, {event.count} calls)",
+        )
+
+
 def check_training(device: torch.device, quick: bool) -> None:
     experiment = get_experiment("amsel2024-depth")
     config = experiment.make_config("paper", {"device": str(device)})
@@ -399,6 +452,7 @@ def check_training(device: torch.device, quick: bool) -> None:
         f"<= {STEP_TARGET * 1e3:g} ms per seed",
         None if device.type != "cuda" else per_step[largest] / seeds <= STEP_TARGET,
     )
+    step_parts(config, shapes[largest], device, quick)
     if device.type == "cuda":  # below the float32 floor only with TF32 matrix products
         before = torch.get_float32_matmul_precision()
         torch.set_float32_matmul_precision("high")
