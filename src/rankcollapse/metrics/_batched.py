@@ -41,6 +41,9 @@ from rankcollapse.metrics._tokens import SAFE_EXPONENT, Tokens, computed_once
 SPECTRA_RTOL = 1e-4
 """Largest relative difference of a spectral metric on this route from the float64 route,
 for values not at the floor."""
+SUMS_RTOL = 1e-12
+"""The same for every other metric: float64 sums taken by other kernels, in another order
+(`_tokens._norms`, fused)."""
 
 
 class DeviceTokens(Tokens):

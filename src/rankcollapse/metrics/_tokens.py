@@ -33,7 +33,13 @@ from torch import Tensor
 
 from rankcollapse._validation import check_token_shapes, check_tokens
 from rankcollapse.errors import InputError
-from rankcollapse.metrics._norms import composite_of_magnitude, frobenius, masked_mean, safe_div
+from rankcollapse.metrics._norms import (
+    composite_of,
+    composite_of_magnitude,
+    frobenius,
+    masked_mean,
+    safe_div,
+)
 
 GRAM_EIG_RCOND = 1e-7  # lambda_min / lambda_max below this: an SVD for that sequence
 RANK1_EXPLICIT = 1e-3
@@ -248,11 +254,16 @@ class Tokens:
             x, mask = x[index], mask[index]
         rows = self.chunk_size
         buffer = torch.empty(min(rows, len(x)), n, d, dtype=torch.float64, device=x.device)
+        zero = buffer.new_zeros(1)
         for start in range(0, len(x), rows):
-            part = slice(start, start + rows)
-            chunk, chunk_mask = buffer[: len(x[part])].copy_(x[part]), mask[part]
-            if self.deferred or not bool(chunk_mask.all()):
-                chunk.masked_fill_(~chunk_mask.unsqueeze(-1), 0.0)  # NaN in pads too
+            part, chunk_mask = slice(start, start + rows), mask[start : start + rows]
+            chunk = buffer[: len(chunk_mask)]
+            if self.deferred:  # pads zeroed as the chunk is converted: one pass, no host read
+                torch.where(chunk_mask.unsqueeze(-1), x[part], zero, out=chunk)
+            else:
+                chunk.copy_(x[part])
+                if not bool(chunk_mask.all()):
+                    chunk.masked_fill_(~chunk_mask.unsqueeze(-1), 0.0)  # NaN in pads too
             yield part, chunk, chunk_mask
 
     def _read(self, norms: bool, gram: bool) -> None:
@@ -269,7 +280,7 @@ class Tokens:
             x, sq = self._in_range(x, squared_norms(x), scale[rows])
             norm_sq[rows] = sq
             if scratch is not None:  # norms asked
-                parts.append(_norms(x, mask, scratch[: len(x)], pads=self.deferred))
+                parts.append(_norms(x, mask, scratch[: len(x)], fused=self.deferred))
             if gram_of is not None:
                 torch.matmul(*((x, x.mT) if self.gram_of_tokens else (x.mT, x)), out=gram_of[rows])
         self.norm_sq, self.scale = norm_sq.reshape(self.batch), scale.reshape(self.batch)
@@ -424,23 +435,30 @@ class Tokens:
         return x @ x.mT  # (..., n, n)
 
 
-def _norms(x: Tensor, mask: Tensor, scratch: Tensor, *, pads: bool = False) -> tuple[Tensor, ...]:
+def _norms(x: Tensor, mask: Tensor, scratch: Tensor, *, fused: bool = False) -> tuple[Tensor, ...]:
     """||X||_{1,inf}, ||X - 1 m^T||_{1,inf}, ||X - 1 m^T||_F, |sum_i x_i / ||x_i|| |^2 and the
     number of nonzero tokens of (b, n, d) states (pad rows 0): (b,) each.
 
-    One scratch buffer (b, n, d), the caller's, holds |X|, then X - 1 m^T (formed directly),
-    then its magnitude in place: a fresh buffer per step costs as much as the pass that
-    fills it. Sums over tokens and over features are BLAS products with a vector of ones
-    (faster than torch's sums). `pads`: zero the pad rows without asking the mask first (a host
-    read) whether there are any.
+    One scratch buffer (b, n, d), the caller's, holds X - 1 m^T (formed directly; on the CPU
+    first |X|, and the centred rows' magnitude in place): a fresh buffer per step costs as much
+    as the pass that fills it. On the CPU sums over tokens and over features are BLAS products
+    with a vector of ones (faster than torch's sums). `fused` (an accelerator, where every pass
+    over memory counts and none is cached): the composites from ord-1 norms of X itself
+    (`composite_of`), and the centring as one x - mask m^T that leaves pad rows 0 without
+    asking the mask (a host read) whether there are any: 10 passes over the float64 states in
+    place of 16.
     """
-    torch.abs(x, out=scratch)
-    composite = composite_of_magnitude(scratch)
-    torch.sub(x, masked_mean(x, mask), out=scratch)
-    if pads or not bool(mask.all()):
-        scratch.masked_fill_(~mask.unsqueeze(-1), 0.0)  # pad rows stay 0
+    if fused:
+        composite = composite_of(x)
+        mean, real = masked_mean(x, mask), mask.unsqueeze(-1).to(x.dtype)
+        torch.addcmul(x, real, mean, value=-1, out=scratch)
+    else:
+        composite = composite_of_magnitude(torch.abs(x, out=scratch))
+        torch.sub(x, masked_mean(x, mask), out=scratch)
+        if not bool(mask.all()):
+            scratch.masked_fill_(~mask.unsqueeze(-1), 0.0)  # pad rows stay 0
     centred_frobenius = squared_norms(scratch).sqrt()
-    centred_composite = composite_of_magnitude(scratch.abs_())
+    centred_composite = composite_of(scratch) if fused else composite_of_magnitude(scratch.abs_())
     token_norms = torch.linalg.vector_norm(x, dim=-1)  # (b, n): 0 for pads
     inverse = safe_div(torch.ones_like(token_norms), token_norms)  # 0 for pads and zero tokens
     unit_sum = (inverse.unsqueeze(-2) @ x).squeeze(-2)  # (b, d)
