@@ -11,8 +11,10 @@ The Gram eigenvalues carry an absolute error of at most E = 4 sqrt(k) eps64 lamb
 (`resolution`; k the Gram's size; measured at most 1.4 sqrt(k) eps64 lambda_max against an
 SVD, on random, collapsed, low-rank and massive-activation states of k = 128 to 2048).
 Eigenvalues below E read as 0, and every value is taken from them, except for a sequence that
-is `to_redo`, measured again on the float64 route (with its SVD) after the suite's one host
-copy, when one of its values could be off by more than SPECTRA_RTOL:
+is `to_redo` when one of its values could be off by more than SPECTRA_RTOL: after the suite's
+one host copy it is measured again, first with its spectrum in two stages (`DeflatedTokens`,
+which resolves states collapsed to their rounding noise), then, if those cannot vouch for it
+either, on the float64 route with its SVD. The rules, with E each eigenvalue's error bound:
 
 - min_sv: lambda_min below E / SPECTRA_RTOL, unless sigma_min / sigma_max is surely at the
   floor of the dtype that made the states (then it is rounding noise on either route, and
@@ -36,6 +38,7 @@ import torch
 from torch import Tensor
 
 from rankcollapse.metrics._floor import dtype_floor
+from rankcollapse.metrics._norms import frobenius
 from rankcollapse.metrics._tokens import SAFE_EXPONENT, Tokens, computed_once
 
 SPECTRA_RTOL = 1e-4
@@ -67,9 +70,9 @@ class DeviceTokens(Tokens):
 
     @computed_once
     def resolution(self) -> Tensor:
-        """E = 4 sqrt(k) eps64 lambda_max, shape (..., 1): the Gram eigenvalues' error bound."""
-        k = self.gram.shape[-1]
-        return 4 * k**0.5 * torch.finfo(torch.float64).eps * self.gram_eigenvalues[..., :1]
+        """Each eigenvalue's error bound, (..., k): E = 4 sqrt(k) eps64 lambda_max for all."""
+        lam = self.gram_eigenvalues
+        return _rounding(lam.shape[-1]) * lam[..., :1].expand_as(lam)
 
     @computed_once
     def singular_values(self) -> Tensor:
@@ -91,7 +94,7 @@ class DeviceTokens(Tokens):
         if "singular_values" in self.__dict__:  # only metrics that took a spectrum need it
             redo |= self._spectrum_unresolved(floor_sq)
         if "rank1_residual" in self.__dict__:
-            tail, e = self.rank1_residual.square(), self.resolution.squeeze(-1)
+            tail, e = self.rank1_residual.square(), self.resolution[..., 0]
             redo |= (tail < e / SPECTRA_RTOL) & (tail + e > floor_sq * self.norm_sq)
         return redo
 
@@ -100,8 +103,8 @@ class DeviceTokens(Tokens):
         eigenvalues could be off by more than SPECTRA_RTOL (module doc)."""
         lam, sv, e = self.gram_eigenvalues, self.singular_values, self.resolution
         top = lam[..., :1]
-        smallest = self.smallest(lam).unsqueeze(-1)
-        min_sv = (smallest < e / SPECTRA_RTOL) & (smallest + e > floor_sq * top)
+        smallest, e_smallest = self.smallest(lam).unsqueeze(-1), self.smallest(e).unsqueeze(-1)
+        min_sv = (smallest < e_smallest / SPECTRA_RTOL) & (smallest + e_smallest > floor_sq * top)
         real = self._in_spectrum(lam)
         # the m sigma_i read as 0 are each below sqrt(2 E) and hold together at most
         # c^2 = ||X - 1 mu^T||_F^2, mu the mean token (X's best rank-1 approximation is no
@@ -124,3 +127,75 @@ class DeviceTokens(Tokens):
         (or finite values too large to square: the whole-batch check tells them apart), or
         fewer than 2 real tokens. The suite then checks the whole batch, for the error."""
         return ~torch.isfinite(self.norm_sq) | (self.n_real < 2)
+
+
+class DeflatedTokens(DeviceTokens):
+    """`DeviceTokens` for the sequences the Gram alone cannot vouch for: their spectrum in two
+    stages, still without an SVD (measured against one: every singular value above 1e-12
+    sigma_max within 6e-8, where the Gram's small ones were off by 100 %).
+
+    1. eigh(G) = Q diag(lambda) Q^T, and the rows w_i = q_i^T Z of W = Q^T Z (Z = X when G =
+       X X^T, X^T when G = X^T X): W has X's singular values, and ||w_i||^2 = lambda_i.
+    2. Split after the top r eigenvalues, at the largest ratio lambda_r / lambda_{r+1} among
+       those with lambda_r >= E / SPECTRA_RTOL (resolved by stage 1); the other rows S are
+       formed explicitly, so their Gram S S^T is exact to its own scale, not to lambda_max,
+       and its eigenvalues mu_j (one batched `eigvalsh`) are the small ones.
+    3. The top r keep stage 1's error E; mu_j's is eps_k mu_max + eps_L sum(mu) (the solver,
+       and the rounding of S S^T, L the rows' length) + ||C||^2 / gap (the coupling C = W_top
+       S^T that the split drops, with its own rounding; gap = lambda_r - E - mu_max - those:
+       Li and Li's quadratic residual bound) + 2 sqrt(mu_j) D + D^2 (D = eps_k sigma_max: the
+       rounding of W itself, measured at most 0.15 sqrt(k) eps64 sigma_max), with eps_m =
+       `_rounding(m)`. A sequence whose gap is not positive gets infinite errors: redone.
+
+    Everything `to_redo` asks then uses these bounds; a sequence still unresolved takes the
+    float64 route, with its SVD.
+    """
+
+    @computed_once
+    def _two_stages(self) -> tuple[Tensor, Tensor]:
+        """(eigenvalues descending, (..., k); their error bounds, (..., k))."""
+        lam, q = torch.linalg.eigh(self._solvable(self.gram))
+        lam, q = lam.flip(-1).clamp(min=0) * self._in_spectrum(lam), q.flip(-1)
+        k = lam.shape[-1]
+        first = _rounding(k) * lam[..., :1].expand_as(lam)
+        if k < 2:
+            return lam, first
+        x = self.states()
+        w = q.mT @ (x if self.gram_of_tokens else x.mT)  # (..., k, L): rows q_i^T Z
+        index = torch.arange(k, device=lam.device)
+        ratio = lam[..., :-1] / lam[..., 1:].clamp(min=1e-300)
+        ratio = ratio.masked_fill(lam[..., :-1] < first[..., :-1] / SPECTRA_RTOL, -1.0)
+        r = ratio.argmax(-1, keepdim=True) + 1  # (..., 1): rows 0..r-1 are the top block
+        small = index >= r  # (..., k)
+        products = w @ (w * small.unsqueeze(-1)).mT  # top block's rows: C; the others: S S^T
+        mu = torch.linalg.eigvalsh(products * small.unsqueeze(-1)).flip(-1).clamp(min=0)
+        top_sum = (lam * ~small).sum(-1, keepdim=True)
+        small_sum = mu.sum(-1, keepdim=True)
+        length = w.shape[-1]
+        coupling = frobenius(products * ~small.unsqueeze(-1)).unsqueeze(-1)
+        coupling = coupling + _rounding(length) * (top_sum * small_sum).sqrt()
+        solve = _rounding(k) * mu[..., :1] + _rounding(length) * small_sum
+        gap = lam.gather(-1, r - 1) - first[..., :1] - mu[..., :1] - solve
+        d = _rounding(k) * lam[..., :1].sqrt()
+        shifted = mu.gather(-1, (index - r).clamp(min=0))  # mu_{i-r} at i >= r
+        error = solve + coupling.square() / gap + 2 * shifted.sqrt() * d + d.square()
+        error = torch.where(gap > 0, error, torch.inf)
+        values = torch.where(small, shifted, lam) * self._in_spectrum(lam)
+        return values, torch.where(small, error, first)
+
+    @computed_once
+    def gram_eigenvalues(self) -> Tensor:
+        """The two stages' eigenvalues, descending (class doc)."""
+        return self._two_stages[0]
+
+    @computed_once
+    def resolution(self) -> Tensor:
+        """Each eigenvalue's error bound from the two stages, (..., k) (class doc)."""
+        return self._two_stages[1]
+
+
+def _rounding(size: int) -> float:
+    """4 sqrt(size) eps64: the relative error this route assumes of a float64 product or
+    symmetric eigensolver of inner size `size` (measured at most 1.6 sqrt(size) eps64 for the
+    Gram's eigenvalues and 0.15 sqrt(size) eps64 for W = Q^T Z)."""
+    return 4 * size**0.5 * torch.finfo(torch.float64).eps

@@ -14,6 +14,7 @@ does, since it knows the dtype.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, wait
 from functools import cache
 from typing import NamedTuple
@@ -24,7 +25,7 @@ import torch
 from torch import Tensor
 
 from rankcollapse.errors import InputError
-from rankcollapse.metrics._batched import DeviceTokens
+from rankcollapse.metrics._batched import DeflatedTokens, DeviceTokens
 from rankcollapse.metrics._floor import dtype_floor, underflowing
 from rankcollapse.metrics._tokens import Tokens, first_linalg_call, single_thread, split_runs
 from rankcollapse.metrics.attention import Attention
@@ -150,33 +151,54 @@ def _measure_batched(
     reads: tuple[str, ...],
 ) -> dict[str, MetricValue]:
     """`measure_states` on the accelerator's route (`metrics._batched`): every value and flag
-    reaches the host in one copy; the sequences float32 cannot resolve are measured again on
-    the float64 route (one more copy, only when there are some)."""
+    reaches the host in one copy; the sequences whose values the Gram cannot vouch for are
+    measured again (`_measure_again`: one more copy, only when there are some)."""
     with single_thread():
         t = DeviceTokens(x, mask, reads=reads)
-        results = [_measure(METRICS[name], t, source or t.dtype) for name in names]
-        columns = [r.value for r in results] + [r.at_floor for r in results]
-        columns += [t.to_redo(source or t.dtype), t.invalid()]
-        host = torch.stack([c.reshape(-1).to(torch.float64) for c in columns]).cpu().numpy()
-        values, flags = host[: len(names)], host[len(names) : 2 * len(names)] != 0
+        dtype = source or t.dtype
+        host = _to_host(t, names, dtype, lambda: [t.to_redo(dtype), t.invalid()])
         redo, invalid = host[-2] != 0, host[-1] != 0  # numpy from here: no device read
         if invalid.any():
             Tokens(x, mask)  # the whole batch's error names the sample (NaN, Inf, < 2 tokens)
         if redo.any():
             n, d = x.shape[-2:]
             index = torch.from_numpy(redo.nonzero()[0]).to(x.device)
-            exact = Tokens(x.reshape(-1, n, d)[index], t.mask.reshape(-1, n)[index], reads=reads)
-            again = [_measure(METRICS[name], exact, source or t.dtype) for name in names]
-            columns = [r.value for r in again] + [r.at_floor for r in again]
-            fixed = torch.stack([c.to(torch.float64) for c in columns]).cpu().numpy()
-            values[:, redo], flags[:, redo] = fixed[: len(names)], fixed[len(names) :] != 0
+            flat = x.reshape(-1, n, d)[index], t.mask.reshape(-1, n)[index]
+            host[: 2 * len(names), redo] = _measure_again(*flat, names, dtype, reads)
     batch = x.shape[:-2]
     return {
         name: MetricValue(
-            torch.from_numpy(values[i]).reshape(batch), torch.from_numpy(flags[i]).reshape(batch)
+            torch.from_numpy(host[i]).reshape(batch),
+            torch.from_numpy(host[len(names) + i] != 0).reshape(batch),
         )
         for i, name in enumerate(names)
     }
+
+
+def _measure_again(
+    x: Tensor, mask: Tensor, names: list[str], source: torch.dtype, reads: tuple[str, ...]
+) -> np.ndarray:
+    """Values and flags (2 len(names), m) of the m sequences (m, n, d) the Gram could not vouch
+    for: their spectra in two stages (`DeflatedTokens`, one more host copy), and the float64
+    route (with its SVD, and one copy more) for those still unresolved."""
+    deflated = DeflatedTokens(x, mask, reads=reads)
+    host = _to_host(deflated, names, source, lambda: [deflated.to_redo(source)])
+    still = host[-1] != 0
+    if still.any():
+        index = torch.from_numpy(still.nonzero()[0]).to(x.device)
+        host[:-1, still] = _to_host(Tokens(x[index], mask[index], reads=reads), names, source)
+    return host[:-1]
+
+
+def _to_host(
+    t: Tokens, names: list[str], source: torch.dtype, checks: Callable[[], list[Tensor]] = list
+) -> np.ndarray:
+    """Every value, then every flag, then the columns `checks()` returns (computed after the
+    values: what they check depends on what the values computed), in one host copy, float64:
+    (2 len(names) + len(checks()), sequences)."""
+    results = [_measure(METRICS[name], t, source) for name in names]
+    columns = [r.value for r in results] + [r.at_floor for r in results] + checks()
+    return torch.stack([c.reshape(-1).to(torch.float64) for c in columns]).cpu().numpy()
 
 
 def measure_attention(
