@@ -13,7 +13,11 @@ markdown table (what, result, target, verdict); docs/gpu.md keeps the last one m
 Rows:
 - resolution: the largest error of float64 Gram eigenvalues on the device against an SVD's
   squares, in units of sqrt(k) eps64 lambda_max; the device's metric route assumes at most 4
-  (`metrics._batched`: what it takes from the Gram and what it measures again).
+  (`metrics._batched`: what it takes from the Gram and what it measures again). Then its
+  second stage (`DeflatedTokens`) on one layer of float32 states collapsed to rounding noise:
+  the rounding of its product W = Q^T X on the device against numpy's extended precision
+  (at most 4 sqrt(k) eps64 sigma_max assumed), and the suite's time against an SVD of each
+  sequence.
 - family/<name>: the tiny random-init model of every family probed on the device with every
   variant it supports (Dong's, Wu's, the authors'), a mask and a temperature where the family
   takes them, in float32; `agree` is the largest relative difference of a per-layer mean from
@@ -69,6 +73,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
+import numpy as np
 import torch
 
 from rankcollapse.experiments import get_experiment
@@ -326,6 +331,46 @@ def gram_resolution(device: torch.device) -> None:
     )
 
 
+def resolution(device: torch.device, quick: bool) -> None:
+    """The section of that name: `gram_resolution`, then `second_stage`."""
+    gram_resolution(device)
+    second_stage(device, quick)
+
+
+def second_stage(device: torch.device, quick: bool) -> None:
+    """The device route's two stages (`metrics._batched.DeflatedTokens`) on one layer of float32
+    sequences collapsed to rounding noise (the Qwen2 shape's 32 x 512 x 896): the rounding of
+    W = Q^T X on the device against extended precision on the host (the route assumes at most
+    4 sqrt(k) eps64 sigma_max), and the metric suite's time against an SVD of each sequence
+    (what such sequences cost before)."""
+    batch, n, d = (2, 48, 64) if quick else (32, 512, 896)
+    generator = torch.Generator().manual_seed(1)
+    mean = torch.randn(batch, 1, d, generator=generator, dtype=torch.float64)
+    noise = torch.randn(batch, n, d, generator=generator, dtype=torch.float64)
+    x = (mean + 3e-7 * mean.abs() * noise).float().to(device)
+    one = x[0].double()
+    _, q = torch.linalg.eigh(one @ one.mT)
+    w = (q.mT @ one).cpu().numpy().astype(np.longdouble)
+    extended = q.cpu().numpy().astype(np.longdouble).T @ one.cpu().numpy().astype(np.longdouble)
+    error = np.linalg.norm((w - extended).astype(np.float64), 2)
+    scale = n**0.5 * np.finfo(np.float64).eps * float(torch.linalg.matrix_norm(one, 2))
+    row(
+        "rounding of W = Q^T X (two stages) against extended precision",
+        f"at most {error / scale:.2f} sqrt(k) eps64 sigma_max (numpy longdouble, eps "
+        f"{float(np.finfo(np.longdouble).eps):.1e})",
+        "<= 4",
+        None if device.type == "cpu" else error / scale <= 4,
+    )
+    measure_states(x[:2], batched=True)  # warm-up: the solvers' first calls
+    suite, _ = timed(device, lambda: measure_states(x, batched=True), repeats=1)
+    svd, _ = timed(device, lambda: torch.linalg.svdvals(x.double()), repeats=1)
+    row(
+        f"default suite on {batch} float32 sequences of {n} x {d} collapsed to rounding noise",
+        f"{suite * 1e3:.0f} ms with the two stages; an SVD of each sequence alone "
+        f"{svd * 1e3:.0f} ms",
+    )
+
+
 def spectrum_floor(loaded, ids: torch.Tensor, base_time: float) -> str:
     """What the spectra cost at least on the device's solver: a batched float64 eigvalsh of one
     layer's Gram matrices, timed alone, times the number of layers, against the forward (the
@@ -506,7 +551,7 @@ def main() -> int:
     print(f"device check on {name}, torch {torch.__version__}", flush=True)
     start = time.perf_counter()
     sections = [
-        ("resolution", lambda: gram_resolution(device)),
+        ("resolution", lambda: resolution(device, args.quick)),
         ("families", lambda: check_families(device, args.families.split(","), 4, 16)),
         (
             "qwen2-0.5b",
