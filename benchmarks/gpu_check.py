@@ -34,11 +34,12 @@ Rows:
 - qwen2-0.5b (32 x 512) and llama3-8b (8 x 2048, bfloat16, initialised on the device): a plain
   forward with output_hidden_states against the probe with the O(n d) metrics (res_comp_rel,
   mu_rel; target <= 1.15 x the forward) and against the full default suite (the accelerator's
-  route: one batched float64 eigvalsh per layer group and no SVD, one host copy, the host's
-  route only for the sequences with a value the Gram cannot vouch for; target <= 3 x the
-  forward); peak memory ratio (target <= 1) for both; for the Qwen2 shape also its `san`
-  variant with the full suite (no target: its pure-attention layers collapse to float32
-  rounding noise, which the device route sends to the float64 route); and the floor of the
+  route: one batched float64 eigvalsh per layer group and no SVD, one host copy; for the
+  sequences with a value the Gram cannot vouch for, two stages, and the host's route only
+  for what those cannot vouch for either; target <= 3 x the forward); peak memory ratio
+  (target <= 1) for both; for the Qwen2 shape also its `san` variant with the full suite (no
+  target: its pure-attention layers collapse to float32 rounding noise, which the device
+  route now resolves in its two stages, without the SVD it took before); and the floor of the
   full suite: the float64 eigvalsh of every layer alone. The family rows check the spectra of
   that route against the host's float64 route (`SPECTRA_RTOL`).
 - amsel2024-depth: seconds per step of every unit of the paper preset (one model shape, its
