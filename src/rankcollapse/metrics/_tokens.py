@@ -254,16 +254,11 @@ class Tokens:
             x, mask = x[index], mask[index]
         rows = self.chunk_size
         buffer = torch.empty(min(rows, len(x)), n, d, dtype=torch.float64, device=x.device)
-        zero = buffer.new_zeros(1)
         for start in range(0, len(x), rows):
-            part, chunk_mask = slice(start, start + rows), mask[start : start + rows]
-            chunk = buffer[: len(chunk_mask)]
-            if self.deferred:  # pads zeroed as the chunk is converted: one pass, no host read
-                torch.where(chunk_mask.unsqueeze(-1), x[part], zero, out=chunk)
-            else:
-                chunk.copy_(x[part])
-                if not bool(chunk_mask.all()):
-                    chunk.masked_fill_(~chunk_mask.unsqueeze(-1), 0.0)  # NaN in pads too
+            part = slice(start, start + rows)
+            chunk, chunk_mask = buffer[: len(x[part])].copy_(x[part]), mask[part]
+            if self.deferred or not bool(chunk_mask.all()):
+                chunk.masked_fill_(~chunk_mask.unsqueeze(-1), 0.0)  # NaN in pads too
             yield part, chunk, chunk_mask
 
     def _read(self, norms: bool, gram: bool) -> None:
