@@ -76,3 +76,27 @@ def test_frames_of_a_pass_whose_last_group_was_never_measured_is_an_error():
     on_layer(LayerCapture(0, torch.ones(2, 3, 4)))  # waits for more layers
     with pytest.raises(RuntimeError, match=r"finish\(\) was not called"):
         layers.LayerMeasure.frames_of([on_layer])
+
+
+@pytest.mark.parametrize("pads", [False, True])
+def test_a_pass_without_pads_tells_the_suite_so(monkeypatch, pads):
+    # the token mask is on the host: when it holds no pad the suite gets None, so the
+    # accelerator's route skips the pass that would zero pad rows it cannot look for
+    from rankcollapse.hf import LayerCapture
+
+    token_mask = torch.ones(2, 6, dtype=torch.bool)
+    if pads:
+        token_mask[1, 4:] = False
+    given = []
+
+    def recorded(x, mask, **kwargs):
+        given.append(mask)
+        return measure_states(x, mask, **kwargs)
+
+    monkeypatch.setattr(layers, "measure_states", recorded)
+    on_layer = layers.LayerMeasure(["mu_rel"], (), {}, token_mask)
+    on_layer(LayerCapture(0, torch.randn(2, 6, 4, generator=torch.Generator().manual_seed(1))))
+    on_layer.finish()
+    assert (given[0] is None) is (not pads)
+    if pads:
+        assert torch.equal(given[0][0], token_mask)

@@ -285,6 +285,26 @@ def test_batched_route_adds_one_copy_per_stage_for_sequences_it_redoes(
     assert counter.decompositions == ["eigvalsh", "eigh", "eigvalsh", "eigvalsh", "eigh", "svdvals"]
 
 
+@pytest.mark.parametrize(("given", "fills"), [("none", 0), ("all real", 1), ("pads", 1)])
+def test_batched_route_zeroes_pads_unless_told_there_are_none(
+    monkeypatch: pytest.MonkeyPatch, given: str, fills: int
+) -> None:
+    # it cannot ask the mask (a host read), so a mask means a pass that zeroes pad rows; None
+    # (no pads, known where the mask was made) spares it
+    x = torch.randn(4, 16, 24, generator=torch.Generator().manual_seed(15))
+    mask = None if given == "none" else torch.ones(4, 16, dtype=torch.bool)
+    if given == "pads":
+        mask[1, 12:] = False
+    exact = measure_states(x, mask, metrics=["res_comp_rel", "mu_rel"])
+    calls = []
+    real = torch.Tensor.masked_fill_
+    monkeypatch.setattr(torch.Tensor, "masked_fill_", lambda t, *a: calls.append(1) or real(t, *a))
+    out = measure_states(x, mask, metrics=["res_comp_rel", "mu_rel"], batched=True)
+    assert len(calls) == fills
+    for name, (value, _) in exact.items():
+        assert torch.allclose(out[name].value, value, rtol=SUMS_RTOL, atol=0), name
+
+
 def test_batched_route_reads_no_spectrum_for_o_nd_metrics(monkeypatch: pytest.MonkeyPatch) -> None:
     x = torch.randn(4, 16, 24, generator=torch.Generator().manual_seed(7))
     counter = _Reads(monkeypatch)
