@@ -38,7 +38,6 @@ import torch
 from torch import Tensor
 
 from rankcollapse.metrics._floor import dtype_floor
-from rankcollapse.metrics._norms import frobenius
 from rankcollapse.metrics._tokens import SAFE_EXPONENT, Tokens, computed_once
 
 SPECTRA_RTOL = 1e-4
@@ -162,17 +161,21 @@ class DeflatedTokens(DeviceTokens):
             return lam, first
         x = self.states()
         w = q.mT @ (x if self.gram_of_tokens else x.mT)  # (..., k, L): rows q_i^T Z
+        del x, q  # freed before the next products: the stage holds at most W and two k x k
         index = torch.arange(k, device=lam.device)
         ratio = lam[..., :-1] / lam[..., 1:].clamp(min=1e-300)
         ratio = ratio.masked_fill(lam[..., :-1] < first[..., :-1] / SPECTRA_RTOL, -1.0)
         r = ratio.argmax(-1, keepdim=True) + 1  # (..., 1): rows 0..r-1 are the top block
         small = index >= r  # (..., k)
         products = w @ (w * small.unsqueeze(-1)).mT  # top block's rows: C; the others: S S^T
-        mu = torch.linalg.eigvalsh(products * small.unsqueeze(-1)).flip(-1).clamp(min=0)
+        length = w.shape[-1]
+        del w
+        rows = torch.linalg.vector_norm(products, dim=-1).square()  # (..., k)
+        coupling = (rows * ~small).sum(-1, keepdim=True).sqrt()  # ||C||_F
+        products.masked_fill_(~small.unsqueeze(-1), 0.0)  # S S^T, the top block's rows 0
+        mu = torch.linalg.eigvalsh(products).flip(-1).clamp(min=0)
         top_sum = (lam * ~small).sum(-1, keepdim=True)
         small_sum = mu.sum(-1, keepdim=True)
-        length = w.shape[-1]
-        coupling = frobenius(products * ~small.unsqueeze(-1)).unsqueeze(-1)
         coupling = coupling + _rounding(length) * (top_sum * small_sum).sqrt()
         solve = _rounding(k) * mu[..., :1] + _rounding(length) * small_sum
         gap = lam.gather(-1, r - 1) - first[..., :1] - mu[..., :1] - solve
