@@ -459,8 +459,12 @@ def step_parts(config, unit: dict, device: torch.device, quick: bool) -> None:
 
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
     capped = config.model_copy(update={"steps": 3 if quick else 10, "eval_samples": 256})
-    with profile(activities=activities) as profiler:
-        train_farthest_encoders(capped, **unit, positions=positions(config))
+    try:  # a machine without the profiler's tracing library loses this row, not the section
+        with profile(activities=activities) as profiler:
+            train_farthest_encoders(capped, **unit, positions=positions(config))
+    except Exception as err:  # noqa: BLE001
+        row("amsel2024-depth unit's profile", f"error: {type(err).__name__}: {str(err)[:120]}")
+        return
     on_device = device.type == "cuda"  # the kernels; on the host, the operators' own time
     key = "self_device_time_total" if on_device else "self_cpu_time_total"
     kind = torch.autograd.DeviceType.CUDA if on_device else torch.autograd.DeviceType.CPU
