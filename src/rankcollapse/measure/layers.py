@@ -219,6 +219,11 @@ class LayerMeasure:
     waiting: list[int] = field(default_factory=list, init=False, repr=False)
     """The index in `measured` of each layer in `group`, whose values `finish` fills in."""
 
+    def __post_init__(self) -> None:
+        mask = self.token_mask
+        if mask is not None and mask.device.type == "cpu" and bool(mask.all()):
+            self.token_mask = None  # no pads, known on the host: the suite need not zero any
+
     def __call__(self, c: LayerCapture) -> None:
         where = metrics_device(c.states.device)
         layer_ids = {**self.ids, "layer": c.layer}
@@ -266,11 +271,9 @@ class LayerMeasure:
         if not self.waiting or self.group is None:  # a group exists while states wait
             return
         states = self.group[: len(self.waiting)]
-        token_mask = self.token_mask
-        if token_mask is not None and token_mask.device.type == "cpu" and bool(token_mask.all()):
-            token_mask = None  # no pads, known on the host: the suite need not zero any
-        if token_mask is not None:
-            token_mask = token_mask.to(states.device).expand(states.shape[:-1])
+        token_mask = None
+        if self.token_mask is not None:
+            token_mask = self.token_mask.to(states.device).expand(states.shape[:-1])
         values = measure_states(
             states, token_mask, metrics=tuple(self.state_metrics), source_dtype=states.dtype
         )

@@ -70,8 +70,7 @@ class DeviceTokens(Tokens):
     @computed_once
     def resolution(self) -> Tensor:
         """Each eigenvalue's error bound, (..., k): E = 4 sqrt(k) eps64 lambda_max for all."""
-        lam = self.gram_eigenvalues
-        return _rounding(lam.shape[-1]) * lam[..., :1].expand_as(lam)
+        return _gram_error(self.gram_eigenvalues)
 
     @computed_once
     def singular_values(self) -> Tensor:
@@ -155,8 +154,7 @@ class DeflatedTokens(DeviceTokens):
         """(eigenvalues descending, (..., k); their error bounds, (..., k))."""
         lam, q = torch.linalg.eigh(self._solvable(self.gram))
         lam, q = lam.flip(-1).clamp(min=0) * self._in_spectrum(lam), q.flip(-1)
-        k = lam.shape[-1]
-        first = _rounding(k) * lam[..., :1].expand_as(lam)
+        k, first = lam.shape[-1], _gram_error(lam)
         if k < 2:
             return lam, first
         x = self.states()
@@ -195,6 +193,11 @@ class DeflatedTokens(DeviceTokens):
     def resolution(self) -> Tensor:
         """Each eigenvalue's error bound from the two stages, (..., k) (class doc)."""
         return self._two_stages[1]
+
+
+def _gram_error(lam: Tensor) -> Tensor:
+    """E = `_rounding(k)` lambda_max for each of the k Gram eigenvalues `lam` (..., k)."""
+    return _rounding(lam.shape[-1]) * lam[..., :1].expand_as(lam)
 
 
 def _rounding(size: int) -> float:

@@ -231,7 +231,7 @@ class Tokens:
     ) -> None:
         x = x.detach() if isinstance(x, Tensor) else x  # no autograd graph over the copies
         self._input = (x, mask)  # for the whole-batch check when a chunk is not finite
-        self.padded = mask is not None  # None: no pads, known without reading the mask
+        self.pads_possible = mask is not None  # None: no pads, known without reading the mask
         self.source, self.mask = check_token_shapes(x, mask, counts=not self.deferred)
         check_batch(tuple(x.shape), "x")
         self.dtype = x.dtype
@@ -259,7 +259,7 @@ class Tokens:
         for start in range(0, len(x), rows):
             part = slice(start, start + rows)
             chunk, chunk_mask = buffer[: len(x[part])].copy_(x[part]), mask[part]
-            if self.padded and (self.deferred or not bool(chunk_mask.all())):
+            if self.pads_possible and (self.deferred or not bool(chunk_mask.all())):
                 chunk.masked_fill_(~chunk_mask.unsqueeze(-1), 0.0)  # NaN in pads too
             yield part, chunk, chunk_mask
 
