@@ -39,6 +39,12 @@ def _cases() -> dict[str, tuple[torch.Tensor, torch.Tensor | None, torch.dtype |
     padded = torch.randn(5, 24, 32, generator=g)
     padded[3, 5:] = float("nan")  # what pads hold never enters a value
     mixed = torch.cat([torch.randn(2, 16, 40, generator=g), collapsed[:2]])
+    outlier = torch.randn(3, 16, 40, generator=g)
+    outlier[:, 0] *= 1e5  # one token's massive activation, as in large language models
+    centres = torch.randn(3, 2, 40, generator=g)
+    clusters = centres.repeat_interleave(8, 1) + 1e-4 * torch.randn(3, 16, 40, generator=g)
+    offset = 1e4 * torch.randn(3, 1, 40, generator=g) + torch.randn(3, 16, 40, generator=g)
+    scales = torch.tensor([1e-20, 1.0, 1e20], dtype=torch.float64).view(3, 1, 1)
     return {
         "random tokens": (torch.randn(6, 32, 48, generator=g), None, None),
         "more tokens than features": (torch.randn(4, 64, 16, generator=g), None, None),
@@ -52,6 +58,11 @@ def _cases() -> dict[str, tuple[torch.Tensor, torch.Tensor | None, torch.dtype |
         "identical bfloat16 tokens": (identical.bfloat16(), None, None),
         "collapsed, float64 source": (collapsed.double(), None, None),
         "layers of a group": (torch.randn(3, 2, 12, 20, generator=g), None, None),
+        "one token 1e5 x the others": (outlier, None, None),
+        "two tight clusters": (clusters, None, None),
+        "a mean 1e4 x the spread": (offset, None, None),
+        "float64 states at 1e-20, 1 and 1e20": (scales * collapsed.double(), None, None),
+        "float16 source": (torch.randn(4, 16, 24, generator=g), None, torch.float16),
     }
 
 
